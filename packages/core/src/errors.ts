@@ -1,0 +1,187 @@
+/**
+ * credhook's typed error model. Providers, stores and core throw these; the
+ * server turns each into the contract's ErrorResponse with {@link CredhookError.status}.
+ * A raw SDK or driver error never reaches a response: providers map them here.
+ *
+ * Every `messages` entry is safe to show the portal: it says what and where,
+ * never a stack trace or a secret.
+ */
+
+/** Stable, UPPER_SNAKE machine codes carried by every {@link CredhookError} (logged, not sent). */
+export const ErrorCodes = {
+  VALIDATION_FAILED: "VALIDATION_FAILED",
+  UNAUTHORIZED: "UNAUTHORIZED",
+  NOT_FOUND: "NOT_FOUND",
+  CONFLICT: "CONFLICT",
+  INVALID_REFERENCE: "INVALID_REFERENCE",
+  UNROUTABLE: "UNROUTABLE",
+  TOO_MANY_REQUESTS: "TOO_MANY_REQUESTS",
+  THROTTLED: "THROTTLED",
+  UPSTREAM_FAILED: "UPSTREAM_FAILED",
+  UPSTREAM_UNAVAILABLE: "UPSTREAM_UNAVAILABLE",
+  UPSTREAM_TIMEOUT: "UPSTREAM_TIMEOUT",
+  CONFIG_INVALID: "CONFIG_INVALID",
+  INTERNAL: "INTERNAL",
+} as const;
+
+/** One of {@link ErrorCodes}. */
+export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
+
+/** Options shared by every {@link CredhookError} constructor. */
+export interface CredhookErrorOptions {
+  /** Extra safe messages (one problem each); the first message is the constructor's `message`. */
+  messages?: string[];
+  /** The underlying error, kept for logs only (never serialised into a response). */
+  cause?: unknown;
+  /** Name of the gateway (YAML key under `gateways:`) the error came from, when any. */
+  gateway?: string;
+}
+
+/**
+ * Base class of every error credhook answers with. `status` is the HTTP status
+ * the server returns; `messages` become ErrorResponse.messages.
+ */
+export class CredhookError extends Error {
+  /** HTTP status code the server answers with (4xx/5xx). */
+  readonly status: number;
+  /** Stable machine code, for logs and metrics. */
+  readonly code: ErrorCode;
+  /** Human-readable, secret-free problems, one per entry. */
+  readonly messages: string[];
+  /** Gateway the error came from, if any. */
+  gateway: string | undefined;
+
+  constructor(status: number, code: ErrorCode, message: string, options: CredhookErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.status = status;
+    this.code = code;
+    this.messages = [message, ...(options.messages ?? [])];
+    this.gateway = options.gateway;
+  }
+}
+
+/** 400: the request body or a parameter breaks the contract. `messages` lists every problem. */
+export class ValidationError extends CredhookError {
+  constructor(messages: string[], options: Omit<CredhookErrorOptions, "messages"> = {}) {
+    super(400, ErrorCodes.VALIDATION_FAILED, messages[0] ?? "request is invalid", {
+      ...options,
+      messages: messages.slice(1),
+    });
+  }
+}
+
+/** 401: missing or wrong Basic credentials. The server adds `WWW-Authenticate`. */
+export class Unauthorized extends CredhookError {
+  constructor(message = "valid Basic credentials are required", options: CredhookErrorOptions = {}) {
+    super(401, ErrorCodes.UNAUTHORIZED, message, options);
+  }
+}
+
+/**
+ * 404: the credential (or a native resource of it) does not exist.
+ * Revoke treats it as success; update answers 404 when neither the store nor
+ * the request's ids find the credential.
+ */
+export class NotFound extends CredhookError {
+  constructor(message: string, options: CredhookErrorOptions = {}) {
+    super(404, ErrorCodes.NOT_FOUND, message, options);
+  }
+}
+
+/** 409: the resource already exists or changed underneath (duplicate key value, ETag mismatch). */
+export class Conflict extends CredhookError {
+  constructor(message: string, options: CredhookErrorOptions = {}) {
+    super(409, ErrorCodes.CONFLICT, message, options);
+  }
+}
+
+/** 422: the request names something its gateway does not know, e.g. an unknown usage plan or product. */
+export class InvalidReference extends CredhookError {
+  constructor(message: string, options: CredhookErrorOptions = {}) {
+    super(422, ErrorCodes.INVALID_REFERENCE, message, options);
+  }
+}
+
+/** 422: an API id is routed to no gateway, or the app's APIs need different credential types. */
+export class Unroutable extends CredhookError {
+  constructor(message: string, options: CredhookErrorOptions = {}) {
+    super(422, ErrorCodes.UNROUTABLE, message, options);
+  }
+}
+
+/** 429: too many failed logins from one client. `retryAfterS` becomes `Retry-After` (seconds). */
+export class TooManyRequests extends CredhookError {
+  /** Seconds the client should wait before trying again. */
+  readonly retryAfterS: number;
+  constructor(message: string, retryAfterS: number, options: CredhookErrorOptions = {}) {
+    super(429, ErrorCodes.TOO_MANY_REQUESTS, message, options);
+    this.retryAfterS = retryAfterS;
+  }
+}
+
+/**
+ * 503: the cloud still throttled the call after client-side rate limiting and
+ * the SDK's retries, or credhook is shutting down. `retryAfterS` becomes
+ * `Retry-After` (seconds).
+ */
+export class Throttled extends CredhookError {
+  /** Seconds the portal should wait before retrying. */
+  readonly retryAfterS: number;
+  constructor(message: string, retryAfterS = 1, options: CredhookErrorOptions = {}) {
+    super(503, ErrorCodes.THROTTLED, message, options);
+    this.retryAfterS = Math.max(1, Math.ceil(retryAfterS));
+  }
+}
+
+/** 502: a cloud call failed (an unexpected answer, a 5xx, a refused connection). */
+export class UpstreamError extends CredhookError {
+  constructor(message: string, options: CredhookErrorOptions = {}) {
+    super(502, ErrorCodes.UPSTREAM_FAILED, message, options);
+  }
+}
+
+/** 503: a gateway is not reachable or not healthy right now (health checks, shutdown). */
+export class UpstreamUnavailable extends CredhookError {
+  /** Seconds after which trying again makes sense. */
+  readonly retryAfterS: number;
+  constructor(message: string, retryAfterS = 5, options: CredhookErrorOptions = {}) {
+    super(503, ErrorCodes.UPSTREAM_UNAVAILABLE, message, options);
+    this.retryAfterS = Math.max(1, Math.ceil(retryAfterS));
+  }
+}
+
+/** 504: a cloud call or long-running operation did not finish within its timeout. */
+export class UpstreamTimeout extends CredhookError {
+  constructor(message: string, options: CredhookErrorOptions = {}) {
+    super(504, ErrorCodes.UPSTREAM_TIMEOUT, message, options);
+  }
+}
+
+/** Configuration is invalid; thrown at start-up. `messages` name the YAML path of each problem. */
+export class ConfigError extends CredhookError {
+  constructor(messages: string[], options: Omit<CredhookErrorOptions, "messages"> = {}) {
+    super(500, ErrorCodes.CONFIG_INVALID, messages[0] ?? "configuration is invalid", {
+      ...options,
+      messages: messages.slice(1),
+    });
+  }
+}
+
+/** True when `err` is a {@link CredhookError} (works across duplicated module copies). */
+export function isCredhookError(err: unknown): err is CredhookError {
+  return (
+    err instanceof CredhookError ||
+    (typeof err === "object" &&
+      err !== null &&
+      typeof (err as CredhookError).status === "number" &&
+      typeof (err as CredhookError).code === "string" &&
+      Array.isArray((err as CredhookError).messages))
+  );
+}
+
+/** The `Retry-After` seconds an error carries, if any. */
+export function retryAfterOf(err: unknown): number | undefined {
+  const v = (err as { retryAfterS?: unknown } | null)?.retryAfterS;
+  return typeof v === "number" ? v : undefined;
+}

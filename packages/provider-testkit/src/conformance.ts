@@ -1,0 +1,320 @@
+/**
+ * The provider conformance suite. Every provider package runs it against its
+ * cloud's local fake (or, for the embedded provider, for real):
+ *
+ * create → update (ADDED / REMOVED / NONE) → revoke → revoke again, read-back,
+ * health, and the error contract of the interface (typed errors only, no
+ * secret in stored resources, NotFound after revoke, InvalidReference with
+ * nothing left behind).
+ */
+import { randomUUID } from "node:crypto";
+import {
+  isCredhookError,
+  type CredentialType,
+  type GatewayApi,
+  type Provider,
+  type ProviderCredentialRef,
+  type ProviderUpdateInput,
+} from "@credhook/core";
+
+/** vitest's `it`/`test` (or any function of that shape). */
+export type ConformanceTest = (name: string, fn: () => Promise<void>) => void;
+
+/** What `inspect` reports of a credential in the (fake) cloud. */
+export interface InspectedCredential {
+  /** The native credential exists and is usable (not deleted, not disabled). */
+  live: boolean;
+  /** Usage plan ids (or products/targets) the credential is attached to now. */
+  usagePlans?: string[];
+}
+
+/** Options of {@link providerConformance}. */
+export interface ProviderConformanceOptions {
+  /** Credential types to exercise. @default the provider's capabilities.credentialTypes */
+  credentialTypes?: CredentialType[];
+  /** APIs (with usage plans) that exist on the gateway; the suite's app uses them. */
+  apis: GatewayApi[];
+  /** A usage plan that exists and is NOT in `apis`, to ADD and then REMOVE. */
+  addPlan: { apiId: string; planId: string };
+  /** A usage plan the gateway does not know: create must throw InvalidReference (422). Omit when the gateway has no notion of plans. */
+  unknownPlan?: { apiId: string; planId: string };
+  /** Reads the credential's state from the cloud (fake) by its reference; lets the suite assert effects. */
+  inspect?: (ref: ProviderCredentialRef) => Promise<InspectedCredential>;
+  /** Lists every native credential id the gateway holds now (to prove nothing is left behind). */
+  listNativeIds?: () => Promise<string[]>;
+  /** Prefix of every test name. @default "provider conformance" */
+  name?: string;
+}
+
+function plansOf(apis: GatewayApi[]): string[] {
+  return [...new Set(apis.flatMap((a) => a.usagePlans))].sort();
+}
+
+function fail(message: string): never {
+  throw new Error(`conformance: ${message}`);
+}
+
+function expectEqual(actual: unknown, expected: unknown, what: string): void {
+  const a = JSON.stringify(actual);
+  const e = JSON.stringify(expected);
+  if (a !== e) fail(`${what}: expected ${e}, got ${a}`);
+}
+
+async function expectTyped(promise: Promise<unknown>, status: number, what: string): Promise<void> {
+  try {
+    await promise;
+  } catch (err) {
+    if (!isCredhookError(err)) fail(`${what}: expected a typed credhook error with status ${status}, got ${String(err)}`);
+    if (err.status !== status) fail(`${what}: expected status ${status}, got ${err.status} (${err.message})`);
+    return;
+  }
+  fail(`${what}: expected an error with status ${status}, but it succeeded`);
+}
+
+/**
+ * Registers the conformance tests with `test`.
+ *
+ * @param test vitest's `it` (each case is one test)
+ * @param factory builds a fresh provider issuing `credentialType`; called once per test
+ * @param options the gateway's existing APIs/plans and optional inspection hooks
+ */
+export function providerConformance(
+  test: ConformanceTest,
+  factory: (credentialType: CredentialType) => Provider | Promise<Provider>,
+  options: ProviderConformanceOptions,
+): void {
+  const prefix = options.name ?? "provider conformance";
+  const types: CredentialType[] = options.credentialTypes ?? ["API_KEY", "CLIENT_CREDENTIALS"];
+  const app = (suffix: string) => ({
+    appName: `Conformance App ${suffix}`,
+    developer: "conformance@example.com",
+    appSlug: `conf${suffix}`.slice(0, 24),
+  });
+
+  for (const credentialType of types) {
+    const t = (name: string, fn: () => Promise<void>) => test(`${prefix} [${credentialType}] ${name}`, fn);
+
+    async function created(provider: Provider, suffix: string) {
+      const credentialId = randomUUID();
+      const cred = await provider.create({ credentialId, credentialType, app: app(suffix), apis: options.apis });
+      const ref: ProviderCredentialRef = {
+        credentialId,
+        credentialType,
+        nativeId: cred.nativeId,
+        resources: cred.resources,
+        app: app(suffix),
+      };
+      return { cred, ref };
+    }
+
+    function updateInput(
+      ref: ProviderCredentialRef,
+      previous: GatewayApi[],
+      desired: GatewayApi[],
+      changes: ProviderUpdateInput["changes"],
+    ): ProviderUpdateInput {
+      return { ...ref, previous, desired, changes };
+    }
+
+    t("declares the credential type it is tested for", async () => {
+      const provider = await factory(credentialType);
+      if (!provider.capabilities.credentialTypes.includes(credentialType)) {
+        fail(`capabilities.credentialTypes ${JSON.stringify(provider.capabilities.credentialTypes)} lacks ${credentialType}`);
+      }
+      await provider.close?.();
+    });
+
+    t("health() resolves when the gateway is reachable", async () => {
+      const provider = await factory(credentialType);
+      await provider.health();
+      await provider.close?.();
+    });
+
+    t("create returns a native id and a secret, and stores no secret in resources", async () => {
+      const provider = await factory(credentialType);
+      const { cred, ref } = await created(provider, "a");
+      if (typeof cred.nativeId !== "string" || cred.nativeId.length === 0) fail("nativeId must be a non-empty string");
+      const secret = credentialType === "API_KEY" ? cred.apiKey : cred.clientSecret;
+      if (typeof secret !== "string" || secret.length < 20) fail(`the ${credentialType === "API_KEY" ? "apiKey" : "clientSecret"} must be a string of ≥ 20 characters`);
+      if (credentialType === "API_KEY" && cred.clientSecret !== undefined) fail("an API_KEY credential carries no clientSecret");
+      if (credentialType === "CLIENT_CREDENTIALS" && cred.apiKey !== undefined) fail("a CLIENT_CREDENTIALS credential carries no apiKey");
+      const stored = JSON.stringify(cred.resources);
+      if (stored.includes(secret)) fail("resources (stored by core) contain the secret in plaintext");
+      if (cred.customCredentials) {
+        for (const [k, v] of Object.entries(cred.customCredentials)) {
+          if (typeof v !== "string") fail(`customCredentials.${k} must be a string`);
+          if (v.includes(secret)) fail(`customCredentials.${k} contains the secret`);
+        }
+      }
+      if (options.inspect) {
+        const seen = await options.inspect(ref);
+        if (!seen.live) fail("the created credential is not live in the cloud");
+        if (seen.usagePlans) expectEqual([...seen.usagePlans].sort(), plansOf(options.apis), "usage plans after create");
+      }
+      await provider.revoke(ref);
+      await provider.close?.();
+    });
+
+    if (credentialType === "API_KEY") {
+      t("create imports the caller's API key value when the provider accepts one", async () => {
+        const provider = await factory(credentialType);
+        if (!provider.capabilities.importsApiKeyValue) {
+          await provider.close?.();
+          return;
+        }
+        const value = `Conf${randomUUID().replace(/-/g, "")}Value`;
+        const credentialId = randomUUID();
+        const cred = await provider.create({ credentialId, credentialType, app: app("v"), apis: options.apis, apiKeyValue: value });
+        expectEqual(cred.apiKey, value, "apiKey of an imported value");
+        await provider.revoke({ credentialId, credentialType, nativeId: cred.nativeId, resources: cred.resources, app: app("v") });
+        await provider.close?.();
+      });
+    }
+
+    t("readSecret returns the live secret when the provider reads back", async () => {
+      const provider = await factory(credentialType);
+      if (!provider.capabilities.readsBackSecret) {
+        if (provider.readSecret) fail("readsBackSecret is false but readSecret is implemented");
+        await provider.close?.();
+        return;
+      }
+      if (!provider.readSecret) fail("readsBackSecret is true but readSecret is missing");
+      const { cred, ref } = await created(provider, "r");
+      const back = await provider.readSecret(ref);
+      if (credentialType === "API_KEY") expectEqual(back.apiKey, cred.apiKey, "read-back apiKey");
+      else expectEqual(back.clientSecret, cred.clientSecret, "read-back clientSecret");
+      await provider.revoke(ref);
+      await expectTyped(provider.readSecret(ref), 404, "readSecret after revoke");
+      await provider.close?.();
+    });
+
+    t("update applies ADDED, then REMOVED, then NONE to the usage-plan set", async () => {
+      const provider = await factory(credentialType);
+      const { ref } = await created(provider, "u");
+      const { apiId, planId } = options.addPlan;
+      const before = options.apis;
+      const hasApi = before.some((a) => a.id === apiId);
+      const withPlan: GatewayApi[] = hasApi
+        ? before.map((a) => (a.id === apiId ? { id: a.id, usagePlans: [...a.usagePlans, planId] } : a))
+        : [...before, { id: apiId, usagePlans: [planId] }];
+      const noneChanges = (apis: GatewayApi[]): ProviderUpdateInput["changes"] =>
+        apis.map((a) => ({ id: a.id, action: "NONE", usagePlans: a.usagePlans.map((p) => ({ id: p, action: "NONE" })) }));
+
+      // ADDED
+      const addChanges = noneChanges(before).filter((c) => c.id !== apiId);
+      const apiBefore = before.find((a) => a.id === apiId);
+      addChanges.push({
+        id: apiId,
+        action: hasApi ? "NONE" : "ADDED",
+        usagePlans: [...(apiBefore?.usagePlans ?? []).map((p) => ({ id: p, action: "NONE" as const })), { id: planId, action: "ADDED" as const }],
+      });
+      let res = await provider.update(updateInput(ref, before, withPlan, addChanges));
+      ref.resources = res.resources;
+      if (options.inspect) {
+        const seen = await options.inspect(ref);
+        if (!seen.live) fail("credential not live after update ADDED");
+        if (seen.usagePlans) expectEqual([...seen.usagePlans].sort(), plansOf(withPlan), "usage plans after ADDED");
+      }
+
+      // REMOVED
+      const removeChanges: ProviderUpdateInput["changes"] = addChanges.map((c) =>
+        c.id === apiId
+          ? { ...c, action: "NONE" as const, usagePlans: c.usagePlans.map((p) => (p.id === planId ? { id: p.id, action: "REMOVED" as const } : { id: p.id, action: "NONE" as const })) }
+          : c,
+      );
+      res = await provider.update(updateInput(ref, withPlan, before, removeChanges));
+      ref.resources = res.resources;
+      if (options.inspect) {
+        const seen = await options.inspect(ref);
+        if (seen.usagePlans) expectEqual([...seen.usagePlans].sort(), plansOf(before), "usage plans after REMOVED");
+      }
+
+      // NONE: nothing changes, and it succeeds
+      res = await provider.update(updateInput(ref, before, before, noneChanges(before)));
+      ref.resources = res.resources;
+      if (options.inspect) {
+        const seen = await options.inspect(ref);
+        if (!seen.live) fail("credential not live after update NONE");
+        if (seen.usagePlans) expectEqual([...seen.usagePlans].sort(), plansOf(before), "usage plans after NONE");
+      }
+      await provider.revoke(ref);
+      await provider.close?.();
+    });
+
+    t("update of a renamed app succeeds", async () => {
+      const provider = await factory(credentialType);
+      const { ref } = await created(provider, "n");
+      const renamed = { ...ref, app: { ...ref.app, appName: `${ref.app.appName} Renamed` } };
+      const res = await provider.update({
+        ...renamed,
+        previous: options.apis,
+        desired: options.apis,
+        changes: options.apis.map((a) => ({ id: a.id, action: "NONE", usagePlans: a.usagePlans.map((p) => ({ id: p, action: "NONE" })) })),
+        previousAppName: ref.app.appName,
+      });
+      await provider.revoke({ ...renamed, resources: res.resources });
+      await provider.close?.();
+    });
+
+    t("revoke removes the credential, and revoking again succeeds", async () => {
+      const provider = await factory(credentialType);
+      const { ref } = await created(provider, "x");
+      await provider.revoke(ref);
+      if (options.inspect) {
+        const seen = await options.inspect(ref);
+        if (seen.live) fail("credential still live after revoke");
+      }
+      await provider.revoke(ref);
+      await provider.close?.();
+    });
+
+    t("revoke of a credential that never existed succeeds", async () => {
+      const provider = await factory(credentialType);
+      await provider.revoke({ credentialId: randomUUID(), credentialType, nativeId: "doesnotexist0", resources: {}, app: app("z") });
+      await provider.close?.();
+    });
+
+    t("update after revoke throws NotFound (404)", async () => {
+      const provider = await factory(credentialType);
+      const { ref } = await created(provider, "g");
+      await provider.revoke(ref);
+      const noop = options.apis.map((a) => ({ id: a.id, action: "NONE" as const, usagePlans: a.usagePlans.map((p) => ({ id: p, action: "NONE" as const })) }));
+      await expectTyped(provider.update(updateInput(ref, options.apis, options.apis, noop)), 404, "update after revoke");
+      await provider.close?.();
+    });
+
+    if (options.unknownPlan) {
+      const unknown = options.unknownPlan;
+      t("create with an unknown usage plan throws InvalidReference (422) and leaves nothing behind", async () => {
+        const provider = await factory(credentialType);
+        const before = options.listNativeIds ? await options.listNativeIds() : undefined;
+        const apis: GatewayApi[] = [...options.apis.filter((a) => a.id !== unknown.apiId), { id: unknown.apiId, usagePlans: [unknown.planId] }];
+        await expectTyped(
+          provider.create({ credentialId: randomUUID(), credentialType, app: app("i"), apis }),
+          422,
+          "create with an unknown usage plan",
+        );
+        if (options.listNativeIds && before) {
+          const after = await options.listNativeIds();
+          expectEqual([...after].sort(), [...before].sort(), "native credentials after a failed create");
+        }
+        await provider.close?.();
+      });
+
+      t("update ADDing an unknown usage plan throws InvalidReference (422)", async () => {
+        const provider = await factory(credentialType);
+        const { ref } = await created(provider, "j");
+        const desired: GatewayApi[] = [...options.apis.filter((a) => a.id !== unknown.apiId), { id: unknown.apiId, usagePlans: [unknown.planId] }];
+        await expectTyped(
+          provider.update(
+            updateInput(ref, options.apis, desired, [{ id: unknown.apiId, action: "ADDED", usagePlans: [{ id: unknown.planId, action: "ADDED" }] }]),
+          ),
+          422,
+          "update with an unknown usage plan",
+        );
+        await provider.revoke(ref);
+        await provider.close?.();
+      });
+    }
+  }
+}

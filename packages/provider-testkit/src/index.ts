@@ -1,0 +1,16 @@
+/**
+ * @credhook/provider-testkit: the conformance suite every credhook provider
+ * runs (in the style of keyv's test-suite), plus small helpers for the local
+ * HTTP fakes of cloud control planes.
+ *
+ * ```ts
+ * import { it } from "vitest";
+ * import { providerConformance } from "@credhook/provider-testkit";
+ * providerConformance(it, (type) => makeProvider(type), { apis: [...], addPlan: {...} });
+ * ```
+ */
+export { providerConformance } from "./conformance.js";
+export type { ProviderConformanceOptions, ConformanceTest, InspectedCredential } from "./conformance.js";
+export { startFakeServer, readJsonBody, sendJson } from "./fake-server.js";
+export type { FakeServer, FakeHandler } from "./fake-server.js";
+export { memoryStateStore } from "./memory-state.js";

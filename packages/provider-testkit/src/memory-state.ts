@@ -1,0 +1,21 @@
+import type { JsonValue, ProviderStateStore } from "@credhook/core";
+
+/** An in-memory {@link ProviderStateStore}, for provider unit tests. */
+export function memoryStateStore(): ProviderStateStore {
+  const map = new Map<string, JsonValue>();
+  return {
+    async get(key) {
+      const v = map.get(key);
+      return v === undefined ? undefined : structuredClone(v);
+    },
+    async put(key, value) {
+      map.set(key, structuredClone(value));
+    },
+    async delete(key) {
+      return map.delete(key);
+    },
+    async list(prefix) {
+      return [...map.entries()].filter(([k]) => k.startsWith(prefix)).map(([key, value]) => ({ key, value: structuredClone(value) }));
+    },
+  };
+}
