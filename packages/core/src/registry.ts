@@ -1,0 +1,128 @@
+/**
+ * The provider registry: turns each `gateways:` entry of the config into a live
+ * {@link Provider}. `provider: aws` loads `@credhook/provider-aws` (likewise
+ * `azure`, `gcp`, `local`); any other value is imported as a package name, so a
+ * third party ships `credhook-provider-kong` without touching credhook.
+ *
+ * A provider that fails to load, or whose options fail its schema, stops
+ * start-up with a {@link ConfigError} naming the YAML path — never skipped.
+ */
+import type { CredentialType } from "./contract.js";
+import type { CredhookConfig } from "./config.js";
+import { formatConfigErrors } from "./config.js";
+import { ConfigError, isCredhookError } from "./errors.js";
+import type { Logger } from "./logger.js";
+import type { Provider, ProviderFactory, ProviderStateStore } from "./provider.js";
+import { createAjv } from "./validation.js";
+
+/** Short provider names and the packages they load. */
+export const BUILTIN_PROVIDERS: Readonly<Record<string, string>> = {
+  local: "@credhook/provider-local",
+  aws: "@credhook/provider-aws",
+  azure: "@credhook/provider-azure",
+  gcp: "@credhook/provider-gcp",
+};
+
+/** A configured gateway: its name, type, credential type and provider. */
+export interface Gateway {
+  /** Key under `gateways:`. */
+  name: string;
+  /** The `provider:` value (`aws`, or a package name). */
+  providerType: string;
+  credentialType: CredentialType;
+  provider: Provider;
+}
+
+/** What {@link loadGateways} needs from its caller. */
+export interface LoadGatewaysOptions {
+  /**
+   * Imports a module by specifier. The server passes `(s) => import(s)` from its
+   * own package so resolution starts there; a resolver from the working
+   * directory is tried next.
+   */
+  importModule: (specifier: string) => Promise<unknown>;
+  logger: Logger;
+  /** Provider state store of a gateway (from the credential store). */
+  stateFor: (gateway: string) => ProviderStateStore;
+}
+
+/** Package name a `provider:` value loads. */
+export function providerPackage(provider: string): string {
+  return BUILTIN_PROVIDERS[provider] ?? provider;
+}
+
+function isFactory(value: unknown): value is ProviderFactory {
+  const f = value as ProviderFactory | undefined;
+  return !!f && typeof f.type === "string" && typeof f.create === "function" && typeof f.optionsSchema === "object" && f.optionsSchema !== null;
+}
+
+/** Imports a provider package's factory. @throws ConfigError naming `at` when it cannot be loaded or is not a factory */
+export async function loadProviderFactory(provider: string, at: string, importModule: LoadGatewaysOptions["importModule"]): Promise<ProviderFactory> {
+  const pkg = providerPackage(provider);
+  let mod: unknown;
+  try {
+    mod = await importModule(pkg);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    const missing = code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND";
+    throw new ConfigError(
+      [
+        missing
+          ? `${at}: provider package '${pkg}' is not installed (install it next to credhook, e.g. pnpm add ${pkg})`
+          : `${at}: provider package '${pkg}' failed to load: ${(err as Error).message}`,
+      ],
+      { cause: err },
+    );
+  }
+  const factory = (mod as { default?: unknown }).default ?? mod;
+  if (!isFactory(factory)) {
+    throw new ConfigError([`${at}: package '${pkg}' does not default-export a credhook provider factory ({ type, optionsSchema, create })`]);
+  }
+  return factory;
+}
+
+/**
+ * Loads, validates and creates every gateway of `config`.
+ * @throws ConfigError listing every gateway that failed, each with its YAML path
+ */
+export async function loadGateways(config: CredhookConfig, options: LoadGatewaysOptions): Promise<Map<string, Gateway>> {
+  const gateways = new Map<string, Gateway>();
+  const problems: string[] = [];
+  const ajv = createAjv();
+  for (const [name, gw] of Object.entries(config.gateways)) {
+    const at = `gateways.${name}`;
+    try {
+      const factory = await loadProviderFactory(gw.provider, `${at}.provider`, options.importModule);
+      const validate = ajv.compile(factory.optionsSchema);
+      const opts = structuredClone(gw.options ?? {});
+      if (!validate(opts)) {
+        problems.push(...formatConfigErrors(validate.errors, `${at}.options`).map((m) => `[provider-${factory.type}] ${m}`));
+        continue;
+      }
+      const logger = options.logger.child({ gateway: name });
+      const provider = await factory.create(opts, {
+        gateway: name,
+        configPath: `${at}.options`,
+        credentialType: gw.credentialType,
+        logger,
+        state: options.stateFor(name),
+      });
+      if (!provider.capabilities.credentialTypes.includes(gw.credentialType)) {
+        problems.push(
+          `${at}.credentialType: provider '${gw.provider}' does not issue ${gw.credentialType} (it issues ${provider.capabilities.credentialTypes.join(", ")})`,
+        );
+        await provider.close?.();
+        continue;
+      }
+      gateways.set(name, { name, providerType: gw.provider, credentialType: gw.credentialType, provider });
+    } catch (err) {
+      if (isCredhookError(err)) problems.push(...err.messages.map((m) => (m.startsWith("gateways.") || m.startsWith("[") ? m : `${at}: ${m}`)));
+      else problems.push(`${at}: ${(err as Error).message}`);
+    }
+  }
+  if (problems.length > 0) {
+    await Promise.allSettled([...gateways.values()].map((g) => g.provider.close?.()));
+    throw new ConfigError(problems);
+  }
+  return gateways;
+}

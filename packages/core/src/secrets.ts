@@ -1,0 +1,42 @@
+/**
+ * Generation and hashing of secrets. Values come from `crypto.randomBytes` with
+ * rejection sampling (no modulo bias).
+ */
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/**
+ * A random base62 string of `length` characters (default 40 ≈ 238 bits).
+ * Bytes ≥ 248 are discarded so every character is equally likely.
+ */
+export function randomBase62(length = 40): string {
+  let out = "";
+  while (out.length < length) {
+    for (const byte of randomBytes(Math.ceil((length - out.length) * 1.1) + 4)) {
+      if (byte < 248) out += BASE62[byte % 62];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+/** An API key value for import into every gateway: 40 base62 characters (AWS accepts 20–128 alphanumerics). */
+export function generateApiKeyValue(): string {
+  return randomBase62(40);
+}
+
+/**
+ * SHA-256 hex digest of a high-entropy secret (a generated API key or client
+ * secret: ≥ 238 bits, so a fast hash is safe; passwords use scrypt instead).
+ */
+export function hashSecret(secret: string): string {
+  return createHash("sha256").update(secret, "utf8").digest("hex");
+}
+
+/** Constant-time comparison of a secret with a {@link hashSecret} digest. */
+export function verifySecretHash(secret: string, hexDigest: string): boolean {
+  const a = Buffer.from(hashSecret(secret), "hex");
+  const b = Buffer.from(hexDigest, "hex");
+  return a.length === b.length && timingSafeEqual(a, b);
+}

@@ -1,0 +1,95 @@
+/**
+ * Validation of request bodies against the contract's OpenAPI 3.1 document
+ * (`openapi/credential-webhook.openapi.yaml`), compiled once with ajv (JSON
+ * Schema 2020-12) + ajv-formats, and turning ajv errors into one readable line
+ * each (`body/apis/0/id must be string`).
+ */
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
+import addFormatsModule from "ajv-formats";
+import { parse as parseYaml } from "yaml";
+import { ValidationError } from "./errors.js";
+import type { CreateCredentialsRequest, RevokeCredentialsRequest, UpdateCredentialsRequest } from "./contract.js";
+
+// ajv-formats is CommonJS; its default export arrives wrapped under ESM.
+const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
+  addFormatsModule) as unknown as (ajv: Ajv2020) => Ajv2020;
+
+/** Absolute path of the shipped OpenAPI document. */
+export const OPENAPI_PATH = fileURLToPath(new URL("../openapi/credential-webhook.openapi.yaml", import.meta.url));
+
+let cachedDocument: Record<string, unknown> | undefined;
+
+/** The contract's OpenAPI 3.1 document, parsed (read once). */
+export function openApiDocument(): Record<string, unknown> {
+  cachedDocument ??= parseYaml(readFileSync(OPENAPI_PATH, "utf8")) as Record<string, unknown>;
+  return cachedDocument;
+}
+
+/** A new ajv instance set up the way credhook validates: 2020-12, all errors, formats, OpenAPI's `example` keyword known. */
+export function createAjv(): Ajv2020 {
+  const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false, strictTypes: false, allowUnionTypes: true });
+  addFormats(ajv);
+  ajv.addKeyword({ keyword: "example" });
+  return ajv;
+}
+
+/** Renders one ajv error as `<where> <what>`, `where` rooted at `root` (e.g. `body`). */
+export function formatAjvError(err: ErrorObject, root: string): string {
+  const where = root + (err.instancePath ? err.instancePath : "");
+  switch (err.keyword) {
+    case "required":
+      return `${where} must have required property '${String(err.params.missingProperty)}'`;
+    case "enum":
+      return `${where} must be one of: ${(err.params.allowedValues as unknown[]).map(String).join(", ")}`;
+    case "additionalProperties":
+      return `${where} must not have property '${String(err.params.additionalProperty)}'`;
+    default:
+      return `${where} ${err.message ?? "is invalid"}`;
+  }
+}
+
+/** Readable, de-duplicated messages for a failed validation; `if`/`oneOf` wrapper errors are dropped (their causes are listed). */
+export function formatAjvErrors(errors: ErrorObject[] | null | undefined, root: string): string[] {
+  const lines = (errors ?? []).filter((e) => e.keyword !== "if" && e.keyword !== "oneOf" && e.keyword !== "anyOf").map((e) => formatAjvError(e, root));
+  return [...new Set(lines)];
+}
+
+/** Compiled validators of the three request bodies. */
+export interface ContractValidator {
+  /**
+   * Checks a create body. Unknown fields are kept.
+   * @throws ValidationError (400) listing every problem, each rooted at `body`
+   */
+  createRequest(body: unknown): CreateCredentialsRequest;
+  /** @throws ValidationError (400) */
+  updateRequest(body: unknown): UpdateCredentialsRequest;
+  /** @throws ValidationError (400) */
+  revokeRequest(body: unknown): RevokeCredentialsRequest;
+}
+
+/** Compiles the contract's request schemas once. Call at start-up. */
+export function compileContractValidator(): ContractValidator {
+  const ajv = createAjv();
+  // OpenAPI keeps schemas under components/schemas; JSON Schema under $defs. Re-root the refs.
+  const schemas = (openApiDocument().components as { schemas: Record<string, unknown> }).schemas;
+  const defs = JSON.parse(JSON.stringify(schemas).replaceAll('"#/components/schemas/', '"#/$defs/')) as Record<string, unknown>;
+  ajv.addSchema({ $id: "credhook:contract", $defs: defs });
+  const compile = <T>(name: string) => {
+    const fn = ajv.getSchema(`credhook:contract#/$defs/${name}`) as ValidateFunction | undefined;
+    if (!fn) throw new Error(`OpenAPI document lacks components.schemas.${name}`);
+    return (body: unknown): T => {
+      if (body === null || typeof body !== "object" || Array.isArray(body)) {
+        throw new ValidationError(["body must be a JSON object"]);
+      }
+      if (!fn(body)) throw new ValidationError(formatAjvErrors(fn.errors, "body"));
+      return body as T;
+    };
+  };
+  return {
+    createRequest: compile<CreateCredentialsRequest>("CreateCredentialsRequest"),
+    updateRequest: compile<UpdateCredentialsRequest>("UpdateCredentialsRequest"),
+    revokeRequest: compile<RevokeCredentialsRequest>("RevokeCredentialsRequest"),
+  };
+}
