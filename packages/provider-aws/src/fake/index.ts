@@ -1,0 +1,140 @@
+/**
+ * `@credhook/provider-aws/fake`: one in-process HTTP server on 127.0.0.1 (port 0)
+ * that fakes the AWS control planes the provider drives, for tests, the server's
+ * integration tests and `credhook demo`:
+ *
+ * - API Gateway REST v1 (restJson: `/apikeys`, `/usageplans/…`, `/tags/…`),
+ * - Cognito user pools (JSON 1.1: `POST /` with `X-Amz-Target`),
+ * - the user pool domain's OAuth2 token endpoint (`POST /oauth2/token`).
+ *
+ * Point the unmodified SDK clients (or the provider's `endpoint` option) at
+ * {@link AwsFake.url}; use static dummy credentials (requests must be SigV4-signed,
+ * the signature is not checked).
+ *
+ * ```ts
+ * const fake = await startAwsFake();
+ * const plan = fake.apiGateway.addUsagePlan({ apiStages: [{ apiId: "a1b2c3d4e5", stage: "prod" }] });
+ * fake.faults.throttle({ operation: "CreateApiKey", retryAfterS: 1 });
+ * await fake.close();
+ * ```
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { startFakeServer } from "@credhook/provider-testkit";
+import { ApiGatewayFake, type ApiGatewayFakeOptions } from "./api-gateway.js";
+import { CognitoFake, type CognitoFakeOptions } from "./cognito.js";
+import { AwsFakeError, FaultInjector, sleep, type FakeService, type FakeStats } from "./faults.js";
+
+export { ApiGatewayFake } from "./api-gateway.js";
+export { CognitoFake } from "./cognito.js";
+export { FaultInjector, AwsFakeError, TokenBucket } from "./faults.js";
+export type { FakeApiKey, FakeUsagePlan, FakeApiStage, ApiGatewayFakeOptions } from "./api-gateway.js";
+export type { FakeUserPool, FakeUserPoolClient, FakeResourceServer, FakeScope, CognitoFakeOptions } from "./cognito.js";
+export type { FakeService, FakeStats, Fault, FaultMatch } from "./faults.js";
+
+/** Options of {@link startAwsFake}. */
+export interface AwsFakeOptions {
+  /** AWS region the fake pretends to be (ARNs, pool ids). @default "us-east-1" */
+  region?: string;
+  /** Enforce the documented throttling quotas of both services. @default true */
+  enforceQuotas?: boolean;
+  /** Extra API Gateway knobs. */
+  apiGateway?: Omit<ApiGatewayFakeOptions, "region" | "enforceQuotas">;
+  /** Extra Cognito knobs. */
+  cognito?: Omit<CognitoFakeOptions, "region" | "enforceQuotas">;
+}
+
+/** A running AWS fake. */
+export interface AwsFake {
+  /** Base URL, `http://127.0.0.1:PORT`: the `endpoint` of both SDK clients. */
+  url: string;
+  port: number;
+  /** The OAuth2 token endpoint URL (`${url}/oauth2/token`). */
+  tokenEndpoint: string;
+  /** API Gateway state and seeding. */
+  apiGateway: ApiGatewayFake;
+  /** Cognito state and seeding. */
+  cognito: CognitoFake;
+  /** Fault injection (throttling with Retry-After, 5xx, latency) and per-operation counters. */
+  faults: FaultInjector;
+  /** Per-operation call and throttle counters. */
+  stats(): FakeStats;
+  /** Stops the server. */
+  close(): Promise<void>;
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+function writeError(res: ServerResponse, service: FakeService | "token", err: AwsFakeError): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  if (service === "token") {
+    res.writeHead(err.status, { "content-type": "application/json", ...err.headers });
+    res.end(JSON.stringify({ error: err.status === 429 || err.errorType === "TooManyRequestsException" ? "slow_down" : "server_error" }));
+  } else if (service === "apigateway") {
+    res.writeHead(err.status, { "content-type": "application/json", "x-amzn-errortype": err.errorType, ...err.headers });
+    res.end(JSON.stringify({ message: err.message }));
+  } else {
+    res.writeHead(err.status, { "content-type": "application/x-amz-json-1.1", ...err.headers });
+    res.end(JSON.stringify({ __type: err.errorType, message: err.message }));
+  }
+}
+
+/** Starts the AWS fake on 127.0.0.1, port 0. */
+export async function startAwsFake(options: AwsFakeOptions = {}): Promise<AwsFake> {
+  const region = options.region ?? "us-east-1";
+  const faults = new FaultInjector();
+  const apiGateway = new ApiGatewayFake(faults, { ...options.apiGateway, region, ...(options.enforceQuotas !== undefined ? { enforceQuotas: options.enforceQuotas } : {}) });
+  const cognito = new CognitoFake(faults, { ...options.cognito, region, ...(options.enforceQuotas !== undefined ? { enforceQuotas: options.enforceQuotas } : {}) });
+
+  const hook = (service: FakeService) => async (operation: string) => {
+    const { delayMs, fault } = faults.take(service, operation);
+    if (delayMs > 0) await sleep(delayMs);
+    if (!fault) return;
+    if (fault.kind === "throttle") {
+      faults.countThrottled(operation);
+      throw new AwsFakeError(service === "apigateway" ? 429 : 400, "TooManyRequestsException", "Too Many Requests", { "retry-after": String(fault.retryAfterS) });
+    }
+    throw new AwsFakeError(fault.status, fault.errorType, fault.message);
+  };
+
+  const server = await startFakeServer(async (req, res) => {
+    const target = req.headers["x-amz-target"];
+    const url = new URL(req.url ?? "/", "http://fake");
+    const service: FakeService | "token" =
+      typeof target === "string" ? "cognito" : url.pathname === "/oauth2/token" && req.method === "POST" ? "token" : "apigateway";
+    try {
+      const body = await readBody(req);
+      if (service === "token") return await cognito.handleToken(req, body, res, hook("cognito"));
+      if (!String(req.headers.authorization ?? "").startsWith("AWS4-HMAC-SHA256 ")) {
+        throw new AwsFakeError(403, service === "apigateway" ? "MissingAuthenticationTokenException" : "MissingAuthenticationToken", "Missing Authentication Token");
+      }
+      if (service === "cognito") {
+        const [prefix, op] = String(target).split(".");
+        if (prefix !== "AWSCognitoIdentityProviderService" || !op) throw new AwsFakeError(400, "UnknownOperationException", `Unknown target ${String(target)}`);
+        return await cognito.handle(op, body, res, hook("cognito"));
+      }
+      return await apiGateway.handle(req, res, body, hook("apigateway"));
+    } catch (err) {
+      if (err instanceof AwsFakeError) return writeError(res, service, err);
+      if (err instanceof SyntaxError) return writeError(res, service, new AwsFakeError(400, service === "cognito" ? "SerializationException" : "BadRequestException", "Invalid JSON"));
+      throw err;
+    }
+  });
+
+  return {
+    url: server.url,
+    port: server.port,
+    tokenEndpoint: `${server.url}/oauth2/token`,
+    apiGateway,
+    cognito,
+    faults,
+    stats: () => faults.snapshot(),
+    close: () => server.close(),
+  };
+}
