@@ -1,0 +1,138 @@
+/**
+ * Builds the unmodified `ApiManagementClient` for a gateway: credential,
+ * endpoint (including plain-HTTP fakes), retries and the Retry-After cap.
+ */
+import { ApiManagementClient } from "@azure/arm-apimanagement";
+import type { AccessToken, TokenCredential } from "@azure/core-auth";
+import {
+  createDefaultHttpClient,
+  type HttpClient,
+  type PipelinePolicy,
+  type PipelineRequest,
+} from "@azure/core-rest-pipeline";
+import { ClientSecretCredential, DefaultAzureCredential, ManagedIdentityCredential } from "@azure/identity";
+import type { AzureCredentialOption } from "./types.js";
+
+/** ARM's public endpoint. */
+export const DEFAULT_ARM_ENDPOINT = "https://management.azure.com";
+
+/**
+ * Thrown inside the pipeline when ARM asks to wait longer than the configured
+ * cap (`maxRetryAfterS`); the SDK's retry policy does not retry it.
+ */
+export class RetryAfterTooLong extends Error {
+  override readonly name = "RetryAfterTooLong";
+  constructor(
+    /** The server's `Retry-After`, in seconds. */
+    readonly retryAfterS: number,
+    /** HTTP status that carried it (429 or 503). */
+    readonly status: number,
+  ) {
+    super(`ARM asked to retry after ${retryAfterS} s (status ${status})`);
+  }
+}
+
+/** Reads `Retry-After` (seconds or HTTP date) or `retry-after-ms` from a header getter; undefined when absent. */
+export function retryAfterSeconds(get: (name: string) => string | undefined | null): number | undefined {
+  const ms = get("retry-after-ms") ?? get("x-ms-retry-after-ms");
+  if (ms && Number.isFinite(Number(ms))) return Number(ms) / 1000;
+  const v = get("retry-after");
+  if (!v) return undefined;
+  if (Number.isFinite(Number(v))) return Number(v);
+  const date = Date.parse(v);
+  return Number.isFinite(date) ? Math.max(0, (date - Date.now()) / 1000) : undefined;
+}
+
+/** A pipeline policy (per retry) that stops the SDK from sleeping through a `Retry-After` above `maxS` seconds. */
+export function retryAfterCapPolicy(maxS: number): PipelinePolicy {
+  return {
+    name: "credhookRetryAfterCap",
+    async sendRequest(request, next) {
+      const response = await next(request);
+      if (response.status === 429 || response.status === 503) {
+        const s = retryAfterSeconds((n) => response.headers.get(n));
+        if (s !== undefined && s > maxS) throw new RetryAfterTooLong(s, response.status);
+      }
+      return response;
+    },
+  };
+}
+
+/**
+ * How the SDK reaches `endpoint`: an `https://` endpoint is used as it is; for
+ * an `http://` one the SDK is given the same origin with `https://` (its bearer
+ * policy refuses plain-HTTP URLs), and the returned `httpClient` sends those
+ * requests over plain HTTP with `allowInsecureConnection`.
+ */
+export function endpointMapping(endpoint: string): { sdkEndpoint: string; httpClient?: HttpClient } {
+  const url = new URL(endpoint);
+  const base = `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+  if (url.protocol === "https:") return { sdkEndpoint: base };
+  if (url.protocol !== "http:") throw new Error(`endpoint must be an http(s) URL, got ${url.protocol}`);
+  const sdkEndpoint = `https://${base.slice("http://".length)}`;
+  const inner = createDefaultHttpClient();
+  return {
+    sdkEndpoint,
+    httpClient: {
+      sendRequest(request: PipelineRequest) {
+        if (request.url.startsWith(sdkEndpoint)) {
+          request.url = `http://${request.url.slice("https://".length)}`;
+          request.allowInsecureConnection = true;
+        }
+        return inner.sendRequest(request);
+      },
+    },
+  };
+}
+
+/** A credential that always hands out `token` (tests and local fakes only). */
+export function staticTokenCredential(token: string): TokenCredential {
+  return {
+    async getToken(): Promise<AccessToken> {
+      return { token, expiresOnTimestamp: Date.now() + 3_600_000 };
+    },
+  };
+}
+
+/** Builds the `TokenCredential` an {@link AzureCredentialOption} describes. */
+export function buildCredential(option: AzureCredentialOption | undefined): TokenCredential {
+  const o = option ?? { type: "default" as const };
+  switch (o.type) {
+    case "default":
+      return new DefaultAzureCredential({
+        ...(o.managedIdentityClientId ? { managedIdentityClientId: o.managedIdentityClientId } : {}),
+        ...(o.tenantId ? { tenantId: o.tenantId } : {}),
+      });
+    case "client-secret":
+      return new ClientSecretCredential(o.tenantId, o.clientId, o.clientSecret, o.authorityHost ? { authorityHost: o.authorityHost } : {});
+    case "managed-identity":
+      return o.clientId ? new ManagedIdentityCredential({ clientId: o.clientId }) : new ManagedIdentityCredential();
+    case "static-token":
+      return staticTokenCredential(o.token);
+  }
+}
+
+/** Settings of {@link buildArmClient}. */
+export interface ArmClientSettings {
+  subscriptionId: string;
+  /** ARM base URL (`https://…`, or `http://…` for fakes). */
+  endpoint: string;
+  credential: TokenCredential;
+  /** SDK retries of 429/5xx/network failures. */
+  maxRetries: number;
+  /** Retry-After cap, seconds (see {@link retryAfterCapPolicy}). */
+  maxRetryAfterS: number;
+}
+
+/** The SDK client for one gateway. */
+export function buildArmClient(settings: ArmClientSettings): ApiManagementClient {
+  const { sdkEndpoint, httpClient } = endpointMapping(settings.endpoint);
+  return new ApiManagementClient(settings.credential, settings.subscriptionId, {
+    endpoint: sdkEndpoint,
+    $host: sdkEndpoint,
+    ...(httpClient ? { httpClient } : {}),
+    retryOptions: { maxRetries: settings.maxRetries, retryDelayInMs: 500, maxRetryDelayInMs: 8_000 },
+    additionalPolicies: [{ policy: retryAfterCapPolicy(settings.maxRetryAfterS), position: "perRetry" }],
+    userAgentOptions: { userAgentPrefix: "credhook" },
+  });
+}
