@@ -1,0 +1,99 @@
+/**
+ * The `credhook` command line:
+ * - `credhook serve [--config FILE]`: runs the webhook until SIGTERM/SIGINT;
+ * - `credhook check-config [--config FILE]`: validates the config, loads every
+ *   provider, prints the resolved routing table (secrets masked), exits 0/1;
+ * - `credhook hash-password`: reads a password on stdin, prints its scrypt hash
+ *   for `server.auth.users[].passwordHash`.
+ * Exit codes: 0 ok, 1 invalid configuration or start-up failure.
+ */
+import { Command } from "commander";
+import { ConfigError, createRouter, isCredhookError, loadGateways, silentLogger, type Logger } from "@credhook/core";
+import { startServer, importProviderModule } from "./app.js";
+import { loadConfigFile, maskSecrets } from "./config.js";
+import { createLogger } from "./logging.js";
+import { hashPassword } from "./passwords.js";
+import { memoryState } from "./memory-state.js";
+
+function reportAndExit(err: unknown): never {
+  if (isCredhookError(err)) {
+    process.stderr.write(`credhook: ${err instanceof ConfigError ? "invalid configuration" : "error"}:\n${err.messages.map((m) => `  - ${m}`).join("\n")}\n`);
+  } else {
+    process.stderr.write(`credhook: ${(err as Error)?.message ?? String(err)}\n`);
+  }
+  process.exit(1);
+}
+
+const program = new Command();
+program.name("credhook").description("Multi-cloud credential-provisioning webhook for developer portals").showHelpAfterError();
+
+program
+  .command("serve")
+  .description("run the webhook")
+  .option("-c, --config <file>", "config file (default: ./webhook.config.yaml, or $CREDHOOK_CONFIG)")
+  .action(async (opts: { config?: string }) => {
+    let running;
+    try {
+      const config = await loadConfigFile(opts.config);
+      const logger = createLogger(config.server.logLevel);
+      running = await startServer(config, { logger });
+      logger.info({ url: running.url, config: config.configFile, gateways: Object.keys(config.gateways) }, "credhook listening");
+      const stop = (signal: string) => {
+        logger.info({ signal }, "shutting down: draining in-flight requests");
+        running!
+          .close()
+          .then(() => {
+            logger.info({}, "stopped");
+            logger.flush?.();
+            process.exit(0);
+          })
+          .catch((err: unknown) => {
+            logger.error({ err: { message: (err as Error).message } }, "shutdown failed");
+            process.exit(1);
+          });
+      };
+      process.once("SIGTERM", () => stop("SIGTERM"));
+      process.once("SIGINT", () => stop("SIGINT"));
+    } catch (err) {
+      reportAndExit(err);
+    }
+  });
+
+program
+  .command("check-config")
+  .description("validate the config, load every provider, and print the resolved routing table (secrets masked)")
+  .option("-c, --config <file>", "config file (default: ./webhook.config.yaml, or $CREDHOOK_CONFIG)")
+  .action(async (opts: { config?: string }) => {
+    try {
+      const config = await loadConfigFile(opts.config);
+      const gateways = await loadGateways(config, { importModule: importProviderModule, logger: silentLogger as Logger, stateFor: () => memoryState() });
+      createRouter(config.routes);
+      const out: string[] = [`config: ${config.configFile}`, "", "gateways:"];
+      for (const [name, g] of Object.entries(config.gateways)) {
+        const caps = gateways.get(name)!.provider.capabilities;
+        out.push(`  ${name}: provider=${g.provider} credentialType=${g.credentialType} importsApiKeyValue=${caps.importsApiKeyValue} readsBackSecret=${caps.readsBackSecret}`);
+        out.push(`    options: ${JSON.stringify(maskSecrets(g.options))}`);
+      }
+      out.push("", "routes (first match wins):");
+      config.routes.forEach((r, i) => out.push(`  ${i + 1}. ${"default" in r ? `* (default) -> ${r.default}` : `${r.apis.join(", ")} -> ${r.gateway}`}`));
+      out.push("", `server: ${JSON.stringify(maskSecrets(config.server))}`, `store: ${JSON.stringify(maskSecrets(config.store))}`, "", "configuration is valid");
+      process.stdout.write(`${out.join("\n")}\n`);
+      await Promise.allSettled([...gateways.values()].map((g) => g.provider.close?.()));
+      process.exit(0);
+    } catch (err) {
+      reportAndExit(err);
+    }
+  });
+
+program
+  .command("hash-password")
+  .description("read a password on stdin and print its scrypt hash, for server.auth.users[].passwordHash")
+  .action(async () => {
+    const chunks: Buffer[] = [];
+    for await (const c of process.stdin) chunks.push(c as Buffer);
+    const password = Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
+    if (password.length < 12) reportAndExit(new Error("the password must have at least 12 characters"));
+    process.stdout.write(`${await hashPassword(password)}\n`);
+  });
+
+await program.parseAsync(process.argv);
