@@ -21,6 +21,13 @@ export const REDACT_PATHS = [
   "*.apiKeyValue",
 ];
 
+/** Serialises an error for a log line: type, code and message — never a stack trace. */
+export function safeError(err: unknown): Record<string, unknown> {
+  if (err === null || typeof err !== "object") return { message: String(err) };
+  const e = err as { name?: string; code?: unknown; message?: string; status?: number };
+  return { type: e.name, ...(e.code !== undefined ? { code: e.code } : {}), ...(e.status !== undefined ? { status: e.status } : {}), message: e.message };
+}
+
 /** Creates the process logger. `destination` defaults to stdout (fd 1). */
 export function createLogger(level: LoggerOptions["level"] = "info", destination?: DestinationStream): PinoLogger {
   const options: LoggerOptions = {
@@ -28,6 +35,7 @@ export function createLogger(level: LoggerOptions["level"] = "info", destination
     base: { service: "credhook" },
     redact: { paths: REDACT_PATHS, censor: "[redacted]" },
     timestamp: pino.stdTimeFunctions.isoTime,
+    serializers: { err: safeError },
   };
   return destination ? pino(options, destination) : pino(options);
 }
@@ -66,7 +74,7 @@ export function requestLogger(logger: PinoLogger): HttpLogger {
     serializers: {
       req: (req: { method?: string; url?: string }) => ({ method: req.method, path: req.url?.split("?")[0] }),
       res: (res: { statusCode?: number }) => ({ status: res.statusCode }),
-      err: (err: { type?: string; message?: string }) => ({ type: err?.type, message: err?.message }),
+      err: safeError,
     },
     customSuccessObject: (req, res, val: Record<string, unknown>) => withOutcome(req, res, val),
     customErrorObject: (req, res, _err, val: Record<string, unknown>) => withOutcome(req, res, val),
