@@ -239,9 +239,12 @@ export async function startServer(config: CredhookConfig, options: AppOptions & 
       closing ??= (async () => {
         credhook.draining = true;
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        // Keep-alive connections become idle as their last response ends: close them as they do.
         server.closeIdleConnections();
+        const sweeper = setInterval(() => server.closeIdleConnections(), 50);
         const timer = setTimeout(() => server.closeAllConnections(), config.server.shutdownTimeoutMs);
         await closed;
+        clearInterval(sweeper);
         clearTimeout(timer);
         await credhook.close();
       })();

@@ -1,0 +1,124 @@
+import { describe, expect, it } from "vitest";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ConfigError } from "@credhook/core";
+import { createApp, interpolate, loadConfigFile } from "../src/index.js";
+
+const write = (yaml: string) => {
+  const dir = mkdtempSync(join(tmpdir(), "credhook-cfg-"));
+  const file = join(dir, "webhook.config.yaml");
+  writeFileSync(file, yaml);
+  return { dir, file };
+};
+
+const BASE = `
+server:
+  port: \${PORT:-8080}
+  auth: { users: [ { username: portal, password: "\${CREDHOOK_PASSWORD}" } ] }
+store: { sqlite: ./data/credhook.db }
+gateways:
+  local: { provider: local, credentialType: API_KEY }
+routes:
+  - default: local
+`;
+
+async function configErrors(yaml: string, env: Record<string, string> = { CREDHOOK_PASSWORD: "pw" }): Promise<string[]> {
+  const { file } = write(yaml);
+  try {
+    const config = await loadConfigFile(file, { env });
+    await (await createApp(config, { announcePassword: () => {} })).close();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).messages;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("config loading", () => {
+  it("interpolates ${VAR} and ${VAR:-default}, coerces the port, resolves paths against the file", async () => {
+    const { dir, file } = write(BASE);
+    const config = await loadConfigFile(file, { env: { CREDHOOK_PASSWORD: "pw", PORT: "9123" } });
+    expect(config.server.port).toBe(9123);
+    expect(config.server.auth.users[0]!.password).toBe("pw");
+    expect(config.store).toEqual({ sqlite: join(dir, "data/credhook.db") });
+    expect(config.server.bodyLimitBytes).toBe(65536);
+    const defaulted = await loadConfigFile(file, { env: { CREDHOOK_PASSWORD: "pw" } });
+    expect(defaulted.server.port).toBe(8080);
+  });
+
+  it("finds webhook.config.yaml in the working directory", async () => {
+    const { dir } = write(BASE);
+    const config = await loadConfigFile(undefined, { cwd: dir, env: { CREDHOOK_PASSWORD: "pw" } });
+    expect(config.configFile).toBe(join(dir, "webhook.config.yaml"));
+  });
+
+  it("an unset variable without default names the YAML path", async () => {
+    const messages = await configErrors(BASE, {});
+    expect(messages).toEqual([
+      "server.auth.users[0].password: environment variable CREDHOOK_PASSWORD is not set (write ${CREDHOOK_PASSWORD:-} to allow it to be empty, or ${CREDHOOK_PASSWORD:-value} for a default)",
+    ]);
+  });
+
+  it("$$ is a literal dollar, and interpolation leaves other text alone", () => {
+    expect(interpolate({ a: "x$${Y}z", b: ["${A:-1}-${B:-two}"], c: 3 }, { A: "one" })).toEqual({ a: "x${Y}z", b: ["one-two"], c: 3 });
+  });
+
+  it("schema problems name their YAML paths, all at once", async () => {
+    const messages = await configErrors(
+      BASE.replace("port: ${PORT:-8080}", "port: 99999\n  colour: blue").replace("credentialType: API_KEY", "credentialType: JWT"),
+    );
+    expect(messages).toEqual(
+      expect.arrayContaining([
+        "server must not have property 'colour'",
+        "server.port must be <= 65535",
+        "gateways.local.credentialType must be one of: API_KEY, CLIENT_CREDENTIALS",
+      ]),
+    );
+  });
+
+  it("a route naming an unknown gateway, or a default that is not last, is an error", async () => {
+    const messages = await configErrors(BASE.replace("  - default: local", "  - default: local\n  - { apis: [a], gateway: nope }"));
+    expect(messages).toEqual([
+      "routes[0]: the default route must be the last one (routes after it never match)",
+      "routes[1].gateway names gateway 'nope', which is not under gateways: (known: local)",
+    ]);
+  });
+
+  it("a provider package that is not installed stops start-up naming the YAML path", async () => {
+    const messages = await configErrors(BASE.replace("provider: local", "provider: credhook-provider-doesnotexist"));
+    expect(messages).toEqual([
+      "gateways.local.provider: provider package 'credhook-provider-doesnotexist' is not installed (install it next to credhook, e.g. pnpm add credhook-provider-doesnotexist)",
+    ]);
+  });
+
+  it("provider options are validated by the provider's schema, naming the provider and the YAML path", async () => {
+    const messages = await configErrors(BASE.replace("credentialType: API_KEY }", "credentialType: API_KEY, options: { revokeMode: burn, colour: 1 } }"));
+    expect(messages).toEqual(
+      expect.arrayContaining([
+        "[provider-local] gateways.local.options must not have property 'colour'",
+        "[provider-local] gateways.local.options.revokeMode must be one of: delete, disable",
+      ]),
+    );
+  });
+
+  it("a third-party provider is loaded by package name or path; a missing required option is named", async () => {
+    const faulty = fileURLToPath(new URL("./fixtures/faulty-provider.ts", import.meta.url));
+    const messages = await configErrors(BASE.replace("provider: local", `provider: ${faulty}`));
+    expect(messages).toEqual(["[provider-faulty] gateways.local.options must have required property 'label'"]);
+  });
+
+  it("a gateway whose provider does not issue its credential type is an error", async () => {
+    const faulty = fileURLToPath(new URL("./fixtures/faulty-provider.ts", import.meta.url));
+    const messages = await configErrors(
+      BASE.replace("local: { provider: local, credentialType: API_KEY }", `local: { provider: ${faulty}, credentialType: CLIENT_CREDENTIALS, options: { label: x } }`),
+    );
+    expect(messages).toEqual([`gateways.local.credentialType: provider '${faulty}' does not issue CLIENT_CREDENTIALS (it issues API_KEY)`]);
+  });
+
+  it("invalid YAML and a missing file are clear errors", async () => {
+    expect(await configErrors("server: [unclosed")).toEqual([expect.stringMatching(/not valid YAML/)]);
+    await expect(loadConfigFile("/nonexistent/webhook.config.yaml")).rejects.toThrow(/does not exist/);
+  });
+});
