@@ -180,7 +180,8 @@ export function formatConfigErrors(errors: ErrorObject[] | null | undefined, bas
  * @throws ConfigError listing every problem with its YAML path
  */
 export function validateConfig(raw: unknown): CredhookConfig {
-  const ajv = createAjv();
+  // `${PORT:-8080}` interpolates to a string: coerce scalars to the schema's types, and fill defaults.
+  const ajv = createAjv({ coerceTypes: true, useDefaults: true });
   const validate = ajv.compile(configSchema as object);
   const copy = structuredClone(raw ?? {});
   if (!validate(copy)) throw new ConfigError(formatConfigErrors(validate.errors, ""));

@@ -88,7 +88,7 @@ export async function loadProviderFactory(provider: string, at: string, importMo
 export async function loadGateways(config: CredhookConfig, options: LoadGatewaysOptions): Promise<Map<string, Gateway>> {
   const gateways = new Map<string, Gateway>();
   const problems: string[] = [];
-  const ajv = createAjv();
+  const ajv = createAjv({ coerceTypes: true, useDefaults: true });
   for (const [name, gw] of Object.entries(config.gateways)) {
     const at = `gateways.${name}`;
     try {

@@ -28,8 +28,16 @@ export function openApiDocument(): Record<string, unknown> {
 }
 
 /** A new ajv instance set up the way credhook validates: 2020-12, all errors, formats, OpenAPI's `example` keyword known. */
-export function createAjv(): Ajv2020 {
-  const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false, strictTypes: false, allowUnionTypes: true });
+export function createAjv(options: { coerceTypes?: boolean; useDefaults?: boolean } = {}): Ajv2020 {
+  const ajv = new Ajv2020({
+    allErrors: true,
+    strict: true,
+    strictRequired: false,
+    strictTypes: false,
+    allowUnionTypes: true,
+    coerceTypes: options.coerceTypes ?? false,
+    useDefaults: options.useDefaults ?? false,
+  });
   addFormats(ajv);
   ajv.addKeyword({ keyword: "example" });
   return ajv;
