@@ -1,0 +1,67 @@
+import { describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { silentLogger } from "@credhook/core";
+import { memoryStateStore } from "@credhook/provider-testkit";
+import localProviderFactory, { type LocalProvider, type LocalProviderOptions } from "../src/index.js";
+
+const make = async (options: LocalProviderOptions = {}) => {
+  const state = memoryStateStore();
+  const provider = (await localProviderFactory.create(options, {
+    gateway: "local",
+    configPath: "gateways.local.options",
+    credentialType: "API_KEY",
+    logger: silentLogger,
+    state,
+  })) as LocalProvider;
+  return { provider, state };
+};
+const app = { appName: "A", developer: "d@example.com" };
+
+describe("provider-local", () => {
+  it("keeps only a SHA-256 digest of the secret, and verifies presented keys in constant time", async () => {
+    const { provider, state } = await make();
+    const cred = await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "a", usagePlans: ["p"] }] });
+    expect(cred.apiKey).toMatch(/^[0-9A-Za-z]{40}$/);
+    const stored = JSON.stringify(await state.list(""));
+    expect(stored).not.toContain(cred.apiKey!);
+    expect(stored).toMatch(/"secretHash":"[0-9a-f]{64}"/);
+    expect(await provider.verify(cred.nativeId, cred.apiKey!)).toEqual([{ id: "a", usagePlans: ["p"] }]);
+    expect(await provider.verify(cred.nativeId, `${cred.apiKey!.slice(0, -1)}x`)).toBeUndefined();
+  });
+
+  it("honours secretLength and an imported value", async () => {
+    const { provider } = await make({ secretLength: 64 });
+    const gen = await provider.create({ credentialId: randomUUID(), credentialType: "CLIENT_CREDENTIALS", app, apis: [] });
+    expect(gen.clientSecret).toHaveLength(64);
+    const imported = await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [], apiKeyValue: "ImportedValue0123456789abcdefghij" });
+    expect(imported.apiKey).toBe("ImportedValue0123456789abcdefghij");
+  });
+
+  it("revokeMode: disable keeps the credential disabled instead of deleting it", async () => {
+    const { provider, state } = await make({ revokeMode: "disable" });
+    const cred = await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [] });
+    const ref = { credentialId: "x", credentialType: "API_KEY" as const, nativeId: cred.nativeId, resources: cred.resources, app };
+    await provider.revoke(ref);
+    expect(await state.get(`cred:${cred.nativeId}`)).toMatchObject({ enabled: false });
+    expect(await provider.verify(cred.nativeId, cred.apiKey!)).toBeUndefined();
+    await provider.revoke(ref);
+  });
+
+  it("rotateSecret replaces the secret: the old one stops working", async () => {
+    const { provider } = await make();
+    const cred = await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [] });
+    const ref = { credentialId: "x", credentialType: "API_KEY" as const, nativeId: cred.nativeId, resources: cred.resources, app };
+    const rotated = await provider.rotateSecret(ref);
+    expect(rotated.apiKey).not.toBe(cred.apiKey);
+    expect(await provider.verify(cred.nativeId, cred.apiKey!)).toBeUndefined();
+    expect(await provider.verify(cred.nativeId, rotated.apiKey!)).toBeTruthy();
+  });
+
+  it("rejects unknown APIs when the gateway lists its APIs", async () => {
+    const { provider } = await make({ apis: ["known"] });
+    await expect(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "unknown", usagePlans: [] }] })).rejects.toMatchObject({
+      status: 422,
+      messages: ["[gateway local] API 'unknown' does not exist"],
+    });
+  });
+});
