@@ -1,4 +1,8 @@
-/** Shared test fixtures: SDK clients pointed at the fake, and a seeded fake. */
+/** Shared test fixtures: SDK clients and providers pointed at the fake, and a seeded fake. */
+import { randomUUID } from "node:crypto";
+import { silentLogger, type CredentialType, type GatewayApi, type Logger, type Provider, type ProviderCredentialRef } from "@credhook/core";
+import { memoryStateStore } from "@credhook/provider-testkit";
+import awsProviderFactory, { type AwsProviderOptions } from "../src/index.js";
 import { APIGatewayClient } from "@aws-sdk/client-api-gateway";
 import { CognitoIdentityProviderClient } from "@aws-sdk/client-cognito-identity-provider";
 import { startAwsFake, type AwsFake, type AwsFakeOptions } from "../src/fake/index.js";
@@ -47,4 +51,54 @@ export async function seededFake(options: AwsFakeOptions = {}): Promise<{ fake: 
   fake.cognito.createUserPool({ id: seed.poolId, domain: "credhook-test" });
   fake.cognito.createResourceServer(seed.poolId, seed.resourceServer, [seed.apiA]);
   return { fake, seed };
+}
+
+/** A logger that records every line (to prove no secret is logged). */
+export function recordingLogger(): Logger & { lines: string[] } {
+  const lines: string[] = [];
+  const make = (bindings: Record<string, unknown>): Logger & { lines: string[] } => {
+    const log = (obj: object, msg?: string) => void lines.push(JSON.stringify({ ...bindings, ...obj, msg }));
+    return { lines, debug: log, info: log, warn: log, error: log, child: (b) => make({ ...bindings, ...b }) };
+  };
+  return make({});
+}
+
+/** Options pointing a provider at `fake`, for `type`. */
+export function fakeOptions(fake: AwsFake, seed: Seed, type: CredentialType, extra: Partial<AwsProviderOptions> = {}): AwsProviderOptions {
+  return {
+    region: "us-east-1",
+    endpoint: fake.url,
+    credentials: dummyCredentials,
+    ...(type === "CLIENT_CREDENTIALS" ? { userPoolId: seed.poolId, resourceServer: seed.resourceServer } : {}),
+    ...extra,
+  };
+}
+
+/** A provider of `type` against `fake` (gateway name `aws-test`). */
+export async function makeProvider(
+  fake: AwsFake,
+  seed: Seed,
+  type: CredentialType,
+  extra: Partial<AwsProviderOptions> = {},
+  logger: Logger = silentLogger,
+): Promise<Provider> {
+  return awsProviderFactory.create(fakeOptions(fake, seed, type, extra), {
+    gateway: "aws-test",
+    configPath: "gateways.aws-test.options",
+    credentialType: type,
+    logger,
+    state: memoryStateStore(),
+  });
+}
+
+/** The app the behaviour tests use. */
+export const testApp = { appName: "Orders Dashboard", developer: "dev@example.com", appSlug: "590d83b5c05f" };
+
+/** Creates a credential and returns it with the ref update/revoke take. */
+export async function createCredential(provider: Provider, type: CredentialType, apis: GatewayApi[], extra: { apiKeyValue?: string; app?: typeof testApp | { appName: string; developer: string } } = {}) {
+  const credentialId = randomUUID();
+  const app = extra.app ?? testApp;
+  const cred = await provider.create({ credentialId, credentialType: type, app, apis, ...(extra.apiKeyValue ? { apiKeyValue: extra.apiKeyValue } : {}) });
+  const ref: ProviderCredentialRef = { credentialId, credentialType: type, nativeId: cred.nativeId, resources: cred.resources, app };
+  return { cred, ref };
 }

@@ -94,6 +94,7 @@ const CLIENT_DEFAULTS: Record<string, () => unknown> = {
   EnableTokenRevocation: () => true,
   EnablePropagateAdditionalUserContextData: () => false,
   AuthSessionValidity: () => 3,
+  RefreshTokenRotation: () => undefined,
 };
 
 const STANDARD_SCOPES = new Set(["openid", "email", "phone", "profile", "aws.cognito.signin.user.admin"]);
@@ -148,7 +149,7 @@ export class CognitoFake {
   }
 
   /** Creates a resource server with `scopes` (names) on a pool. */
-  createResourceServer(poolId: string, identifier: string, scopes: string[] = [], name = identifier): FakeResourceServer {
+  createResourceServer(poolId: string, identifier: string, scopes: string[] = [], name = identifier.replace(/[^\w\s+=,.@-]/g, "-")): FakeResourceServer {
     const pool = this.pools.get(poolId);
     if (!pool) throw new Error(`no user pool ${poolId}`);
     const rs: FakeResourceServer = { Identifier: identifier, Name: name, Scopes: scopes.map((s) => ({ ScopeName: s, ScopeDescription: s })) };

@@ -1,0 +1,39 @@
+/**
+ * `@credhook/provider-aws`: credhook's AWS gateway provider.
+ *
+ * - `credentialType: API_KEY`: API keys on Amazon API Gateway (REST v1),
+ *   attached to the usage plans of the app's APIs.
+ * - `credentialType: CLIENT_CREDENTIALS`: Amazon Cognito user-pool app clients
+ *   with a secret, only the client_credentials grant, and one scope per API.
+ *
+ * ```yaml
+ * gateways:
+ *   aws-us: { provider: aws, credentialType: API_KEY, options: { region: us-east-1 } }
+ * ```
+ *
+ * The default export is the {@link ProviderFactory} core loads for `provider: aws`.
+ */
+import type { ProviderContext, ProviderFactory } from "@credhook/core";
+import { AwsProvider } from "./provider.js";
+import { optionsSchema } from "./schema.js";
+import type { AwsProviderOptions } from "./types.js";
+
+export type { AwsProviderOptions, RateLimitOptions, ApiKeyResources, ClientResources } from "./types.js";
+export { AwsProvider } from "./provider.js";
+export { optionsSchema } from "./schema.js";
+export { mapAwsError } from "./errors.js";
+
+/** The factory of `provider: aws` gateways. */
+const awsProviderFactory: ProviderFactory<AwsProviderOptions> = {
+  type: "aws",
+  optionsSchema,
+  /**
+   * Builds the provider of one gateway; its credential type is the gateway's
+   * `credentialType`. @throws ConfigError CLIENT_CREDENTIALS without userPoolId/resourceServer
+   */
+  create(options: AwsProviderOptions, context: ProviderContext) {
+    return new AwsProvider(options, context);
+  },
+};
+
+export default awsProviderFactory;

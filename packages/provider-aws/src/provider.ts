@@ -1,0 +1,135 @@
+/**
+ * The AWS provider of one gateway: API_KEY through {@link ApiKeyIssuer},
+ * CLIENT_CREDENTIALS through {@link ClientCredentialsIssuer}, chosen by the
+ * gateway's `credentialType`.
+ */
+import {
+  ConfigError,
+  isCredhookError,
+  retryAfterOf,
+  UpstreamUnavailable,
+  ValidationError,
+  type CredentialType,
+  type OwnedResource,
+  type Provider,
+  type ProviderCapabilities,
+  type ProviderContext,
+  type ProviderCreateInput,
+  type ProviderCredential,
+  type ProviderCredentialRef,
+  type ProviderUpdateInput,
+  type ProviderUpdateResult,
+} from "@credhook/core";
+import { ApiKeyIssuer } from "./api-keys.js";
+import { ClientCredentialsIssuer } from "./client-credentials.js";
+import { acquireLimiters } from "./limits.js";
+import { endpointFor, resolveOptions, type ResolvedOptions, type Runtime } from "./runtime.js";
+import type { AwsProviderOptions } from "./types.js";
+
+type Issuer = ApiKeyIssuer | ClientCredentialsIssuer;
+
+/** A provider instance for one `provider: aws` gateway. */
+export class AwsProvider implements Provider {
+  readonly capabilities: ProviderCapabilities;
+  private readonly issuer: Issuer;
+  private readonly releaseLimiters: () => Promise<void>;
+  private readonly options: ResolvedOptions;
+  private healthyUntil = 0;
+  private healthInFlight: Promise<void> | undefined;
+
+  /**
+   * @throws ConfigError CLIENT_CREDENTIALS without `userPoolId` or `resourceServer` (names the YAML path)
+   */
+  constructor(options: AwsProviderOptions, private readonly context: ProviderContext) {
+    const o = resolveOptions(options);
+    this.options = o;
+    const type = context.credentialType;
+    if (type === "CLIENT_CREDENTIALS") {
+      const missing = (["userPoolId", "resourceServer"] as const).filter((k) => !o[k]);
+      if (missing.length > 0) {
+        throw new ConfigError(missing.map((k) => `[provider-aws] ${context.configPath}.${k} is required when credentialType is CLIENT_CREDENTIALS`));
+      }
+    }
+    const identity = o.roleArn ?? o.credentials?.accessKeyId ?? "default-chain";
+    const service = type === "API_KEY" ? "apiGateway" : "cognito";
+    const { set, release } = acquireLimiters(`${o.region}|${identity}|${endpointFor(o, service) ?? "aws"}`, o.rateLimits);
+    this.releaseLimiters = release;
+    const rt: Runtime = {
+      gateway: context.gateway,
+      options: o,
+      logger: context.logger,
+      limiters: set,
+      limited: (limiter, fn) => limiter.run(fn, o.maxQueueWaitMs, context.gateway),
+    };
+    this.issuer = type === "API_KEY" ? new ApiKeyIssuer(rt) : new ClientCredentialsIssuer(rt);
+    this.capabilities = {
+      credentialTypes: [type],
+      importsApiKeyValue: type === "API_KEY",
+      readsBackSecret: true,
+    };
+  }
+
+  private check(type: CredentialType): void {
+    if (type !== this.context.credentialType) {
+      throw new ValidationError([`[gateway ${this.context.gateway}] issues ${this.context.credentialType}, not ${type}`]);
+    }
+  }
+
+  /** @inheritdoc */
+  async create(input: ProviderCreateInput): Promise<ProviderCredential> {
+    this.check(input.credentialType);
+    return this.issuer.create(input);
+  }
+
+  /** @inheritdoc */
+  async update(input: ProviderUpdateInput): Promise<ProviderUpdateResult> {
+    this.check(input.credentialType);
+    return this.issuer.update(input);
+  }
+
+  /** @inheritdoc */
+  async revoke(ref: ProviderCredentialRef): Promise<void> {
+    this.check(ref.credentialType);
+    return this.issuer.revoke(ref);
+  }
+
+  /** @inheritdoc */
+  async readSecret(ref: ProviderCredentialRef): Promise<{ apiKey?: string; clientSecret?: string }> {
+    this.check(ref.credentialType);
+    return this.issuer.readSecret(ref);
+  }
+
+  /** @inheritdoc */
+  async listOwned(): Promise<OwnedResource[]> {
+    return this.issuer.listOwned();
+  }
+
+  /**
+   * One cheap read (API Gateway GetApiKeys limit=1, or Cognito
+   * DescribeResourceServer); a success is reused for `healthCacheMs`, and
+   * concurrent checks share one call.
+   * @throws UpstreamUnavailable the probe failed (the cause says why)
+   */
+  async health(): Promise<void> {
+    if (Date.now() < this.healthyUntil) return;
+    this.healthInFlight ??= this.issuer
+      .probe()
+      .then(() => {
+        this.healthyUntil = Date.now() + this.options.healthCacheMs;
+      })
+      .catch((err: unknown) => {
+        const message = isCredhookError(err) ? err.message : `[gateway ${this.context.gateway}] health check failed`;
+        throw new UpstreamUnavailable(message, retryAfterOf(err) ?? 5, { gateway: this.context.gateway, cause: err });
+      })
+      .finally(() => {
+        this.healthInFlight = undefined;
+      });
+    return this.healthInFlight;
+  }
+
+  /** Destroys the SDK client and releases the shared rate limiters. */
+  async close(): Promise<void> {
+    this.issuer.close();
+    await this.releaseLimiters();
+  }
+}
