@@ -9,5 +9,6 @@ export default defineConfig({
     include: ["packages/*/test/**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    reporters: ["default", "./scripts/summary-reporter.ts"],
   },
 });
