@@ -84,6 +84,8 @@ export interface FakeFault extends FakeRequestFilter {
   retryAfterS?: number;
   /** How many matching requests fail. @default 1 */
   times?: number;
+  /** Status name in the body, e.g. `ABORTED` for a 409 etag clash. @default the canonical name of `status` */
+  grpcStatus?: string;
 }
 
 /** One request the fake received, for assertions. */
@@ -521,7 +523,7 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
           headers["retry-after"] = String(fault.retryAfterS);
           details.push({ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: `${fault.retryAfterS}s` });
         }
-        throw new HttpFailure(fault.status, STATUS_NAMES[fault.status] ?? "UNKNOWN", `Injected failure (${fault.status}).`, details, headers);
+        throw new HttpFailure(fault.status, fault.grpcStatus ?? STATUS_NAMES[fault.status] ?? "UNKNOWN", `Injected failure (${fault.status}).`, details, headers);
       }
       const [status, body] = await run();
       record.status = status;

@@ -1,0 +1,48 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { startApiKeysFake, type ApiKeysFake } from "../src/fake/index.js";
+import { makeProvider, rejection } from "./helpers.js";
+
+let fake: ApiKeysFake;
+beforeAll(async () => {
+  fake = await startApiKeysFake();
+});
+afterAll(() => fake.close());
+beforeEach(() => fake.control.reset());
+
+const app = { appName: "Slow App", developer: "dev@example.com" };
+const apis = [{ id: "orders", usagePlans: [] }];
+
+describe("long-running operations are bounded", () => {
+  it("a create whose operation never finishes fails with UpstreamTimeout (504); a retried create adopts the key", async () => {
+    const provider = await makeProvider(fake, { operationTimeoutMs: 200 });
+    fake.control.holdOperations(true);
+    const credentialId = randomUUID();
+    const err = await rejection(provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
+    expect(err).toMatchObject({ status: 504, code: "UPSTREAM_TIMEOUT" });
+    expect((err as Error).message).toMatch(/^\[gateway gcp-test\] createKey credhook-[a-z2-7]+: operation operations\/\S+ not done within 200 ms$/);
+    const polls = fake.requests().filter((r) => r.rpc === "GetOperation").length;
+    expect(polls).toBeGreaterThan(1);
+
+    // polling stopped: no further polls arrive once the call has failed
+    await new Promise((r) => setTimeout(r, 100));
+    expect(fake.requests().filter((r) => r.rpc === "GetOperation").length).toBe(polls);
+
+    fake.control.holdOperations(false);
+    const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
+    expect(fake.keys()).toHaveLength(1);
+    expect(cred.apiKey).toBe(fake.key(cred.nativeId)!.keyString);
+    await provider.close();
+  });
+
+  it("a revoke whose delete operation never finishes fails with UpstreamTimeout (504)", async () => {
+    const provider = await makeProvider(fake, { operationTimeoutMs: 150 });
+    const credentialId = randomUUID();
+    const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
+    fake.control.holdOperations(true);
+    const err = await rejection(provider.revoke({ credentialId, credentialType: "API_KEY", nativeId: cred.nativeId, resources: cred.resources, app }));
+    expect(err).toMatchObject({ status: 504 });
+    expect((err as Error).message).toContain(`deleteKey ${cred.nativeId}`);
+    await provider.close();
+  });
+});
