@@ -19,7 +19,7 @@ import type {
 import { CredhookError, isCredhookError, NotFound, Unroutable, UpstreamError, UpstreamUnavailable } from "./errors.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { silentLogger, type Logger } from "./logger.js";
-import type { AppIdentity, GatewayApi, ProviderCredentialRef, ProviderUpdateInput } from "./provider.js";
+import type { AppIdentity, GatewayApi, OwnedResource, ProviderCredentialRef, ProviderUpdateInput } from "./provider.js";
 import type { Gateway } from "./registry.js";
 import type { Router } from "./routing.js";
 import { generateApiKeyValue } from "./secrets.js";
@@ -42,6 +42,37 @@ export interface OperationOutcome {
   gateways: string[];
   /** credhook's credential id, when known. */
   credentialId?: string;
+}
+
+/** Options of {@link Orchestrator.reconcile}. */
+export interface ReconcileOptions {
+  /** Report only; change nothing. @default false */
+  dryRun?: boolean;
+  /** Only records last written longer ago than this, ms. @default 60000 */
+  olderThanMs?: number;
+}
+
+/** What reconcile did (or would do) with one unfinished credential. */
+export interface ReconcileEntry {
+  credentialId: string;
+  appKey: string;
+  /** The interrupted operation. */
+  op: "create" | "update" | "revoke";
+  /** What was done, in words. */
+  action: string;
+  gateways: string[];
+  /** Per-gateway failures; the record stays for the next run. */
+  errors: string[];
+}
+
+/** Result of {@link Orchestrator.reconcile}. */
+export interface ReconcileReport {
+  dryRun: boolean;
+  unfinished: ReconcileEntry[];
+  /** Resources tagged as credhook's that no credential record owns (drift); never deleted automatically. */
+  orphans: Array<OwnedResource & { gateway: string }>;
+  /** Gateways whose provider cannot list its resources (or failed to). */
+  unlistable: string[];
 }
 
 /** Result of {@link Orchestrator.create}. */
@@ -95,10 +126,24 @@ export function applyChanges(current: GatewayApiWithGateway[], changes: ApiChang
   return out;
 }
 
-function sameApis(a: GatewayApi[], b: GatewayApi[]): boolean {
-  const norm = (x: GatewayApi[]) => JSON.stringify([...x].map((i) => ({ id: i.id, p: [...i.usagePlans].sort() })).sort((m, n) => m.id.localeCompare(n.id)));
-  return norm(a) === norm(b);
+/** The changes that take a gateway's API set from `from` to `to` (for rollbacks and repairs). */
+export function changesBetween(from: GatewayApi[], to: GatewayApi[]): ProviderUpdateInput["changes"] {
+  const ids = uniq([...to.map((a) => a.id), ...from.map((a) => a.id)]);
+  return ids.map((id) => {
+    const want = to.find((a) => a.id === id);
+    const had = from.find((a) => a.id === id);
+    const plans = uniq([...(want?.usagePlans ?? []), ...(had?.usagePlans ?? [])]);
+    return {
+      id,
+      action: want && had ? "NONE" : want ? "ADDED" : "REMOVED",
+      usagePlans: plans.map((p) => ({
+        id: p,
+        action: want?.usagePlans.includes(p) && had?.usagePlans.includes(p) ? "NONE" : want?.usagePlans.includes(p) ? "ADDED" : "REMOVED",
+      })),
+    };
+  });
 }
+
 
 /**
  * Runs create / update / revoke / health for the server. One instance per process.
@@ -222,7 +267,7 @@ export class Orchestrator {
       status: "pending",
       apis,
       bindings: [],
-      pending: { op: "create", startedAt: now, createOn: gatewayNames, removeFrom: [], previousApis: [] },
+      pending: { op: "create", startedAt: now, createOn: gatewayNames, removeFrom: [], previousApis: [], desiredApis: apis },
       createdAt: now,
       updatedAt: now,
     };
@@ -459,7 +504,7 @@ export class Orchestrator {
 
     const previousApis = rec.apis;
     rec.status = "pending";
-    rec.pending = { op: "update", startedAt: new Date().toISOString(), createOn: toCreate, removeFrom: toRemove, previousApis };
+    rec.pending = { op: "update", startedAt: new Date().toISOString(), createOn: toCreate, removeFrom: toRemove, previousApis, desiredApis };
     const saver = this.serialSaver(rec);
     await saver(); // intent, before any cloud call
 
@@ -567,22 +612,6 @@ export class Orchestrator {
     newApp: AppIdentity,
     oldApp: AppIdentity,
   ): Promise<void> {
-    const invert = (apis: GatewayApi[], from: GatewayApi[]): ChangeSlice => {
-      const ids = uniq([...apis.map((a) => a.id), ...from.map((a) => a.id)]);
-      return ids.map((id) => {
-        const want = apis.find((a) => a.id === id);
-        const had = from.find((a) => a.id === id);
-        const plans = uniq([...(want?.usagePlans ?? []), ...(had?.usagePlans ?? [])]);
-        return {
-          id,
-          action: want && had ? "NONE" : want ? "ADDED" : "REMOVED",
-          usagePlans: plans.map((p) => ({
-            id: p,
-            action: want?.usagePlans.includes(p) && had?.usagePlans.includes(p) ? "NONE" : want?.usagePlans.includes(p) ? "ADDED" : "REMOVED",
-          })),
-        };
-      });
-    };
     const results = await Promise.allSettled([
       ...updated.map(async ({ gateway, before }) => {
         const b = rec.bindings.find((x) => x.gateway === gateway)!;
@@ -593,7 +622,7 @@ export class Orchestrator {
           app: oldApp,
           previous: desired,
           desired: previous,
-          changes: invert(previous, desired),
+          changes: changesBetween(desired, previous),
           ...(newApp.appName !== oldApp.appName ? { previousAppName: newApp.appName } : {}),
         });
         b.resources = res.resources ?? before.resources;
@@ -734,6 +763,154 @@ export class Orchestrator {
     });
     if (problems.length > 0) throw new UpstreamUnavailable(problems[0]!, 5, { messages: problems.slice(1) });
     return { gateways: names };
+  }
+
+  // --------------------------------------------------------------- reconcile
+
+  /**
+   * Finishes what a crash (or a failed compensation) left unfinished, then
+   * reports drift:
+   * - a `revoking` record is revoked everywhere and deleted;
+   * - a `pending` create is removed: its bindings, and any resource a gateway
+   *   lists as owned by that credential id (created, but the crash came before
+   *   the store heard of it), are revoked, and the record deleted — the portal
+   *   never received that credential;
+   * - a `pending` update is rolled back to the API set before it: gateways it
+   *   was adding are revoked, the others updated back.
+   * Then every gateway that can list credhook's resources is compared with the
+   * store: a resource no live credential owns is reported (never deleted).
+   *
+   * @param options.dryRun report what would be done, change nothing
+   * @param options.olderThanMs only records last written longer ago than this, ms (default 60000: leaves in-flight requests alone)
+   */
+  async reconcile(options: ReconcileOptions = {}): Promise<ReconcileReport> {
+    const dryRun = options.dryRun ?? false;
+    const before = new Date(Date.now() - (options.olderThanMs ?? 60_000)).toISOString();
+    const report: ReconcileReport = { dryRun, unfinished: [], orphans: [], unlistable: [] };
+    const ownedCache = new Map<string, Promise<OwnedResource[]>>();
+    const owned = (gateway: string): Promise<OwnedResource[]> => {
+      let p = ownedCache.get(gateway);
+      if (!p) {
+        const gw = this.gateways.get(gateway);
+        p = gw?.provider.listOwned ? gw.provider.listOwned() : Promise.resolve([]);
+        ownedCache.set(gateway, p);
+      }
+      return p;
+    };
+    for (const rec of await this.store.listUnfinished(before)) {
+      const entry = await this.lock.run(rec.appKey, async () => {
+        const fresh = await this.store.get(rec.id);
+        if (!fresh || fresh.updatedAt >= before || fresh.status === "active") return undefined;
+        return this.finishUnfinished(fresh, owned, dryRun);
+      });
+      if (entry) report.unfinished.push(entry);
+    }
+    // Drift: what gateways hold that no credential record owns.
+    ownedCache.clear();
+    const records = await this.store.list();
+    const held = new Set(records.flatMap((r) => r.bindings.map((b) => `${b.gateway}\u0000${b.nativeId}`)));
+    const ids = new Set(records.map((r) => r.id));
+    for (const gw of this.gateways.values()) {
+      if (!gw.provider.listOwned) {
+        report.unlistable.push(gw.name);
+        continue;
+      }
+      try {
+        for (const r of await owned(gw.name)) {
+          if (held.has(`${gw.name}\u0000${r.nativeId}`)) continue;
+          if (r.credentialId && ids.has(r.credentialId)) continue; // belongs to a record (e.g. one subscription of several)
+          report.orphans.push({ gateway: gw.name, ...r });
+        }
+      } catch (err) {
+        report.unlistable.push(`${gw.name}: ${this.asTyped(err, gw.name).messages[0]}`);
+      }
+    }
+    return report;
+  }
+
+  private async finishUnfinished(
+    rec: CredentialRecord,
+    owned: (gateway: string) => Promise<OwnedResource[]>,
+    dryRun: boolean,
+  ): Promise<ReconcileEntry> {
+    const op = rec.status === "revoking" ? "revoke" : (rec.pending?.op ?? "create");
+    const entry: ReconcileEntry = { credentialId: rec.id, appKey: rec.appKey, op, action: "", gateways: [], errors: [] };
+    // Resources of this credential a gateway holds but the record does not (the crash came between the cloud call and the store write).
+    const strays = async (gateways: string[]) => {
+      const out: GatewayBinding[] = [];
+      for (const g of gateways) {
+        for (const r of await owned(g).catch(() => [] as OwnedResource[])) {
+          if (r.credentialId === rec.id && !rec.bindings.some((b) => b.gateway === g && b.nativeId === r.nativeId)) {
+            out.push({ gateway: g, nativeId: r.nativeId, resources: {} });
+          }
+        }
+      }
+      return out;
+    };
+    const revokeAll = async (bindings: GatewayBinding[]) => {
+      entry.gateways = uniq(bindings.map((b) => b.gateway));
+      if (dryRun) return true;
+      const left = await this.revokeBindings({ ...rec, bindings });
+      entry.errors.push(...left.map((l) => `${l.binding.gateway}: ${l.error.messages[0]}`));
+      return left;
+    };
+
+    if (op === "revoke" || op === "create") {
+      const bindings = [...rec.bindings, ...(await strays(op === "create" ? (rec.pending?.createOn ?? []) : rec.bindings.map((b) => b.gateway)))];
+      entry.action = dryRun ? `would revoke on ${bindings.length} gateway resource(s) and delete the record` : "revoked and deleted";
+      const left = await revokeAll(bindings);
+      if (left === true) return entry;
+      if (left.length === 0) await this.store.delete(rec.id);
+      else {
+        rec.bindings = left.map((l) => l.binding);
+        rec.updatedAt = new Date().toISOString();
+        await this.store.save(rec);
+        entry.action = "partly revoked; run reconcile again";
+      }
+      return entry;
+    }
+
+    // An interrupted update: roll back to the API set before it.
+    const pending = rec.pending!;
+    const createdHere = [...rec.bindings.filter((b) => pending.createOn.includes(b.gateway)), ...(await strays(pending.createOn))];
+    const keep = rec.bindings.filter((b) => !pending.createOn.includes(b.gateway));
+    entry.gateways = uniq([...createdHere, ...keep].map((b) => b.gateway));
+    if (dryRun) {
+      entry.action = `would roll the update back: revoke on ${createdHere.length} new gateway resource(s), restore ${keep.length}`;
+      return entry;
+    }
+    const left = await this.revokeBindings({ ...rec, bindings: createdHere });
+    entry.errors.push(...left.map((l) => `${l.binding.gateway}: ${l.error.messages[0]}`));
+    const oldGroups = groupByGateway(rec.apis);
+    const newGroups = groupByGateway(pending.desiredApis ?? rec.apis);
+    await Promise.all(
+      keep.map(async (b) => {
+        const target = oldGroups.get(b.gateway) ?? [];
+        const from = newGroups.get(b.gateway) ?? [];
+        try {
+          const res = await this.gateway(b.gateway).provider.update({
+            ...this.ref(rec, b),
+            previous: from,
+            desired: target,
+            changes: changesBetween(from, target),
+          });
+          b.resources = res.resources;
+        } catch (err) {
+          entry.errors.push(`${b.gateway}: ${this.asTyped(err, b.gateway).messages[0]}`);
+        }
+      }),
+    );
+    rec.bindings = [...keep, ...left.map((l) => l.binding)];
+    if (entry.errors.length === 0) {
+      rec.status = "active";
+      delete rec.pending;
+      entry.action = "update rolled back";
+    } else {
+      entry.action = "rollback incomplete; run reconcile again";
+    }
+    rec.updatedAt = new Date().toISOString();
+    await this.store.save(rec);
+    return entry;
   }
 
   /** Closes every provider (not the store: its owner closes it). */

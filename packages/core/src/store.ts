@@ -41,6 +41,8 @@ export interface PendingOperation {
   removeFrom: string[];
   /** The API set before the operation (for rolling an interrupted update back). */
   previousApis: GatewayApiWithGateway[];
+  /** The API set the operation was moving to. */
+  desiredApis?: GatewayApiWithGateway[];
 }
 
 /** An API of the app and the gateway it is routed to. */

@@ -85,6 +85,38 @@ export async function importProviderModule(specifier: string): Promise<unknown> 
   }
 }
 
+/** The core runtime without HTTP: store, gateways and orchestrator (for `serve`, `reconcile`, embedding). */
+export interface CredhookRuntime {
+  store: CredentialStore;
+  orchestrator: Orchestrator;
+  /** Closes the providers, then the store when this runtime opened it. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the store (unless given) and loads every gateway's provider.
+ * @throws ConfigError when a provider fails to load or validate, or the store cannot be opened
+ */
+export async function createRuntime(config: CredhookConfig, options: { logger?: PinoLogger; store?: CredentialStore } = {}): Promise<CredhookRuntime> {
+  const logger = (options.logger ?? createLogger(config.server.logLevel)) as unknown as Logger;
+  const store = options.store ?? (await openStore(config));
+  try {
+    const gateways = await loadGateways(config, { importModule: importProviderModule, logger, stateFor: (g) => store.stateFor(g) });
+    const orchestrator = new Orchestrator({ gateways, router: createRouter(config.routes), store, logger });
+    return {
+      store,
+      orchestrator,
+      async close() {
+        await orchestrator.close();
+        if (!options.store) await store.close();
+      },
+    };
+  } catch (err) {
+    if (!options.store) await store.close();
+    throw err;
+  }
+}
+
 /**
  * Builds the application: opens the store, loads every gateway's provider,
  * resolves the portal users (generating a password where needed), and mounts
@@ -93,16 +125,10 @@ export async function importProviderModule(specifier: string): Promise<unknown> 
  */
 export async function createApp(config: CredhookConfig, options: AppOptions = {}): Promise<CredhookApp> {
   const logger = options.logger ?? createLogger(config.server.logLevel);
-  const store = options.store ?? (await openStore(config));
-  let orchestrator: Orchestrator;
+  const runtime = await createRuntime(config, { logger, ...(options.store ? { store: options.store } : {}) });
+  const { store, orchestrator } = runtime;
   let users;
   try {
-    const gateways = await loadGateways(config, {
-      importModule: importProviderModule,
-      logger: logger as unknown as Logger,
-      stateFor: (g) => store.stateFor(g),
-    });
-    orchestrator = new Orchestrator({ gateways, router: createRouter(config.routes), store, logger: logger as unknown as Logger });
     users = await resolveUsers(
       config.server.auth.users,
       config.dataDir,
@@ -117,7 +143,7 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
         }),
     );
   } catch (err) {
-    if (!options.store) await store.close();
+    await runtime.close();
     throw err;
   }
   const validator = compileContractValidator();
@@ -131,10 +157,7 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
     store,
     logger,
     draining: false,
-    async close() {
-      await orchestrator.close();
-      if (!options.store) await store.close();
-    },
+    close: () => runtime.close(),
   };
 
   app.use(requestLogger(logger));

@@ -9,7 +9,8 @@
  */
 import { Command } from "commander";
 import { ConfigError, createRouter, isCredhookError, loadGateways, silentLogger, type Logger } from "@credhook/core";
-import { startServer, importProviderModule } from "./app.js";
+import { destination } from "pino";
+import { createRuntime, startServer, importProviderModule } from "./app.js";
 import { loadConfigFile, maskSecrets } from "./config.js";
 import { createLogger } from "./logging.js";
 import { hashPassword } from "./passwords.js";
@@ -80,6 +81,39 @@ program
       process.stdout.write(`${out.join("\n")}\n`);
       await Promise.allSettled([...gateways.values()].map((g) => g.provider.close?.()));
       process.exit(0);
+    } catch (err) {
+      reportAndExit(err);
+    }
+  });
+
+program
+  .command("reconcile")
+  .description("finish credentials left pending by a crash (complete revokes, remove interrupted creates, roll back interrupted updates) and report drift")
+  .option("-c, --config <file>", "config file (default: ./webhook.config.yaml, or $CREDHOOK_CONFIG)")
+  .option("--dry-run", "report what would be done; change nothing")
+  .option("--older-than <seconds>", "only records last written longer ago than this (leaves in-flight requests alone)", "60")
+  .option("--json", "print the report as JSON")
+  .action(async (opts: { config?: string; dryRun?: boolean; olderThan: string; json?: boolean }) => {
+    try {
+      const olderThanS = Number(opts.olderThan);
+      if (!Number.isFinite(olderThanS) || olderThanS < 0) throw new Error(`--older-than must be a number of seconds ≥ 0 (got '${opts.olderThan}')`);
+      const config = await loadConfigFile(opts.config);
+      const runtime = await createRuntime(config, { logger: createLogger("warn", destination(2)) });
+      const report = await runtime.orchestrator.reconcile({ dryRun: !!opts.dryRun, olderThanMs: olderThanS * 1000 });
+      await runtime.close();
+      if (opts.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      else {
+        const out: string[] = [`${report.dryRun ? "[dry run] " : ""}unfinished credentials: ${report.unfinished.length}`];
+        for (const u of report.unfinished) {
+          out.push(`  - ${u.credentialId} (${u.appKey}, interrupted ${u.op}) on ${u.gateways.join(", ") || "no gateway"}: ${u.action}`);
+          for (const e of u.errors) out.push(`      error: ${e}`);
+        }
+        out.push(`resources no credential owns (drift, not deleted): ${report.orphans.length}`);
+        for (const o of report.orphans) out.push(`  - ${o.gateway}: ${o.nativeId} ${o.description}${o.credentialId ? ` [credential ${o.credentialId}]` : ""}`);
+        if (report.unlistable.length > 0) out.push(`gateways that cannot list their resources: ${report.unlistable.join(", ")}`);
+        process.stdout.write(`${out.join("\n")}\n`);
+      }
+      process.exit(report.unfinished.some((u) => u.errors.length > 0) ? 1 : 0);
     } catch (err) {
       reportAndExit(err);
     }
