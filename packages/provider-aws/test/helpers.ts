@@ -1,5 +1,6 @@
 /** Shared test fixtures: SDK clients and providers pointed at the fake, and a seeded fake. */
 import { randomUUID } from "node:crypto";
+import { afterEach, beforeEach } from "vitest";
 import { silentLogger, type CredentialType, type GatewayApi, type Logger, type Provider, type ProviderCredentialRef } from "@credhook/core";
 import { memoryStateStore } from "@credhook/provider-testkit";
 import awsProviderFactory, { type AwsProviderOptions } from "../src/index.js";
@@ -101,4 +102,16 @@ export async function createCredential(provider: Provider, type: CredentialType,
   const cred = await provider.create({ credentialId, credentialType: type, app, apis, ...(extra.apiKeyValue ? { apiKeyValue: extra.apiKeyValue } : {}) });
   const ref: ProviderCredentialRef = { credentialId, credentialType: type, nativeId: cred.nativeId, resources: cred.resources, app };
   return { cred, ref };
+}
+
+/** Starts a seeded fake before each test of the file and closes it after; read `env.fake` / `env.seed` inside tests. */
+export function useSeededFake(options: AwsFakeOptions = {}): { fake: AwsFake; seed: Seed } {
+  const env = {} as { fake: AwsFake; seed: Seed };
+  beforeEach(async () => {
+    Object.assign(env, await seededFake(options));
+  });
+  afterEach(async () => {
+    await env.fake.close();
+  });
+  return env;
 }

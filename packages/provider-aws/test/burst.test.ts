@@ -1,0 +1,59 @@
+/**
+ * A burst of 50 concurrent creates under the 5 rps CreateApiKey quota: the
+ * client-side limiter queues them, so all 50 succeed (timings: bench/burst.ts).
+ */
+import { randomUUID } from "node:crypto";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { AwsFake } from "../src/fake/index.js";
+import { makeProvider, seededFake, testApp, type Seed } from "./helpers.js";
+
+let fake: AwsFake;
+let seed: Seed;
+beforeEach(async () => {
+  ({ fake, seed } = await seededFake()); // quotas enforced
+});
+afterEach(async () => {
+  await fake.close();
+});
+
+const burst = (n: number) => Array.from({ length: n }, (_, i) => ({ ...testApp, appName: `Burst ${i}`, appSlug: `burst${i}` }));
+
+describe("burst of creates", () => {
+  it("50 concurrent creates end with 50 keys, each in both plans, and zero errors", { timeout: 60_000 }, async () => {
+    const provider = await makeProvider(fake, seed, "API_KEY");
+    const apis = [
+      { id: seed.apiA, usagePlans: [seed.planA] },
+      { id: seed.apiB, usagePlans: [seed.planB] },
+    ];
+    const results = await Promise.allSettled(burst(50).map((app) => provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis })));
+    const failed = results.filter((r) => r.status === "rejected");
+    expect(failed.map((r) => String((r as PromiseRejectedResult).reason))).toEqual([]);
+    expect(fake.apiGateway.keys.size).toBe(50);
+    for (const id of fake.apiGateway.keys.keys()) expect(fake.apiGateway.plansOfKey(id)).toEqual([seed.planA, seed.planB].sort());
+    // The limiter, not AWS's retries, kept CreateApiKey under its quota.
+    expect(fake.stats().throttled.CreateApiKey).toBeUndefined();
+    await provider.close?.();
+  });
+
+  it("without the client-side limit the same quota refuses part of the burst (the fake enforces it)", async () => {
+    const provider = await makeProvider(fake, seed, "API_KEY", { rateLimits: { createApiKey: 1000 }, maxAttempts: 1 });
+    const results = await Promise.allSettled(burst(20).map((app) => provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [] })));
+    const failed = results.filter((r): r is PromiseRejectedResult => r.status === "rejected");
+    expect(failed.length).toBeGreaterThan(0);
+    for (const f of failed) expect(f.reason).toMatchObject({ status: 503, code: "THROTTLED" });
+    await provider.close?.();
+  });
+
+  it("a queue longer than maxQueueWaitMs answers 503 with Retry-After at once instead of waiting", async () => {
+    const provider = await makeProvider(fake, seed, "API_KEY", { maxQueueWaitMs: 1_000 });
+    const results = await Promise.allSettled(burst(12).map((app) => provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [] })));
+    const failed = results.filter((r): r is PromiseRejectedResult => r.status === "rejected");
+    expect(failed.length).toBeGreaterThan(0);
+    for (const f of failed) {
+      expect(f.reason).toMatchObject({ status: 503, code: "THROTTLED", message: expect.stringContaining("already queued") });
+      expect(f.reason.retryAfterS).toBeGreaterThanOrEqual(1);
+    }
+    expect(fake.apiGateway.keys.size).toBe(12 - failed.length);
+    await provider.close?.();
+  });
+});
