@@ -6,7 +6,8 @@
  *   wait for the long-running operation (bounded), then getKeyString. A create
  *   that finds its keyId taken (ALREADY_EXISTS: a retried or replayed create)
  *   adopts that key — undeleting it when soft-deleted — and brings it to the
- *   desired state.
+ *   desired state. A create that fails after its key may have been made (an
+ *   operation time-out, a 5xx after retries) soft-deletes that key, best effort.
  * - update: getKey, then updateKey with an `updateMask` of only what differs
  *   (`restrictions`, `displayName` on a rename, `annotations`) and the key's
  *   etag; nothing is written when nothing differs.
@@ -221,12 +222,16 @@ export class GcpApiKeysProvider implements Provider {
    * result, retried as one unit on transient failures (also of a poll).
    * @throws typed errors only; an operation past `operationTimeoutMs` is UpstreamTimeout
    */
-  private async write(what: string, fn: (options: { longrunning: ReturnType<typeof createBackoffSettings> }) => Cancellable<[LongRunning, ...unknown[]]>): Promise<IKey> {
+  private async write(
+    what: string,
+    fn: (options: { longrunning: ReturnType<typeof createBackoffSettings> }) => Cancellable<[LongRunning, ...unknown[]]>,
+    wait = true,
+  ): Promise<IKey> {
     const longrunning = createBackoffSettings(this.o.pollInitialDelayMs, 1.5, POLL_MAX_DELAY_MS, null, null, null, this.o.operationTimeoutMs);
     try {
       return await this.retryPolicy.execute(async () => {
         const [op] = await this.limited("write", what, () => fn({ longrunning }));
-        return this.waitFor(op, what);
+        return wait ? this.waitFor(op, what) : {};
       });
     } catch (err) {
       throw this.typed(err, what);
@@ -393,8 +398,14 @@ export class GcpApiKeysProvider implements Provider {
       );
       this.log.info({ keyId, services: targets.map((t) => t.service) }, "API key created");
     } catch (err) {
-      if (!(err instanceof CredhookError) || err.code !== ErrorCodes.CONFLICT) throw err;
-      key = await this.adopt(keyId, input, targets);
+      if (err instanceof CredhookError && err.code === ErrorCodes.CONFLICT) {
+        key = await this.adopt(keyId, input, targets);
+      } else {
+        if (err instanceof CredhookError && (err.code === ErrorCodes.UPSTREAM_TIMEOUT || err.code === ErrorCodes.UPSTREAM_FAILED)) {
+          await this.discardAfterFailedCreate(keyId, input.credentialId);
+        }
+        throw err;
+      }
     }
     const apiKey = await this.keyString(keyId);
     return { nativeId: keyId, apiKey, resources: this.resources(keyId, key) };
@@ -420,6 +431,29 @@ export class GcpApiKeysProvider implements Provider {
   }
 
   /**
+   * Best effort after a create whose outcome is unknown (its operation timed
+   * out, or the call failed after being sent): soft-deletes the key if it
+   * exists by now, without waiting for that operation, so that a failed create
+   * leaves no live key. A create retried with the same credential id undeletes
+   * and adopts it. Never throws.
+   */
+  private async discardAfterFailedCreate(keyId: string, credentialId: string): Promise<void> {
+    try {
+      const key = await this.getKey(keyId);
+      if (GcpApiKeysProvider.deleted(key) || key.annotations?.[ANNOTATIONS.credentialId] !== credentialId) return;
+      await this.write(
+        `deleteKey ${keyId}`,
+        (options) => this.client.deleteKey({ name: this.keyName(keyId), etag: key.etag ?? "" }, options) as Cancellable<[LongRunning, unknown, unknown]>,
+        false,
+      );
+      this.log.warn({ keyId }, "create failed after the key was made: key deleted (a retried create undeletes it)");
+    } catch (err) {
+      const status = (err as { status?: number }).status;
+      if (status !== 404) this.log.warn({ keyId, status }, "create failed; the key it may have made could not be checked or deleted");
+    }
+  }
+
+  /**
    * Applies the app's desired API/usage-plan set, name and annotations to the key.
    * @throws NotFound the key does not exist or was deleted
    * @throws InvalidReference an API without a service, or an unknown usage plan (before any call)
@@ -434,12 +468,14 @@ export class GcpApiKeysProvider implements Provider {
 
   /**
    * Deletes the key (soft delete). Idempotent: a key that does not exist or is
-   * already deleted is success. A key without credhook's annotation, or
+   * already deleted is success. With an empty `nativeId` the key is found by
+   * the keyId derived from `credentialId`. A key without credhook's annotation, or
    * annotated with another credential, is left alone (core revokes unknown ids
    * on every gateway of a type).
    */
   async revoke(ref: ProviderCredentialRef): Promise<void> {
-    const keyId = ref.nativeId;
+    // no native id (a create that failed before returning one): the keyId follows from the credential id
+    const keyId = ref.nativeId || (ref.credentialId ? keyIdFor(ref.credentialId, this.o.keyIdPrefix) : "");
     if (!KEY_ID_PATTERN.test(keyId)) return;
     for (let attempt = 1; ; attempt++) {
       let key: IKey;

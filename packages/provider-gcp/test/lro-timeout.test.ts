@@ -14,7 +14,7 @@ const app = { appName: "Slow App", developer: "dev@example.com" };
 const apis = [{ id: "orders", usagePlans: [] }];
 
 describe("long-running operations are bounded", () => {
-  it("a create whose operation never finishes fails with UpstreamTimeout (504); a retried create adopts the key", async () => {
+  it("a create whose operation never finishes fails with UpstreamTimeout (504), leaves no live key, and a retried create adopts it", async () => {
     const provider = await makeProvider(fake, { operationTimeoutMs: 200 });
     fake.control.holdOperations(true);
     const credentialId = randomUUID();
@@ -27,10 +27,14 @@ describe("long-running operations are bounded", () => {
     // polling stopped: no further polls arrive once the call has failed
     await new Promise((r) => setTimeout(r, 100));
     expect(fake.requests().filter((r) => r.rpc === "GetOperation").length).toBe(polls);
+    // the failed create left no live key: the key it made is soft-deleted
+    const [made] = fake.keys();
+    expect(made?.deleteTime).toBeTruthy();
 
     fake.control.holdOperations(false);
     const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
     expect(fake.keys()).toHaveLength(1);
+    expect(fake.key(cred.nativeId)!.deleteTime).toBeUndefined();
     expect(cred.apiKey).toBe(fake.key(cred.nativeId)!.keyString);
     await provider.close();
   });

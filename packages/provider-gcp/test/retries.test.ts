@@ -61,6 +61,7 @@ describe("retries of transient failures", () => {
     expect(err).toMatchObject({ status: 502, code: "UPSTREAM_FAILED" });
     expect((err as Error).message).toMatch(/^\[gateway gcp-test\] createKey credhook-\w+ failed: 500 INTERNAL$/);
     expect(count("CreateKey")).toBe(3);
+    expect(fake.keys()).toEqual([]);
     await provider.close();
   });
 

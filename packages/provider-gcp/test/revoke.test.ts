@@ -53,6 +53,15 @@ describe("revoke", () => {
     await provider.close();
   });
 
+  it("with no native id (a create that failed before returning one) finds the key by its credential id", async () => {
+    const provider = await makeProvider(fake);
+    const credentialId = randomUUID();
+    const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
+    await provider.revoke({ credentialId, credentialType: "API_KEY", nativeId: "", resources: {}, app });
+    expect(fake.key(cred.nativeId)!.deleteTime).toBeTruthy();
+    await provider.close();
+  });
+
   it("revokes by the request's id alone (no credential id, store lost)", async () => {
     const provider = await makeProvider(fake);
     const cred = await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis });
