@@ -120,7 +120,8 @@ function limiterFor(perMinute: number, burst: number, maxQueueWaitMs: number): {
     reservoirIncreaseAmount: 1,
     reservoirIncreaseInterval: intervalMs,
     reservoirIncreaseMaximum: burst,
-    heartbeatInterval: Math.min(250, intervalMs),
+    // bottleneck adds tokens on its heartbeat: a heartbeat dividing the interval keeps the rate exact
+    heartbeatInterval: intervalMs / Math.ceil(intervalMs / 250),
     highWater: Math.max(0, Math.floor(maxQueueWaitMs / intervalMs)),
     strategy: Bottleneck.strategy.OVERFLOW,
   });
@@ -420,10 +421,16 @@ export class GcpApiKeysProvider implements Provider {
     }
     let known: IKey | undefined = existing;
     if (GcpApiKeysProvider.deleted(existing)) {
-      known = await this.write(`undeleteKey ${keyId}`, (options) =>
-        this.client.undeleteKey({ name: this.keyName(keyId) }, options) as Cancellable<[LongRunning, unknown, unknown]>,
-      );
-      this.log.info({ keyId }, "API key undeleted for a replayed create");
+      try {
+        known = await this.write(`undeleteKey ${keyId}`, (options) =>
+          this.client.undeleteKey({ name: this.keyName(keyId) }, options) as Cancellable<[LongRunning, unknown, unknown]>,
+        );
+        this.log.info({ keyId }, "API key undeleted for a replayed create");
+      } catch (err) {
+        // a retried undelete meets a key that is no longer deleted (FAILED_PRECONDITION): re-read it below
+        if (!(err instanceof CredhookError) || err.code !== ErrorCodes.CONFLICT) throw err;
+        known = undefined;
+      }
     }
     const key = await this.reconcile(keyId, input.credentialId, input.app, input.apis, targets, known);
     this.log.info({ keyId }, "existing API key adopted by a replayed create");

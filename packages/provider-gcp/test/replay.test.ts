@@ -73,3 +73,19 @@ describe("replayed create (ALREADY_EXISTS adopts the key)", () => {
     await provider.close();
   });
 });
+
+describe("replayed create, transient failures", () => {
+  it("an undelete whose poll failed is retried; the retry's FAILED_PRECONDITION (already undeleted) is not an error", async () => {
+    const provider = await makeProvider(fake);
+    const credentialId = randomUUID();
+    const first = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
+    await provider.revoke({ credentialId, credentialType: "API_KEY", nativeId: first.nativeId, resources: first.resources, app });
+    fake.control.fail({ status: 503, rpcs: ["GetOperation"] });
+    const mark = fake.requests().length;
+    const again = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
+    expect(again.apiKey).toBe(first.apiKey);
+    expect(fake.key(first.nativeId)!.deleteTime).toBeUndefined();
+    expect(fake.requests().slice(mark).filter((r) => r.rpc === "UndeleteKey").map((r) => r.status)).toEqual([200, 400]);
+    await provider.close();
+  });
+});
