@@ -122,6 +122,8 @@ export interface ArmClientSettings {
   maxRetries: number;
   /** Retry-After cap, seconds (see {@link retryAfterCapPolicy}). */
   maxRetryAfterS: number;
+  /** Extra policies run on every attempt (e.g. the client-side ARM rate limit). */
+  perRetryPolicies?: PipelinePolicy[];
 }
 
 /** The SDK client for one gateway. */
@@ -132,7 +134,10 @@ export function buildArmClient(settings: ArmClientSettings): ApiManagementClient
     $host: sdkEndpoint,
     ...(httpClient ? { httpClient } : {}),
     retryOptions: { maxRetries: settings.maxRetries, retryDelayInMs: 500, maxRetryDelayInMs: 8_000 },
-    additionalPolicies: [{ policy: retryAfterCapPolicy(settings.maxRetryAfterS), position: "perRetry" }],
+    additionalPolicies: [
+      ...(settings.perRetryPolicies ?? []).map((policy) => ({ policy, position: "perRetry" as const })),
+      { policy: retryAfterCapPolicy(settings.maxRetryAfterS), position: "perRetry" },
+    ],
     userAgentOptions: { userAgentPrefix: "credhook" },
   });
 }

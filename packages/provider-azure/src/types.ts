@@ -2,6 +2,7 @@
  * Options of the `azure` provider (the `options:` block of a `gateways:` entry
  * with `provider: azure`). The JSON Schema in `schema.ts` validates the same shape.
  */
+import type { ArmRateLimit } from "./rate-limit.js";
 
 /**
  * How the provider authenticates to Azure Resource Manager.
@@ -78,6 +79,16 @@ export interface AzureProviderOptions {
    * @default "credhook-"
    */
   subscriptionIdPrefix?: string;
+  /**
+   * Client-side token buckets mirroring ARM's per-principal throttling, so a burst
+   * queues in credhook instead of drawing 429s; a queue longer than
+   * `maxRetryAfterS` answers 503 with the estimated wait as Retry-After. A rate of
+   * 0 turns that bucket off. Gateways sharing endpoint, subscription and
+   * credential share the buckets.
+   * https://learn.microsoft.com/azure/azure-resource-manager/management/request-limits-and-throttling
+   * @default { writesPerSecond: 10, writeBurst: 200, readsPerSecond: 25, readBurst: 250 }
+   */
+  rateLimit?: Partial<ArmRateLimit>;
   /** How long a health() answer is reused, in milliseconds (failures: at most 5000). @default 30000 */
   healthCacheMs?: number;
 }

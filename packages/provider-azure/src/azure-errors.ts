@@ -1,0 +1,143 @@
+/**
+ * Maps what the Azure SDK throws (RestError, AbortError, identity errors, the
+ * Retry-After cap) to core's typed errors. Messages say what and where and
+ * never carry a key value: every known secret is masked before use.
+ *
+ * ARM error shape: `{"error":{"code","message","details":[{code,target,message}]}}`
+ * https://learn.microsoft.com/azure/azure-resource-manager/management/common-deployment-errors
+ */
+import {
+  Conflict,
+  NotFound,
+  Throttled,
+  UpstreamError,
+  UpstreamTimeout,
+  UpstreamUnavailable,
+  isCredhookError,
+  type CredhookError,
+} from "@credhook/core";
+import { RetryAfterTooLong, retryAfterSeconds } from "./client.js";
+import { RateLimitQueueFull } from "./rate-limit.js";
+
+/** What the SDK's RestError looks like to us. */
+interface RestErrorLike {
+  name: string;
+  message: string;
+  statusCode?: number;
+  code?: string;
+  details?: unknown;
+  response?: { headers: { get(name: string): string | undefined } };
+}
+
+/** HTTP status of an SDK error, if it came from a response. */
+export function statusOf(err: unknown): number | undefined {
+  const s = (err as RestErrorLike | null)?.statusCode;
+  return typeof s === "number" ? s : undefined;
+}
+
+/** ARM error code of an SDK error (`ValidationError`, `ResourceNotFound` …). */
+export function armCodeOf(err: unknown): string | undefined {
+  const c = (err as RestErrorLike | null)?.code;
+  return typeof c === "string" ? c : undefined;
+}
+
+/** ARM's `details[]` of an error, each as `target: message`. */
+export function armDetailsOf(err: unknown): Array<{ target?: string; message?: string }> {
+  const d = (err as RestErrorLike | null)?.details as { error?: { details?: unknown } } | undefined;
+  const list = d?.error?.details;
+  return Array.isArray(list) ? (list as Array<{ target?: string; message?: string }>) : [];
+}
+
+/** Replaces every occurrence of each secret in `text` by `***`. */
+export function mask(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const s of secrets) if (s.length > 0) out = out.split(s).join("***");
+  return out;
+}
+
+/** ARM's message of an error with its details, masked and on one line. */
+export function armMessageOf(err: unknown, secrets: readonly string[]): string {
+  const base = String((err as RestErrorLike | null)?.message ?? "").trim();
+  const details = armDetailsOf(err)
+    .map((d) => [d.target, d.message].filter(Boolean).join(": "))
+    .filter((s) => s.length > 0);
+  const text = details.length > 0 ? `${base} ${details.join("; ")}` : base;
+  return mask(text.replace(/\s+/g, " "), secrets).slice(0, 500);
+}
+
+/** True when an error is the SDK's (or the platform's) abort after the call's time limit. */
+export function isAbort(err: unknown): boolean {
+  const name = (err as { name?: string } | null)?.name;
+  return name === "AbortError" || name === "TimeoutError";
+}
+
+/** Context of one mapped call. */
+export interface MapContext {
+  /** Gateway name, for the `[gateway x]` prefix and the error's `gateway`. */
+  gateway: string;
+  /** What was being done, e.g. `creating subscription x on service y`. */
+  what: string;
+  /** The call's time limit (ms), for timeout messages. */
+  timeoutMs: number;
+  /** Values that must not appear in a message (key values). */
+  secrets?: readonly string[];
+}
+
+/**
+ * Core's typed error for anything an SDK call threw.
+ * - 429 (after the SDK's retries) or a Retry-After above the cap → Throttled (503, Retry-After)
+ * - abort after `timeoutMs` → UpstreamTimeout (504)
+ * - 404 → NotFound; 409 / 412 → Conflict
+ * - 401 / 403 → UpstreamError (502) naming the missing permission
+ * - 503 / 408 / network errors / token acquisition failures → UpstreamUnavailable or UpstreamError
+ * - anything else → UpstreamError (502) with ARM's code and (masked) message
+ */
+export function toTyped(err: unknown, ctx: MapContext): CredhookError {
+  if (isCredhookError(err)) return err;
+  const secrets = ctx.secrets ?? [];
+  const where = `[gateway ${ctx.gateway}]`;
+  const opts = { cause: err, gateway: ctx.gateway };
+  if (err instanceof RetryAfterTooLong || (err as { name?: string } | null)?.name === "RetryAfterTooLong") {
+    const s = (err as RetryAfterTooLong).retryAfterS;
+    return new Throttled(`${where} Azure Resource Manager throttled ${ctx.what} and asked to wait ${Math.ceil(s)} s`, s, opts);
+  }
+  if (err instanceof RateLimitQueueFull) {
+    return new Throttled(
+      `${where} ${ctx.what}: too many ARM ${err.kind}s are queued to stay under ARM's ${err.perSecond}/s; try again in ${Math.ceil(err.waitS)} s`,
+      err.waitS,
+      opts,
+    );
+  }
+  if (isAbort(err)) return new UpstreamTimeout(`${where} ${ctx.what} did not finish within ${ctx.timeoutMs} ms`, opts);
+  const status = statusOf(err);
+  const code = armCodeOf(err);
+  const arm = armMessageOf(err, secrets);
+  const tail = code ? ` (${code}: ${arm})` : arm ? ` (${arm})` : "";
+  if (status === undefined) {
+    const name = (err as { name?: string } | null)?.name ?? "Error";
+    if (/Credential|Authentication/i.test(name)) {
+      return new UpstreamError(`${where} could not get an Azure AD token for ${ctx.what} (${name}); check the gateway's credential option`, opts);
+    }
+    const sys = (err as { code?: string } | null)?.code;
+    return new UpstreamError(`${where} ${ctx.what} failed: Azure Resource Manager is not reachable${sys ? ` (${sys})` : ""}`, opts);
+  }
+  if (status === 429) {
+    const headers = (err as RestErrorLike).response?.headers;
+    const s = headers ? retryAfterSeconds((n) => headers.get(n)) : undefined;
+    return new Throttled(`${where} Azure Resource Manager still throttled ${ctx.what} after retries`, s ?? 1, opts);
+  }
+  if (status === 404) return new NotFound(`${where} ${ctx.what}: not found${tail}`, opts);
+  if (status === 409 || status === 412) return new Conflict(`${where} ${ctx.what}: the resource changed or exists already${tail}`, opts);
+  if (status === 401 || status === 403) {
+    return new UpstreamError(
+      `${where} Azure Resource Manager refused ${ctx.what}${tail}; grant the principal the provider's role on the service (README: RBAC), or "API Management Service Contributor"`,
+      opts,
+    );
+  }
+  if (status === 503 || status === 408) {
+    const headers = (err as RestErrorLike).response?.headers;
+    const s = headers ? retryAfterSeconds((n) => headers.get(n)) : undefined;
+    return new UpstreamUnavailable(`${where} ${ctx.what} failed: the service is unavailable (HTTP ${status})${tail}`, s ?? 5, opts);
+  }
+  return new UpstreamError(`${where} ${ctx.what} failed with HTTP ${status}${tail}`, opts);
+}

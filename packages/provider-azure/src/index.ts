@@ -1,0 +1,85 @@
+/**
+ * @credhook/provider-azure: API keys as Azure API Management subscriptions,
+ * through the official `@azure/arm-apimanagement` client and `@azure/identity`.
+ *
+ * ```yaml
+ * gateways:
+ *   azure-eu:
+ *     provider: azure
+ *     credentialType: API_KEY
+ *     options: { subscriptionId: "…", resourceGroup: rg-apis, serviceName: contoso-apim }
+ * ```
+ */
+import { createHash } from "node:crypto";
+import { ConfigError, type ProviderContext, type ProviderFactory } from "@credhook/core";
+import { DEFAULT_ARM_ENDPOINT, buildArmClient, buildCredential } from "./client.js";
+import { AzureApimProvider } from "./provider.js";
+import { ARM_RATE_LIMIT, acquireBuckets } from "./rate-limit.js";
+import { optionsSchema } from "./schema.js";
+import type { AzureProviderOptions } from "./types.js";
+
+/**
+ * Builds the provider of one gateway.
+ * @throws ConfigError the gateway issues CLIENT_CREDENTIALS, or the endpoint is not an http(s) URL
+ */
+export function createAzureProvider(options: AzureProviderOptions, context: Pick<ProviderContext, "gateway" | "configPath" | "credentialType" | "logger">): AzureApimProvider {
+  if (context.credentialType !== "API_KEY") {
+    throw new ConfigError([`[provider-azure] ${context.configPath}: Azure API Management issues API_KEY credentials only, not ${context.credentialType}`]);
+  }
+  const endpoint = options.endpoint ?? DEFAULT_ARM_ENDPOINT;
+  let parsed: URL;
+  try {
+    parsed = new URL(endpoint);
+  } catch (cause) {
+    throw new ConfigError([`[provider-azure] ${context.configPath}.endpoint: '${endpoint}' is not a URL`], { cause });
+  }
+  if (parsed.protocol !== "https:" && parsed.protocol !== "http:") {
+    throw new ConfigError([`[provider-azure] ${context.configPath}.endpoint must be an http(s) URL`]);
+  }
+  const maxRetryAfterS = options.maxRetryAfterS ?? 10;
+  // ARM throttles per subscription and principal: gateways with the same endpoint, subscription and credential share buckets.
+  const principal = createHash("sha256").update(JSON.stringify(options.credential ?? { type: "default" })).digest("hex");
+  const { buckets, release } = acquireBuckets(`${endpoint}|${options.subscriptionId.toLowerCase()}|${principal}`, { ...ARM_RATE_LIMIT, ...options.rateLimit });
+  const client = buildArmClient({
+    subscriptionId: options.subscriptionId,
+    endpoint,
+    credential: buildCredential(options.credential),
+    maxRetries: options.maxRetries ?? 3,
+    maxRetryAfterS,
+    perRetryPolicies: [buckets.policy(maxRetryAfterS)],
+  });
+  return new AzureApimProvider(
+    client,
+    {
+      resourceGroup: options.resourceGroup,
+      serviceName: options.serviceName,
+      timeoutMs: options.timeoutMs ?? 30_000,
+      productMap: options.productMap ?? {},
+      apiMap: options.apiMap ?? {},
+      ownerMode: options.ownerMode ?? "none",
+      revokeMode: options.revokeMode ?? "delete",
+      subscriptionIdPrefix: options.subscriptionIdPrefix ?? "credhook-",
+      healthCacheMs: options.healthCacheMs ?? 30_000,
+    },
+    context.gateway,
+    context.logger,
+    release,
+  );
+}
+
+/** The `azure` provider factory (`provider: azure` in `gateways:`). */
+const azureProviderFactory: ProviderFactory<AzureProviderOptions> = {
+  type: "azure",
+  optionsSchema,
+  create: (options, context) => createAzureProvider(options, context),
+};
+
+export default azureProviderFactory;
+export { AzureApimProvider } from "./provider.js";
+export type { ResolvedAzureOptions } from "./provider.js";
+export type { AzureProviderOptions, AzureCredentialOption, OwnerMode, RevokeMode } from "./types.js";
+export { optionsSchema } from "./schema.js";
+export { ARM_RATE_LIMIT } from "./rate-limit.js";
+export type { ArmRateLimit } from "./rate-limit.js";
+export { buildArmClient, buildCredential, staticTokenCredential, endpointMapping, DEFAULT_ARM_ENDPOINT } from "./client.js";
+export { scopesOf, subscriptionIdOf, displayNameOf, nativeIdOf } from "./naming.js";

@@ -1,0 +1,100 @@
+// ARM throttling, 5xx and time limits: retried by the SDK, then mapped to 503/502/504 with Retry-After.
+import { describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { Throttled } from "@credhook/core";
+import { app, createRef, subsOf, typedError, useFake } from "./helpers.js";
+
+const apis = [{ id: "orders", usagePlans: ["gold", "silver"] }];
+
+const t = useFake();
+
+describe("throttling and failures", () => {
+  it("a 429 with Retry-After is retried by the SDK and the create succeeds", async () => {
+    const provider = t.make();
+    t.fake.inject({ status: 429, retryAfterS: 0, method: "PUT", times: 2 });
+    const ref = await createRef(provider, apis);
+    expect(subsOf(t.fake, ref.nativeId)).toHaveLength(2);
+    expect(t.fake.requests.filter((r) => r.method === "PUT").map((r) => r.status)).toEqual([429, 429, 201, 201]);
+  });
+
+  it("still throttled after the SDK's retries: Throttled (503) with the server's Retry-After, nothing left behind", async () => {
+    const provider = t.make({ maxRetries: 2 });
+    t.fake.inject({ status: 429, retryAfterS: 1, method: "PUT", path: "-p-silver", times: 3 });
+    const err = await typedError(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis }));
+    expect(err).toBeInstanceOf(Throttled);
+    expect(err.status).toBe(503);
+    expect((err as Throttled).retryAfterS).toBe(1);
+    expect(err.message).toMatch(/^\[gateway azure-test\] Azure Resource Manager still throttled creating subscription .*-p-silver/);
+    expect(t.fake.listSubscriptions()).toEqual([]);
+  });
+
+  it("a Retry-After above maxRetryAfterS answers 503 at once instead of holding the request", async () => {
+    const provider = t.make({ maxRetryAfterS: 5 });
+    t.fake.inject({ status: 429, retryAfterS: 120, method: "GET", path: "/subscriptions" });
+    const err = await typedError(provider.readSecret({ credentialId: "x", credentialType: "API_KEY", nativeId: "credhook-x", resources: {}, app }));
+    expect(err.status).toBe(503);
+    expect((err as Throttled).retryAfterS).toBe(120);
+    expect(t.fake.requests).toHaveLength(1);
+  });
+
+  it("the fake's ARM write bucket running dry is absorbed by the SDK's Retry-After retries", async () => {
+    await t.restart({ throttle: { writes: { capacity: 3, refillPerSecond: 20 } } });
+    const provider = t.make();
+    const refs = await Promise.all([createRef(provider, apis), createRef(provider, apis), createRef(provider, apis)]);
+    for (const ref of refs) expect(subsOf(t.fake, ref.nativeId)).toHaveLength(2);
+    expect(t.fake.requests.some((r) => r.status === 429)).toBe(true);
+  });
+
+  it("a persistent 5xx is an UpstreamError (502); a 503 is UpstreamUnavailable", async () => {
+    const provider = t.make({ maxRetries: 0 });
+    t.fake.inject({ status: 500, method: "GET", path: "/subscriptions" });
+    expect((await typedError(provider.readSecret({ credentialId: "x", credentialType: "API_KEY", nativeId: "credhook-x", resources: {}, app }))).status).toBe(502);
+    t.fake.inject({ status: 503, method: "GET", path: "/subscriptions" });
+    const err = await typedError(provider.readSecret({ credentialId: "x", credentialType: "API_KEY", nativeId: "credhook-x", resources: {}, app }));
+    expect(err.status).toBe(503);
+    expect(err.code).toBe("UPSTREAM_UNAVAILABLE");
+  });
+
+  it("a call slower than timeoutMs is an UpstreamTimeout (504)", async () => {
+    const provider = t.make({ timeoutMs: 100, maxRetries: 0 });
+    t.fake.setLatency(400);
+    const err = await typedError(provider.readSecret({ credentialId: "x", credentialType: "API_KEY", nativeId: "credhook-x", resources: {}, app }));
+    expect(err.status).toBe(504);
+    expect(err.message).toMatch(/did not finish within 100 ms/);
+    t.fake.setLatency(0);
+  });
+
+  it("an unreachable endpoint is an UpstreamError (502) naming no secret", async () => {
+    const url = t.fake.url;
+    await t.fake.close();
+    const provider = t.make({ endpoint: url, maxRetries: 0 });
+    const err = await typedError(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis, apiKeyValue: "SecretValue".repeat(4) }));
+    expect(err.status).toBe(502);
+    expect(err.message).toMatch(/not reachable/);
+    expect(JSON.stringify(err.messages)).not.toContain("SecretValue");
+    await t.restart();
+  });
+
+  it("an ARM message that echoes the key is masked", async () => {
+    const provider = t.make({ maxRetries: 0 });
+    const key = "EchoedKeyValue".repeat(3);
+    t.fake.inject({ status: 400, code: "ValidationError", message: `primaryKey '${key}' is not allowed here`, method: "PUT" });
+    const err = await typedError(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "orders", usagePlans: ["gold"] }], apiKeyValue: key }));
+    expect(JSON.stringify(err.messages)).not.toContain(key);
+    expect(err.message).toContain("***");
+  });
+
+  it("the client-side ARM bucket: a queue longer than maxRetryAfterS answers 503 at once, before calling ARM", async () => {
+    const provider = t.make({ rateLimit: { writeBurst: 2, writesPerSecond: 0.1 }, maxRetryAfterS: 5, credential: { type: "static-token", token: "bucket-test" } });
+    await createRef(provider, [{ id: "orders", usagePlans: ["gold"] }]);
+    await createRef(provider, [{ id: "orders", usagePlans: ["silver"] }]);
+    const puts = t.fake.requests.filter((r) => r.method === "PUT").length;
+    const err = await typedError(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "orders", usagePlans: ["bronze"] }] }));
+    expect(err).toBeInstanceOf(Throttled);
+    expect((err as Throttled).retryAfterS).toBe(10);
+    expect(err.message).toMatch(/too many ARM writes are queued to stay under ARM's 0.1\/s; try again in 10 s/);
+    expect(t.fake.requests.filter((r) => r.method === "PUT").length).toBe(puts);
+    expect(t.fake.requests.some((r) => r.status === 429)).toBe(false);
+    await provider.close();
+  });
+});
