@@ -35,6 +35,17 @@ describe("burst of creates", () => {
     await provider.close?.();
   });
 
+  it("two gateways on one account and region share the quota: their joint burst is not throttled either", { timeout: 30_000 }, async () => {
+    const a = await makeProvider(fake, seed, "API_KEY");
+    const b = await makeProvider(fake, seed, "API_KEY", { revokeMode: "disable" });
+    const results = await Promise.allSettled(burst(16).map((app, i) => (i % 2 ? a : b).create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [] })));
+    expect(results.filter((r) => r.status === "rejected")).toEqual([]);
+    expect(fake.apiGateway.keys.size).toBe(16);
+    expect(fake.stats().throttled.CreateApiKey).toBeUndefined();
+    await a.close?.();
+    await b.close?.();
+  });
+
   it("without the client-side limit the same quota refuses part of the burst (the fake enforces it)", async () => {
     const provider = await makeProvider(fake, seed, "API_KEY", { rateLimits: { createApiKey: 1000 }, maxAttempts: 1 });
     const results = await Promise.allSettled(burst(20).map((app) => provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [] })));
