@@ -71,6 +71,20 @@ export function isAbort(err: unknown): boolean {
   return name === "AbortError" || name === "TimeoutError";
 }
 
+/**
+ * The error to keep as `cause` (logged, never sent): the SDK error itself, or —
+ * when its message contains a secret — a plain copy with the secret masked.
+ * (RestError keeps `request`/`response` non-enumerable, so loggers do not print bodies.)
+ */
+function safeCause(err: unknown, secrets: readonly string[]): unknown {
+  const message = (err as { message?: unknown } | null)?.message;
+  if (typeof message !== "string" || !secrets.some((s) => s.length > 0 && message.includes(s))) return err;
+  const e = err as RestErrorLike;
+  const copy = new Error(mask(message, secrets));
+  copy.name = e.name;
+  return Object.assign(copy, { statusCode: e.statusCode, code: e.code });
+}
+
 /** Context of one mapped call. */
 export interface MapContext {
   /** Gateway name, for the `[gateway x]` prefix and the error's `gateway`. */
@@ -96,7 +110,7 @@ export function toTyped(err: unknown, ctx: MapContext): CredhookError {
   if (isCredhookError(err)) return err;
   const secrets = ctx.secrets ?? [];
   const where = `[gateway ${ctx.gateway}]`;
-  const opts = { cause: err, gateway: ctx.gateway };
+  const opts = { cause: safeCause(err, secrets), gateway: ctx.gateway };
   if (err instanceof RetryAfterTooLong || (err as { name?: string } | null)?.name === "RetryAfterTooLong") {
     const s = (err as RetryAfterTooLong).retryAfterS;
     return new Throttled(`${where} Azure Resource Manager throttled ${ctx.what} and asked to wait ${Math.ceil(s)} s`, s, opts);
