@@ -52,7 +52,7 @@ describe("create rollback", () => {
   it("an upstream failure mid-create also rolls back, and maps to a 5xx", async () => {
     t.fake.inject({ status: 500, times: 10, method: "PUT", path: "-p-silver" });
     const err = await typedError(
-      t.provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "orders", usagePlans: ["gold", "silver"] }] }),
+      t.make({ maxRetries: 1 }).create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "orders", usagePlans: ["gold", "silver"] }] }),
     );
     expect(err.status).toBe(502);
     expect(err.message).toMatch(/^\[gateway azure-test\] creating subscription credhook-.*-p-silver \(\/products\/silver\) on service .* failed with HTTP 500/);

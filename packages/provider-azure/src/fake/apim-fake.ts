@@ -159,6 +159,7 @@ export interface ApimFake {
   close(): Promise<void>;
 }
 
+/** The ARM api-version the fake models (the one `@azure/arm-apimanagement` 10 sends). */
 const API_VERSION = "2024-05-01";
 const SID_FORBIDDEN = /[*#&+:<>?]/;
 const DEFAULT_STATUS_CODES: Record<number, string> = {
