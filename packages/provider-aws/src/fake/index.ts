@@ -5,7 +5,8 @@
  *
  * - API Gateway REST v1 (restJson: `/apikeys`, `/usageplans/…`, `/tags/…`),
  * - Cognito user pools (JSON 1.1: `POST /` with `X-Amz-Target`),
- * - the user pool domain's OAuth2 token endpoint (`POST /oauth2/token`).
+ * - the user pool domain's OAuth2 token endpoint (`POST /oauth2/token`),
+ * - STS AssumeRole (awsQuery: form-encoded `POST /`), for the `roleArn` option.
  *
  * Point the unmodified SDK clients (or the provider's `endpoint` option) at
  * {@link AwsFake.url}; use static dummy credentials (requests must be SigV4-signed,
@@ -23,10 +24,13 @@ import { startFakeServer } from "@credhook/provider-testkit";
 import { ApiGatewayFake, type ApiGatewayFakeOptions } from "./api-gateway.js";
 import { CognitoFake, type CognitoFakeOptions } from "./cognito.js";
 import { AwsFakeError, FaultInjector, sleep, type FakeService, type FakeStats } from "./faults.js";
+import { StsFake, writeStsError } from "./sts.js";
 
 export { ApiGatewayFake } from "./api-gateway.js";
 export { CognitoFake } from "./cognito.js";
 export { FaultInjector, AwsFakeError, TokenBucket } from "./faults.js";
+export { StsFake } from "./sts.js";
+export type { FakeAssumedRole } from "./sts.js";
 export type { FakeApiKey, FakeUsagePlan, FakeApiStage, ApiGatewayFakeOptions } from "./api-gateway.js";
 export type { FakeUserPool, FakeUserPoolClient, FakeResourceServer, FakeScope, CognitoFakeOptions } from "./cognito.js";
 export type { FakeService, FakeStats, Fault, FaultMatch } from "./faults.js";
@@ -54,6 +58,10 @@ export interface AwsFake {
   apiGateway: ApiGatewayFake;
   /** Cognito state and seeding. */
   cognito: CognitoFake;
+  /** STS AssumeRole: assumable roles and the calls seen. */
+  sts: StsFake;
+  /** Every signed request received: service, operation, and the access key id it was signed with. */
+  requests(): Array<{ service: FakeService | "sts"; operation: string; accessKeyId: string }>;
   /** Fault injection (throttling with Retry-After, 5xx, latency) and per-operation counters. */
   faults: FaultInjector;
   /** Per-operation call and throttle counters. */
@@ -92,7 +100,10 @@ export async function startAwsFake(options: AwsFakeOptions = {}): Promise<AwsFak
   const apiGateway = new ApiGatewayFake(faults, { ...options.apiGateway, region, ...(options.enforceQuotas !== undefined ? { enforceQuotas: options.enforceQuotas } : {}) });
   const cognito = new CognitoFake(faults, { ...options.cognito, region, ...(options.enforceQuotas !== undefined ? { enforceQuotas: options.enforceQuotas } : {}) });
 
-  const hook = (service: FakeService) => async (operation: string) => {
+  const sts = new StsFake();
+  const log: Array<{ service: FakeService | "sts"; operation: string; accessKeyId: string }> = [];
+  const hook = (service: FakeService, accessKeyId = "") => async (operation: string) => {
+    if (accessKeyId) log.push({ service, operation, accessKeyId });
     const { delayMs, fault } = faults.take(service, operation);
     if (delayMs > 0) await sleep(delayMs);
     if (!fault) return;
@@ -106,23 +117,35 @@ export async function startAwsFake(options: AwsFakeOptions = {}): Promise<AwsFak
   const server = await startFakeServer(async (req, res) => {
     const target = req.headers["x-amz-target"];
     const url = new URL(req.url ?? "/", "http://fake");
-    const service: FakeService | "token" =
-      typeof target === "string" ? "cognito" : url.pathname === "/oauth2/token" && req.method === "POST" ? "token" : "apigateway";
+    const contentType = String(req.headers["content-type"] ?? "");
+    const service: FakeService | "token" | "sts" =
+      typeof target === "string"
+        ? "cognito"
+        : url.pathname === "/oauth2/token" && req.method === "POST"
+          ? "token"
+          : url.pathname === "/" && req.method === "POST" && contentType.startsWith("application/x-www-form-urlencoded")
+            ? "sts"
+            : "apigateway";
+    const accessKeyId = /Credential=([^/]+)\//.exec(String(req.headers.authorization ?? ""))?.[1] ?? "";
     try {
       const body = await readBody(req);
       if (service === "token") return await cognito.handleToken(req, body, res, hook("cognito"));
       if (!String(req.headers.authorization ?? "").startsWith("AWS4-HMAC-SHA256 ")) {
         throw new AwsFakeError(403, service === "apigateway" ? "MissingAuthenticationTokenException" : "MissingAuthenticationToken", "Missing Authentication Token");
       }
+      if (service === "sts") {
+        log.push({ service, operation: "AssumeRole", accessKeyId });
+        return sts.handle(new URLSearchParams(body.toString("utf8")), accessKeyId, res);
+      }
       if (service === "cognito") {
         const [prefix, op] = String(target).split(".");
         if (prefix !== "AWSCognitoIdentityProviderService" || !op) throw new AwsFakeError(400, "UnknownOperationException", `Unknown target ${String(target)}`);
-        return await cognito.handle(op, body, res, hook("cognito"));
+        return await cognito.handle(op, body, res, hook("cognito", accessKeyId));
       }
-      return await apiGateway.handle(req, res, body, hook("apigateway"));
+      return await apiGateway.handle(req, res, body, hook("apigateway", accessKeyId));
     } catch (err) {
-      if (err instanceof AwsFakeError) return writeError(res, service, err);
-      if (err instanceof SyntaxError) return writeError(res, service, new AwsFakeError(400, service === "cognito" ? "SerializationException" : "BadRequestException", "Invalid JSON"));
+      if (err instanceof AwsFakeError) return service === "sts" ? writeStsError(res, err) : writeError(res, service, err);
+      if (err instanceof SyntaxError && service !== "sts") return writeError(res, service, new AwsFakeError(400, service === "cognito" ? "SerializationException" : "BadRequestException", "Invalid JSON"));
       throw err;
     }
   });
@@ -133,6 +156,8 @@ export async function startAwsFake(options: AwsFakeOptions = {}): Promise<AwsFak
     tokenEndpoint: `${server.url}/oauth2/token`,
     apiGateway,
     cognito,
+    sts,
+    requests: () => log.map((r) => ({ ...r })),
     faults,
     stats: () => faults.snapshot(),
     close: () => server.close(),
