@@ -97,7 +97,7 @@ export class ClientCredentialsIssuer {
     return this.rt.gateway;
   }
 
-  /** Runs one Cognito operation under its own per-pool rate limit; maps errors unless `raw`. */
+  /** Runs one Cognito operation under its own per-pool rate limit (errors are left to the caller to map). */
   private async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
     return this.rt.limited(this.rt.limiters.cognito(this.poolId, operation), fn);
   }
