@@ -196,6 +196,29 @@ export class Orchestrator {
     return [...types.keys()][0]!;
   }
 
+  /**
+   * Checks that every value the generating gateway may produce can be imported
+   * on each of `importers` (each character, at the generated length, against
+   * each importer's value pattern).
+   * @throws Unroutable (422) naming the gateways and the characters that do not fit
+   */
+  private checkImportable(generator: string, importers: string[]): void {
+    const format = this.gateway(generator).provider.capabilities.generatedApiKeyFormat;
+    if (!format) return;
+    for (const g of importers) {
+      const pattern = this.gateway(g).provider.capabilities.apiKeyValuePattern;
+      if (!pattern) continue;
+      const re = new RegExp(pattern);
+      const misfits = [...new Set(format.characters)].filter((c) => !re.test(c.repeat(format.length)));
+      if (misfits.length > 0) {
+        throw new Unroutable(
+          `gateway '${g}' cannot import the API key values gateway '${generator}' generates: they may contain ${misfits.map((c) => `'${c}'`).join(", ")}, which '${g}' does not accept (${pattern})`,
+          { messages: [`route the app's APIs on '${generator}' and '${g}' to gateways that can share one key, or give the app two apps' credentials`] },
+        );
+      }
+    }
+  }
+
   /** Routes the create request's APIs (duplicates merged). */
   private routeCreate(req: CreateCredentialsRequest): GatewayApiWithGateway[] {
     const routes = this.router.resolveAll(uniq(req.apis.map((a) => a.id)));
@@ -238,6 +261,7 @@ export class Orchestrator {
         { messages: ["route the app's APIs so that at most one of its gateways is a key-generating one (Google Cloud API Keys)"] },
       );
     }
+    if (generators.length === 1) this.checkImportable(generators[0]!, gatewayNames.filter((g) => g !== generators[0]));
     const appKey = appKeyOf(app);
     return this.lock.run(appKey, async () => {
       const existing = await this.store.findByAppKey(appKey, credentialType);
@@ -495,6 +519,14 @@ export class Orchestrator {
         );
       }
       apiKey = await this.readKeyValue(rec, toCreate);
+      for (const g of toCreate) {
+        const pattern = this.gateway(g).provider.capabilities.apiKeyValuePattern;
+        if (pattern && !new RegExp(pattern).test(apiKey)) {
+          throw new Unroutable(`gateway '${g}' cannot import the credential's existing API key value (it does not match ${pattern})`, {
+            messages: ["revoke the credential and create it again to get one key for all the app's APIs"],
+          });
+        }
+      }
     }
 
     const changesFor = (gateway: string): ChangeSlice =>

@@ -58,6 +58,20 @@ export interface ProviderCapabilities {
    * @default false
    */
   readsBackSecret: boolean;
+  /**
+   * Regular expression (source, anchored) an imported API key value must match,
+   * when the gateway restricts values. AWS API Gateway: `^[A-Za-z0-9]{20,128}$`.
+   * Absent: any value core generates is accepted.
+   */
+  apiKeyValuePattern?: string;
+  /**
+   * For gateways that generate their own values (`importsApiKeyValue: false`):
+   * every character a generated value may contain, and its length. Core checks
+   * it against the other gateways' {@link apiKeyValuePattern} before creating
+   * anything, so an app whose key could not be imported everywhere is a 422 up
+   * front. Google: `AIza` + 35 of `[A-Za-z0-9_-]`.
+   */
+  generatedApiKeyFormat?: { characters: string; length: number };
 }
 
 /** Input of {@link Provider.create}. */

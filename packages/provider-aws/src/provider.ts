@@ -66,6 +66,9 @@ export class AwsProvider implements Provider {
       credentialTypes: [type],
       importsApiKeyValue: type === "API_KEY",
       readsBackSecret: true,
+      // "an alphanumeric string between 20 and 128 characters" (CreateApiKey value):
+      // https://docs.aws.amazon.com/apigateway/latest/api/API_CreateApiKey.html
+      ...(type === "API_KEY" ? { apiKeyValuePattern: "^[A-Za-z0-9]{20,128}$" } : {}),
     };
   }
 

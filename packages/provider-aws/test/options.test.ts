@@ -58,7 +58,7 @@ describe("options schema", () => {
   it("a gateway issues only its own credential type", async () => {
     const ctx = { gateway: "keys", configPath: "gateways.keys.options", credentialType: "API_KEY" as const, logger: silentLogger, state: memoryStateStore() };
     const p = await awsProviderFactory.create({ region: "us-east-1" }, ctx);
-    expect(p.capabilities).toEqual({ credentialTypes: ["API_KEY"], importsApiKeyValue: true, readsBackSecret: true });
+    expect(p.capabilities).toEqual({ credentialTypes: ["API_KEY"], importsApiKeyValue: true, readsBackSecret: true, apiKeyValuePattern: "^[A-Za-z0-9]{20,128}$" });
     await expect(p.create({ credentialId: "x", credentialType: "CLIENT_CREDENTIALS", app: { appName: "a", developer: "d" }, apis: [] })).rejects.toMatchObject({ status: 400 });
     await p.close?.();
   });

@@ -131,7 +131,13 @@ function limiterFor(perMinute: number, burst: number, maxQueueWaitMs: number): {
 /** Google API Keys provider for one gateway. Build it with the package's factory. */
 export class GcpApiKeysProvider implements Provider {
   /** Issues API keys only; Google generates the key string (no import); the string can be read back. */
-  readonly capabilities: ProviderCapabilities = { credentialTypes: ["API_KEY"], importsApiKeyValue: false, readsBackSecret: true };
+  readonly capabilities: ProviderCapabilities = {
+    credentialTypes: ["API_KEY"],
+    importsApiKeyValue: false,
+    readsBackSecret: true,
+    // Google key strings: "AIza" + 35 characters of [A-Za-z0-9_-], 39 in all.
+    generatedApiKeyFormat: { characters: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", length: 39 },
+  };
 
   private readonly prefix: string;
   private readonly log: Logger;

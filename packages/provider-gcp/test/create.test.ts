@@ -96,7 +96,12 @@ describe("create", () => {
 
   it("declares API_KEY only, no value import, and secret read-back", async () => {
     const provider = await makeProvider(fake);
-    expect(provider.capabilities).toEqual({ credentialTypes: ["API_KEY"], importsApiKeyValue: false, readsBackSecret: true });
+    expect(provider.capabilities).toEqual({
+      credentialTypes: ["API_KEY"],
+      importsApiKeyValue: false,
+      readsBackSecret: true,
+      generatedApiKeyFormat: { characters: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", length: 39 },
+    });
     await provider.close();
   });
 });
