@@ -1,7 +1,8 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
+import { fileURLToPath } from "node:url";
 import { createLogger, loadConfigFile, startServer, type RunningServer } from "../src/index.js";
 
 export const PASSWORD = "correct-horse-battery";
@@ -13,13 +14,42 @@ export interface TestServer extends RunningServer {
   logs: string[];
   post(path: string, body: unknown, headers?: Record<string, string>): Promise<Response>;
   get(path: string, headers?: Record<string, string>): Promise<Response>;
+  /** GET `path` (no body) or POST `body` as JSON, as the portal; the status and the parsed JSON answer, if any. */
+  call(path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> | undefined }>;
 }
 
 /** Writes `yaml` to a temp dir, loads it with `env`, starts the server on port 0 with logs captured. */
 export async function startTestServer(yaml: string, env: Record<string, string> = {}): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), "credhook-test-"));
   writeFileSync(join(dir, "webhook.config.yaml"), yaml);
-  const config = await loadConfigFile(join(dir, "webhook.config.yaml"), { env: { CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir, ...env } });
+  return startFromFile(join(dir, "webhook.config.yaml"), dir, env);
+}
+
+/**
+ * Starts the server on the repository's `examples/<name>.yaml` as shipped (e.g. pointed at a
+ * cloud fake with `{ FAKE_URL: fake.url }`), with a fresh temp data dir and logs captured;
+ * `close()` also removes the data dir.
+ */
+export async function startExampleServer(name: string, env: Record<string, string> = {}): Promise<TestServer> {
+  const dir = mkdtempSync(join(tmpdir(), `credhook-${name}-e2e-`));
+  try {
+    const server = await startFromFile(fileURLToPath(new URL(`../../../examples/${name}.yaml`, import.meta.url)), dir, env);
+    return {
+      ...server,
+      async close() {
+        await server.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/** Loads the config file with `env` (data dir `dir`), starts the server on port 0 with logs captured. */
+async function startFromFile(file: string, dir: string, env: Record<string, string>): Promise<TestServer> {
+  const config = await loadConfigFile(file, { env: { CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir, ...env } });
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, cb) {
@@ -28,17 +58,24 @@ export async function startTestServer(yaml: string, env: Record<string, string> 
     },
   });
   const running = await startServer(config, { port: 0, host: "127.0.0.1", logger: createLogger("debug", sink) });
+  const post: TestServer["post"] = (path, body, headers = {}) =>
+    fetch(running.url + path, {
+      method: "POST",
+      headers: { authorization: AUTH, "content-type": "application/json", ...headers },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    });
+  const get: TestServer["get"] = (path, headers = {}) => fetch(running.url + path, { headers: { authorization: AUTH, ...headers } });
   return {
     ...running,
     dir,
     logs,
-    post: (path, body, headers = {}) =>
-      fetch(running.url + path, {
-        method: "POST",
-        headers: { authorization: AUTH, "content-type": "application/json", ...headers },
-        body: typeof body === "string" ? body : JSON.stringify(body),
-      }),
-    get: (path, headers = {}) => fetch(running.url + path, { headers: { authorization: AUTH, ...headers } }),
+    post,
+    get,
+    async call(path, body) {
+      const res = body === undefined ? await get(path) : await post(path, JSON.stringify(body));
+      const text = await res.text();
+      return { status: res.status, json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
+    },
   };
 }
 

@@ -2,48 +2,29 @@
  * End to end: the full credhook server, configured by examples/azure.yaml, against
  * the APIM fake — the contract's example flow creates, changes and removes exactly
  * the expected subscriptions, all with the one key returned to the portal.
+ *
+ * `provider: azure` loads the real @credhook/provider-azure, a dependency of the server:
+ * deliberately not mocked, so this also proves the built-in provider resolves.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { loadConfigFile, startServer } from "@credhook/server";
-import { startApimFake, type ApimFake } from "../src/fake/index.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startApimFake, type ApimFake } from "@credhook/provider-azure/fake";
+import { startExampleServer, type TestServer } from "./helpers.js";
 
-// The server imports `provider: azure` as the package @credhook/provider-azure, which it
-// does not depend on; pin the import to this package's source so the test does not rely
-// on how the server's dynamic import happens to resolve.
-vi.mock("@credhook/provider-azure", () => import("../src/index.js"));
 
-const EXAMPLE = fileURLToPath(new URL("../../../examples/azure.yaml", import.meta.url));
 
 let fake: ApimFake;
-let dataDir: string;
-let server: { url: string; close(): Promise<void> };
+let server: TestServer;
 
-async function call(path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> | undefined }> {
-  const res = await fetch(`${server.url}${path}`, {
-    method: body === undefined ? "GET" : "POST",
-    headers: { authorization: `Basic ${Buffer.from("portal:pw").toString("base64")}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return { status: res.status, json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
-}
+const call = (path: string, body?: unknown) => server.call(path, body);
 
 beforeAll(async () => {
   fake = await startApimFake({ products: ["gold", "silver", "bronze"], apis: ["orders"] });
-  dataDir = await mkdtemp(join(tmpdir(), "credhook-azure-e2e-"));
-  const config = await loadConfigFile(EXAMPLE, { env: { ...process.env, FAKE_URL: fake.url, CREDHOOK_PASSWORD: "pw", CREDHOOK_DATA_DIR: dataDir } });
-  config.server.logLevel = "silent";
-  server = await startServer(config, { port: 0, host: "127.0.0.1" });
+  server = await startExampleServer("azure", { FAKE_URL: fake.url });
 });
 
 afterAll(async () => {
   await server?.close();
   await fake?.close();
-  await rm(dataDir, { recursive: true, force: true });
 });
 
 const app = { appName: "My App", appSlug: "590d83b5c05f", developer: "developer@example.com" };

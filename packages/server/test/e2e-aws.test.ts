@@ -2,36 +2,22 @@
  * End to end: the full credhook server, configured by examples/aws.yaml, against
  * the AWS fake. The contract's example create / update / revoke produces exactly
  * the expected API key, plan attachments and app client, and leaves nothing behind.
+ *
+ * `provider: aws` loads the real @credhook/provider-aws, a dependency of the server:
+ * deliberately not mocked, so this also proves the built-in provider resolves.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { loadConfigFile, startServer } from "@credhook/server";
-import { startAwsFake, type AwsFake } from "../src/fake/index.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startAwsFake, type AwsFake } from "@credhook/provider-aws/fake";
+import { startExampleServer, type TestServer } from "./helpers.js";
 
-// The server imports `provider: aws` as the package @credhook/provider-aws, which the
-// server package does not depend on; pin it to this package's source.
-vi.mock("@credhook/provider-aws", () => import("../src/index.js"));
 
-const EXAMPLE = fileURLToPath(new URL("../../../examples/aws.yaml", import.meta.url));
 const POOL = "us-east-1_Credhook1";
 const RS = "https://api.example.com";
 
 let fake: AwsFake;
-let dataDir: string;
-let server: { url: string; close(): Promise<void> };
+let server: TestServer;
 
-async function call(path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> | undefined }> {
-  const res = await fetch(`${server.url}${path}`, {
-    method: body === undefined ? "GET" : "POST",
-    headers: { authorization: `Basic ${Buffer.from("portal:pw").toString("base64")}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return { status: res.status, json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
-}
+const call = (path: string, body?: unknown) => server.call(path, body);
 
 beforeAll(async () => {
   fake = await startAwsFake();
@@ -41,16 +27,12 @@ beforeAll(async () => {
   fake.apiGateway.addUsagePlan({ id: "3plan3", name: "Catalog", apiStages: [{ apiId: "9xk3m2p7qa", stage: "prod" }] });
   fake.cognito.createUserPool({ id: POOL, domain: "credhook-example" });
   fake.cognito.createResourceServer(POOL, RS, ["payments.read"]);
-  dataDir = await mkdtemp(join(tmpdir(), "credhook-aws-e2e-"));
-  const config = await loadConfigFile(EXAMPLE, { env: { ...process.env, FAKE_URL: fake.url, CREDHOOK_PASSWORD: "pw", CREDHOOK_DATA_DIR: dataDir } });
-  config.server.logLevel = "silent";
-  server = await startServer(config, { port: 0, host: "127.0.0.1" });
+  server = await startExampleServer("aws", { FAKE_URL: fake.url });
 });
 
 afterAll(async () => {
   await server?.close();
   await fake?.close();
-  await rm(dataDir, { recursive: true, force: true });
 });
 
 const app = { appName: "My App", appSlug: "590d83b5c05f", developer: "developer@example.com" };

@@ -2,50 +2,30 @@
  * End to end: the full credhook server, configured by examples/gcp.yaml, against
  * the API Keys fake — the contract's example flow creates, restricts, changes
  * and deletes exactly the expected key.
+ *
+ * `provider: gcp` loads the real @credhook/provider-gcp, a dependency of the server:
+ * deliberately not mocked, so this also proves the built-in provider resolves.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { loadConfigFile, startServer } from "@credhook/server";
-import { startApiKeysFake, type ApiKeysFake } from "../src/fake/index.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startApiKeysFake, type ApiKeysFake } from "@credhook/provider-gcp/fake";
+import { startExampleServer, type TestServer } from "./helpers.js";
 
-// The server imports `provider: gcp` as the package @credhook/provider-gcp. The server
-// package does not depend on it (outside vitest, `credhook serve` cannot find it yet);
-// under vitest the import happens to resolve to this package's source. Pin that here,
-// so the test does not depend on how the server's dynamic import is resolved.
-vi.mock("@credhook/provider-gcp", () => import("../src/index.js"));
 
-const EXAMPLE = fileURLToPath(new URL("../../../examples/gcp.yaml", import.meta.url));
 const SERVICE = "orders-5aba4csvd4.apigateway.fake-project.cloud.goog";
 
 let fake: ApiKeysFake;
-let dataDir: string;
-let server: { url: string; close(): Promise<void> };
+let server: TestServer;
 
-async function call(path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> | undefined }> {
-  const res = await fetch(`${server.url}${path}`, {
-    method: body === undefined ? "GET" : "POST",
-    headers: { authorization: `Basic ${Buffer.from("portal:pw").toString("base64")}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return { status: res.status, json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
-}
+const call = (path: string, body?: unknown) => server.call(path, body);
 
 beforeAll(async () => {
   fake = await startApiKeysFake();
-  dataDir = await mkdtemp(join(tmpdir(), "credhook-gcp-e2e-"));
-  const config = await loadConfigFile(EXAMPLE, { env: { ...process.env, FAKE_URL: fake.url, CREDHOOK_PASSWORD: "pw", CREDHOOK_DATA_DIR: dataDir } });
-  config.server.logLevel = "silent";
-  server = await startServer(config, { port: 0, host: "127.0.0.1" });
+  server = await startExampleServer("gcp", { FAKE_URL: fake.url });
 });
 
 afterAll(async () => {
   await server?.close();
   await fake?.close();
-  await rm(dataDir, { recursive: true, force: true });
 });
 
 const app = { appName: "My App", appSlug: "590d83b5c05f", developer: "developer@example.com" };
