@@ -213,7 +213,7 @@ export class Orchestrator {
       if (misfits.length > 0) {
         throw new Unroutable(
           `gateway '${g}' cannot import the API key values gateway '${generator}' generates: they may contain ${misfits.map((c) => `'${c}'`).join(", ")}, which '${g}' does not accept (${pattern})`,
-          { messages: [`route the app's APIs on '${generator}' and '${g}' to gateways that can share one key, or give the app two apps' credentials`] },
+          { messages: [`route the app's APIs on '${generator}' and '${g}' to gateways that can share one key, or split them across two apps`] },
         );
       }
     }

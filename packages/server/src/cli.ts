@@ -120,6 +120,26 @@ program
   });
 
 program
+  .command("demo")
+  .description("run examples/multi-cloud.yaml against in-process fakes of AWS, Azure and Google, and walk one app through it")
+  .option("-c, --config <file>", "config to run (default: examples/multi-cloud.yaml)")
+  .option("-p, --port <port>", "port (0: a free one)", "8080")
+  .option("--no-walkthrough", "only start the fakes and the server")
+  .action(async (opts: { config?: string; port: string; walkthrough: boolean }) => {
+    try {
+      const { runDemo } = await import("./demo.js");
+      const { server, clouds } = await runDemo({ ...(opts.config ? { config: opts.config } : {}), port: Number(opts.port), walkthrough: opts.walkthrough });
+      const stop = () => {
+        void server.close().then(() => clouds.close()).then(() => process.exit(0));
+      };
+      process.once("SIGTERM", stop);
+      process.once("SIGINT", stop);
+    } catch (err) {
+      reportAndExit(err);
+    }
+  });
+
+program
   .command("hash-password")
   .description("read a password on stdin and print its scrypt hash, for server.auth.users[].passwordHash")
   .action(async () => {

@@ -1,0 +1,165 @@
+/**
+ * `credhook demo`: the multi-cloud setup of `examples/multi-cloud.yaml` against
+ * in-process fakes of API Gateway + Cognito, Azure API Management and Google
+ * Cloud API Keys (the same fakes the providers' tests use), so a new user can
+ * watch one app's key land on several clouds with no cloud account.
+ *
+ * {@link startDemoClouds} is also what the multi-cloud tests start.
+ */
+import { createHash } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { AwsFake } from "@credhook/provider-aws/fake";
+import type { ApimFake } from "@credhook/provider-azure/fake";
+import type { ApiKeysFake } from "@credhook/provider-gcp/fake";
+import { randomBase62 } from "@credhook/core";
+import { startServer, type RunningServer } from "./app.js";
+import { loadConfigFile } from "./config.js";
+import { createLogger } from "./logging.js";
+
+/** The three running cloud fakes, seeded for `examples/multi-cloud.yaml`. */
+export interface DemoClouds {
+  aws: AwsFake;
+  azure: ApimFake;
+  gcp: ApiKeysFake;
+  /** The variables `examples/multi-cloud.yaml` reads: `AWS_ENDPOINT`, `AZURE_ENDPOINT`, `GCP_ENDPOINT`. */
+  env: Record<string, string>;
+  /** Stops the three fakes. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the three fakes on 127.0.0.1 (free ports) with the operator's side of
+ * the example: AWS usage plans `1el57v` and `2plan2` (API `5aba4csvd4`, stages
+ * prod and beta) and `3plan3` (API `9xk3m2p7qa`); APIM products `gold` and
+ * `silver` and APIs `orders-eu-1`, `orders-eu-2`; Google project `fake-project`.
+ */
+export async function startDemoClouds(): Promise<DemoClouds> {
+  const [{ startAwsFake }, { startApimFake }, { startApiKeysFake }] = await Promise.all([
+    import("@credhook/provider-aws/fake"),
+    import("@credhook/provider-azure/fake"),
+    import("@credhook/provider-gcp/fake"),
+  ]);
+  const aws = await startAwsFake();
+  aws.apiGateway.addUsagePlan({ id: "1el57v", name: "Orders Gold", apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }] });
+  aws.apiGateway.addUsagePlan({ id: "2plan2", name: "Orders Beta", apiStages: [{ apiId: "5aba4csvd4", stage: "beta" }] });
+  aws.apiGateway.addUsagePlan({ id: "3plan3", name: "Catalog", apiStages: [{ apiId: "9xk3m2p7qa", stage: "prod" }] });
+  const azure = await startApimFake({ products: ["gold", "silver"], apis: ["orders-eu-1", "orders-eu-2"] });
+  const gcp = await startApiKeysFake({ projectId: "fake-project" });
+  return {
+    aws,
+    azure,
+    gcp,
+    env: { AWS_ENDPOINT: aws.url, AZURE_ENDPOINT: azure.url, GCP_ENDPOINT: gcp.url },
+    close: async () => {
+      await Promise.all([aws.close(), azure.close(), gcp.close()]);
+    },
+  };
+}
+
+/** A short, non-reversible fingerprint of a secret, so the demo can show "the same key" without printing it. */
+function fingerprint(secret: string): string {
+  return `sha256:${createHash("sha256").update(secret).digest("hex").slice(0, 12)}`;
+}
+
+/** What each fake cloud holds now, one line per resource (key values as fingerprints). */
+export function describeClouds(clouds: DemoClouds): string[] {
+  const out: string[] = [];
+  for (const k of clouds.aws.apiGateway.keys.values()) {
+    out.push(`  AWS API Gateway  key ${k.id} "${k.name}" value ${fingerprint(k.value)} plans [${clouds.aws.apiGateway.plansOfKey(k.id).join(", ")}]`);
+  }
+  for (const s of clouds.azure.listSubscriptions()) {
+    out.push(`  Azure APIM       subscription ${s.sid} ${s.scope} (${s.state}) key ${fingerprint(s.primaryKey)}`);
+  }
+  for (const k of clouds.gcp.keys().filter((x) => !x.deleteTime)) {
+    const targets = (k.restrictions.apiTargets ?? []).map((t) => t.service).join(", ");
+    out.push(`  Google API Keys  key ${k.keyId} value ${fingerprint(k.keyString)} restricted to [${targets}]`);
+  }
+  return out.length > 0 ? out : ["  (nothing on any cloud)"];
+}
+
+/** Options of {@link runDemo}. */
+export interface DemoOptions {
+  /** Config to run. @default examples/multi-cloud.yaml of this repository */
+  config?: string;
+  /** Port. @default 8080 (0: a free one) */
+  port?: number;
+  /** Run the scripted walk-through before serving. @default true */
+  walkthrough?: boolean;
+  /** Where to print. @default process.stdout */
+  print?: (line: string) => void;
+}
+
+/**
+ * Starts the fakes and the server on `examples/multi-cloud.yaml`, walks one app
+ * through create → update → revoke (printing what lands on each cloud), and
+ * leaves the server running. Returns the server and the fakes; close both to stop.
+ */
+export async function runDemo(options: DemoOptions = {}): Promise<{ server: RunningServer; clouds: DemoClouds; password: string }> {
+  const print = options.print ?? ((l: string) => process.stdout.write(`${l}\n`));
+  const clouds = await startDemoClouds();
+  const dataDir = mkdtempSync(join(tmpdir(), "credhook-demo-"));
+  const password = randomBase62(24);
+  const file = options.config ?? new URL("../../../examples/multi-cloud.yaml", import.meta.url).pathname;
+  const config = await loadConfigFile(file, { env: { ...process.env, ...clouds.env, CREDHOOK_PASSWORD: password, CREDHOOK_DATA_DIR: dataDir } });
+  const server = await startServer(config, { port: options.port ?? 8080, logger: createLogger("error") });
+  const auth = `Basic ${Buffer.from(`portal:${password}`).toString("base64")}`;
+  const call = async (path: string, body: unknown) => {
+    const res = await fetch(server.url + path, { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: JSON.stringify(body) });
+    const text = await res.text();
+    return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
+  };
+  print(`credhook demo: ${server.url} with gateways aws, azure, gcp (fakes) and local; data in ${dataDir}`);
+  if (options.walkthrough !== false) {
+    const show = async (title: string) => {
+      print(`\n${title}`);
+      for (const l of describeClouds(clouds)) print(l);
+      for (const e of await server.credhook.store.stateFor("local").list("cred:")) {
+        print(`  credhook embedded key ${e.key.slice(5)} (only a SHA-256 digest is stored)`);
+      }
+    };
+    const storefront = { appName: "Storefront", appSlug: "storefront01", developer: "dev@example.com" };
+    print("\n1. Create 'Storefront': API 5aba4csvd4 (AWS, plan 1el57v) + orders-eu-1 (Azure, plan eu-gold) + weather (embedded)");
+    const created = await call("/v1/createCredentials", {
+      ...storefront,
+      apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }, { id: "orders-eu-1", usagePlans: [{ id: "eu-gold" }] }, { id: "weather" }],
+    });
+    const key = created.body as { apiKeyId: string; apiKey: string };
+    print(`   → ${created.status}: apiKeyId ${key.apiKeyId}, apiKey ${fingerprint(key.apiKey)} — one value, on every cloud:`);
+    await show("   What the clouds hold:");
+    print("\n2. Update: plan 2plan2 ADDED on 5aba4csvd4; orders-eu-1 REMOVED (its gateway's last API: the key leaves Azure)");
+    const updated = await call("/v1/updateCredentials", {
+      ...storefront,
+      credentialType: "API_KEY",
+      apiKeyId: key.apiKeyId,
+      apis: [
+        { id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "NONE" }, { id: "2plan2", action: "ADDED" }] },
+        { id: "orders-eu-1", action: "REMOVED", usagePlans: [{ id: "eu-gold", action: "REMOVED" }] },
+      ],
+    });
+    print(`   → ${updated.status}`);
+    await show("   What the clouds hold:");
+    print("\n3. Create 'Atlas': maps-geo (Google, plan maps-basic) + orders-eu-2 (Azure) — Google makes the key, Azure imports it");
+    const atlas = await call("/v1/createCredentials", {
+      appName: "Atlas",
+      developer: "dev@example.com",
+      apis: [{ id: "maps-geo", usagePlans: [{ id: "maps-basic" }] }, { id: "orders-eu-2" }],
+    });
+    const atlasKey = atlas.body as { apiKeyId: string; apiKey: string };
+    print(`   → ${atlas.status}: apiKeyId ${atlasKey.apiKeyId}, apiKey ${fingerprint(atlasKey.apiKey)}`);
+    await show("   What the clouds hold:");
+    print("\n4. Create 'Mixed': maps-geo (Google) + 5aba4csvd4 (AWS) — AWS cannot import Google's key strings");
+    const mixed = await call("/v1/createCredentials", { appName: "Mixed", developer: "dev@example.com", apis: [{ id: "maps-geo" }, { id: "5aba4csvd4" }] });
+    print(`   → ${mixed.status}: ${((mixed.body?.messages as string[] | undefined) ?? []).join(" / ")}`);
+    print("\n5. Revoke both credentials");
+    const r1 = await call("/v1/revokeCredentials", { ...storefront, credentialType: "API_KEY", apiKeyId: key.apiKeyId });
+    const r2 = await call("/v1/revokeCredentials", { appName: "Atlas", developer: "dev@example.com", credentialType: "API_KEY", apiKeyId: atlasKey.apiKeyId });
+    print(`   → ${r1.status}, ${r2.status}`);
+    await show("   What the clouds hold:");
+  }
+  print(`\nThe server keeps running on ${server.url}. Try it (Ctrl-C stops):`);
+  print(`  curl -s -u 'portal:${password}' -H 'Content-Type: application/json' ${server.url}/v1/createCredentials \\`);
+  print(`    -d '{"appName":"Mine","developer":"me@example.com","apis":[{"id":"5aba4csvd4","usagePlans":[{"id":"1el57v"}]},{"id":"orders-eu-1"}]}'`);
+  return { server, clouds, password };
+}
