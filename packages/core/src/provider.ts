@@ -151,6 +151,7 @@ export interface RotatedSecret {
 
 /** A cloud resource tagged as credhook's, for drift reports. */
 export interface OwnedResource {
+  /** The native id {@link Provider.revoke} takes to remove this resource (with `resources: {}`). */
   nativeId: string;
   /** credhook credential id found in the resource's tags/annotations, if any. */
   credentialId?: string;

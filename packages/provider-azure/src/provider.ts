@@ -483,13 +483,17 @@ export class AzureApimProvider implements Provider {
   async listOwned(): Promise<OwnedResource[]> {
     const prefix = this.opts.subscriptionIdPrefix;
     return this.call(`listing credhook's subscriptions on service ${this.service}`, async (abortSignal) => {
-      const out: OwnedResource[] = [];
+      // One entry per credential (its native id, which revoke takes), naming its subscriptions.
+      const byCredential = new Map<string, { credentialId?: string; parts: string[] }>();
       for await (const s of this.client.subscription.list(this.opts.resourceGroup, this.opts.serviceName, { filter: `startswith(name,'${odataString(prefix)}')`, abortSignal })) {
         const l = this.listed(s);
         const id = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i.exec(l.sid.slice(prefix.length))?.[0];
-        out.push({ nativeId: l.sid, ...(id ? { credentialId: id } : {}), description: `${l.displayName} → ${l.scope} (${l.state})` });
+        const nativeId = id ? nativeIdOf(prefix, id) : l.sid;
+        const entry = byCredential.get(nativeId) ?? { ...(id ? { credentialId: id } : {}), parts: [] };
+        entry.parts.push(`${l.sid}: ${l.displayName} → ${l.scope} (${l.state})`);
+        byCredential.set(nativeId, entry);
       }
-      return out;
+      return [...byCredential].map(([nativeId, e]) => ({ nativeId, ...(e.credentialId ? { credentialId: e.credentialId } : {}), description: e.parts.join("; ") }));
     });
   }
 

@@ -35,11 +35,19 @@ describe("secrets", () => {
     expect((await typedError(t.provider.rotateSecret(ref))).status).toBe(404);
   });
 
-  it("listOwned lists every subscription with the prefix and its credential id", async () => {
-    const ref = await createRef(t.provider, [{ id: "orders", usagePlans: ["gold"] }]);
-    expect(await t.provider.listOwned()).toEqual([
-      { nativeId: `${ref.nativeId}-p-gold`, credentialId: ref.credentialId, description: "Orders App (dev@example.com) → /products/gold (active)" },
+  it("listOwned lists one entry per credential (the native id revoke takes), naming its subscriptions", async () => {
+    const ref = await createRef(t.provider, [{ id: "orders", usagePlans: ["gold", "silver"] }]);
+    const owned = await t.provider.listOwned();
+    expect(owned).toEqual([
+      {
+        nativeId: ref.nativeId,
+        credentialId: ref.credentialId,
+        description: `${ref.nativeId}-p-gold: Orders App (dev@example.com) → /products/gold (active); ${ref.nativeId}-p-silver: Orders App (dev@example.com) → /products/silver (active)`,
+      },
     ]);
+    // what listOwned reports is what revoke removes
+    await t.provider.revoke({ ...ref, nativeId: owned[0]!.nativeId, resources: {} });
+    expect(await t.provider.listOwned()).toEqual([]);
   });
 
   it("no key in logs, stored resources, error messages or error causes — also on failures", async () => {

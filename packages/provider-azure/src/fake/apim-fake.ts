@@ -34,7 +34,7 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { readJsonBody, sendJson, startFakeServer, type FakeServer } from "@credhook/provider-testkit";
+import { sendJson, startFakeServer, type FakeServer } from "@credhook/provider-testkit";
 
 /** Token-bucket parameters of one ARM throttling class. */
 export interface BucketOptions {
@@ -449,7 +449,7 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
       return sendJson(res, 200, subscriptionBody(existing), { etag: existing.etag });
     }
     if (method === "PUT") {
-      const body = (await readJsonBody<{ properties?: Record<string, unknown> }>(req)) ?? {};
+      const body = (parseBody<{ properties?: Record<string, unknown> }>(rawBodies.get(req) ?? "")) ?? {};
       const p = body.properties ?? {};
       if (ifMatch !== undefined) checkIfMatch(ifMatch, existing?.etag, false);
       const displayName = p.displayName;
@@ -482,7 +482,7 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     if (method === "PATCH") {
       checkIfMatch(ifMatch, existing?.etag, true);
       if (!existing) throw new HttpError(404, "ResourceNotFound", "Subscription not found.");
-      const body = (await readJsonBody<{ properties?: Record<string, unknown> }>(req)) ?? {};
+      const body = (parseBody<{ properties?: Record<string, unknown> }>(rawBodies.get(req) ?? "")) ?? {};
       const p = body.properties ?? {};
       if (p.displayName !== undefined) {
         if (typeof p.displayName !== "string" || p.displayName.length < 1 || p.displayName.length > 100) {
@@ -536,7 +536,7 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     }
     if (method === "PUT") {
       if (ifMatch !== undefined) checkIfMatch(ifMatch, existing?.etag, false);
-      const p = (await readJsonBody<{ properties?: Record<string, unknown> }>(req))?.properties ?? {};
+      const p = (parseBody<{ properties?: Record<string, unknown> }>(rawBodies.get(req) ?? ""))?.properties ?? {};
       const email = p.email;
       if (typeof email !== "string" || !/^[^@\s]+@[^@\s]+$/.test(email) || email.length > 254) {
         throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [{ code: "ValidationError", target: "email", message: "Email is invalid." }]);
@@ -558,6 +558,16 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     throw new HttpError(405, "MethodNotAllowed", `${method} is not allowed here.`);
   }
 
+  const rawBodies = new WeakMap<object, string>();
+  const parseBody = <T>(text: string): T | undefined => {
+    if (text.length === 0) return undefined;
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new HttpError(400, "InvalidRequestContent", "The request content was invalid and could not be deserialized.");
+    }
+  };
+
   const server: FakeServer = await startFakeServer(async (req, res) => {
     const url = new URL(req.url ?? "/", "http://fake");
     const method = req.method ?? "GET";
@@ -569,6 +579,11 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     const record = (s: number) => {
       rec.status = s;
     };
+    // The whole request is received before any injected latency, as a real
+    // service would have it: a client that disconnects while waiting does not undo it.
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    rawBodies.set(req, Buffer.concat(chunks).toString("utf8"));
     if (latencyMs > 0) await new Promise((r) => setTimeout(r, latencyMs));
     try {
       const auth = req.headers.authorization;
