@@ -1,0 +1,29 @@
+import { expect, it } from "vitest";
+import { runDemo } from "../src/demo.js";
+
+it("`credhook demo` walks one app across AWS, Azure, Google and the embedded provider, and leaves nothing behind", async () => {
+  const lines: string[] = [];
+  const { server, clouds, password } = await runDemo({ port: 0, print: (l) => lines.push(l) });
+  try {
+    const out = lines.join("\n");
+    // step 1: one value on AWS, Azure and the embedded provider (fingerprints, never the key)
+    const created = /apiKeyId (\S+), apiKey (sha256:[0-9a-f]{12})/.exec(out);
+    expect(created).not.toBeNull();
+    const fp = created![2]!;
+    expect(out).toContain(`AWS API Gateway  key ${created![1]} "credhook/dev@example.com/storefront01" value ${fp} plans [1el57v]`);
+    expect(out).toMatch(new RegExp(`Azure APIM {7}subscription \\S+-p-gold /products/gold \\(active\\) key ${fp}`));
+    expect(out).toContain("credhook embedded key");
+    expect(out).toContain(`plans [1el57v, 2plan2]`);
+    expect(out).toMatch(/Google API Keys {2}key credhook-\S+ value sha256:[0-9a-f]{12} restricted to \[maps-geo\.apigateway\.fake-project\.cloud\.goog\]/);
+    expect(out).toContain("→ 422: gateway 'aws' cannot import the API key values gateway 'gcp' generates");
+    expect(out).toContain("→ 204, 204");
+    expect(out.trimEnd().split("\n").some((l) => l === "  (nothing on any cloud)")).toBe(true);
+    // no key value is printed; the server keeps serving for the user's own calls
+    expect(out).not.toMatch(/[0-9A-Za-z]{40}/);
+    const res = await fetch(`${server.url}/v1/health`, { headers: { authorization: `Basic ${Buffer.from(`portal:${password}`).toString("base64")}` } });
+    expect(res.status).toBe(204);
+  } finally {
+    await server.close();
+    await clouds.close();
+  }
+});
