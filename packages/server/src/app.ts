@@ -23,6 +23,7 @@ import {
 import { SqliteCredentialStore } from "@credhook/store-sqlite";
 import { basicAuth, failedLoginLimit } from "./auth.js";
 import { errorHandler, sendError } from "./http-errors.js";
+import { createMetrics } from "./metrics.js";
 import { createLogger, requestLogger } from "./logging.js";
 import { resolveUsers } from "./passwords.js";
 
@@ -56,6 +57,7 @@ const ENDPOINTS: Record<string, string[]> = {
   "/v1/updateCredentials": ["POST"],
   "/v1/revokeCredentials": ["POST"],
   "/v1/health": ["GET", "HEAD"],
+  "/metrics": ["GET"],
 };
 
 /** Opens the store the config names. */
@@ -160,7 +162,9 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
     close: () => runtime.close(),
   };
 
+  const metrics = createMetrics();
   app.use(requestLogger(logger));
+  app.use(metrics.observe);
   app.use((req: Request, res: Response, next: NextFunction) => {
     if (!built.draining) return next();
     res.setHeader("Connection", "close");
@@ -170,7 +174,7 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
   // Unknown path / wrong method are answered before auth: they reveal nothing.
   app.use((req: Request, res: Response, next: NextFunction) => {
     const allowed = ENDPOINTS[req.path];
-    if (!allowed) return sendError(res, req, 404, [`no endpoint at ${req.path}; the endpoints are ${Object.keys(ENDPOINTS).join(", ")}`]);
+    if (!allowed) return sendError(res, req, 404, [`no endpoint at ${req.path}; the endpoints are ${Object.keys(ENDPOINTS).filter((p) => p.startsWith("/v1/")).join(", ")}`]);
     if (!allowed.includes(req.method)) {
       return sendError(res, req, 405, [`${req.method} is not allowed on ${req.path}; use ${allowed.filter((m) => m !== "HEAD").join(", ")}`], {
         Allow: allowed.join(", "),
@@ -214,6 +218,10 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
   app.get("/v1/health", async (_req: Request, res: Response) => {
     await orchestrator.health();
     res.status(204).end();
+  });
+  app.get("/metrics", async (_req: Request, res: Response) => {
+    res.setHeader("Content-Type", metrics.registry.contentType);
+    res.send(await metrics.registry.metrics());
   });
   app.use(errorHandler);
   return built;

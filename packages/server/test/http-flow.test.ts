@@ -125,3 +125,19 @@ describe("the contract's example flow on the embedded provider", () => {
     expect(await res.text()).toBe("");
   });
 });
+
+describe("metrics", () => {
+  it("GET /metrics (behind Basic auth) counts requests by route and status, errors by code, and gateways", async () => {
+    expect((await fetch(`${s.url}/metrics`)).status).toBe(401);
+    await s.post("/v1/createCredentials", { appName: "Metered", developer: "m@example.com", apis: [{ id: "nowhere-at-all" }] });
+    const res = await s.get("/metrics");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/plain/);
+    const text = await res.text();
+    expect(text).toMatch(/credhook_http_requests_total\{route="\/v1\/createCredentials",method="POST",status="200"\} [1-9]/);
+    expect(text).toMatch(/credhook_errors_total\{route="\/v1\/createCredentials",code="UNROUTABLE"\} 1/);
+    expect(text).toMatch(/credhook_gateway_requests_total\{gateway="local",route="\/v1\/createCredentials",outcome="ok"\} [1-9]/);
+    expect(text).toContain("credhook_http_request_duration_seconds_bucket");
+    expect(text).toContain("credhook_process_cpu_user_seconds_total");
+  });
+});
