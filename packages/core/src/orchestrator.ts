@@ -264,9 +264,12 @@ export class Orchestrator {
     if (generators.length === 1) this.checkImportable(generators[0]!, gatewayNames.filter((g) => g !== generators[0]));
     const appKey = appKeyOf(app);
     return this.lock.run(appKey, async () => {
-      const existing = await this.store.findByAppKey(appKey, credentialType);
-      if (existing?.status === "active") return this.replay(existing);
-      if (existing) await this.discardUnfinished(existing);
+      let existing = await this.store.findByAppKey(appKey, credentialType);
+      if (existing && existing.status !== "active") {
+        // Left unfinished by a crash (requests of this app in this process hold the lock): finish it first.
+        existing = await this.finishBeforeUse(existing);
+      }
+      if (existing) return this.replay(existing);
       return this.createFresh(app, appKey, credentialType, apis, groups, generators[0], req.customCredentials);
     });
   }
@@ -412,11 +415,34 @@ export class Orchestrator {
     return results.flatMap((r, i) => (r.status === "rejected" ? [{ binding: rec.bindings[i]!, error: r.reason as CredhookError }] : []));
   }
 
-  /** A record left `pending`/`revoking` by a crash or failed compensation: remove what it holds. */
-  private async discardUnfinished(rec: CredentialRecord): Promise<void> {
-    const left = await this.revokeBindings(rec);
-    if (left.length > 0) throw left[0]!.error;
-    await this.store.delete(rec.id);
+  /**
+   * Finishes a record a crash (or a failed compensation) left `pending` or
+   * `revoking`, the way `reconcile` would, before a new request uses it.
+   * @returns the record, active again (an interrupted update rolled back), or undefined when it is gone
+   * @throws the first gateway error when it cannot be finished now
+   */
+  private async finishBeforeUse(rec: CredentialRecord): Promise<CredentialRecord | undefined> {
+    const entry = await this.finishUnfinished(rec, this.ownedLister(), false);
+    if (entry.errors.length > 0) {
+      throw new UpstreamUnavailable(`an earlier, interrupted ${entry.op} of this credential could not be finished: ${entry.errors[0]}`, 5);
+    }
+    this.logger.warn({ credentialId: rec.id, op: entry.op, action: entry.action }, "finished an interrupted operation before this request");
+    const after = await this.store.get(rec.id);
+    return after?.status === "active" ? after : undefined;
+  }
+
+  /** A per-call cache of each gateway's {@link Provider.listOwned}. */
+  private ownedLister(): (gateway: string) => Promise<OwnedResource[]> {
+    const cache = new Map<string, Promise<OwnedResource[]>>();
+    return (gateway) => {
+      let p = cache.get(gateway);
+      if (!p) {
+        const gw = this.gateways.get(gateway);
+        p = gw?.provider.listOwned ? gw.provider.listOwned() : Promise.resolve([]);
+        cache.set(gateway, p);
+      }
+      return p;
+    };
   }
 
   /** Returns the live credential of a replayed create: secret read back, or rotated where it cannot be read. */
@@ -471,8 +497,9 @@ export class Orchestrator {
     const found = await this.store.findByPublicId(req.credentialType, publicId);
     if (!found) return this.lock.run(`id:${req.credentialType}:${publicId}`, () => this.adoptAndUpdate(req, publicId));
     return this.lock.run(found.appKey, async () => {
-      const rec = await this.store.findByPublicId(req.credentialType, publicId);
-      if (!rec || rec.status === "revoking") throw new NotFound(`credential ${req.credentialType} '${publicId}' does not exist (it was revoked)`);
+      let rec = await this.store.findByPublicId(req.credentialType, publicId);
+      if (rec && rec.status !== "active") rec = await this.finishBeforeUse(rec);
+      if (!rec) throw new NotFound(`credential ${req.credentialType} '${publicId}' does not exist (it was revoked)`);
       return this.updateKnown(rec, req);
     });
   }
@@ -819,16 +846,7 @@ export class Orchestrator {
     const dryRun = options.dryRun ?? false;
     const before = new Date(Date.now() - (options.olderThanMs ?? 60_000)).toISOString();
     const report: ReconcileReport = { dryRun, unfinished: [], orphans: [], unlistable: [] };
-    const ownedCache = new Map<string, Promise<OwnedResource[]>>();
-    const owned = (gateway: string): Promise<OwnedResource[]> => {
-      let p = ownedCache.get(gateway);
-      if (!p) {
-        const gw = this.gateways.get(gateway);
-        p = gw?.provider.listOwned ? gw.provider.listOwned() : Promise.resolve([]);
-        ownedCache.set(gateway, p);
-      }
-      return p;
-    };
+    let owned = this.ownedLister();
     for (const rec of await this.store.listUnfinished(before)) {
       const entry = await this.lock.run(rec.appKey, async () => {
         const fresh = await this.store.get(rec.id);
@@ -837,8 +855,8 @@ export class Orchestrator {
       });
       if (entry) report.unfinished.push(entry);
     }
-    // Drift: what gateways hold that no credential record owns.
-    ownedCache.clear();
+    // Drift: what gateways hold that no credential record owns (listed afresh).
+    owned = this.ownedLister();
     const records = await this.store.list();
     const held = new Set(records.flatMap((r) => r.bindings.map((b) => `${b.gateway}\u0000${b.nativeId}`)));
     const ids = new Set(records.map((r) => r.id));

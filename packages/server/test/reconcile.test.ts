@@ -68,3 +68,38 @@ describe("reconcile", () => {
     expect(await localState(c.apiKeyId)).toBeDefined();
   });
 });
+
+describe("a request finds an interrupted operation of its app", () => {
+  it("a create whose earlier attempt crashed removes what that attempt left, then creates afresh", async () => {
+    const body = { appName: "Retry", appSlug: "retry-after-crash", developer: "r@example.com", apis: [{ id: "5aba4csvd4" }] };
+    const first = (await s.call("/v1/createCredentials", body)).json as { apiKeyId: string };
+    const rec = (await s.credhook.store.findByPublicId("API_KEY", first.apiKeyId))!;
+    // as a crash during create leaves it: pending, publicId not yet set
+    await s.credhook.store.save({ ...rec, status: "pending", publicId: "", pending: { op: "create", startedAt: rec.createdAt, createOn: ["local"], removeFrom: [], previousApis: [], desiredApis: rec.apis } });
+    const again = await s.call("/v1/createCredentials", body);
+    expect(again.status).toBe(200);
+    const second = again.json as { apiKeyId: string };
+    expect(second.apiKeyId).not.toBe(first.apiKeyId);
+    expect(await localState(first.apiKeyId)).toBeUndefined(); // the crashed attempt's key is gone
+    expect((await s.credhook.store.list()).filter((r) => r.appKey === "slug:retry-after-crash").map((r) => r.status)).toEqual(["active"]);
+    expect((await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: second.apiKeyId })).status).toBe(204);
+  });
+
+  it("an update whose earlier attempt crashed rolls that back, then applies its own change", async () => {
+    const { apiKeyId } = (await s.call("/v1/createCredentials", { appName: "Twice", developer: "t@example.com", apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] })).json as { apiKeyId: string };
+    const rec = (await s.credhook.store.findByPublicId("API_KEY", apiKeyId))!;
+    const state = (await localState(apiKeyId))!;
+    state.apis = [{ id: "5aba4csvd4", usagePlans: ["1el57v", "2plan2"] }];
+    await s.credhook.store.stateFor("local").put(`cred:${apiKeyId}`, state as never);
+    await s.credhook.store.save({
+      ...rec,
+      status: "pending",
+      pending: { op: "update", startedAt: rec.createdAt, createOn: [], removeFrom: [], previousApis: rec.apis, desiredApis: [{ id: "5aba4csvd4", gateway: "local", usagePlans: ["1el57v", "2plan2"] }] },
+    });
+    const res = await s.call("/v1/updateCredentials", { credentialType: "API_KEY", apiKeyId, apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "3plan3", action: "ADDED" }] }] });
+    expect(res.status).toBe(204);
+    expect((await localState(apiKeyId))!.apis).toEqual([{ id: "5aba4csvd4", usagePlans: ["1el57v", "3plan3"] }]);
+    expect((await s.credhook.store.get(rec.id))!.status).toBe("active");
+    expect((await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId })).status).toBe(204);
+  });
+});
