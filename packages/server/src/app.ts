@@ -19,6 +19,7 @@ import {
   type CredentialStore,
   type CredhookConfig,
   type Logger,
+  type OperationOutcome,
 } from "@credhook/core";
 import { SqliteCredentialStore } from "@credhook/store-sqlite";
 import { basicAuth, failedLoginLimit } from "./auth.js";
@@ -193,26 +194,23 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
   });
   app.use(express.json({ limit: config.server.bodyLimitBytes, strict: false, type: "application/json" }));
 
-  app.post("/v1/createCredentials", async (req: Request, res: Response) => {
-    const body = validator.createRequest(req.body);
-    const out = await orchestrator.create(body);
+  /** Notes what an operation touched, for the request log line and the metrics. */
+  const noteOutcome = (res: Response, out: OperationOutcome) => {
     res.locals.gateways = out.gateways;
     res.locals.credentialId = out.credentialId;
+  };
+  app.post("/v1/createCredentials", async (req: Request, res: Response) => {
+    const out = await orchestrator.create(validator.createRequest(req.body));
+    noteOutcome(res, out);
     res.setHeader("Cache-Control", "no-store");
     res.status(200).json(out.response);
   });
   app.post("/v1/updateCredentials", async (req: Request, res: Response) => {
-    const body = validator.updateRequest(req.body);
-    const out = await orchestrator.update(body);
-    res.locals.gateways = out.gateways;
-    res.locals.credentialId = out.credentialId;
+    noteOutcome(res, await orchestrator.update(validator.updateRequest(req.body)));
     res.status(204).end();
   });
   app.post("/v1/revokeCredentials", async (req: Request, res: Response) => {
-    const body = validator.revokeRequest(req.body);
-    const out = await orchestrator.revoke(body);
-    res.locals.gateways = out.gateways;
-    res.locals.credentialId = out.credentialId;
+    noteOutcome(res, await orchestrator.revoke(validator.revokeRequest(req.body)));
     res.status(204).end();
   });
   app.get("/v1/health", async (_req: Request, res: Response) => {
