@@ -11,3 +11,4 @@ export * from "./store.js";
 export * from "./secrets.js";
 export * from "./keyed-lock.js";
 export * from "./orchestrator.js";
+export * from "./shared-pool.js";

@@ -65,3 +65,25 @@ describe("helpers", () => {
     expect(lock.size).toBe(0);
   });
 });
+
+describe("SharedResourcePool", () => {
+  it("shares one resource per key and stops it when its last user releases it", async () => {
+    const { SharedResourcePool } = await import("../src/index.js");
+    const stopped: string[] = [];
+    const pool = new SharedResourcePool<{ name: string }>(async (v) => void stopped.push(v.name));
+    let made = 0;
+    const a = pool.acquire("acct-1", () => ({ name: `r${++made}` }));
+    const b = pool.acquire("acct-1", () => ({ name: `r${++made}` }));
+    const c = pool.acquire("acct-2", () => ({ name: `r${++made}` }));
+    expect(a.value).toBe(b.value);
+    expect(c.value.name).toBe("r2");
+    await a.release();
+    await a.release(); // twice counts once
+    expect(stopped).toEqual([]);
+    await b.release();
+    expect(stopped).toEqual(["r1"]);
+    expect(pool.size).toBe(1);
+    await c.release();
+    expect(stopped).toEqual(["r1", "r2"]);
+  });
+});

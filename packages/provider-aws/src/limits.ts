@@ -13,7 +13,7 @@
  * account, region and endpoint share one set of limiters.
  */
 import Bottleneck from "bottleneck";
-import { Throttled } from "@credhook/core";
+import { SharedResourcePool, Throttled } from "@credhook/core";
 
 /** A limiter with its steady rate (requests per second), used to estimate queueing time. */
 export class RateLimiter {
@@ -111,7 +111,7 @@ export class LimiterSet {
   }
 }
 
-const shared = new Map<string, { set: LimiterSet; refs: number }>();
+const shared = new SharedResourcePool<LimiterSet>((set) => set.stop());
 
 /**
  * Returns the limiter set of `scope` (account, region, endpoint), shared with
@@ -119,22 +119,6 @@ const shared = new Map<string, { set: LimiterSet; refs: number }>();
  * Call `release()` once when the gateway closes.
  */
 export function acquireLimiters(scope: string, rates: LimiterRates): { set: LimiterSet; release: () => Promise<void> } {
-  const key = `${scope}|${JSON.stringify(rates)}`;
-  let entry = shared.get(key);
-  if (!entry) shared.set(key, (entry = { set: new LimiterSet(rates), refs: 0 }));
-  entry.refs += 1;
-  let released = false;
-  const e = entry;
-  return {
-    set: e.set,
-    release: async () => {
-      if (released) return;
-      released = true;
-      e.refs -= 1;
-      if (e.refs === 0) {
-        shared.delete(key);
-        await e.set.stop();
-      }
-    },
-  };
+  const { value, release } = shared.acquire(`${scope}|${JSON.stringify(rates)}`, () => new LimiterSet(rates));
+  return { set: value, release };
 }

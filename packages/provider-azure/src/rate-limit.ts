@@ -12,6 +12,7 @@
  */
 import Bottleneck from "bottleneck";
 import type { PipelinePolicy } from "@azure/core-rest-pipeline";
+import { SharedResourcePool } from "@credhook/core";
 
 /** Bucket sizes and refill rates; a rate of 0 turns that bucket off. */
 export interface ArmRateLimit {
@@ -102,7 +103,7 @@ export class ArmBuckets {
   }
 }
 
-const shared = new Map<string, { buckets: ArmBuckets; users: number }>();
+const shared = new SharedResourcePool<ArmBuckets>((buckets) => buckets.stop());
 
 /**
  * The buckets of one principal (`key`: endpoint, Azure subscription, credential),
@@ -111,21 +112,6 @@ const shared = new Map<string, { buckets: ArmBuckets; users: number }>();
  */
 export function acquireBuckets(key: string, limits: ArmRateLimit): { buckets: ArmBuckets; release: () => Promise<void> } {
   const k = `${key}|${limits.writesPerSecond}/${limits.writeBurst}|${limits.readsPerSecond}/${limits.readBurst}`;
-  let entry = shared.get(k);
-  if (!entry) shared.set(k, (entry = { buckets: new ArmBuckets(limits), users: 0 }));
-  entry.users += 1;
-  const e = entry;
-  let done = false;
-  return {
-    buckets: e.buckets,
-    release: async () => {
-      if (done) return;
-      done = true;
-      e.users -= 1;
-      if (e.users === 0) {
-        shared.delete(k);
-        await e.buckets.stop();
-      }
-    },
-  };
+  const { value, release } = shared.acquire(k, () => new ArmBuckets(limits));
+  return { buckets: value, release };
 }
