@@ -634,6 +634,9 @@ export class Orchestrator {
     );
     rec.app = newApp;
     rec.apis = desiredApis;
+    // Without a slug the app's identity is developer + name: a rename moves it, unless another credential holds the new one.
+    const newKey = appKeyOf(newApp);
+    if (newKey !== rec.appKey && !(await this.store.findByAppKey(newKey, rec.credentialType))) rec.appKey = newKey;
     rec.status = "active";
     delete rec.pending;
     await saver();

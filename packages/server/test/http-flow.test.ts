@@ -141,3 +141,16 @@ describe("metrics", () => {
     expect(text).toContain("credhook_process_cpu_user_seconds_total");
   });
 });
+
+describe("renames", () => {
+  it("an app without a slug keeps its identity across a rename: a create under the new name is a replay", async () => {
+    const first = await (await s.post("/v1/createCredentials", { appName: "Old Name", developer: "ren@example.com", apis: [{ id: "5aba4csvd4" }] })).json();
+    const upd = await s.post("/v1/updateCredentials", { appName: "New Name", developer: "ren@example.com", credentialType: "API_KEY", apiKeyId: first.apiKeyId, apis: [{ id: "5aba4csvd4", action: "NONE" }] });
+    expect(upd.status).toBe(204);
+    const again = await (await s.post("/v1/createCredentials", { appName: "New Name", developer: "ren@example.com", apis: [{ id: "5aba4csvd4" }] })).json();
+    expect(again.apiKeyId).toBe(first.apiKeyId);
+    const rec = await s.credhook.store.findByPublicId("API_KEY", first.apiKeyId);
+    expect(rec!.app.appName).toBe("New Name");
+    expect((await s.post("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: first.apiKeyId })).status).toBe(204);
+  });
+});
