@@ -112,18 +112,28 @@ export class SqliteCredentialStore implements CredentialStore {
         )
         .run(record.id, record.credentialType, record.appKey, record.publicId, record.status, JSON.stringify(record), record.createdAt, record.updatedAt);
     } catch (err) {
-      if ((err as { code?: string }).code?.startsWith("SQLITE_CONSTRAINT")) {
-        throw new Conflict(`a credential for app '${record.appKey}' (${record.credentialType}) is already recorded`, { cause: err });
-      }
-      throw err;
+      throw this.constraintAsConflict(err, record);
     }
   }
 
   async save(record: CredentialRecord): Promise<void> {
-    const res = this.db
-      .prepare("UPDATE credentials SET credential_type = ?, app_key = ?, public_id = ?, status = ?, record = ?, updated_at = ? WHERE id = ?")
-      .run(record.credentialType, record.appKey, record.publicId, record.status, JSON.stringify(record), record.updatedAt, record.id);
+    let res;
+    try {
+      res = this.db
+        .prepare("UPDATE credentials SET credential_type = ?, app_key = ?, public_id = ?, status = ?, record = ?, updated_at = ? WHERE id = ?")
+        .run(record.credentialType, record.appKey, record.publicId, record.status, JSON.stringify(record), record.updatedAt, record.id);
+    } catch (err) {
+      throw this.constraintAsConflict(err, record);
+    }
     if (res.changes === 0) throw new NotFound(`credential record ${record.id} does not exist`);
+  }
+
+  /** A unique-constraint failure as a Conflict (409); anything else unchanged. */
+  private constraintAsConflict(err: unknown, record: CredentialRecord): unknown {
+    if ((err as { code?: string }).code?.startsWith("SQLITE_CONSTRAINT")) {
+      return new Conflict(`a credential for app '${record.appKey}' (${record.credentialType}) is already recorded`, { cause: err });
+    }
+    return err;
   }
 
   async get(id: string): Promise<CredentialRecord | undefined> {

@@ -51,6 +51,10 @@ describe("SqliteCredentialStore", () => {
     expect(await store.listUnfinished("2026-01-03T00:00:00.000Z")).toEqual([pending]);
     expect(await store.listUnfinished("2026-01-01T12:00:00.000Z")).toEqual([]);
     await expect(store.save(rec({ id: "missing" }))).rejects.toBeInstanceOf(NotFound);
+    const other = rec({ appKey: "slug:other", publicId: "k2" });
+    await store.insert(other);
+    await expect(store.save({ ...other, appKey: "slug:app1" })).rejects.toBeInstanceOf(Conflict); // one credential per app and type
+    await store.delete(other.id);
     expect(await store.delete(r.id)).toBe(true);
     expect(await store.delete(r.id)).toBe(false);
     expect(await store.list()).toEqual([]);
