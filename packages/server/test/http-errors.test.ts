@@ -193,3 +193,38 @@ describe("5xx from gateways", () => {
     }
   });
 });
+
+describe("500: a bug", () => {
+  it("an unexpected error is a 500 ErrorResponse naming the request id, with no stack trace or internal message", async () => {
+    const { SqliteCredentialStore } = await import("@credhook/store-sqlite");
+    const { mkdtempSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { loadConfigFile, startServer, createLogger } = await import("../src/index.js");
+    const dir = mkdtempSync(join(tmpdir(), "credhook-bug-"));
+    const store = new SqliteCredentialStore({ path: join(dir, "c.db") });
+    await store.init();
+    store.findByAppKey = async () => {
+      throw new RangeError("internal invariant broken at row 42");
+    };
+    const { writeFileSync } = await import("node:fs");
+    writeFileSync(join(dir, "webhook.config.yaml"), LOCAL_YAML);
+    const config = await loadConfigFile(join(dir, "webhook.config.yaml"), { env: { CREDHOOK_PASSWORD: "correct-horse-battery", CREDHOOK_DATA_DIR: dir } });
+    const server = await startServer(config, { port: 0, host: "127.0.0.1", store, logger: createLogger("silent") });
+    try {
+      const res = await fetch(`${server.url}/v1/createCredentials`, {
+        method: "POST",
+        headers: { authorization: AUTH, "content-type": "application/json" },
+        body: JSON.stringify({ appName: "Bug", developer: "b@example.com", apis: [{ id: "5aba4csvd4" }] }),
+      });
+      const err = await errorOf(res);
+      expect(err.status).toBe(500);
+      expect(err.error).toBe("Internal Server Error");
+      expect(err.messages).toEqual([`internal error; see the server log for request ${res.headers.get("x-request-id")}`]);
+      expect(JSON.stringify(err)).not.toContain("invariant");
+    } finally {
+      await server.close();
+      await store.close();
+    }
+  });
+});
