@@ -8,7 +8,7 @@ import type { ErrorObject } from "ajv";
 import type { CredentialType } from "./contract.js";
 import { ConfigError } from "./errors.js";
 import type { RouteRule } from "./routing.js";
-import { createAjv, formatAjvError } from "./validation.js";
+import { createAjv, formatAjvErrors } from "./validation.js";
 
 /** A portal user allowed to call the webhook. Exactly one of `password` / `passwordHash`. */
 export interface AuthUser {
@@ -162,15 +162,9 @@ export function yamlPath(base: string, instancePath: string): string {
   return out === "" ? "(root)" : out;
 }
 
-/** Readable messages, one per problem, each starting with its YAML path. */
+/** Readable messages, one per problem, each starting with its YAML path under `base`. */
 export function formatConfigErrors(errors: ErrorObject[] | null | undefined, base: string): string[] {
-  const out: string[] = [];
-  for (const e of errors ?? []) {
-    if (e.keyword === "oneOf" || e.keyword === "if") continue;
-    const line = formatAjvError(e, "").replace(/^(\S*)/, (where) => yamlPath(base, where));
-    if (!out.includes(line)) out.push(line);
-  }
-  return out;
+  return formatAjvErrors(errors, (instancePath) => yamlPath(base, instancePath));
 }
 
 /**

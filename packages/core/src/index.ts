@@ -12,3 +12,4 @@ export * from "./secrets.js";
 export * from "./keyed-lock.js";
 export * from "./orchestrator.js";
 export * from "./shared-pool.js";
+export * from "./memory-state.js";

@@ -43,9 +43,8 @@ export function createAjv(options: { coerceTypes?: boolean; useDefaults?: boolea
   return ajv;
 }
 
-/** Renders one ajv error as `<where> <what>`, `where` rooted at `root` (e.g. `body`). */
-export function formatAjvError(err: ErrorObject, root: string): string {
-  const where = root + (err.instancePath ? err.instancePath : "");
+/** Renders one ajv error as `<where> <what>`; `where` is the already-rendered location (e.g. `body/apis/0/id`). */
+export function formatAjvError(err: ErrorObject, where: string): string {
   switch (err.keyword) {
     case "required":
       return `${where} must have required property '${String(err.params.missingProperty)}'`;
@@ -58,9 +57,13 @@ export function formatAjvError(err: ErrorObject, root: string): string {
   }
 }
 
-/** Readable, de-duplicated messages for a failed validation; `if`/`oneOf` wrapper errors are dropped (their causes are listed). */
-export function formatAjvErrors(errors: ErrorObject[] | null | undefined, root: string): string[] {
-  const lines = (errors ?? []).filter((e) => e.keyword !== "if" && e.keyword !== "oneOf" && e.keyword !== "anyOf").map((e) => formatAjvError(e, root));
+/**
+ * Readable, de-duplicated messages for a failed validation, one per problem;
+ * `if`/`oneOf`/`anyOf` wrapper errors are dropped (their causes are listed).
+ * @param locate renders an ajv instance path (`/apis/0/id`) as the message's location
+ */
+export function formatAjvErrors(errors: ErrorObject[] | null | undefined, locate: (instancePath: string) => string): string[] {
+  const lines = (errors ?? []).filter((e) => e.keyword !== "if" && e.keyword !== "oneOf" && e.keyword !== "anyOf").map((e) => formatAjvError(e, locate(e.instancePath)));
   return [...new Set(lines)];
 }
 
@@ -91,7 +94,7 @@ export function compileContractValidator(): ContractValidator {
       if (body === null || typeof body !== "object" || Array.isArray(body)) {
         throw new ValidationError(["body must be a JSON object"]);
       }
-      if (!fn(body)) throw new ValidationError(formatAjvErrors(fn.errors, "body"));
+      if (!fn(body)) throw new ValidationError(formatAjvErrors(fn.errors, (path) => `body${path}`));
       return body as T;
     };
   };

@@ -19,16 +19,21 @@ const apis = [
   { id: "f6g7h8i9j0", usagePlans: ["pl4nbb"] },
 ];
 
-providerConformance(it, (type) => makeProvider(fake, seed, type), {
-  name: "aws conformance",
-  credentialTypes: ["API_KEY"],
+/** The API-key suites' options: plans on the fake, and what the fake holds for a key. */
+const apiKeyOptions = {
+  credentialTypes: ["API_KEY" as const],
   apis,
   addPlan: { apiId: "k1l2m3n4o5", planId: "pl4ncc" },
   unknownPlan: { apiId: "k1l2m3n4o5", planId: "zzzzzz" },
-  inspect: async (ref) => {
+  inspect: async (ref: { nativeId: string }) => {
     const key = fake.apiGateway.keys.get(ref.nativeId);
     return { live: !!key && key.enabled, usagePlans: key ? fake.apiGateway.plansOfKey(key.id) : [] };
   },
+};
+
+providerConformance(it, (type) => makeProvider(fake, seed, type), {
+  ...apiKeyOptions,
+  name: "aws conformance",
   listNativeIds: async () => [...fake.apiGateway.keys.keys()],
 });
 
@@ -42,13 +47,6 @@ providerConformance(it, (type) => makeProvider(fake, seed, type), {
 });
 
 providerConformance(it, (type) => makeProvider(fake, seed, type, { revokeMode: "disable" }), {
+  ...apiKeyOptions,
   name: "aws conformance (revokeMode disable)",
-  credentialTypes: ["API_KEY"],
-  apis,
-  addPlan: { apiId: "k1l2m3n4o5", planId: "pl4ncc" },
-  unknownPlan: { apiId: "k1l2m3n4o5", planId: "zzzzzz" },
-  inspect: async (ref) => {
-    const key = fake.apiGateway.keys.get(ref.nativeId);
-    return { live: !!key && key.enabled, usagePlans: key ? fake.apiGateway.plansOfKey(key.id) : [] };
-  },
 });

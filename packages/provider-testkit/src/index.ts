@@ -13,4 +13,4 @@ export { providerConformance } from "./conformance.js";
 export type { ProviderConformanceOptions, ConformanceTest, InspectedCredential } from "./conformance.js";
 export { startFakeServer, readJsonBody, sendJson } from "./fake-server.js";
 export type { FakeServer, FakeHandler } from "./fake-server.js";
-export { memoryStateStore } from "./memory-state.js";
+export { memoryStateStore } from "@credhook/core";

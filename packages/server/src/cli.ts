@@ -8,13 +8,12 @@
  * Exit codes: 0 ok, 1 invalid configuration or start-up failure.
  */
 import { Command } from "commander";
-import { ConfigError, createRouter, isCredhookError, loadGateways, silentLogger, type Logger } from "@credhook/core";
+import { ConfigError, createRouter, isCredhookError, loadGateways, memoryStateStore, silentLogger, type Logger } from "@credhook/core";
 import { destination } from "pino";
 import { createRuntime, startServer, importProviderModule } from "./app.js";
 import { loadConfigFile, maskSecrets } from "./config.js";
 import { createLogger } from "./logging.js";
 import { hashPassword } from "./passwords.js";
-import { memoryState } from "./memory-state.js";
 
 function reportAndExit(err: unknown): never {
   if (isCredhookError(err)) {
@@ -67,7 +66,7 @@ program
   .action(async (opts: { config?: string }) => {
     try {
       const config = await loadConfigFile(opts.config);
-      const gateways = await loadGateways(config, { importModule: importProviderModule, logger: silentLogger as Logger, stateFor: () => memoryState() });
+      const gateways = await loadGateways(config, { importModule: importProviderModule, logger: silentLogger as Logger, stateFor: () => memoryStateStore() });
       createRouter(config.routes);
       const out: string[] = [`config: ${config.configFile}`, "", "gateways:"];
       for (const [name, g] of Object.entries(config.gateways)) {

@@ -1,6 +1,6 @@
-import type { JsonValue, ProviderStateStore } from "@credhook/core";
+import type { JsonValue, ProviderStateStore } from "./provider.js";
 
-/** An in-memory {@link ProviderStateStore}, for provider unit tests. */
+/** An in-memory {@link ProviderStateStore} (values copied in and out): for provider tests, and for `check-config`, which must not touch the real store. */
 export function memoryStateStore(): ProviderStateStore {
   const map = new Map<string, JsonValue>();
   return {
