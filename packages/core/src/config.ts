@@ -45,7 +45,12 @@ export interface ServerConfig {
 }
 
 /** `store:` block: exactly one backend. */
-export type StoreConfig = { sqlite: string } | { postgres: string };
+/**
+ * `store:`: one key, the store's name (`sqlite`, `postgres`, or a store
+ * package's name), whose value is that store's options (each store's README).
+ * @default { sqlite: "./data/credhook.db" }
+ */
+export type StoreConfig = Record<string, unknown>;
 
 /** One entry of `gateways:`. */
 export interface GatewayConfig {
@@ -57,14 +62,48 @@ export interface GatewayConfig {
   options: Record<string, unknown>;
 }
 
+/** `reconcile:` block: the clean-up credhook does while it serves. */
+export interface ReconcileConfig {
+  /**
+   * Seconds between two passes of `credhook serve`'s reconcile loop: one
+   * instance at a time finishes the interrupted operations of instances that
+   * died (told apart from live ones by the store's locks, not by age) and
+   * sweeps abandoned creates. 0: off.
+   * @default 5 on a shared store (PostgreSQL), 0 on SQLite (set by the server from the store)
+   */
+  intervalS?: number;
+  /**
+   * Seconds between two passes of `credhook serve`'s sweep over abandoned
+   * creates (failed creates whose cloud writes may have landed, or whose
+   * cleanup failed): each pass searches for and revokes what they left. 0: off
+   * (then only the app's next request and `credhook reconcile` clean up).
+   * @default 30
+   */
+  abandonedIntervalS: number;
+  /**
+   * Seconds an abandoned create's record is kept after it was given up, so a
+   * cloud write that lands late is still found and revoked (clouds do not
+   * cancel work when a client gives up).
+   * @default 300
+   */
+  settleS: number;
+}
+
 /** The whole configuration, defaults applied. */
 export interface CredhookConfig {
   server: ServerConfig;
   store: StoreConfig;
+  reconcile: ReconcileConfig;
   /** Directory for credhook's own files (the generated password's hash). @default "./data" */
   dataDir: string;
   gateways: Record<string, GatewayConfig>;
   routes: RouteRule[];
+  /**
+   * The embedded gateway's endpoints (key check, OAuth token endpoint, plan
+   * limits) for the `provider: local` gateways; off when absent. Validated by
+   * `@credhook/provider-local/gateway` (the server names its YAML path).
+   */
+  embeddedGateway?: Record<string, unknown>;
 }
 
 /** JSON Schema of the configuration file (after interpolation). Unknown keys are rejected: a typo must not be ignored silently. */
@@ -113,12 +152,22 @@ export const configSchema = {
     store: {
       type: "object",
       default: { sqlite: "./data/credhook.db" },
-      oneOf: [
-        { type: "object", additionalProperties: false, required: ["sqlite"], properties: { sqlite: { type: "string", minLength: 1 } } },
-        { type: "object", additionalProperties: false, required: ["postgres"], properties: { postgres: { type: "string", minLength: 1 } } },
-      ],
+      minProperties: 1,
+      maxProperties: 1,
+      propertyNames: { minLength: 1 },
     },
     dataDir: { type: "string", minLength: 1, default: "./data" },
+    embeddedGateway: { type: "object" },
+    reconcile: {
+      type: "object",
+      additionalProperties: false,
+      default: {},
+      properties: {
+        intervalS: { type: "integer", minimum: 0, maximum: 86400 },
+        abandonedIntervalS: { type: "integer", minimum: 0, maximum: 86400, default: 30 },
+        settleS: { type: "integer", minimum: 0, maximum: 604800, default: 300 },
+      },
+    },
     gateways: {
       type: "object",
       minProperties: 1,

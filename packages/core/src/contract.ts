@@ -4,6 +4,7 @@
  * `openapi/credential-webhook.openapi.yaml`). Fields the portal adds later are
  * tolerated and carried through untouched.
  */
+import { STATUS_CODES } from "node:http";
 
 /** The two credential types of the contract. */
 export type CredentialType = "API_KEY" | "CLIENT_CREDENTIALS";
@@ -106,4 +107,12 @@ export interface ErrorResponse {
   messages: string[];
   /** Request path, e.g. `/v1/createCredentials`. */
   path: string;
+}
+
+/**
+ * Builds an {@link ErrorResponse}: `error` is the HTTP reason phrase of `status`
+ * (node:http `STATUS_CODES`), `path` the request path without its query string.
+ */
+export function errorResponse(status: number, messages: string[], path: string): ErrorResponse {
+  return { timestamp: new Date().toISOString(), status, error: STATUS_CODES[status] ?? "Error", messages, path };
 }

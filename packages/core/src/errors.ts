@@ -35,6 +35,20 @@ export interface CredhookErrorOptions {
   cause?: unknown;
   /** Name of the gateway (YAML key under `gateways:`) the error came from, when any. */
   gateway?: string;
+  /**
+   * A provider's report of what exists after a failed create/update: the
+   * native id and secret-free resources of what it made before the failure.
+   * Core records it and compensates (revokes it); the provider never cleans up alone.
+   */
+  partial?: { nativeId: string; resources: Record<string, unknown> };
+  /**
+   * True when a cloud write may have taken effect although the call failed
+   * (sent and not answered, timed out, a 5xx after the request was accepted).
+   * Core then keeps the credential's record (status `abandoned`) and searches
+   * the gateway for the credential's mark until the outcome is known.
+   * Unset: core assumes it for 5xx failures of create and not for 4xx.
+   */
+  outcomeUnknown?: boolean;
 }
 
 /**
@@ -50,6 +64,10 @@ export class CredhookError extends Error {
   readonly messages: string[];
   /** Gateway the error came from, if any. */
   gateway: string | undefined;
+  /** What a failed create/update left on the gateway (see {@link CredhookErrorOptions.partial}). */
+  partial: { nativeId: string; resources: Record<string, unknown> } | undefined;
+  /** A cloud write may have taken effect (see {@link CredhookErrorOptions.outcomeUnknown}). */
+  outcomeUnknown: boolean | undefined;
 
   constructor(status: number, code: ErrorCode, message: string, options: CredhookErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -58,6 +76,8 @@ export class CredhookError extends Error {
     this.code = code;
     this.messages = [message, ...(options.messages ?? [])];
     this.gateway = options.gateway;
+    this.partial = options.partial;
+    this.outcomeUnknown = options.outcomeUnknown;
   }
 }
 

@@ -21,6 +21,15 @@ export class KeyedLock {
     }
   }
 
+  /**
+   * Runs `fn` only if no call with `key` is queued or running now.
+   * @returns `{ ran: true, value }`, or `{ ran: false }` when the key is busy
+   */
+  async tryRun<T>(key: string, fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }> {
+    if (this.tails.has(key)) return { ran: false };
+    return { ran: true, value: await this.run(key, fn) };
+  }
+
   /** Number of keys with work queued or running. */
   get size(): number {
     return this.tails.size;

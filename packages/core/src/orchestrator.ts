@@ -16,14 +16,15 @@ import type {
   RevokeCredentialsRequest,
   UpdateCredentialsRequest,
 } from "./contract.js";
+import { ExponentialBackoff, handleAll, retry } from "cockatiel";
 import { CredhookError, isCredhookError, NotFound, Unroutable, UpstreamError, UpstreamUnavailable } from "./errors.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { silentLogger, type Logger } from "./logger.js";
-import type { AppIdentity, GatewayApi, OwnedResource, ProviderCredentialRef, ProviderUpdateInput } from "./provider.js";
+import type { AppIdentity, GatewayApi, OwnedResource, ProviderCredentialRef, ProviderResources, ProviderUpdateInput, RevokeOutcome } from "./provider.js";
 import type { Gateway } from "./registry.js";
 import type { Router } from "./routing.js";
 import { generateApiKeyValue } from "./secrets.js";
-import type { CredentialRecord, CredentialStore, GatewayApiWithGateway, GatewayBinding } from "./store.js";
+import type { CredentialRecord, CredentialStore, GatewayApiWithGateway, GatewayBinding, StoreLocks } from "./store.js";
 
 /** Options of {@link Orchestrator}. */
 export interface OrchestratorOptions {
@@ -34,6 +35,21 @@ export interface OrchestratorOptions {
   logger?: Logger;
   /** API key value generator. @default generateApiKeyValue (40 base62 characters) */
   generateApiKey?: () => string;
+  /**
+   * How long after a create was given up a search that finds nothing still
+   * does not prove that nothing exists — a cloud may complete a write the
+   * client gave up on (cloud-facts.md, "No cloud cancels work when the client
+   * gives up"). An `abandoned` record is kept at least this long, ms.
+   * @default 300000 (5 minutes: well beyond every provider's call timeout and the SDKs' retries)
+   */
+  abandonSettleMs?: number;
+  /**
+   * Attempts of each compensating call (a revoke, a search) within the
+   * request, with exponential backoff from 200 ms up to 2 s, before the rest
+   * is left to the sweep, the next request and `credhook reconcile`.
+   * @default 3
+   */
+  compensationAttempts?: number;
 }
 
 /** What an operation did, for the request log (never a secret). */
@@ -42,6 +58,8 @@ export interface OperationOutcome {
   gateways: string[];
   /** credhook's credential id, when known. */
   credentialId?: string;
+  /** Gateways that refused to revoke a resource under the request's id because it is not theirs (no credhook mark): left live, counted and logged at warn. */
+  unowned?: string[];
 }
 
 /** Options of {@link Orchestrator.reconcile}. */
@@ -56,7 +74,7 @@ export interface ReconcileOptions {
 export interface ReconcileEntry {
   credentialId: string;
   appKey: string;
-  /** The interrupted operation. */
+  /** The interrupted operation (`create` also for an abandoned create's cleanup). */
   op: "create" | "update" | "revoke";
   /** What was done, in words. */
   action: string;
@@ -69,10 +87,47 @@ export interface ReconcileEntry {
 export interface ReconcileReport {
   dryRun: boolean;
   unfinished: ReconcileEntry[];
+  /** Abandoned creates cleaned up (or, with dryRun, to clean up): their records are kept until a search after the settle window finds nothing. */
+  abandoned: ReconcileEntry[];
+  /** Unfinished records skipped because they were written within `olderThanMs` (possibly a live request's); `--older-than 0` includes them. */
+  skippedRecent: number;
+  /** Resources marked as credhook's that belonged to an abandoned create, or to a live credential on a gateway it is not bound to: revoked (listed here) or, with dryRun, to revoke. */
+  garbage: Array<OwnedResource & { gateway: string }>;
   /** Resources tagged as credhook's that no credential record owns (drift); never deleted automatically. */
   orphans: Array<OwnedResource & { gateway: string }>;
   /** Gateways whose provider cannot list its resources (or failed to). */
   unlistable: string[];
+}
+
+/**
+ * One existing credential to bring under credhook (`credhook adopt`): the
+ * portal app it belongs to, in the shape of a create request, plus the id the
+ * portal holds (apiKeyId or clientId).
+ */
+export interface AdoptionRequest {
+  credentialType: CredentialType;
+  /** The API key id the portal holds (API_KEY). */
+  apiKeyId?: string;
+  /** The client id the portal holds (CLIENT_CREDENTIALS). */
+  clientId?: string;
+  appName: string;
+  developer: string;
+  appSlug?: string;
+  /** The app's APIs (with usage plans); they must all route to one gateway issuing `credentialType`. */
+  apis: CreateCredentialsRequest["apis"];
+}
+
+/** What {@link Orchestrator.adopt} did (or would do) with one {@link AdoptionRequest}. */
+export interface AdoptionResult {
+  /** The apiKeyId / clientId. */
+  publicId: string;
+  /** `adopted`, `would adopt` (dry run), or `skipped` with a reason. */
+  action: "adopted" | "would adopt" | "skipped";
+  gateway?: string;
+  /** The new credential id (adopted). */
+  credentialId?: string;
+  /** Why it was skipped. */
+  reason?: string;
 }
 
 /** Result of {@link Orchestrator.create}. */
@@ -84,9 +139,16 @@ export interface CreateOutcome extends OperationOutcome {
 
 type ChangeSlice = ProviderUpdateInput["changes"];
 
-/** Identity of an app in the store: its slug when the portal sends one, else developer + name. */
+/**
+ * Identity of an app in the store: `slug:<developer>/<appSlug>` when the portal sends a slug, else
+ * `app:<developer>/<appName>`. In each value `%` is written `%25` and `/` is written `%2F`, so the
+ * one bare `/` separates the two values and no two (developer, value) pairs share a key; the
+ * developer is part of both forms, so a replayed create only ever matches the same developer's app.
+ * (Keys of stores written before this encoding are rewritten by the store's migration.)
+ */
 export function appKeyOf(app: AppIdentity): string {
-  return app.appSlug ? `slug:${app.appSlug}` : `app:${app.developer}/${app.appName}`;
+  const esc = (v: string) => v.replace(/%/g, "%25").replace(/\//g, "%2F");
+  return `${app.appSlug ? "slug" : "app"}:${esc(app.developer)}/${esc(app.appSlug || app.appName)}`;
 }
 
 /** Groups APIs by gateway, keeping first-seen order of gateways and APIs. */
@@ -144,10 +206,45 @@ export function changesBetween(from: GatewayApi[], to: GatewayApi[]): ProviderUp
   });
 }
 
+/**
+ * The contract changes that take an app's API set from `from` to `to` (a
+ * replayed create with another API set): per API id NONE / ADDED / REMOVED,
+ * and per usage plan likewise; empty when the sets are equal.
+ */
+export function changesForReplay(from: GatewayApiWithGateway[], to: GatewayApiWithGateway[]): ApiChange[] {
+  const changes = changesBetween(from, to);
+  const same = changes.every((c) => c.action === "NONE" && c.usagePlans.every((p) => p.action === "NONE"));
+  return same ? [] : changes;
+}
+
+/** What one cleanup pass over an abandoned create did. */
+interface AbandonedCleanup {
+  /** Every resource revoked in this pass: the record's bindings and what the searches found. */
+  revoked: Array<OwnedResource & { gateway: string }>;
+  /** Of those, the ones only a search found (not in the record): reported as garbage by reconcile. */
+  found: Array<OwnedResource & { gateway: string }>;
+  /** The record is gone (settled, or deleted meanwhile by another pass). */
+  deleted: boolean;
+  /** Per-gateway failures, secret-free; the record stays for the next pass. */
+  errors: string[];
+}
+
+/** What one pass of {@link Orchestrator.reconcileLoopPass} did. */
+export interface ReconcileLoopResult {
+  /** False when another instance's runner held the turn. */
+  ran: boolean;
+  /** Interrupted operations finished (their instance is gone). */
+  finished: ReconcileEntry[];
+  /** Interrupted operations left alone because a live instance holds their app. */
+  inFlight: number;
+  /** The abandoned-create sweep of the same pass. */
+  swept: { swept: number; deleted: number; revoked: number };
+}
 
 /**
  * Runs create / update / revoke / health for the server. One instance per process.
- * Requests for the same app are serialised; different apps run in parallel.
+ * Requests for the same app are serialised — across every instance when the
+ * store has cross-instance locks (PostgreSQL) — and different apps run in parallel.
  */
 export class Orchestrator {
   private readonly gateways: Map<string, Gateway>;
@@ -155,7 +252,10 @@ export class Orchestrator {
   private readonly store: CredentialStore;
   private readonly logger: Logger;
   private readonly generateApiKey: () => string;
-  private readonly lock = new KeyedLock();
+  /** Per-app serialisation: the store's cross-instance locks, or in-process ones. */
+  private readonly lock: StoreLocks;
+  private readonly settleMs: number;
+  private readonly compensationAttempts: number;
 
   constructor(options: OrchestratorOptions) {
     this.gateways = options.gateways;
@@ -163,6 +263,28 @@ export class Orchestrator {
     this.store = options.store;
     this.logger = options.logger ?? silentLogger;
     this.generateApiKey = options.generateApiKey ?? generateApiKeyValue;
+    this.settleMs = options.abandonSettleMs ?? 300_000;
+    this.lock = options.store.locks ?? new KeyedLock();
+    this.compensationAttempts = options.compensationAttempts ?? 3;
+  }
+
+  /** Runs a compensating call with the request's bounded retries (exponential backoff 200 ms → 2 s). */
+  private compensating<T>(fn: () => Promise<T>, retries = true): Promise<T> {
+    if (!retries || this.compensationAttempts <= 1) return fn();
+    const policy = retry(handleAll, {
+      maxAttempts: this.compensationAttempts - 1,
+      backoff: new ExponentialBackoff({ initialDelay: 200, maxDelay: 2000 }),
+    });
+    return policy.execute(fn);
+  }
+
+  /**
+   * True when a failed provider call may still have taken effect: the provider
+   * said so, or — unset — it failed with a 5xx (timeout, no answer, an upstream
+   * error after the request was sent).
+   */
+  private mayHaveLanded(err: CredhookError): boolean {
+    return err.outcomeUnknown ?? err.status >= 500;
   }
 
   private gateway(name: string): Gateway {
@@ -232,7 +354,7 @@ export class Orchestrator {
   }
 
   private ref(rec: CredentialRecord, b: GatewayBinding): ProviderCredentialRef {
-    return { credentialId: rec.id, credentialType: rec.credentialType, nativeId: b.nativeId, resources: b.resources, app: rec.app };
+    return { credentialId: b.markId ?? rec.id, credentialType: rec.credentialType, nativeId: b.nativeId, resources: b.resources, app: rec.app };
   }
 
   // ------------------------------------------------------------------ create
@@ -264,12 +386,28 @@ export class Orchestrator {
     if (generators.length === 1) this.checkImportable(generators[0]!, gatewayNames.filter((g) => g !== generators[0]));
     const appKey = appKeyOf(app);
     return this.lock.run(appKey, async () => {
+      // What an earlier, failed create of this app may have left: clean it up first (best effort; the sweep retries).
+      await this.sweepApp(appKey);
       let existing = await this.store.findByAppKey(appKey, credentialType);
       if (existing && existing.status !== "active") {
         // Left unfinished by a crash (requests of this app in this process hold the lock): finish it first.
         existing = await this.finishBeforeUse(existing);
       }
-      if (existing) return this.replay(existing);
+      if (existing) {
+        // A replayed create whose API set differs applies the difference first, as an update would.
+        const changes = changesForReplay(existing.apis, apis);
+        if (changes.length > 0) {
+          await this.updateKnown(existing, {
+            credentialType,
+            ...(credentialType === "API_KEY" ? { apiKeyId: existing.publicId } : { clientId: existing.publicId }),
+            appName: req.appName,
+            developer: req.developer,
+            apis: changes,
+          } as UpdateCredentialsRequest);
+          existing = (await this.store.get(existing.id)) ?? existing;
+        }
+        return this.replay(existing);
+      }
       return this.createFresh(app, appKey, credentialType, apis, groups, generators[0], req.customCredentials);
     });
   }
@@ -346,7 +484,7 @@ export class Orchestrator {
       });
     }
     if (failures.length > 0) {
-      await this.compensateCreate(rec);
+      await this.abandonCreate(rec, failures);
       throw this.firstByGatewayOrder(failures, gatewayNames);
     }
     const primary = rec.bindings.find((b) => b.gateway === gatewayNames[0])!;
@@ -385,64 +523,229 @@ export class Orchestrator {
     return out;
   }
 
-  /** Revokes every binding of a failed create; deletes the record when all are gone, else leaves it for reconcile. */
-  private async compensateCreate(rec: CredentialRecord): Promise<void> {
-    const left = await this.revokeBindings(rec);
-    if (left.length === 0) {
-      await this.store.delete(rec.id);
-      return;
+  /**
+   * Gives up a failed create: the portal never receives this credential. The
+   * record turns `abandoned` (durably, before any cleanup), keeping every hint
+   * to find what exists — the bindings, what failing gateways reported as
+   * `partial`, and the gateways where a write may have landed unseen — and
+   * cleanup runs at once with the request's bounded retries. The record is
+   * deleted only when nothing can be left (see {@link cleanupAbandoned}).
+   */
+  private async abandonCreate(rec: CredentialRecord, failures: CredhookError[]): Promise<void> {
+    for (const f of failures) {
+      if (f.partial && f.gateway && !rec.bindings.some((b) => b.gateway === f.gateway && b.nativeId === f.partial!.nativeId)) {
+        rec.bindings.push({ gateway: f.gateway, nativeId: f.partial.nativeId, resources: f.partial.resources as ProviderResources });
+      }
     }
-    rec.bindings = left.map((l) => l.binding);
-    rec.updatedAt = new Date().toISOString();
-    await this.store.save(rec);
-    this.logger.error(
-      { credentialId: rec.id, gateways: left.map((l) => l.binding.gateway), errors: left.map((l) => l.error.message) },
-      "compensation failed: credential left pending for `credhook reconcile`",
-    );
+    const uncertain = uniq(failures.filter((f) => f.gateway && this.mayHaveLanded(f)).map((f) => f.gateway!));
+    this.markAbandoned(rec, failures[0]!.messages[0] ?? failures[0]!.message, uncertain, Date.now());
+    await this.store.save(structuredClone(rec));
+    await this.cleanupAbandoned(rec, true);
   }
 
-  /** Revokes every binding in parallel; returns the ones that failed, with their errors. */
-  private async revokeBindings(rec: CredentialRecord): Promise<Array<{ binding: GatewayBinding; error: CredhookError }>> {
-    const results = await Promise.allSettled(
-      rec.bindings.map(async (b) => {
-        try {
-          await this.gateway(b.gateway).provider.revoke(this.ref(rec, b));
-        } catch (err) {
-          throw this.asTyped(err, b.gateway);
-        }
-      }),
-    );
-    return results.flatMap((r, i) => (r.status === "rejected" ? [{ binding: rec.bindings[i]!, error: r.reason as CredhookError }] : []));
+  /** Turns `rec` into an abandoned create (in memory): `startedMs` is when its cloud writes may have begun. */
+  private markAbandoned(rec: CredentialRecord, reason: string, uncertain: string[], startedMs: number): void {
+    const now = new Date();
+    const lateWrites = uncertain.some((g) => this.gateways.get(g)?.provider.capabilities.writesLandLate !== false);
+    rec.status = "abandoned";
+    delete rec.pending;
+    rec.abandoned = {
+      at: now.toISOString(),
+      reason,
+      uncertain,
+      settleUntil: new Date(lateWrites ? Math.max(startedMs + this.settleMs, now.getTime()) : now.getTime()).toISOString(),
+      attempts: 0,
+    };
+    rec.updatedAt = now.toISOString();
   }
 
   /**
-   * Finishes a record a crash (or a failed compensation) left `pending` or
-   * `revoking`, the way `reconcile` would, before a new request uses it.
+   * One cleanup pass over an abandoned create: revokes every binding, searches
+   * each gateway where a write may have landed for resources carrying the
+   * credential's mark ({@link Provider.findByCredential}) and revokes them.
+   * The record is deleted when the pass failed nowhere and the settle window
+   * is over; otherwise it is saved with what is left, for the next pass.
+   * @param inRequest retry each call (bounded) within this call
+   * @returns the resources revoked in this pass, and whether the record is gone
+   */
+  private async cleanupAbandoned(rec: CredentialRecord, inRequest: boolean): Promise<AbandonedCleanup> {
+    const info = rec.abandoned!;
+    const errors: string[] = [];
+    const revoked: Array<OwnedResource & { gateway: string }> = [];
+    const left = await this.revokeBindings(rec, inRequest);
+    for (const l of left) errors.push(`${l.binding.gateway}: ${l.error.messages[0]}`);
+    for (const b of rec.bindings) if (!left.some((l) => l.binding === b)) revoked.push({ gateway: b.gateway, nativeId: b.nativeId, credentialId: rec.id, description: "recorded binding" });
+    /** What the searches found and revoked (not in the record: garbage a late write or a crash left). */
+    const searched: Array<OwnedResource & { gateway: string }> = [];
+    rec.bindings = left.map((l) => l.binding);
+    const apisOf = groupByGateway(rec.pending?.desiredApis ?? rec.apis);
+    await Promise.all(
+      info.uncertain.map(async (gateway) => {
+        try {
+          const found = await this.compensating(() => this.findByCredential(gateway, rec, apisOf.get(gateway) ?? []), inRequest);
+          for (const r of found) {
+            if (rec.bindings.some((b) => b.gateway === gateway && b.nativeId === r.nativeId)) continue;
+            const outcome = await this.compensating(
+              () => this.revokeOne(gateway, { credentialId: rec.id, credentialType: rec.credentialType, nativeId: r.nativeId, resources: {}, app: rec.app }),
+              inRequest,
+            ).catch((err: unknown) => {
+              rec.bindings.push({ gateway, nativeId: r.nativeId, resources: {} });
+              throw err;
+            });
+            if (outcome !== "not-owned") {
+              revoked.push({ gateway, ...r });
+              searched.push({ gateway, ...r });
+            }
+          }
+        } catch (err) {
+          errors.push(`${gateway}: ${this.asTyped(err, gateway).messages[0]}`);
+        }
+      }),
+    );
+    const now = new Date();
+    info.attempts += 1;
+    info.lastAttemptAt = now.toISOString();
+    if (errors.length > 0) info.lastErrors = errors;
+    else delete info.lastErrors;
+    if (revoked.length > 0) {
+      this.logger.warn({ credentialId: rec.id, revoked: revoked.map((r) => `${r.gateway}:${r.nativeId}`) }, "abandoned create: revoked what it had left");
+    }
+    if (errors.length === 0 && rec.bindings.length === 0 && now.toISOString() >= info.settleUntil) {
+      await this.store.delete(rec.id);
+      return { revoked, found: searched, deleted: true, errors };
+    }
+    rec.updatedAt = now.toISOString();
+    try {
+      await this.store.save(structuredClone(rec));
+    } catch (err) {
+      // Deleted meanwhile by another cleanup of the same record (reconcile in another process): nothing left to do.
+      if (!(isCredhookError(err) && err.status === 404)) throw err;
+      return { revoked, found: searched, deleted: true, errors };
+    }
+    if (errors.length > 0) {
+      this.logger.error({ credentialId: rec.id, errors }, "abandoned create: cleanup incomplete, retried by the sweep, the next request of the app and `credhook reconcile`");
+    }
+    return { revoked, found: searched, deleted: false, errors };
+  }
+
+  /** The resources `gateway` holds with the credential's mark: its {@link Provider.findByCredential}, else its listOwned filtered by credential id. */
+  private async findByCredential(gateway: string, rec: CredentialRecord, apis: GatewayApi[]): Promise<OwnedResource[]> {
+    const provider = this.gateway(gateway).provider;
+    if (provider.findByCredential) {
+      return provider.findByCredential({ credentialId: rec.id, credentialType: rec.credentialType, app: rec.app, apis });
+    }
+    if (provider.listOwned) return (await provider.listOwned()).filter((r) => r.credentialId === rec.id);
+    return [];
+  }
+
+  /** One provider revoke, typed, with its outcome (`revoked` when the provider returns nothing). */
+  private async revokeOne(gateway: string, ref: ProviderCredentialRef): Promise<RevokeOutcome> {
+    try {
+      return (await this.gateway(gateway).provider.revoke(ref)) ?? "revoked";
+    } catch (err) {
+      throw this.asTyped(err, gateway);
+    }
+  }
+
+  /**
+   * Revokes every binding in parallel (each with the request's bounded retries
+   * when `inRequest`); returns the ones that failed, with their errors. A
+   * binding whose resource no longer carries the credential's mark is left
+   * alone (logged): credhook never revokes what is not its own.
+   */
+  private async revokeBindings(rec: CredentialRecord, inRequest = false): Promise<Array<{ binding: GatewayBinding; error: CredhookError }>> {
+    const results = await Promise.allSettled(
+      rec.bindings.map(async (b) => {
+        const outcome = await this.compensating(() => this.revokeOne(b.gateway, this.ref(rec, b)), inRequest);
+        if (outcome === "not-owned") {
+          this.logger.error({ credentialId: rec.id, gateway: b.gateway, nativeId: b.nativeId }, "a recorded resource no longer carries this credential's mark: left untouched");
+        }
+      }),
+    );
+    return results.flatMap((r, i) => (r.status === "rejected" ? [{ binding: rec.bindings[i]!, error: this.asTyped(r.reason, rec.bindings[i]!.gateway) }] : []));
+  }
+
+  /**
+   * One sweep over abandoned creates (all, or one app's): a cleanup pass each,
+   * under the app's lock. The server runs it every `reconcile.abandonedIntervalS`;
+   * a create runs it for its own app first. Never throws: failures stay on the
+   * records for the next pass.
+   * @returns how many records were swept and how many are gone
+   */
+  async sweepAbandoned(): Promise<{ swept: number; deleted: number; revoked: number }> {
+    const out = { swept: 0, deleted: 0, revoked: 0 };
+    for (const rec of await this.store.listAbandoned()) {
+      const r = await this.lock.run(rec.appKey, () => this.sweepOne(rec.id));
+      if (!r) continue;
+      out.swept += 1;
+      out.revoked += r.revoked.length;
+      if (r.deleted) out.deleted += 1;
+    }
+    return out;
+  }
+
+  /**
+   * One pass of `credhook serve`'s reconcile loop, run by one instance at a
+   * time (the store's lock `credhook:reconcile`): every `pending` or
+   * `revoking` record whose app lock is free — no live instance is working on
+   * it, so its instance died — is finished as `credhook reconcile` would,
+   * whatever its age; a record whose app a live instance holds is left alone.
+   * Then the abandoned creates are swept. No drift listing (that stays with
+   * `credhook reconcile`: it lists whole accounts).
+   */
+  async reconcileLoopPass(): Promise<ReconcileLoopResult> {
+    const turn = await this.lock.tryRun("credhook:reconcile", async () => {
+      const result: ReconcileLoopResult = { ran: true, finished: [], inFlight: 0, swept: { swept: 0, deleted: 0, revoked: 0 } };
+      for (const rec of await this.store.listUnfinished(new Date(Date.now() + 1000).toISOString())) {
+        const r = await this.lock.tryRun(rec.appKey, async () => {
+          const fresh = await this.store.get(rec.id);
+          if (!fresh || (fresh.status !== "pending" && fresh.status !== "revoking")) return undefined;
+          return this.finishUnfinished(fresh, false);
+        });
+        if (!r.ran) result.inFlight += 1;
+        else if (r.value) {
+          result.finished.push(r.value);
+          this.logger.warn({ credentialId: r.value.credentialId, op: r.value.op, action: r.value.action, errors: r.value.errors }, "reconcile loop finished an interrupted operation");
+        }
+      }
+      result.swept = await this.sweepAbandoned();
+      return result;
+    });
+    return turn.ran ? turn.value : { ran: false, finished: [], inFlight: 0, swept: { swept: 0, deleted: 0, revoked: 0 } };
+  }
+
+  /** Sweeps one app's abandoned creates (caller holds the app's lock); never throws. */
+  private async sweepApp(appKey: string): Promise<void> {
+    for (const rec of await this.store.listAbandoned(appKey)) await this.sweepOne(rec.id);
+  }
+
+  private async sweepOne(id: string): Promise<AbandonedCleanup | undefined> {
+    try {
+      const fresh = await this.store.get(id);
+      if (!fresh || fresh.status !== "abandoned") return undefined;
+      return await this.cleanupAbandoned(fresh, false);
+    } catch (err) {
+      this.logger.error({ credentialId: id, err: isCredhookError(err) ? err.messages[0] : String(err) }, "abandoned create: cleanup pass failed");
+      return undefined;
+    }
+  }
+
+  /**
+   * Finishes a record a crash left `pending` or `revoking`, the way
+   * `reconcile` would, before a new request uses it (an interrupted create
+   * becomes `abandoned` and is cleaned up on its own).
    * @returns the record, active again (an interrupted update rolled back), or undefined when it is gone
    * @throws the first gateway error when it cannot be finished now
    */
   private async finishBeforeUse(rec: CredentialRecord): Promise<CredentialRecord | undefined> {
-    const entry = await this.finishUnfinished(rec, this.ownedLister(), false);
-    if (entry.errors.length > 0) {
+    const entry = await this.finishUnfinished(rec, false);
+    // An interrupted create is now an abandoned record that carries its own cleanup: it never blocks the app's new request.
+    if (entry.errors.length > 0 && entry.op !== "create") {
       throw new UpstreamUnavailable(`an earlier, interrupted ${entry.op} of this credential could not be finished: ${entry.errors[0]}`, 5);
     }
     this.logger.warn({ credentialId: rec.id, op: entry.op, action: entry.action }, "finished an interrupted operation before this request");
     const after = await this.store.get(rec.id);
     return after?.status === "active" ? after : undefined;
-  }
-
-  /** A per-call cache of each gateway's {@link Provider.listOwned}. */
-  private ownedLister(): (gateway: string) => Promise<OwnedResource[]> {
-    const cache = new Map<string, Promise<OwnedResource[]>>();
-    return (gateway) => {
-      let p = cache.get(gateway);
-      if (!p) {
-        const gw = this.gateways.get(gateway);
-        p = gw?.provider.listOwned ? gw.provider.listOwned() : Promise.resolve([]);
-        cache.set(gateway, p);
-      }
-      return p;
-    };
   }
 
   /** Returns the live credential of a replayed create: secret read back, or rotated where it cannot be read. */
@@ -570,6 +873,7 @@ export class Orchestrator {
     const oldApp = rec.app;
     const updated: Array<{ gateway: string; before: GatewayBinding }> = [];
     const created: GatewayBinding[] = [];
+    const uncertain: string[] = [];
     const failures: CredhookError[] = [];
     await Promise.all([
       ...toUpdate.map(async (g) => {
@@ -590,6 +894,8 @@ export class Orchestrator {
           await saver();
         } catch (err) {
           failures.push(this.asTyped(err, g));
+          // It may have applied part of the change (a plan attached, another not): the inverse update undoes that too.
+          updated.push({ gateway: g, before: { ...b } });
         }
       }),
       ...toCreate.map(async (g) => {
@@ -606,13 +912,20 @@ export class Orchestrator {
           created.push(binding);
           await saver();
         } catch (err) {
-          failures.push(this.asTyped(err, g));
+          const typed = this.asTyped(err, g);
+          failures.push(typed);
+          if (typed.partial) {
+            const binding = { gateway: g, nativeId: typed.partial.nativeId, resources: typed.partial.resources as ProviderResources };
+            rec.bindings.push(binding);
+            created.push(binding);
+          }
+          if (this.mayHaveLanded(typed)) uncertain.push(g);
         }
       }),
     ]);
 
     if (failures.length > 0) {
-      await this.compensateUpdate(rec, updated, created, previousGroups, desiredGroups, newApp, oldApp);
+      await this.compensateUpdate(rec, updated, created, uncertain, previousGroups, desiredGroups, newApp, oldApp);
       rec.status = "active";
       delete rec.pending;
       await saver();
@@ -664,11 +977,20 @@ export class Orchestrator {
     }
   }
 
-  /** Undoes the successful parts of a failed update: inverse updates, and revokes of new gateways. */
+  /**
+   * Undoes a failed update: inverse updates on every gateway it updated (the
+   * failed one too: it may have applied part of the change), revokes of what it
+   * created on new gateways, and — where a create's outcome is unknown — a
+   * search for the credential's mark there, revoking what is found. Each call
+   * has the request's bounded retries; what still fails is logged, and
+   * `credhook reconcile` revokes marked resources on gateways the credential is
+   * not bound to.
+   */
   private async compensateUpdate(
     rec: CredentialRecord,
     updated: Array<{ gateway: string; before: GatewayBinding }>,
     created: GatewayBinding[],
+    uncertain: string[],
     previousGroups: Map<string, GatewayApi[]>,
     desiredGroups: Map<string, GatewayApi[]>,
     newApp: AppIdentity,
@@ -679,19 +1001,28 @@ export class Orchestrator {
         const b = rec.bindings.find((x) => x.gateway === gateway)!;
         const previous = previousGroups.get(gateway) ?? [];
         const desired = desiredGroups.get(gateway) ?? [];
-        const res = await this.gateway(gateway).provider.update({
-          ...this.ref(rec, b),
-          app: oldApp,
-          previous: desired,
-          desired: previous,
-          changes: changesBetween(desired, previous),
-          ...(newApp.appName !== oldApp.appName ? { previousAppName: newApp.appName } : {}),
-        });
+        const res = await this.compensating(() =>
+          this.gateway(gateway).provider.update({
+            ...this.ref(rec, b),
+            app: oldApp,
+            previous: desired,
+            desired: previous,
+            changes: changesBetween(desired, previous),
+            ...(newApp.appName !== oldApp.appName ? { previousAppName: newApp.appName } : {}),
+          }),
+        );
         b.resources = res.resources ?? before.resources;
       }),
       ...created.map(async (b) => {
-        await this.gateway(b.gateway).provider.revoke(this.ref(rec, b));
+        await this.compensating(() => this.revokeOne(b.gateway, this.ref(rec, b)));
         rec.bindings = rec.bindings.filter((x) => x !== b);
+      }),
+      ...uncertain.map(async (g) => {
+        const found = await this.compensating(() => this.findByCredential(g, rec, desiredGroups.get(g) ?? []));
+        for (const r of found) {
+          if (created.some((b) => b.gateway === g && b.nativeId === r.nativeId)) continue;
+          await this.compensating(() => this.revokeOne(g, { ...this.ref(rec, { gateway: g, nativeId: r.nativeId, resources: {} }) }));
+        }
       }),
     ]);
     const failed = results.filter((r) => r.status === "rejected");
@@ -703,7 +1034,14 @@ export class Orchestrator {
     }
   }
 
-  /** Update of a credential the store does not know: find it by the request's id on its gateway, and adopt it. */
+  /**
+   * Update of a credential the store does not know (the store was lost or
+   * restored from an old backup): find it by the request's id on the gateway
+   * its APIs route to and, when the resource carries that gateway's mark (it
+   * was credhook's), record it again. A resource without the mark is not
+   * credhook's: 404, and the operator brings it under credhook explicitly
+   * with `credhook adopt`.
+   */
   private async adoptAndUpdate(req: UpdateCredentialsRequest, publicId: string): Promise<OperationOutcome> {
     const again = await this.store.findByPublicId(req.credentialType, publicId);
     if (again) return this.updateKnown(again, req);
@@ -724,11 +1062,10 @@ export class Orchestrator {
       developer: req.developer ?? "",
       ...(req.appSlug ? { appSlug: req.appSlug } : {}),
     };
-    const id = randomUUID();
-    let resources;
+    let result;
     try {
-      ({ resources } = await gw.provider.update({
-        credentialId: id,
+      result = await gw.provider.update({
+        credentialId: "",
         credentialType: req.credentialType,
         nativeId: publicId,
         resources: {},
@@ -736,12 +1073,21 @@ export class Orchestrator {
         previous: groupByGateway(previous).get(gateway) ?? [],
         desired: groupByGateway(desired).get(gateway) ?? [],
         changes: req.apis.map((c) => ({ id: c.id, action: c.action, usagePlans: (c.usagePlans ?? []).map((p) => ({ ...p })) })),
-      }));
+      });
     } catch (err) {
       const typed = this.asTyped(err, gateway);
-      if (typed.status === 404) throw new NotFound(`credential ${req.credentialType} '${publicId}' is known neither to credhook nor to gateway '${gateway}'`, { cause: err, gateway });
+      if (typed.status === 404) {
+        throw new NotFound(`credential ${req.credentialType} '${publicId}' is not known to credhook, and gateway '${gateway}' holds no credential of credhook's with that id`, {
+          cause: err,
+          gateway,
+          messages: ["a credential made outside credhook is brought under it explicitly, with `credhook adopt`"],
+        });
+      }
       throw typed;
     }
+    const resources = result.resources;
+    const markedId = result.credentialId && !(await this.store.get(result.credentialId)) ? result.credentialId : undefined;
+    const id = markedId ?? randomUUID();
     const now = new Date().toISOString();
     await this.store.insert({
       id,
@@ -751,12 +1097,80 @@ export class Orchestrator {
       publicId,
       status: "active",
       apis: desired,
-      bindings: [{ gateway, nativeId: publicId, resources }],
+      bindings: [{ gateway, nativeId: publicId, resources, ...(markedId ? {} : { markId: "" }) }],
       createdAt: now,
       updatedAt: now,
     });
-    this.logger.warn({ credentialId: id, gateway }, "credential unknown to the store was found on its gateway and adopted");
+    this.logger.warn({ credentialId: id, gateway }, "credential unknown to the store was found on its gateway, under its mark, and recorded again");
     return { gateways: [gateway], credentialId: id };
+  }
+
+  // ------------------------------------------------------------------- adopt
+
+  /**
+   * Brings credentials made outside credhook (by hand, or by the webhook
+   * credhook replaces) under it — explicitly, never from a portal request:
+   * for each entry, the gateway its APIs route to puts credhook's mark on the
+   * resource ({@link Provider.adopt}) and an `active` record is stored, so
+   * later updates and revokes from the portal reach it.
+   * Entries the store already knows, whose app already has a credential, whose
+   * APIs span several gateways, or whose gateway cannot adopt are skipped with
+   * a reason; a gateway's refusal (NotFound, Conflict: another mark) too.
+   * @param options.dryRun check and report; change nothing
+   * @throws only store failures; per-entry problems are results
+   */
+  async adopt(entries: AdoptionRequest[], options: { dryRun?: boolean } = {}): Promise<AdoptionResult[]> {
+    const out: AdoptionResult[] = [];
+    for (const e of entries) {
+      const publicId = (e.credentialType === "API_KEY" ? e.apiKeyId : e.clientId) ?? "";
+      const skip = (reason: string, gateway?: string) => out.push({ publicId, action: "skipped", reason, ...(gateway ? { gateway } : {}) });
+      if (!publicId) {
+        skip(`${e.credentialType === "API_KEY" ? "apiKeyId" : "clientId"} is missing`);
+        continue;
+      }
+      let apis: GatewayApiWithGateway[];
+      try {
+        apis = this.routeCreate({ appName: e.appName, developer: e.developer, apis: e.apis });
+      } catch (err) {
+        skip(isCredhookError(err) ? err.messages.join("; ") : String(err));
+        continue;
+      }
+      const gateways = uniq(apis.map((a) => a.gateway));
+      if (gateways.length !== 1) {
+        skip(`its APIs route to ${gateways.length} gateways (${gateways.join(", ")}); adopt a credential of one gateway at a time`);
+        continue;
+      }
+      const gateway = gateways[0]!;
+      const gw = this.gateway(gateway);
+      if (gw.credentialType !== e.credentialType) {
+        skip(`gateway '${gateway}' issues ${gw.credentialType}, not ${e.credentialType}`, gateway);
+        continue;
+      }
+      if (!gw.provider.adopt) {
+        skip(`gateway '${gateway}' (provider ${gw.providerType}) cannot adopt existing credentials`, gateway);
+        continue;
+      }
+      const app: AppIdentity = { appName: e.appName, developer: e.developer, ...(e.appSlug ? { appSlug: e.appSlug } : {}) };
+      const appKey = appKeyOf(app);
+      const result = await this.lock.run(appKey, async (): Promise<AdoptionResult> => {
+        if (await this.store.findByPublicId(e.credentialType, publicId)) return { publicId, action: "skipped", gateway, reason: "credhook already holds this credential" };
+        if (await this.store.findByAppKey(appKey, e.credentialType)) return { publicId, action: "skipped", gateway, reason: `the app already has a ${e.credentialType} credential in credhook` };
+        if (options.dryRun) return { publicId, action: "would adopt", gateway };
+        const id = randomUUID();
+        let resources: ProviderResources;
+        try {
+          ({ resources } = await gw.provider.adopt!({ credentialId: id, credentialType: e.credentialType, nativeId: publicId, resources: {}, app, apis: groupByGateway(apis).get(gateway)! }));
+        } catch (err) {
+          return { publicId, action: "skipped", gateway, reason: this.asTyped(err, gateway).messages.join("; ") };
+        }
+        const now = new Date().toISOString();
+        await this.store.insert({ id, credentialType: e.credentialType, appKey, app, publicId, status: "active", apis, bindings: [{ gateway, nativeId: publicId, resources }], createdAt: now, updatedAt: now });
+        this.logger.info({ credentialId: id, gateway, publicId }, "existing credential adopted");
+        return { publicId, action: "adopted", gateway, credentialId: id };
+      });
+      out.push(result);
+    }
+    return out;
   }
 
   // ------------------------------------------------------------------ revoke
@@ -772,20 +1186,25 @@ export class Orchestrator {
     const found = await this.store.findByPublicId(req.credentialType, publicId);
     if (!found) {
       return this.lock.run(`id:${req.credentialType}:${publicId}`, async () => {
+        // Unknown to the store (it was lost, or the id was never credhook's): each gateway of the type revokes
+        // the id only when the resource carries that gateway's own mark.
         const candidates = [...this.gateways.values()].filter((g) => g.credentialType === req.credentialType);
         const app: AppIdentity = { appName: req.appName ?? "", developer: req.developer ?? "" };
         const results = await Promise.allSettled(
-          candidates.map((g) =>
-            g.provider
-              .revoke({ credentialId: "", credentialType: req.credentialType, nativeId: publicId, resources: {}, app })
-              .catch((err: unknown) => {
-                throw this.asTyped(err, g.name);
-              }),
-          ),
+          candidates.map((g) => this.revokeOne(g.name, { credentialId: "", credentialType: req.credentialType, nativeId: publicId, resources: {}, app })),
         );
         const failed = results.find((r) => r.status === "rejected");
         if (failed) throw (failed as PromiseRejectedResult).reason;
-        return { gateways: candidates.map((g) => g.name) };
+        const outcomes = results.map((r) => (r as PromiseFulfilledResult<RevokeOutcome>).value);
+        // Someone else's resource under that id was left live — unless another of credhook's gateways revoked its own under that id.
+        const unowned = outcomes.includes("revoked") ? [] : candidates.filter((_, i) => outcomes[i] === "not-owned").map((g) => g.name);
+        if (unowned.length > 0) {
+          this.logger.warn(
+            { credentialType: req.credentialType, publicId, gateways: unowned },
+            "revoke of an id credhook does not know: a resource with that id exists but is not credhook's, so it was left live (bring it under credhook with `credhook adopt`, or remove it where it was made)",
+          );
+        }
+        return { gateways: candidates.map((g) => g.name), ...(unowned.length > 0 ? { unowned } : {}) };
       });
     }
     return this.lock.run(found.appKey, async () => {
@@ -848,31 +1267,61 @@ export class Orchestrator {
   async reconcile(options: ReconcileOptions = {}): Promise<ReconcileReport> {
     const dryRun = options.dryRun ?? false;
     const before = new Date(Date.now() - (options.olderThanMs ?? 60_000)).toISOString();
-    const report: ReconcileReport = { dryRun, unfinished: [], orphans: [], unlistable: [] };
-    let owned = this.ownedLister();
+    const report: ReconcileReport = { dryRun, unfinished: [], abandoned: [], skippedRecent: await this.store.countUnfinishedSince(before), orphans: [], garbage: [], unlistable: [] };
     for (const rec of await this.store.listUnfinished(before)) {
       const entry = await this.lock.run(rec.appKey, async () => {
         const fresh = await this.store.get(rec.id);
-        if (!fresh || fresh.updatedAt >= before || fresh.status === "active") return undefined;
-        return this.finishUnfinished(fresh, owned, dryRun);
+        if (!fresh || fresh.updatedAt >= before || (fresh.status !== "pending" && fresh.status !== "revoking")) return undefined;
+        return this.finishUnfinished(fresh, dryRun);
       });
       if (entry) report.unfinished.push(entry);
     }
-    // Drift: what gateways hold that no credential record owns (listed afresh).
-    owned = this.ownedLister();
+    // Abandoned creates: no request owns them any more, whatever their age.
+    for (const rec of await this.store.listAbandoned()) {
+      const entry: ReconcileEntry = { credentialId: rec.id, appKey: rec.appKey, op: "create", action: "", gateways: uniq([...rec.bindings.map((b) => b.gateway), ...(rec.abandoned?.uncertain ?? [])]), errors: [] };
+      if (dryRun) {
+        entry.action = `would revoke ${rec.bindings.length} recorded resource(s) and search ${rec.abandoned?.uncertain.length ?? 0} gateway(s) for the credential's mark`;
+      } else {
+        const r = await this.lock.run(rec.appKey, () => this.sweepOne(rec.id));
+        if (!r) continue;
+        entry.errors.push(...r.errors);
+        report.garbage.push(...r.found);
+        entry.action = r.deleted
+          ? `cleaned up (${r.revoked.length} resource(s) revoked), record deleted`
+          : r.errors.length > 0
+            ? "cleanup incomplete; run reconcile again"
+            : `cleaned up (${r.revoked.length} resource(s) revoked); record kept until ${(await this.store.get(rec.id))?.abandoned?.settleUntil ?? "settled"} in case a late write lands`;
+      }
+      report.abandoned.push(entry);
+    }
+    // Drift: what gateways hold under credhook's mark that no credential record explains (listed afresh).
     const records = await this.store.list();
     const held = new Set(records.flatMap((r) => r.bindings.map((b) => `${b.gateway}\u0000${b.nativeId}`)));
-    const ids = new Set(records.map((r) => r.id));
+    const byId = new Map(records.map((r) => [r.id, r]));
     for (const gw of this.gateways.values()) {
       if (!gw.provider.listOwned) {
         report.unlistable.push(gw.name);
         continue;
       }
       try {
-        for (const r of await owned(gw.name)) {
+        for (const r of await gw.provider.listOwned()) {
           if (held.has(`${gw.name}\u0000${r.nativeId}`)) continue;
-          if (r.credentialId && ids.has(r.credentialId)) continue; // belongs to a record (e.g. one subscription of several)
-          report.orphans.push({ gateway: gw.name, ...r });
+          const owner = r.credentialId ? byId.get(r.credentialId) : undefined;
+          if (owner && !this.isGarbageOf(owner, gw.name, before)) continue; // one resource of several, or an operation in flight
+          if (!owner) {
+            report.orphans.push({ gateway: gw.name, ...r });
+            continue;
+          }
+          // Marked with a credential whose record says it is not there: an abandoned create's late write, or a failed update's.
+          report.garbage.push({ gateway: gw.name, ...r });
+          if (dryRun) continue;
+          await this.lock.run(owner.appKey, async () => {
+            const fresh = await this.store.get(owner.id);
+            if (!fresh || !this.isGarbageOf(fresh, gw.name, before)) return;
+            await this.revokeOne(gw.name, { credentialId: owner.id, credentialType: owner.credentialType, nativeId: r.nativeId, resources: {}, app: owner.app }).catch((err: unknown) => {
+              report.unlistable.push(`${gw.name}: ${this.asTyped(err, gw.name).messages[0]}`);
+            });
+          });
         }
       } catch (err) {
         report.unlistable.push(`${gw.name}: ${this.asTyped(err, gw.name).messages[0]}`);
@@ -881,40 +1330,60 @@ export class Orchestrator {
     return report;
   }
 
-  private async finishUnfinished(
-    rec: CredentialRecord,
-    owned: (gateway: string) => Promise<OwnedResource[]>,
-    dryRun: boolean,
-  ): Promise<ReconcileEntry> {
+  /**
+   * True when a resource marked with `rec`'s credential id on `gateway`, and not
+   * bound to it, is garbage: the record is abandoned, or it is settled
+   * (`active`, last written before `before`) and holds nothing on that gateway.
+   */
+  private isGarbageOf(rec: CredentialRecord, gateway: string, before: string): boolean {
+    if (rec.status === "abandoned") return true;
+    return rec.status === "active" && rec.updatedAt < before && !rec.bindings.some((b) => b.gateway === gateway);
+  }
+
+  private async finishUnfinished(rec: CredentialRecord, dryRun: boolean): Promise<ReconcileEntry> {
     const op = rec.status === "revoking" ? "revoke" : (rec.pending?.op ?? "create");
     const entry: ReconcileEntry = { credentialId: rec.id, appKey: rec.appKey, op, action: "", gateways: [], errors: [] };
     // Resources of this credential a gateway holds but the record does not (the crash came between the cloud call and the store write).
-    const strays = async (gateways: string[]) => {
+    const strays = async (gateways: string[], apis: GatewayApiWithGateway[]) => {
       const out: GatewayBinding[] = [];
+      const groups = groupByGateway(apis);
       for (const g of gateways) {
-        for (const r of await owned(g).catch(() => [] as OwnedResource[])) {
-          if (r.credentialId === rec.id && !rec.bindings.some((b) => b.gateway === g && b.nativeId === r.nativeId)) {
-            out.push({ gateway: g, nativeId: r.nativeId, resources: {} });
-          }
+        for (const r of await this.findByCredential(g, rec, groups.get(g) ?? []).catch(() => [] as OwnedResource[])) {
+          if (!rec.bindings.some((b) => b.gateway === g && b.nativeId === r.nativeId)) out.push({ gateway: g, nativeId: r.nativeId, resources: {} });
         }
       }
       return out;
     };
-    const revokeAll = async (bindings: GatewayBinding[]) => {
+
+    if (op === "create") {
+      // An interrupted create: the portal never received it, and writes in flight at the crash may still land. Abandon it and clean up.
+      const uncertain = rec.pending?.createOn ?? rec.bindings.map((b) => b.gateway);
+      entry.gateways = uniq([...rec.bindings.map((b) => b.gateway), ...uncertain]);
+      if (dryRun) {
+        entry.action = `would abandon it: revoke ${rec.bindings.length} recorded resource(s) and search ${uncertain.length} gateway(s) for its mark`;
+        return entry;
+      }
+      this.markAbandoned(rec, "interrupted create (the process stopped before it finished)", uncertain, Date.parse(rec.pending?.startedAt ?? rec.createdAt));
+      await this.store.save(structuredClone(rec));
+      const result = await this.cleanupAbandoned(rec, false);
+      entry.errors.push(...result.errors);
+      entry.action = result.deleted ? "abandoned, cleaned up, record deleted" : result.errors.length > 0 ? "abandoned; cleanup incomplete, run reconcile again" : `abandoned and cleaned up; record kept until ${rec.abandoned!.settleUntil} (a late write may still land)`;
+      return entry;
+    }
+
+    if (op === "revoke") {
+      const bindings = [...rec.bindings, ...(await strays(rec.bindings.map((b) => b.gateway), rec.apis))];
       entry.gateways = uniq(bindings.map((b) => b.gateway));
-      if (dryRun) return true;
+      if (dryRun) {
+        entry.action = `would revoke on ${bindings.length} gateway resource(s) and delete the record`;
+        return entry;
+      }
       const left = await this.revokeBindings({ ...rec, bindings });
       entry.errors.push(...left.map((l) => `${l.binding.gateway}: ${l.error.messages[0]}`));
-      return left;
-    };
-
-    if (op === "revoke" || op === "create") {
-      const bindings = [...rec.bindings, ...(await strays(op === "create" ? (rec.pending?.createOn ?? []) : rec.bindings.map((b) => b.gateway)))];
-      entry.action = dryRun ? `would revoke on ${bindings.length} gateway resource(s) and delete the record` : "revoked and deleted";
-      const left = await revokeAll(bindings);
-      if (left === true) return entry;
-      if (left.length === 0) await this.store.delete(rec.id);
-      else {
+      if (left.length === 0) {
+        await this.store.delete(rec.id);
+        entry.action = "revoked and deleted";
+      } else {
         rec.bindings = left.map((l) => l.binding);
         rec.updatedAt = new Date().toISOString();
         await this.store.save(rec);
@@ -925,7 +1394,7 @@ export class Orchestrator {
 
     // An interrupted update: roll back to the API set before it.
     const pending = rec.pending!;
-    const createdHere = [...rec.bindings.filter((b) => pending.createOn.includes(b.gateway)), ...(await strays(pending.createOn))];
+    const createdHere = [...rec.bindings.filter((b) => pending.createOn.includes(b.gateway)), ...(await strays(pending.createOn, pending.desiredApis ?? rec.apis))];
     const keep = rec.bindings.filter((b) => !pending.createOn.includes(b.gateway));
     entry.gateways = uniq([...createdHere, ...keep].map((b) => b.gateway));
     if (dryRun) {

@@ -12,9 +12,29 @@
  * UpstreamTimeout — never a raw SDK error. They never log or return a secret
  * except in the fields meant for it ({@link ProviderCredential.apiKey},
  * {@link ProviderCredential.clientSecret}).
+ *
+ * ## Never an orphan, never someone else's resource (design.md)
+ *
+ * - **Ownership before any write.** Everything a provider creates carries its
+ *   mark: the gateway's name and credhook's credential id (AWS tags, Azure the
+ *   gateway's subscription-id prefix, Google annotations, a name suffix where a
+ *   cloud has no tags). `update`, `revoke` and `rotateSecret` read the mark
+ *   before they write and never touch a resource without this gateway's mark
+ *   (nor, when the ref names a credential id, another credential's mark):
+ *   `revoke` answers `"not-owned"`, `update` throws NotFound. Foreign resources
+ *   come under credhook only through {@link Provider.adopt} (`credhook adopt`).
+ * - **Providers never clean up alone.** When `create` or `update` fails after a
+ *   cloud write was accepted, the provider does not delete what it made: it
+ *   throws the typed error with {@link CredhookErrorOptions.partial} (what exists
+ *   now) and, when a write may have landed unseen (timeout, no answer, 5xx),
+ *   `outcomeUnknown: true`. Core records it and compensates — one place owns
+ *   rollback, retried by the request, the next request and `credhook reconcile`.
+ * - **Never less access than before on failure.** When a credential moves
+ *   (usage-plan swap, product change), add before remove.
  */
 import type { CredentialType } from "./contract.js";
 import type { Logger } from "./logger.js";
+import type { RateSlots } from "./store.js";
 
 /** JSON value a provider may keep in the store. Never a secret. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -72,6 +92,15 @@ export interface ProviderCapabilities {
    * front. Google: `AIza` + 35 of `[A-Za-z0-9_-]`.
    */
   generatedApiKeyFormat?: { characters: string; length: number };
+  /**
+   * False when no write of this provider can land after its call returned or
+   * the process died — its state is credhook's own store (the embedded
+   * provider). Core then needs no settle window before it trusts a search
+   * that finds nothing. Every cloud: true (clouds do not cancel work when the
+   * client gives up).
+   * @default true
+   */
+  writesLandLate?: boolean;
 }
 
 /** Input of {@link Provider.create}. */
@@ -140,6 +169,13 @@ export interface ProviderUpdateInput extends ProviderCredentialRef {
 export interface ProviderUpdateResult {
   /** New resources to store (replaces the old record). */
   resources: ProviderResources;
+  /**
+   * The credential id found in the resource's mark, when the input's
+   * `credentialId` was empty (the store lost the record and core found the
+   * credential by the request's id). Core then keeps that id, so the record
+   * and the mark agree again.
+   */
+  credentialId?: string;
 }
 
 /** Result of {@link Provider.rotateSecret}. */
@@ -147,6 +183,25 @@ export interface RotatedSecret {
   apiKey?: string;
   clientSecret?: string;
   resources: ProviderResources;
+}
+
+/**
+ * What {@link Provider.revoke} found: `revoked` (deleted or disabled now),
+ * `gone` (nothing there: already revoked, or never created), `not-owned` (a
+ * resource exists under that id but carries no mark of this gateway, or another
+ * credential's: left untouched). A provider returning nothing means `revoked`.
+ */
+export type RevokeOutcome = "revoked" | "gone" | "not-owned";
+
+/** Who to look for with {@link Provider.findByCredential}. */
+export interface CredentialSearch {
+  /** credhook's credential id whose mark to look for. */
+  credentialId: string;
+  credentialType: CredentialType;
+  /** The app, for providers whose names derive from it (AWS key names are a prefix query). */
+  app: AppIdentity;
+  /** The APIs the credential was (meant to be) on at this gateway, for providers whose ids derive from them (Azure: one subscription per product). */
+  apis: GatewayApi[];
 }
 
 /** A cloud resource tagged as credhook's, for drift reports. */
@@ -163,8 +218,14 @@ export interface Provider {
   /** Capabilities; constant for the provider's life. */
   readonly capabilities: ProviderCapabilities;
   /**
-   * Creates the credential on this gateway.
-   * @throws InvalidReference an unknown usage plan/product; nothing created is left behind
+   * Creates the credential on this gateway, marked with the gateway's name and
+   * `input.credentialId` (see "Ownership" above).
+   *
+   * A failure after a cloud write was accepted leaves the resource in place and
+   * reports it: the thrown error carries `partial` ({nativeId, resources} of
+   * what exists) and `outcomeUnknown: true` when a write may still land. Core
+   * then revokes it. A provider never deletes what a failing create made.
+   * @throws InvalidReference an unknown usage plan/product (with `partial` when the resource already exists)
    * @throws Conflict the key value exists already (a value clash on import)
    * @throws Throttled | UpstreamError | UpstreamUnavailable | UpstreamTimeout cloud failures
    */
@@ -172,15 +233,43 @@ export interface Provider {
   /**
    * Applies a change of the app's API/usage-plan set (and a rename) to this gateway.
    * Re-checks plans marked NONE and repairs drift where the cloud allows.
-   * @throws NotFound the native credential does not exist
+   * Adds before it removes (attach the new usage plan/product, then detach the
+   * old), so that a failure half-way leaves at least the access the credential
+   * had before; core undoes the rest with an inverse update.
+   * A resource without this gateway's mark is NotFound (never updated). With an
+   * empty `credentialId` (the store lost the record) the gateway's mark suffices.
+   * @throws NotFound the native credential does not exist, or is not this gateway's
    * @throws InvalidReference an ADDED usage plan/product is unknown
+   * @throws Conflict the operator suspended the credential on this gateway and the update would create an active resource with its key
    */
   update(input: ProviderUpdateInput): Promise<ProviderUpdateResult>;
   /**
-   * Revokes (deletes, or disables where configured). Idempotent: a credential
-   * already gone is success, never NotFound.
+   * Revokes (deletes, or disables where configured) after checking the mark:
+   * only a resource carrying this gateway's mark — and, when `ref.credentialId`
+   * is not empty, that credential's mark — is revoked. Idempotent: a credential
+   * already gone is `"gone"`, never NotFound; a resource that is not this
+   * gateway's is `"not-owned"` and left untouched.
    */
-  revoke(ref: ProviderCredentialRef): Promise<void>;
+  revoke(ref: ProviderCredentialRef): Promise<RevokeOutcome | void>;
+  /**
+   * Finds every resource on this gateway that carries this gateway's mark and
+   * `search.credentialId`'s — by the deterministic ids, tags or names derived
+   * from it, without listing the whole account where the cloud allows. Core
+   * calls it when a create's outcome is unknown (a write that may land after
+   * the client gave up) and revokes what it returns.
+   * Without it, core falls back to {@link listOwned} filtered by credential id.
+   */
+  findByCredential?(search: CredentialSearch): Promise<OwnedResource[]>;
+  /**
+   * Brings an existing resource made outside credhook (by hand, by another
+   * webhook) under this gateway explicitly: puts credhook's mark on it (tags,
+   * annotations, or a record in the provider's state where the cloud has no
+   * marks) and returns what to store. Only `credhook adopt` calls it — never a
+   * portal request.
+   * @throws NotFound no resource with `ref.nativeId`
+   * @throws Conflict the resource carries another gateway's or credential's mark
+   */
+  adopt?(ref: ProviderCredentialRef & { apis: GatewayApi[] }): Promise<ProviderUpdateResult>;
   /**
    * Reads the live secret back (replayed creates, multi-gateway key reuse).
    * Only when {@link ProviderCapabilities.readsBackSecret}.
@@ -229,6 +318,13 @@ export interface ProviderContext {
   logger: Logger;
   /** Persistent key–value state, namespaced to this gateway. */
   state: ProviderStateStore;
+  /**
+   * Call slots shared by every credhook instance on the store (PostgreSQL),
+   * for quotas that are per cloud account: a provider reserves a slot before
+   * each attempt of a limited call (SDK retries included) and waits for it.
+   * Absent with a single-instance store: in-process limiters see every call.
+   */
+  rateSlots?: RateSlots;
 }
 
 /** What a provider package default-exports. */

@@ -1,10 +1,13 @@
 /**
- * The provider registry: turns each `gateways:` entry of the config into a live
- * {@link Provider}. `provider: aws` loads `@credhook/provider-aws` (likewise
- * `azure`, `gcp`, `local`); any other value is imported as a package name, so a
- * third party ships `credhook-provider-kong` without touching credhook.
+ * The provider and store registries: turn each `gateways:` entry of the config
+ * into a live {@link Provider}, and `store:` into a {@link CredentialStore}.
+ * `provider: aws` loads `@credhook/provider-aws` (likewise `azure`, `gcp`,
+ * `local`); `store: { postgres: … }` loads `@credhook/store-postgres` (likewise
+ * `sqlite`); any other value is imported as a package name, so a third party
+ * ships `credhook-provider-kong` or `credhook-store-dynamodb` without touching
+ * credhook.
  *
- * A provider that fails to load, or whose options fail its schema, stops
+ * A package that fails to load, or whose options fail its schema, stops
  * start-up with a {@link ConfigError} naming the YAML path — never skipped.
  */
 import type { CredentialType } from "./contract.js";
@@ -13,6 +16,7 @@ import { formatConfigErrors } from "./config.js";
 import { ConfigError, isCredhookError } from "./errors.js";
 import type { Logger } from "./logger.js";
 import type { Provider, ProviderFactory, ProviderStateStore } from "./provider.js";
+import type { CredentialStore, RateSlots, StoreFactory } from "./store.js";
 import { createAjv } from "./validation.js";
 
 /** Short provider names and the packages they load. */
@@ -33,6 +37,12 @@ export interface Gateway {
   provider: Provider;
 }
 
+/** Short store names and the packages they load. */
+export const BUILTIN_STORES: Readonly<Record<string, string>> = {
+  sqlite: "@credhook/store-sqlite",
+  postgres: "@credhook/store-postgres",
+};
+
 /** What {@link loadGateways} needs from its caller. */
 export interface LoadGatewaysOptions {
   /**
@@ -44,6 +54,8 @@ export interface LoadGatewaysOptions {
   logger: Logger;
   /** Provider state store of a gateway (from the credential store). */
   stateFor: (gateway: string) => ProviderStateStore;
+  /** The store's shared call slots, when several instances share it. */
+  rateSlots?: RateSlots;
 }
 
 /** Package name a `provider:` value loads. */
@@ -51,14 +63,19 @@ export function providerPackage(provider: string): string {
   return BUILTIN_PROVIDERS[provider] ?? provider;
 }
 
-function isFactory(value: unknown): value is ProviderFactory {
+/** A factory package's default export has `type`, `optionsSchema` and `create`. */
+function isFactory(value: unknown): value is ProviderFactory & StoreFactory {
   const f = value as ProviderFactory | undefined;
   return !!f && typeof f.type === "string" && typeof f.create === "function" && typeof f.optionsSchema === "object" && f.optionsSchema !== null;
 }
 
-/** Imports a provider package's factory. @throws ConfigError naming `at` when it cannot be loaded or is not a factory */
-export async function loadProviderFactory(provider: string, at: string, importModule: LoadGatewaysOptions["importModule"]): Promise<ProviderFactory> {
-  const pkg = providerPackage(provider);
+/**
+ * Imports the factory a package default-exports.
+ * @param kind `provider` or `store`, for messages
+ * @param pkg the package to import
+ * @throws ConfigError naming `at` when it cannot be loaded or is not a factory
+ */
+async function loadFactory(kind: "provider" | "store", pkg: string, at: string, importModule: LoadGatewaysOptions["importModule"]): Promise<ProviderFactory & StoreFactory> {
   let mod: unknown;
   try {
     mod = await importModule(pkg);
@@ -68,17 +85,48 @@ export async function loadProviderFactory(provider: string, at: string, importMo
     throw new ConfigError(
       [
         missing
-          ? `${at}: provider package '${pkg}' is not installed (install it next to credhook, e.g. pnpm add ${pkg})`
-          : `${at}: provider package '${pkg}' failed to load: ${(err as Error).message}`,
+          ? `${at}: ${kind} package '${pkg}' is not installed (install it next to credhook, e.g. pnpm add ${pkg})`
+          : `${at}: ${kind} package '${pkg}' failed to load: ${(err as Error).message}`,
       ],
       { cause: err },
     );
   }
   const factory = (mod as { default?: unknown }).default ?? mod;
   if (!isFactory(factory)) {
-    throw new ConfigError([`${at}: package '${pkg}' does not default-export a credhook provider factory ({ type, optionsSchema, create })`]);
+    throw new ConfigError([`${at}: package '${pkg}' does not default-export a credhook ${kind} factory ({ type, optionsSchema, create })`]);
   }
   return factory;
+}
+
+/** Imports a provider package's factory. @throws ConfigError naming `at` when it cannot be loaded or is not a factory */
+export async function loadProviderFactory(provider: string, at: string, importModule: LoadGatewaysOptions["importModule"]): Promise<ProviderFactory> {
+  return loadFactory("provider", providerPackage(provider), at, importModule);
+}
+
+/** What {@link loadStore} needs from its caller. */
+export interface LoadStoreOptions {
+  /** Imports a module by specifier (see {@link LoadGatewaysOptions.importModule}). */
+  importModule: (specifier: string) => Promise<unknown>;
+  logger: Logger;
+  /** Directory relative store paths are resolved against (the config file's). */
+  baseDir: string;
+}
+
+/**
+ * Opens the store `config.store` names: its one key is the store's name
+ * (`sqlite`, `postgres`, or a package name), its value the store's options,
+ * validated by the package's own schema.
+ * @throws ConfigError naming `store.<name>` when the package cannot be loaded or its options are invalid
+ */
+export async function loadStore(config: CredhookConfig, options: LoadStoreOptions): Promise<CredentialStore> {
+  const [name, raw] = Object.entries(config.store)[0]!;
+  const at = `store.${name}`;
+  const factory = await loadFactory("store", BUILTIN_STORES[name] ?? name, at, options.importModule);
+  const validate = createAjv({ coerceTypes: true, useDefaults: true }).compile(factory.optionsSchema);
+  const opts = { value: structuredClone(raw) };
+  const schema = validate as unknown as (v: unknown) => boolean;
+  if (!schema(opts.value)) throw new ConfigError(formatConfigErrors(validate.errors, at).map((m) => `[store-${factory.type}] ${m}`));
+  return factory.create(opts.value, { configPath: at, baseDir: options.baseDir, logger: options.logger.child({ store: factory.type }) });
 }
 
 /**
@@ -106,6 +154,7 @@ export async function loadGateways(config: CredhookConfig, options: LoadGateways
         credentialType: gw.credentialType,
         logger,
         state: options.stateFor(name),
+        ...(options.rateSlots ? { rateSlots: options.rateSlots } : {}),
       });
       if (!provider.capabilities.credentialTypes.includes(gw.credentialType)) {
         problems.push(

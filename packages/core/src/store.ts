@@ -9,16 +9,45 @@
  * (embedded default); later `store-postgres`.
  */
 import type { CredentialType } from "./contract.js";
+import type { Logger } from "./logger.js";
 import type { AppIdentity, GatewayApi, ProviderResources, ProviderStateStore } from "./provider.js";
 
 /**
- * Lifecycle of a credential record:
+ * Lifecycle of a credential record (README, "The life of a credential record"):
  * - `pending`: intent recorded, cloud calls under way (or interrupted by a crash);
  * - `active`: every gateway holds it;
- * - `revoking`: revoke started and not finished on every gateway.
+ * - `revoking`: revoke started and not finished on every gateway;
+ * - `abandoned`: a create failed and the portal never received the credential,
+ *   but a cloud write may have landed (outcome unknown) or its cleanup failed:
+ *   the record keeps every hint to find what exists (bindings, the credential
+ *   id that marks it, the gateways to search) until cleanup has found nothing
+ *   left for {@link AbandonedInfo.settleUntil}. Never returned to the portal,
+ *   never matched by an app's next create (which gets a new credential id).
  * A fully revoked credential's record is deleted.
  */
-export type CredentialStatus = "pending" | "active" | "revoking";
+export type CredentialStatus = "pending" | "active" | "revoking" | "abandoned";
+
+/** Why and since when a record is `abandoned`, and where to search for what it may own. */
+export interface AbandonedInfo {
+  /** ISO 8601 time the create was given up. */
+  at: string;
+  /** Secret-free reason, for logs and `credhook reconcile`'s report. */
+  reason: string;
+  /** Gateways where a write of this credential may have landed unseen: searched by the credential's mark until settled. */
+  uncertain: string[];
+  /**
+   * ISO 8601 time until which a search that finds nothing does not yet prove
+   * that nothing exists (a cloud may still complete a write the client gave up
+   * on). The record is deleted at the first clean search after this time.
+   */
+  settleUntil: string;
+  /** Cleanup attempts so far. */
+  attempts: number;
+  /** ISO 8601 time of the last cleanup attempt. */
+  lastAttemptAt?: string;
+  /** The last cleanup error per gateway, secret-free. */
+  lastErrors?: string[];
+}
 
 /** What one gateway holds for a credential. */
 export interface GatewayBinding {
@@ -28,6 +57,13 @@ export interface GatewayBinding {
   nativeId: string;
   /** Provider's secret-free resources for later update/revoke. */
   resources: ProviderResources;
+  /**
+   * The credential id the resource's ownership mark carries, when it differs
+   * from the record's id: `""` when the record was rebuilt from the request's
+   * ids after the store lost it (the provider then checks only the gateway's
+   * mark). Absent: the record's id.
+   */
+  markId?: string;
 }
 
 /** The operation a `pending` record was in when it was last written. */
@@ -55,7 +91,7 @@ export interface CredentialRecord {
   /** credhook's id (UUID v4). */
   id: string;
   credentialType: CredentialType;
-  /** Identity of the app: `slug:<appSlug>`, or `app:<developer>/<appName>` without a slug. */
+  /** Identity of the app, as `appKeyOf` encodes it: `slug:<developer>/<appSlug>`, or `app:<developer>/<appName>` without a slug. */
   appKey: string;
   app: AppIdentity;
   /** The id returned to the portal (apiKeyId / clientId): the first gateway's native id. Empty until known. */
@@ -67,6 +103,8 @@ export interface CredentialRecord {
   bindings: GatewayBinding[];
   /** Set while status is `pending`. */
   pending?: PendingOperation;
+  /** Set while status is `abandoned`. */
+  abandoned?: AbandonedInfo;
   /** Non-secret extras returned to the portal at create (token endpoint, scopes), kept for replayed creates. */
   customCredentials?: Record<string, string>;
   /** ISO 8601 creation time. */
@@ -75,13 +113,69 @@ export interface CredentialRecord {
   updatedAt: string;
 }
 
+/**
+ * Mutual exclusion per key (an app's identity, or a job name) across every
+ * instance that shares the store: an in-process lock for the embedded SQLite
+ * store (one server per file), PostgreSQL session-level advisory locks for
+ * `store-postgres` — held by the instance's database session, so they die
+ * with the instance (kill -9 included) and are never stale.
+ */
+export interface StoreLocks {
+  /** Runs `fn` holding the lock of `key`, waiting for it first; returns `fn`'s result. */
+  run<T>(key: string, fn: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` holding the lock of `key` only if it is free now (no instance holds it).
+   * @returns `{ ran: true, value }`, or `{ ran: false }` when another holder has it
+   */
+  tryRun<T>(key: string, fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }>;
+}
+
+/**
+ * Call slots shared by every instance on the store, for the clouds' quotas,
+ * which are per account — not per instance (cloud-facts.md). Each call of a
+ * limited operation reserves the next slot of its key; slots are at least
+ * `intervalMs` apart across all instances, so at most `1000 / intervalMs` calls
+ * start in any sliding second, wherever they run.
+ */
+export interface RateSlots {
+  /**
+   * Reserves the next slot of `key`.
+   * @param intervalMs spacing between two slots of the key, ms
+   * @returns how long to wait before making the call, ms (0: now)
+   */
+  reserve(key: string, intervalMs: number): Promise<number>;
+}
+
 /** The credential store. All methods may throw the driver's errors wrapped as core errors. */
 export interface CredentialStore {
+  /**
+   * Cross-instance locks (see {@link StoreLocks}). Absent: core serialises per
+   * app within its own process only (a store for a single instance).
+   */
+  readonly locks?: StoreLocks;
+  /**
+   * Shared call slots (see {@link RateSlots}) on a store several instances
+   * share; providers space quota-limited calls through them. Absent: a single
+   * instance, whose in-process limiters see every call.
+   */
+  readonly rateSlots?: RateSlots;
+  /**
+   * True when several `credhook serve` instances may share this store
+   * (PostgreSQL): `credhook serve` then runs the reconcile loop by default.
+   * @default false
+   */
+  readonly shared?: boolean;
+  /**
+   * Claims the store for a serving instance (`credhook serve`, not `reconcile`).
+   * A store only one server may use (the SQLite file) refuses a second one.
+   * @throws Conflict another server holds the store
+   */
+  claimServer?(): Promise<void>;
   /** Creates the schema / runs migrations. Idempotent. */
   init(): Promise<void>;
   /**
    * Inserts a new record.
-   * @throws Conflict a record with the same id, or a live record with the same appKey + credentialType, exists
+   * @throws Conflict a record with the same id, or a live (not `abandoned`) record with the same appKey + credentialType, exists
    */
   insert(record: CredentialRecord): Promise<void>;
   /** Replaces an existing record (matched by id); sets nothing itself. @throws NotFound no such id */
@@ -90,12 +184,16 @@ export interface CredentialStore {
   get(id: string): Promise<CredentialRecord | undefined>;
   /** The record whose publicId (apiKeyId/clientId) and type match, or undefined. */
   findByPublicId(credentialType: CredentialType, publicId: string): Promise<CredentialRecord | undefined>;
-  /** The record of this app and type, or undefined. */
+  /** The live (not `abandoned`) record of this app and type, or undefined. */
   findByAppKey(appKey: string, credentialType: CredentialType): Promise<CredentialRecord | undefined>;
+  /** The `abandoned` records, of one app (any type) when `appKey` is given, else all; oldest first. */
+  listAbandoned(appKey?: string): Promise<CredentialRecord[]>;
   /** Deletes a record; true when it existed. */
   delete(id: string): Promise<boolean>;
   /** Records with status `pending` or `revoking` last written before `before` (ISO 8601), oldest first. */
   listUnfinished(before: string): Promise<CredentialRecord[]>;
+  /** How many records are `pending` or `revoking` and were last written at or after `since` (ISO 8601): what reconcile skips as too recent. */
+  countUnfinishedSince(since: string): Promise<number>;
   /** Every record (for drift reports). */
   list(): Promise<CredentialRecord[]>;
   /** Persistent key–value state for one gateway's provider. */
@@ -104,4 +202,30 @@ export interface CredentialStore {
   health(): Promise<void>;
   /** Closes the connection; further calls fail. */
   close(): Promise<void>;
+}
+
+/** What core passes to {@link StoreFactory.create}. */
+export interface StoreContext {
+  /** YAML path of the store's options, e.g. `store.postgres`, for error messages. */
+  configPath: string;
+  /** The config file's directory: relative paths in options are relative to it. */
+  baseDir: string;
+  logger: Logger;
+}
+
+/**
+ * What a store package default-exports (`store: { <name>: <options> }` in
+ * YAML): `sqlite` loads `@credhook/store-sqlite`, `postgres`
+ * `@credhook/store-postgres`, any other name is imported as a package.
+ */
+export interface StoreFactory<Options = unknown> {
+  /** Short type name (`sqlite`, `postgres`, or the third party's). */
+  readonly type: string;
+  /** JSON Schema (draft 2020-12) of the options value under `store.<name>`. */
+  readonly optionsSchema: Record<string, unknown>;
+  /**
+   * Opens the store and applies its migrations (safe when several instances start at once).
+   * @throws ConfigError options valid in shape but unusable; Error when the database cannot be reached
+   */
+  create(options: Options, context: StoreContext): Promise<CredentialStore>;
 }

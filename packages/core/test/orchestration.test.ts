@@ -22,9 +22,22 @@ describe("applyChanges", () => {
 });
 
 describe("helpers", () => {
-  it("appKeyOf prefers the slug", () => {
-    expect(appKeyOf({ appName: "A", developer: "d", appSlug: "590d83b5c05f" })).toBe("slug:590d83b5c05f");
-    expect(appKeyOf({ appName: "A", developer: "d" })).toBe("app:d/A");
+  it("appKeyOf prefers the slug, and always names the developer", () => {
+    expect(appKeyOf({ appName: "A", developer: "d@example.com", appSlug: "590d83b5c05f" })).toBe("slug:d@example.com/590d83b5c05f");
+    expect(appKeyOf({ appName: "My App", developer: "d@example.com" })).toBe("app:d@example.com/My App");
+  });
+  it("appKeyOf is unambiguous: values holding '/' or '%' never collide", () => {
+    const pairs: Array<[string, string]> = [
+      ["D", "x/Y"],
+      ["D/x", "Y"],
+      ["D%2Fx", "Y"],
+      ["D", "x%2FY"],
+      ["D%", "2Fx/Y"],
+      ["", "/"],
+      ["/", ""],
+    ];
+    const keys = pairs.flatMap(([developer, v]) => [appKeyOf({ developer, appName: v }), appKeyOf({ developer, appName: "n", appSlug: v })]);
+    expect(new Set(keys).size).toBe(keys.length);
   });
   it("groupByGateway keeps first-seen order", () => {
     const g = groupByGateway([

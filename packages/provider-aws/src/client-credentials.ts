@@ -3,6 +3,10 @@
  * credential, with a generated secret, only the client_credentials grant, and
  * custom scopes of one resource server.
  *
+ * Ownership: app clients have no tags, so credhook marks each one in its
+ * ClientName with the suffix `@ch.<gateway hash>.<credential id>`
+ * (naming.ts `clientMark`); update, revoke and read-back read it first.
+ *
  * API reference: https://docs.aws.amazon.com/cognito-user-identity-pools/latest/APIReference/
  */
 import {
@@ -19,10 +23,12 @@ import {
   type UserPoolClientType,
 } from "@aws-sdk/client-cognito-identity-provider";
 import {
+  Conflict,
   InvalidReference,
   KeyedLock,
   NotFound,
   UpstreamError,
+  ValidationError,
   type GatewayApi,
   type OwnedResource,
   type ProviderCreateInput,
@@ -30,10 +36,11 @@ import {
   type ProviderCredentialRef,
   type ProviderUpdateInput,
   type ProviderUpdateResult,
+  type RevokeOutcome,
 } from "@credhook/core";
-import { awsErrorName, isAwsNotFound, mapAwsError } from "./errors.js";
-import { clientName } from "./naming.js";
-import { sdkConfig, type Runtime } from "./runtime.js";
+import { awsErrorName, isAwsNotFound, mapAwsError, reportPartial } from "./errors.js";
+import { clientName, gatewayMark, markedClientName, ownsClient, parseClientMark } from "./naming.js";
+import { limitEveryAttempt, mayHaveLanded, retryOnlyUnapplied, sdkConfig, type Runtime } from "./runtime.js";
 import type { ClientResources } from "./types.js";
 
 /** Scopes per app client (https://docs.aws.amazon.com/cognito/latest/developerguide/quotas.html). */
@@ -75,9 +82,15 @@ export function fullUpdateInput(described: UserPoolClientType, changes: Partial<
   return { ...(input as unknown as UpdateUserPoolClientCommandInput), ...changes };
 }
 
+/** A credential id as a mark holds it when it is a hash of one (`h` + 40 hex): the real id cannot be told. */
+const HASHED_ID = /^h[0-9a-f]{40}$/;
+
 /** The Cognito half of the AWS provider. */
 export class ClientCredentialsIssuer {
+  /** Every call but CreateUserPoolClient; the SDK retries throttling, timeouts and 5xx. */
   private readonly client: CognitoIdentityProviderClient;
+  /** CreateUserPoolClient: not idempotent, so retried only when an attempt was certainly not applied. */
+  private readonly createClient: CognitoIdentityProviderClient;
   private readonly poolId: string;
   private readonly rs: string;
   /** Serialises this process's read-modify-writes of one resource server's scope list. */
@@ -85,9 +98,12 @@ export class ClientCredentialsIssuer {
   private tokenEndpointUrl: string | undefined;
 
   constructor(private readonly rt: Runtime) {
-    this.client = new CognitoIdentityProviderClient(sdkConfig(rt.options, "cognito", rt.gateway));
+    const config = sdkConfig(rt.options, "cognito", rt.gateway);
+    this.client = new CognitoIdentityProviderClient(config);
+    this.createClient = new CognitoIdentityProviderClient({ ...config, retryStrategy: retryOnlyUnapplied(rt.options.maxAttempts) });
     this.poolId = rt.options.userPoolId!;
     this.rs = rt.options.resourceServer!;
+    for (const c of [this.client, this.createClient]) limitEveryAttempt(c, rt, (op) => rt.limiters.cognito(this.poolId, op));
     const o = rt.options;
     if (o.tokenEndpoint) this.tokenEndpointUrl = o.tokenEndpoint;
     else if (o.domain) this.tokenEndpointUrl = `${/^https?:\/\//.test(o.domain) ? o.domain : `https://${o.domain}`}/oauth2/token`;
@@ -95,11 +111,6 @@ export class ClientCredentialsIssuer {
 
   private get gw(): string {
     return this.rt.gateway;
-  }
-
-  /** Runs one Cognito operation under its own per-pool rate limit (errors are left to the caller to map). */
-  private async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
-    return this.rt.limited(this.rt.limiters.cognito(this.poolId, operation), fn);
   }
 
   /** Scope names (without the resource-server prefix) of one API: the configured mapping, else defaultScopes with `{apiId}` replaced. */
@@ -131,9 +142,7 @@ export class ClientCredentialsIssuer {
     await ClientCredentialsIssuer.scopeLock.run(`${this.poolId}|${this.rs}`, async () => {
       let server;
       try {
-        ({ ResourceServer: server } = await this.call("DescribeResourceServer", () =>
-          this.client.send(new DescribeResourceServerCommand({ UserPoolId: this.poolId, Identifier: this.rs })),
-        ));
+        ({ ResourceServer: server } = await this.client.send(new DescribeResourceServerCommand({ UserPoolId: this.poolId, Identifier: this.rs })));
       } catch (err) {
         if (isAwsNotFound(err)) {
           throw new UpstreamError(`[gateway ${this.gw}] resource server ${this.rs} or user pool ${this.poolId} does not exist (check options.resourceServer and options.userPoolId)`, {
@@ -151,9 +160,7 @@ export class ClientCredentialsIssuer {
         throw new InvalidReference(msgs[0]!, { gateway: this.gw, messages: msgs.slice(1) });
       }
       const scopes = [...existing, ...missing.map((n) => ({ ScopeName: n, ScopeDescription: `API ${this.scopeOwner(apis, n) ?? n} (added by credhook)`.slice(0, 256) }))];
-      await this.call("UpdateResourceServer", () =>
-        this.client.send(new UpdateResourceServerCommand({ UserPoolId: this.poolId, Identifier: this.rs, Name: server?.Name ?? this.rs, Scopes: scopes })),
-      ).catch((err: unknown) => {
+      await this.client.send(new UpdateResourceServerCommand({ UserPoolId: this.poolId, Identifier: this.rs, Name: server?.Name ?? this.rs, Scopes: scopes })).catch((err: unknown) => {
         if (awsErrorName(err) === "LimitExceededException") {
           throw new InvalidReference(`[gateway ${this.gw}] resource server ${this.rs} cannot hold more scopes (${scopes.length} needed)`, { gateway: this.gw, cause: err });
         }
@@ -191,7 +198,7 @@ export class ClientCredentialsIssuer {
   private async tokenEndpoint(): Promise<string | undefined> {
     if (this.tokenEndpointUrl) return this.tokenEndpointUrl;
     try {
-      const { UserPool } = await this.call("DescribeUserPool", () => this.client.send(new DescribeUserPoolCommand({ UserPoolId: this.poolId })));
+      const { UserPool } = await this.client.send(new DescribeUserPoolCommand({ UserPoolId: this.poolId }));
       if (UserPool?.CustomDomain) this.tokenEndpointUrl = `https://${UserPool.CustomDomain}/oauth2/token`;
       else if (UserPool?.Domain) this.tokenEndpointUrl = `https://${UserPool.Domain}.auth.${this.rt.options.region}.amazoncognito.com/oauth2/token`;
     } catch (err) {
@@ -205,31 +212,52 @@ export class ClientCredentialsIssuer {
   }
 
   /**
-   * CreateUserPoolClient with GenerateSecret, only client_credentials, and the
-   * app's scopes (added to the resource server first when missing).
+   * CreateUserPoolClient with GenerateSecret, only client_credentials, the
+   * app's scopes (added to the resource server first when missing), and a name
+   * ending with this gateway's and the credential's mark.
    * customCredentials carries `tokenEndpoint` and `scopes` (space-separated).
+   *
+   * Never deletes what it made: a create that may have been applied unseen
+   * (timeout, no answer, 5xx — not retried, since a retry could make a second
+   * client) throws with `outcomeUnknown: true`; core finds the client by its mark.
    */
   async create(input: ProviderCreateInput): Promise<ProviderCredential> {
-    const name = clientName(this.rt.options.namePrefix, input.app);
-    const created = await this.withScopes(input.apis, `CreateUserPoolClient "${name}"`, (scopes) =>
-      this.call("CreateUserPoolClient", () =>
-        this.client.send(
-          new CreateUserPoolClientCommand({
-            UserPoolId: this.poolId,
-            ClientName: name,
-            GenerateSecret: true,
-            AllowedOAuthFlows: ["client_credentials"],
-            AllowedOAuthScopes: scopes,
-            AllowedOAuthFlowsUserPoolClient: true,
-            ExplicitAuthFlows: ["ALLOW_REFRESH_TOKEN_AUTH"],
-            PreventUserExistenceErrors: "ENABLED",
-            EnableTokenRevocation: true,
-          }),
-        ),
-      ).then((r) => ({ client: r.UserPoolClient, scopes })),
-    );
+    const name = clientName(this.rt.options.namePrefix, input.app, this.gw, input.credentialId);
+    let created;
+    let unanswered = false; // a CreateUserPoolClient attempt may have been applied unseen
+    try {
+      created = await this.withScopes(input.apis, `CreateUserPoolClient "${name}"`, (scopes) =>
+        this.createClient
+          .send(
+            new CreateUserPoolClientCommand({
+              UserPoolId: this.poolId,
+              ClientName: name,
+              GenerateSecret: true,
+              AllowedOAuthFlows: ["client_credentials"],
+              AllowedOAuthScopes: scopes,
+              AllowedOAuthFlowsUserPoolClient: true,
+              ExplicitAuthFlows: ["ALLOW_REFRESH_TOKEN_AUTH"],
+              PreventUserExistenceErrors: "ENABLED",
+              EnableTokenRevocation: true,
+            }),
+          )
+          .catch((err: unknown) => {
+            unanswered ||= mayHaveLanded(err);
+            throw err;
+          })
+          .then((r) => ({ client: r.UserPoolClient, scopes })),
+      );
+    } catch (err) {
+      throw reportPartial(mapAwsError(err, `CreateUserPoolClient "${name}"`, this.gw), undefined, unanswered);
+    }
     const c = created.client;
-    if (!c?.ClientId || !c.ClientSecret) throw new UpstreamError(`[gateway ${this.gw}] CreateUserPoolClient returned no client id or secret`, { gateway: this.gw });
+    if (!c?.ClientId || !c.ClientSecret) {
+      throw new UpstreamError(`[gateway ${this.gw}] CreateUserPoolClient returned no client id or secret`, {
+        gateway: this.gw,
+        ...(c?.ClientId ? { partial: { nativeId: c.ClientId, resources: this.resources({ ClientId: c.ClientId, ClientName: name }, created.scopes) } } : {}),
+        outcomeUnknown: !c?.ClientId,
+      });
+    }
     const endpoint = await this.tokenEndpoint();
     this.rt.logger.info({ clientId: c.ClientId, scopes: created.scopes, credentialId: input.credentialId }, "Cognito app client created");
     return {
@@ -244,29 +272,58 @@ export class ClientCredentialsIssuer {
     };
   }
 
-  private async describe(clientId: string): Promise<UserPoolClientType> {
+  /** DescribeUserPoolClient, or undefined when the client does not exist. */
+  private async describe(clientId: string): Promise<UserPoolClientType | undefined> {
     try {
-      const { UserPoolClient } = await this.call("DescribeUserPoolClient", () =>
-        this.client.send(new DescribeUserPoolClientCommand({ UserPoolId: this.poolId, ClientId: clientId })),
-      );
-      if (!UserPoolClient) throw new NotFound(`[gateway ${this.gw}] app client ${clientId} does not exist in user pool ${this.poolId}`, { gateway: this.gw });
+      const { UserPoolClient } = await this.client.send(new DescribeUserPoolClientCommand({ UserPoolId: this.poolId, ClientId: clientId }));
       return UserPoolClient;
     } catch (err) {
-      if (isAwsNotFound(err)) throw new NotFound(`[gateway ${this.gw}] app client ${clientId} does not exist in user pool ${this.poolId}`, { gateway: this.gw, cause: err });
+      if (isAwsNotFound(err)) return undefined;
       throw mapAwsError(err, `DescribeUserPoolClient ${clientId}`, this.gw);
     }
   }
 
   /**
-   * Describe → set scopes of `desired`, name, and the client_credentials flow →
-   * Update with the full description (UpdateUserPoolClient resets omitted
-   * fields). Skips the Update when nothing differs; repairs drift otherwise.
-   * @throws NotFound the client does not exist
+   * True when the described client is this gateway's (and, unless
+   * `ref.credentialId` is empty, this credential's): its name carries the
+   * mark — or, for a client created before marks existed, the store's record
+   * names exactly this client id and unmarked name.
+   */
+  private owns(c: UserPoolClientType, ref: ProviderCredentialRef): boolean {
+    if (ownsClient(c.ClientName, this.gw, ref.credentialId)) return true;
+    return ref.credentialId !== "" && !parseClientMark(c.ClientName ?? "") && ref.resources.clientId === c.ClientId && ref.resources.clientName === c.ClientName;
+  }
+
+  /** Describe + ownership check. @throws NotFound the client is gone or not this gateway's/credential's */
+  private async ownedClient(ref: ProviderCredentialRef): Promise<UserPoolClientType> {
+    const clientId = ref.nativeId;
+    const c = await this.describe(clientId);
+    if (!c) throw new NotFound(`[gateway ${this.gw}] app client ${clientId} does not exist in user pool ${this.poolId}`, { gateway: this.gw });
+    if (!this.owns(c, ref)) {
+      this.rt.logger.warn({ clientId, credentialId: ref.credentialId }, "app client lacks this gateway's or this credential's mark: left untouched");
+      throw new NotFound(
+        `[gateway ${this.gw}] app client ${clientId} is not credhook's client of this ${ref.credentialId ? "credential" : "gateway"} (its name carries no matching mark); bring it under credhook with \`credhook adopt\``,
+        { gateway: this.gw },
+      );
+    }
+    return c;
+  }
+
+  /**
+   * Describe (ownership check) → scopes of `desired`, name (with the mark
+   * kept), and the client_credentials flow → Update with the full description
+   * (UpdateUserPoolClient resets omitted fields). Skips the Update when
+   * nothing differs; repairs drift otherwise. A client made before marks
+   * existed gets its mark here. With an empty `credentialId` (core lost the
+   * record) the gateway's mark suffices, and the result carries the
+   * credential id of the name's mark.
+   * @throws NotFound the client does not exist, or is not this gateway's/credential's
    */
   async update(input: ProviderUpdateInput): Promise<ProviderUpdateResult> {
     const clientId = input.nativeId;
-    const described = await this.describe(clientId);
-    const name = clientName(this.rt.options.namePrefix, input.app);
+    const described = await this.ownedClient(input);
+    const markId = parseClientMark(described.ClientName ?? "")?.credentialId ?? input.credentialId;
+    const name = clientName(this.rt.options.namePrefix, input.app, this.gw, markId);
     const result = await this.withScopes(input.desired, `UpdateUserPoolClient ${clientId}`, async (scopes) => {
       const same =
         described.ClientName === name &&
@@ -274,70 +331,130 @@ export class ClientCredentialsIssuer {
         JSON.stringify(described.AllowedOAuthFlows ?? []) === JSON.stringify(["client_credentials"]) &&
         described.AllowedOAuthFlowsUserPoolClient === true;
       if (same) return { scopes, changed: false };
-      await this.call("UpdateUserPoolClient", () =>
-        this.client.send(
-          new UpdateUserPoolClientCommand(
-            fullUpdateInput(described, { ClientName: name, AllowedOAuthScopes: scopes, AllowedOAuthFlows: ["client_credentials"], AllowedOAuthFlowsUserPoolClient: true }),
-          ),
+      await this.client.send(
+        new UpdateUserPoolClientCommand(
+          fullUpdateInput(described, { ClientName: name, AllowedOAuthScopes: scopes, AllowedOAuthFlows: ["client_credentials"], AllowedOAuthFlowsUserPoolClient: true }),
         ),
       );
       return { scopes, changed: true };
     });
     this.rt.logger.info({ clientId, scopes: result.scopes, changed: result.changed }, "Cognito app client updated");
-    return { resources: this.resources({ ClientId: clientId, ClientName: name }, result.scopes) };
+    // A record the store lost (empty credential id): tell core the id the name's mark carries.
+    const marked = input.credentialId === "" && !HASHED_ID.test(markId) ? markId : undefined;
+    return { resources: this.resources({ ClientId: clientId, ClientName: name }, result.scopes), ...(marked ? { credentialId: marked } : {}) };
   }
 
-  /** DeleteUserPoolClient; a client already gone is success. */
-  async revoke(ref: ProviderCredentialRef): Promise<void> {
+  /**
+   * Describe (ownership check), then DeleteUserPoolClient.
+   * @returns `revoked`; `gone` when the client does not exist; `not-owned` when its name lacks this gateway's (or the credential's) mark
+   */
+  async revoke(ref: ProviderCredentialRef): Promise<RevokeOutcome> {
+    const c = await this.describe(ref.nativeId);
+    if (!c) {
+      this.rt.logger.info({ clientId: ref.nativeId }, "app client already gone: revoke is a no-op");
+      return "gone";
+    }
+    if (!this.owns(c, ref)) {
+      this.rt.logger.warn({ clientId: ref.nativeId, credentialId: ref.credentialId }, "revoke of an app client without this gateway's or this credential's mark: left untouched");
+      return "not-owned";
+    }
     try {
-      await this.call("DeleteUserPoolClient", () => this.client.send(new DeleteUserPoolClientCommand({ UserPoolId: this.poolId, ClientId: ref.nativeId })));
-      this.rt.logger.info({ clientId: ref.nativeId }, "Cognito app client deleted");
+      await this.client.send(new DeleteUserPoolClientCommand({ UserPoolId: this.poolId, ClientId: ref.nativeId }));
     } catch (err) {
-      if (isAwsNotFound(err)) {
-        this.rt.logger.info({ clientId: ref.nativeId }, "app client already gone: revoke is a no-op");
-        return;
-      }
+      if (isAwsNotFound(err)) return "gone";
       throw mapAwsError(err, `DeleteUserPoolClient ${ref.nativeId}`, this.gw);
     }
+    this.rt.logger.info({ clientId: ref.nativeId }, "Cognito app client deleted");
+    return "revoked";
   }
 
-  /** DescribeUserPoolClient's ClientSecret. @throws NotFound the client is gone */
+  /** DescribeUserPoolClient's ClientSecret, of a client with this gateway's and the credential's mark. @throws NotFound the client is gone or not ours */
   async readSecret(ref: ProviderCredentialRef): Promise<{ clientSecret: string }> {
-    const c = await this.describe(ref.nativeId);
+    const c = await this.ownedClient(ref);
     if (!c.ClientSecret) throw new UpstreamError(`[gateway ${this.gw}] app client ${ref.nativeId} has no secret`, { gateway: this.gw });
     return { clientSecret: c.ClientSecret };
   }
 
-  /** Every app client of the pool whose name starts with `<namePrefix>-` (ListUserPoolClients, paginated). */
-  async listOwned(): Promise<OwnedResource[]> {
-    const out: OwnedResource[] = [];
+  /** Every app client of the pool (ListUserPoolClients, 60 per page: Cognito has no name filter). */
+  private async *listClients(): AsyncGenerator<{ ClientId?: string; ClientName?: string }> {
     let next: string | undefined;
     do {
-      const page = await this.call("ListUserPoolClients", () =>
-        this.client.send(new ListUserPoolClientsCommand({ UserPoolId: this.poolId, MaxResults: 60, ...(next ? { NextToken: next } : {}) })),
-      ).catch((err: unknown) => {
+      const page = await this.client.send(new ListUserPoolClientsCommand({ UserPoolId: this.poolId, MaxResults: 60, ...(next ? { NextToken: next } : {}) })).catch((err: unknown) => {
         throw mapAwsError(err, `ListUserPoolClients ${this.poolId}`, this.gw);
       });
-      for (const c of page.UserPoolClients ?? []) {
-        if (c.ClientName?.startsWith(`${this.rt.options.namePrefix}-`)) out.push({ nativeId: c.ClientId!, description: `Cognito app client "${c.ClientName}"` });
-      }
+      yield* page.UserPoolClients ?? [];
       next = page.NextToken;
     } while (next);
+  }
+
+  /** The app clients whose name carries this gateway's and `credentialId`'s mark (ListUserPoolClients). */
+  async findByCredential(credentialId: string): Promise<OwnedResource[]> {
+    const out: OwnedResource[] = [];
+    if (!credentialId) return out;
+    for await (const c of this.listClients()) {
+      if (ownsClient(c.ClientName, this.gw, credentialId)) out.push({ nativeId: c.ClientId!, credentialId, description: `Cognito app client "${c.ClientName}"` });
+    }
     return out;
+  }
+
+  /** Every app client of the pool whose name carries this gateway's mark, with the credential id the mark holds. */
+  async listOwned(): Promise<OwnedResource[]> {
+    const out: OwnedResource[] = [];
+    const mine = gatewayMark(this.gw);
+    for await (const c of this.listClients()) {
+      const mark = parseClientMark(c.ClientName ?? "");
+      if (mark?.gatewayHash !== mine) continue;
+      out.push({ nativeId: c.ClientId!, ...(HASHED_ID.test(mark.credentialId) ? {} : { credentialId: mark.credentialId }), description: `Cognito app client "${c.ClientName}"` });
+    }
+    return out;
+  }
+
+  /**
+   * Brings an app client made outside credhook under this gateway: renames it
+   * to carry the mark (its own name kept as the readable part, cut to fit
+   * 128 characters) and adds the scopes of `ref.apis` it lacks (adopt never
+   * removes a scope or changes its flows), in one full-description
+   * UpdateUserPoolClient. Id and secret are unchanged. Idempotent.
+   * @throws NotFound no client `ref.nativeId` in the pool
+   * @throws Conflict the name carries another gateway's or another credential's mark
+   */
+  async adopt(ref: ProviderCredentialRef & { apis: GatewayApi[] }): Promise<ProviderUpdateResult> {
+    if (!ref.credentialId) throw new ValidationError([`[gateway ${this.gw}] adopt needs the credential id to mark the app client with`]);
+    const clientId = ref.nativeId;
+    const described = await this.describe(clientId);
+    if (!described) throw new NotFound(`[gateway ${this.gw}] app client ${clientId} does not exist in user pool ${this.poolId}`, { gateway: this.gw });
+    const current = described.ClientName ?? "";
+    const mark = parseClientMark(current);
+    if (mark && !ownsClient(current, this.gw, ref.credentialId)) {
+      throw new Conflict(`[gateway ${this.gw}] app client ${clientId} already carries credhook's mark of another ${mark.gatewayHash !== gatewayMark(this.gw) ? "gateway" : "credential"}: it is not free to adopt`, {
+        gateway: this.gw,
+      });
+    }
+    const name = markedClientName(mark ? mark.readable : current, this.gw, ref.credentialId);
+    const scopes = await this.withScopes(ref.apis, `UpdateUserPoolClient ${clientId} (adopt)`, async (wanted) => {
+      const all = [...new Set([...(described.AllowedOAuthScopes ?? []), ...wanted])].sort();
+      if (name !== current || all.length !== (described.AllowedOAuthScopes ?? []).length) {
+        await this.client.send(new UpdateUserPoolClientCommand(fullUpdateInput(described, { ClientName: name, AllowedOAuthScopes: all })));
+      }
+      return all;
+    });
+    this.rt.logger.info({ clientId, credentialId: ref.credentialId }, "Cognito app client adopted: renamed to carry credhook's mark");
+    return { resources: this.resources({ ClientId: clientId, ClientName: name }, scopes) };
   }
 
   /** One cheap read: DescribeResourceServer (proves the pool, the resource server and the permissions). */
   async probe(): Promise<void> {
     try {
-      await this.call("DescribeResourceServer", () => this.client.send(new DescribeResourceServerCommand({ UserPoolId: this.poolId, Identifier: this.rs })));
+      await this.client.send(new DescribeResourceServerCommand({ UserPoolId: this.poolId, Identifier: this.rs }));
     } catch (err) {
       if (isAwsNotFound(err)) throw new UpstreamError(`[gateway ${this.gw}] resource server ${this.rs} or user pool ${this.poolId} does not exist`, { gateway: this.gw, cause: err });
       throw mapAwsError(err, "DescribeResourceServer (health)", this.gw);
     }
   }
 
-  /** Releases the SDK client's sockets. */
+  /** Releases the SDK clients' sockets. */
   close(): void {
     this.client.destroy();
+    this.createClient.destroy();
   }
 }

@@ -111,3 +111,15 @@ export function mapAwsError(err: unknown, what: string, gateway: string, secrets
   if (status !== undefined && status >= 500) return new UpstreamError(`${prefix}: AWS failed with ${status} ${name}`, opts);
   return new UpstreamError(`${prefix}: AWS refused the call: ${name}${awsMessage ? ` (${awsMessage})` : ""}`, opts);
 }
+
+/**
+ * Sets what a failed create/update left (`partial`) and whether a write may
+ * still land unseen (`outcomeUnknown`) on a typed error, for core to
+ * compensate (see core's provider.ts, "Providers never clean up alone").
+ * Fields already set by a deeper call are kept.
+ */
+export function reportPartial<E extends CredhookError>(err: E, partial: CredhookError["partial"], outcomeUnknown: boolean): E {
+  err.partial ??= partial;
+  err.outcomeUnknown = (err.outcomeUnknown ?? false) || outcomeUnknown;
+  return err;
+}

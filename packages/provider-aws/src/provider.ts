@@ -9,7 +9,9 @@ import {
   retryAfterOf,
   UpstreamUnavailable,
   ValidationError,
+  type CredentialSearch,
   type CredentialType,
+  type GatewayApi,
   type OwnedResource,
   type Provider,
   type ProviderCapabilities,
@@ -19,6 +21,7 @@ import {
   type ProviderCredentialRef,
   type ProviderUpdateInput,
   type ProviderUpdateResult,
+  type RevokeOutcome,
 } from "@credhook/core";
 import { ApiKeyIssuer } from "./api-keys.js";
 import { ClientCredentialsIssuer } from "./client-credentials.js";
@@ -52,15 +55,10 @@ export class AwsProvider implements Provider {
     }
     const identity = o.roleArn ?? o.credentials?.accessKeyId ?? "default-chain";
     const service = type === "API_KEY" ? "apiGateway" : "cognito";
-    const { set, release } = acquireLimiters(`${o.region}|${identity}|${endpointFor(o, service) ?? "aws"}`, o.rateLimits);
+    const quotaScope = `${o.region}|${identity}|${endpointFor(o, service) ?? "aws"}`;
+    const { set, release } = acquireLimiters(quotaScope, o.rateLimits);
     this.releaseLimiters = release;
-    const rt: Runtime = {
-      gateway: context.gateway,
-      options: o,
-      logger: context.logger,
-      limiters: set,
-      limited: (limiter, fn) => limiter.run(fn, o.maxQueueWaitMs, context.gateway),
-    };
+    const rt: Runtime = { gateway: context.gateway, options: o, logger: context.logger, limiters: set, quotaScope, ...(context.rateSlots ? { rateSlots: context.rateSlots } : {}) };
     this.issuer = type === "API_KEY" ? new ApiKeyIssuer(rt) : new ClientCredentialsIssuer(rt);
     this.capabilities = {
       credentialTypes: [type],
@@ -91,9 +89,25 @@ export class AwsProvider implements Provider {
   }
 
   /** @inheritdoc */
-  async revoke(ref: ProviderCredentialRef): Promise<void> {
+  async revoke(ref: ProviderCredentialRef): Promise<RevokeOutcome> {
     this.check(ref.credentialType);
     return this.issuer.revoke(ref);
+  }
+
+  /**
+   * API keys: GetApiKeys by the name the app gives, filtered by the
+   * `credhook:gateway` and `credhook:credential-id` tags. App clients:
+   * ListUserPoolClients filtered by the name's mark (Cognito has no filter).
+   */
+  async findByCredential(search: CredentialSearch): Promise<OwnedResource[]> {
+    this.check(search.credentialType);
+    return this.issuer.findByCredential(search.credentialId, search.app);
+  }
+
+  /** @inheritdoc */
+  async adopt(ref: ProviderCredentialRef & { apis: GatewayApi[] }): Promise<ProviderUpdateResult> {
+    this.check(ref.credentialType);
+    return this.issuer.adopt(ref);
   }
 
   /** @inheritdoc */

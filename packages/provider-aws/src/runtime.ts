@@ -4,7 +4,8 @@
  * timeouts, retries), the rate limiters and the logger of one gateway.
  */
 import { fromTemporaryCredentials } from "@aws-sdk/credential-providers";
-import type { Logger } from "@credhook/core";
+import { StandardRetryStrategy } from "@smithy/core/retry";
+import { isCredhookError, Throttled, type Logger, type RateSlots } from "@credhook/core";
 import type { LimiterSet, RateLimiter } from "./limits.js";
 import type { AwsProviderOptions, RateLimitOptions } from "./types.js";
 
@@ -33,6 +34,7 @@ export function resolveOptions(o: AwsProviderOptions): ResolvedOptions {
       apiGateway: o.rateLimits?.apiGateway ?? 10,
       apiGatewayBurst: o.rateLimits?.apiGatewayBurst ?? 40,
       cognitoPerOperation: o.rateLimits?.cognitoPerOperation ?? 5,
+      windowMarginMs: o.rateLimits?.windowMarginMs ?? 100,
     },
   };
 }
@@ -53,7 +55,7 @@ export function sdkConfig(o: ResolvedOptions, service: "apiGateway" | "cognito",
   const stsEndpoint = endpointFor(o, "sts");
   let credentials: SdkClientConfig["credentials"];
   if (o.roleArn) {
-    credentials = fromTemporaryCredentials({
+    credentials = shareCredentials(fromTemporaryCredentials({
       params: {
         RoleArn: o.roleArn,
         RoleSessionName: o.roleSessionName ?? `credhook-${gateway}`.replace(/[^\w+=,.@-]/g, "-").slice(0, 64),
@@ -62,7 +64,7 @@ export function sdkConfig(o: ResolvedOptions, service: "apiGateway" | "cognito",
       },
       ...(o.credentials ? { masterCredentials: o.credentials } : {}),
       clientConfig: { region: o.region, ...(stsEndpoint ? { endpoint: stsEndpoint } : {}) },
-    });
+    }));
   } else if (o.credentials) {
     credentials = o.credentials;
   }
@@ -75,11 +77,41 @@ export function sdkConfig(o: ResolvedOptions, service: "apiGateway" | "cognito",
   };
 }
 
+/** Credentials of the assumed role. */
+type TemporaryCredentials = Awaited<ReturnType<ReturnType<typeof fromTemporaryCredentials>>>;
+
+/**
+ * One cache of assumed-role credentials for every SDK client built from the
+ * same configuration (the provider has two per service), so the role is
+ * assumed once and again only within 5 minutes of expiry (or after a failure).
+ */
+function shareCredentials(source: () => Promise<TemporaryCredentials>): () => Promise<TemporaryCredentials> {
+  let current: Promise<TemporaryCredentials> | undefined;
+  let refreshAt = Number.POSITIVE_INFINITY;
+  return () => {
+    if (!current || Date.now() >= refreshAt) {
+      refreshAt = Number.POSITIVE_INFINITY;
+      const next = source().then(
+        (creds) => {
+          refreshAt = creds.expiration ? creds.expiration.getTime() - 5 * 60_000 : Number.POSITIVE_INFINITY;
+          return creds;
+        },
+        (err: unknown) => {
+          if (current === next) current = undefined;
+          throw err;
+        },
+      );
+      current = next;
+    }
+    return current;
+  };
+}
+
 /** The configuration both SDK clients are built with. */
 export interface SdkClientConfig {
   region: string;
   endpoint?: string;
-  credentials?: NonNullable<AwsProviderOptions["credentials"]> | ReturnType<typeof fromTemporaryCredentials>;
+  credentials?: NonNullable<AwsProviderOptions["credentials"]> | (() => Promise<TemporaryCredentials>);
   maxAttempts: number;
   requestHandler: { requestTimeout: number; connectionTimeout: number; throwOnRequestTimeout: boolean };
 }
@@ -90,6 +122,79 @@ export interface Runtime {
   options: ResolvedOptions;
   logger: Logger;
   limiters: LimiterSet;
-  /** Runs `fn` through `limiter`, refusing with Throttled when the queue is longer than `maxQueueWaitMs`. */
-  limited<T>(limiter: RateLimiter, fn: () => Promise<T>): Promise<T>;
+  /** Call slots shared by every credhook instance on the store (absent: one instance). */
+  rateSlots?: RateSlots;
+  /** The quota's scope (region, identity, endpoint): the prefix of its shared slot keys. */
+  quotaScope: string;
+}
+
+/** The part of an SDK v3 client this module touches (its middleware stack). */
+interface SdkClientLike {
+  middlewareStack: {
+    addRelativeTo(middleware: unknown, options: { relation: "before" | "after"; toMiddleware: string; name: string; override?: boolean }): void;
+  };
+}
+
+/**
+ * Makes every HTTP attempt of `client` — the first and each SDK retry — wait
+ * for a slot of the limiter `pick` returns for its operation (the SDK command
+ * name without `Command`). Installed in the finalizeRequest step between the
+ * retry middleware and request signing, so a retry is limited and signed like
+ * a first attempt. A queue longer than `maxQueueWaitMs` fails the attempt with
+ * Throttled (503), which the SDK does not retry.
+ */
+export function limitEveryAttempt(client: SdkClientLike, rt: Runtime, pick: (operation: string) => RateLimiter): void {
+  const middleware =
+    (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) =>
+    async (args: unknown): Promise<unknown> => {
+      const operation = String(context.commandName ?? "").replace(/Command$/, "");
+      const limiter = pick(operation);
+      await limiter.acquire(rt.options.maxQueueWaitMs, rt.gateway);
+      if (rt.rateSlots) {
+        // Several instances: the quota is the account's, so the attempt also waits for its slot among all of them.
+        const waitMs = await rt.rateSlots.reserve(`aws|${rt.quotaScope}|${limiter.name}`, limiter.spacingMs);
+        if (waitMs > rt.options.maxQueueWaitMs) throw new Throttled(`[gateway ${rt.gateway}] ${limiter.name} calls of every instance are queued ${Math.ceil(waitMs / 1000)} s ahead to stay under AWS's ${limiter.rps} requests/s quota; try again later`, waitMs / 1000, { gateway: rt.gateway });
+        if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
+      }
+      return next(args);
+    };
+  client.middlewareStack.addRelativeTo(middleware, { relation: "before", toMiddleware: "httpSigningMiddleware", name: "credhookRateLimitMiddleware", override: true });
+}
+
+/** Network failures where the request never reached AWS (safe to send again). */
+const NOT_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"]);
+
+/**
+ * True when a failed attempt may nevertheless have been applied by AWS: a
+ * timeout, a connection lost after sending, or any 5xx (clouds do not cancel
+ * work when a client gives up — cloud-facts.md). False for answers that
+ * refuse the request (4xx, throttling), for a connection never made, and for
+ * credhook's own errors (the client-side queue refused before sending).
+ */
+export function mayHaveLanded(err: unknown): boolean {
+  if (isCredhookError(err)) return false;
+  const e = (err ?? {}) as { name?: string; code?: string; $metadata?: { httpStatusCode?: number } };
+  const status = e.$metadata?.httpStatusCode;
+  if (typeof status === "number") return status >= 500;
+  if (NOT_SENT.has(e.code ?? "") || NOT_SENT.has(e.name ?? "")) return false;
+  if (e.name === "CredentialsProviderError") return false;
+  return true;
+}
+
+/**
+ * The retry strategy of calls that are not idempotent (CreateUserPoolClient,
+ * CreateApiKey without an imported value): the SDK's standard strategy, but an
+ * attempt is repeated only when the previous one was certainly not applied
+ * (throttled, or never sent). Retrying after a timeout or a 5xx could create a
+ * second resource; the failure is reported as outcome-unknown instead and core
+ * finds the resource by its mark.
+ */
+export function retryOnlyUnapplied(maxAttempts: number): StandardRetryStrategy {
+  const strategy = new StandardRetryStrategy(maxAttempts);
+  const refresh = strategy.refreshRetryTokenForRetry.bind(strategy);
+  strategy.refreshRetryTokenForRetry = async (token, errorInfo) => {
+    if (errorInfo.errorType !== "THROTTLING" && mayHaveLanded(errorInfo.error)) throw errorInfo.error;
+    return refresh(token, errorInfo);
+  };
+  return strategy;
 }

@@ -47,6 +47,7 @@ export const optionsSchema: Record<string, unknown> = {
         apiGateway: rps,
         apiGatewayBurst: { type: "integer", minimum: 1, maximum: 1000 },
         cognitoPerOperation: rps,
+        windowMarginMs: { type: "integer", minimum: 0, maximum: 5000, default: 100 },
       },
     },
     revokeMode: { enum: ["delete", "disable"], default: "delete" },

@@ -118,6 +118,13 @@ export interface RateLimitOptions {
   apiGatewayBurst?: number;
   /** Each Cognito operation, per user pool, per second. @default 5 */
   cognitoPerOperation?: number;
+  /**
+   * Milliseconds added to each 1-second window of the "N per second" limits
+   * (CreateApiKey, DeleteApiKey, Cognito): at most N attempts leave in any
+   * window of 1 s + this margin, so network and event-loop jitter never lets
+   * AWS count N + 1 in its own 1-second window. @default 100
+   */
+  windowMarginMs?: number;
 }
 
 /** What the provider stores for an API key (core keeps it; no secret). */

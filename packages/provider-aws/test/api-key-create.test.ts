@@ -1,8 +1,8 @@
-/** API_KEY create: naming, tags, imported/generated values, rollback on an unknown plan, value clashes, retried creates. */
+/** API_KEY create: naming, tags, imported/generated values, an unknown plan reported as partial, value clashes, retried creates. */
 import { randomUUID } from "node:crypto";
 import { CreateApiKeyCommand } from "@aws-sdk/client-api-gateway";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Provider } from "@credhook/core";
+import type { CredhookError, Provider, ProviderCredentialRef } from "@credhook/core";
 import type { AwsFake } from "../src/fake/index.js";
 import { createCredential, makeProvider, sdkClients, seededFake, testApp, type Seed } from "./helpers.js";
 
@@ -67,21 +67,24 @@ describe("API_KEY create", () => {
     expect(fake.stats().calls.CreateUsagePlanKey).toBe(1);
   });
 
-  it("an unknown usage plan is a 422 naming plan and API, and the key just created is deleted first", async () => {
-    const err = await createCredential(provider, "API_KEY", [
+  it("an unknown usage plan is a 422 naming plan and API that reports the key it made (partial) instead of deleting it", async () => {
+    const err = (await createCredential(provider, "API_KEY", [
       { id: seed.apiA, usagePlans: [seed.planA] },
       { id: seed.apiC, usagePlans: ["nope42"] },
-    ]).catch((e: unknown) => e);
-    expect(err).toMatchObject({ status: 422, code: "INVALID_REFERENCE", message: `[gateway aws-test] usage plan nope42 (API ${seed.apiC}) does not exist` });
+    ]).catch((e: unknown) => e)) as CredhookError;
+    expect(err).toMatchObject({ status: 422, code: "INVALID_REFERENCE", message: `[gateway aws-test] usage plan nope42 (API ${seed.apiC}) does not exist`, outcomeUnknown: false });
+    const [keyId] = [...fake.apiGateway.keys.keys()];
+    expect(err.partial).toEqual({ nativeId: keyId, resources: { kind: "apiKey", region: "us-east-1", keyId, name: "credhook/dev@example.com/590d83b5c05f", usagePlans: [seed.planA] } });
+    expect(fake.stats().calls.DeleteApiKey).toBeUndefined(); // one place compensates: core
+    expect(await provider.revoke({ credentialId: fake.apiGateway.keys.get(keyId!)!.tags["credhook:credential-id"]!, credentialType: "API_KEY", app: testApp, ...err.partial! } as ProviderCredentialRef)).toBe("revoked");
     expect(fake.apiGateway.keys.size).toBe(0);
     expect(fake.apiGateway.plans.get(seed.planA)?.keys.size).toBe(0);
-    expect(fake.stats().calls.DeleteApiKey).toBe(1);
   });
 
-  it("two plans on one API stage are a 422, rolled back", async () => {
-    const err = await createCredential(provider, "API_KEY", [{ id: seed.apiA, usagePlans: [seed.planA, seed.planA2] }]).catch((e: unknown) => e);
+  it("two plans on one API stage are a 422 with the key as partial", async () => {
+    const err = (await createCredential(provider, "API_KEY", [{ id: seed.apiA, usagePlans: [seed.planA, seed.planA2] }]).catch((e: unknown) => e)) as CredhookError;
     expect(err).toMatchObject({ status: 422, message: expect.stringContaining("same API Stage") });
-    expect(fake.apiGateway.keys.size).toBe(0);
+    expect(err.partial?.nativeId).toBe([...fake.apiGateway.keys.keys()][0]);
   });
 
   it("a value owned by another key is a 409 Conflict, and the message carries no secret", async () => {

@@ -3,6 +3,7 @@ import { DescribeUserPoolClientCommand, UpdateUserPoolClientCommand } from "@aws
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { GatewayApi, Provider, ProviderUpdateInput } from "@credhook/core";
 import type { AwsFake } from "../src/fake/index.js";
+import { gatewayMark } from "../src/naming.js";
 import { createCredential, makeProvider, sdkClients, seededFake, type Seed } from "./helpers.js";
 
 let fake: AwsFake;
@@ -39,7 +40,7 @@ describe("CLIENT_CREDENTIALS create", () => {
     const rs = seed.resourceServer;
     const client = fake.cognito.pools.get(seed.poolId)!.clients.get(cred.nativeId)!;
     expect(client).toMatchObject({
-      ClientName: "credhook-dev@example.com-590d83b5c05f",
+      ClientName: expect.stringMatching(/^credhook-dev@example\.com-590d83b5c05f@ch\.[0-9a-f]{8}\.[0-9a-f-]{36}$/),
       AllowedOAuthFlows: ["client_credentials"],
       AllowedOAuthFlowsUserPoolClient: true,
       AllowedOAuthScopes: [`${rs}/${seed.apiA}`, `${rs}/${seed.apiB}`],
@@ -147,13 +148,14 @@ describe("CLIENT_CREDENTIALS update", () => {
     fake.faults.resetStats();
     await provider.update({ ...ref, previous: apisAB(seed), desired: apisAB(seed), changes: none(apisAB(seed)) });
     expect(fake.stats().calls.UpdateUserPoolClient).toBeUndefined();
-    // someone "updates" the client the naive way: Cognito resets scopes and flows
+    // someone "updates" the client the naive way (name kept): Cognito resets scopes and flows
     const { cognito } = sdkClients(fake);
-    await cognito.send(new UpdateUserPoolClientCommand({ UserPoolId: seed.poolId, ClientId: cred.nativeId, ClientName: "x" }));
+    const marked = String(ref.resources.clientName);
+    await cognito.send(new UpdateUserPoolClientCommand({ UserPoolId: seed.poolId, ClientId: cred.nativeId, ClientName: marked }));
     expect(fake.cognito.pools.get(seed.poolId)!.clients.get(cred.nativeId)!.AllowedOAuthScopes).toBeUndefined();
     await provider.update({ ...ref, previous: apisAB(seed), desired: apisAB(seed), changes: none(apisAB(seed)) });
     const client = fake.cognito.pools.get(seed.poolId)!.clients.get(cred.nativeId)!;
-    expect(client).toMatchObject({ ClientName: "credhook-dev@example.com-590d83b5c05f", AllowedOAuthFlows: ["client_credentials"], AllowedOAuthFlowsUserPoolClient: true });
+    expect(client).toMatchObject({ ClientName: marked, AllowedOAuthFlows: ["client_credentials"], AllowedOAuthFlowsUserPoolClient: true });
     expect(client.AllowedOAuthScopes).toHaveLength(2);
     expect((await getToken(fake.tokenEndpoint, cred.nativeId, cred.clientSecret!)).status).toBe(200);
     cognito.destroy();
@@ -163,7 +165,7 @@ describe("CLIENT_CREDENTIALS update", () => {
     const app = { appName: "Old Name", developer: "dev@example.com" };
     const { ref } = await createCredential(provider, "CLIENT_CREDENTIALS", apisAB(seed), { app });
     await provider.update({ ...ref, app: { ...app, appName: "New/Name" }, previous: apisAB(seed), desired: apisAB(seed), changes: none(apisAB(seed)), previousAppName: "Old Name" });
-    expect(fake.cognito.pools.get(seed.poolId)!.clients.get(ref.nativeId)!.ClientName).toBe("credhook-dev@example.com-New_Name");
+    expect(fake.cognito.pools.get(seed.poolId)!.clients.get(ref.nativeId)!.ClientName).toBe(`credhook-dev@example.com-New_Name@ch.${gatewayMark("aws-test")}.${ref.credentialId}`);
   });
 
   it("a missing client is a 404", async () => {

@@ -1,5 +1,6 @@
 /** The provider-testkit conformance suite, for both credential types, against the AWS fake. */
 import { afterAll, beforeAll, it } from "vitest";
+import type { CredentialType } from "@credhook/core";
 import { providerConformance } from "@credhook/provider-testkit";
 import type { AwsFake } from "../src/fake/index.js";
 import { makeProvider, seededFake, type Seed } from "./helpers.js";
@@ -31,13 +32,21 @@ const apiKeyOptions = {
   },
 };
 
+/** Ownership: a resource made by hand in the same account, and a second gateway on the same account. */
+const ownershipOptions = {
+  createForeign: async (type: CredentialType) => fake.createForeign(type, { usagePlanIds: ["pl4naa"] }),
+  otherGateway: (type: CredentialType) => makeProvider(fake, seed, type, {}, undefined, "aws-other"),
+};
+
 providerConformance(it, (type) => makeProvider(fake, seed, type), {
   ...apiKeyOptions,
+  ...ownershipOptions,
   name: "aws conformance",
   listNativeIds: async () => [...fake.apiGateway.keys.keys()],
 });
 
 providerConformance(it, (type) => makeProvider(fake, seed, type), {
+  ...ownershipOptions,
   name: "aws conformance",
   credentialTypes: ["CLIENT_CREDENTIALS"],
   apis,
@@ -48,5 +57,6 @@ providerConformance(it, (type) => makeProvider(fake, seed, type), {
 
 providerConformance(it, (type) => makeProvider(fake, seed, type, { revokeMode: "disable" }), {
   ...apiKeyOptions,
+  ...ownershipOptions,
   name: "aws conformance (revokeMode disable)",
 });

@@ -57,11 +57,12 @@ describe("error mapping", () => {
     await provider.close?.();
   });
 
-  it("a failed plan attach after retries rolls the key back and reports the upstream failure", async () => {
+  it("a failed plan attach after retries reports the upstream failure with the key as partial (never deleted by the provider)", async () => {
     const provider = await makeProvider(env.fake, env.seed, "API_KEY", { maxAttempts: 1 });
     env.fake.faults.serverError({ operation: "CreateUsagePlanKey", status: 500 });
-    await expect(createCredential(provider, "API_KEY", [{ id: env.seed.apiA, usagePlans: [env.seed.planA] }])).rejects.toMatchObject({ status: 502 });
-    expect(env.fake.apiGateway.keys.size).toBe(0);
+    const err = await createCredential(provider, "API_KEY", [{ id: env.seed.apiA, usagePlans: [env.seed.planA] }]).catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 502, partial: { nativeId: [...env.fake.apiGateway.keys.keys()][0] }, outcomeUnknown: false });
+    expect(env.fake.apiGateway.keys.size).toBe(1);
     await provider.close?.();
   });
 });

@@ -192,3 +192,56 @@ describe("API Gateway fake: faults and quotas", () => {
     expect(res.headers.get("x-amzn-errortype")).toBe("MissingAuthenticationTokenException");
   });
 });
+
+describe("API Gateway fake: issue-9 faults and the strict quota", () => {
+  it("sliding-window quota: 5 CreateApiKey calls pass, the 6th within the same second is 429 with Retry-After, and a slot frees a second after the first", async () => {
+    const strict = await seededFake({ apiGateway: { quotaModel: "sliding-window" } });
+    const { apigw: c } = sdkClients(strict.fake);
+    for (let i = 0; i < 5; i++) await c.send(new CreateApiKeyCommand({ name: `s${i}` }));
+    await expect(c.send(new CreateApiKeyCommand({ name: "s5" }))).rejects.toMatchObject({ name: "TooManyRequestsException", $metadata: { httpStatusCode: 429 } });
+    await new Promise((r) => setTimeout(r, 1050));
+    await c.send(new CreateApiKeyCommand({ name: "s6" }));
+    expect(strict.fake.stats().throttled.CreateApiKey).toBe(1);
+    c.destroy();
+    await strict.fake.close();
+  });
+
+  it("lateApply: the client times out, the key appears later; failAfterApply: applied, then 500 or no answer", async () => {
+    const slow = new APIGatewayClient({ endpoint: fake.url, region: "us-east-1", credentials: dummyCredentials, maxAttempts: 1, requestHandler: { requestTimeout: 100, throwOnRequestTimeout: true } });
+    fake.faults.lateApply(300, { operation: "CreateApiKey" });
+    await expect(slow.send(new CreateApiKeyCommand({ name: "late" }))).rejects.toMatchObject({ name: "TimeoutError" });
+    expect(fake.apiGateway.keys.size).toBe(0);
+    await new Promise((r) => setTimeout(r, 400));
+    expect([...fake.apiGateway.keys.values()].map((k) => k.name)).toEqual(["late"]);
+    slow.destroy();
+    fake.faults.failAfterApply({ operation: "CreateApiKey", status: 500 });
+    await expect(apigw.send(new CreateApiKeyCommand({ name: "applied" }))).rejects.toMatchObject({ $metadata: { httpStatusCode: 500 } });
+    fake.faults.failAfterApply({ operation: "DeleteApiKey", drop: true });
+    const id = [...fake.apiGateway.keys.values()].find((k) => k.name === "applied")!.id;
+    await expect(apigw.send(new DeleteApiKeyCommand({ apiKey: id }))).rejects.toBeDefined();
+    expect(fake.apiGateway.keys.has(id)).toBe(false);
+  });
+
+  it("deny: 403 AccessDeniedException naming the action and resource, at any operation including reads; nothing applied", async () => {
+    const key = await apigw.send(new CreateApiKeyCommand({ name: "k" }));
+    fake.faults.deny({ operation: "CreateUsagePlanKey" });
+    await expect(apigw.send(new CreateUsagePlanKeyCommand({ usagePlanId: seed.planA, keyId: key.id, keyType: "API_KEY" }))).rejects.toMatchObject({
+      name: "AccessDeniedException",
+      $metadata: { httpStatusCode: 403 },
+      message: `User: arn:aws:sts::123456789012:assumed-role/credhook/session is not authorized to perform: apigateway:POST on resource: arn:aws:apigateway:us-east-1::/usageplans/${seed.planA}/keys`,
+    });
+    expect(fake.apiGateway.plansOfKey(key.id!)).toEqual([]);
+    fake.faults.deny({ operation: "GetApiKey" });
+    await expect(apigw.send(new GetApiKeyCommand({ apiKey: key.id }))).rejects.toMatchObject({ $metadata: { httpStatusCode: 403 } });
+  });
+
+  it("createForeign: a key without credhook's tags; foreignTouched() lists it once it changes", async () => {
+    const foreign = fake.createForeign("API_KEY", { usagePlanIds: [seed.planA] });
+    expect(fake.apiGateway.keys.get(foreign.nativeId)!.tags).toEqual({});
+    expect(fake.apiGateway.plansOfKey(foreign.nativeId)).toEqual([seed.planA]);
+    expect(await foreign.exists()).toBe(true);
+    await apigw.send(new DeleteUsagePlanKeyCommand({ usagePlanId: seed.planA, keyId: foreign.nativeId }));
+    expect(await foreign.exists()).toBe(false);
+    expect(fake.foreignTouched()).toEqual([foreign.nativeId]);
+  });
+});

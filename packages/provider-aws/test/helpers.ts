@@ -75,17 +75,18 @@ export function fakeOptions(fake: AwsFake, seed: Seed, type: CredentialType, ext
   };
 }
 
-/** A provider of `type` against `fake` (gateway name `aws-test`). */
+/** A provider of `type` against `fake` (gateway name `aws-test` unless given). */
 export async function makeProvider(
   fake: AwsFake,
   seed: Seed,
   type: CredentialType,
   extra: Partial<AwsProviderOptions> = {},
   logger: Logger = silentLogger,
+  gateway = "aws-test",
 ): Promise<Provider> {
   return awsProviderFactory.create(fakeOptions(fake, seed, type, extra), {
-    gateway: "aws-test",
-    configPath: "gateways.aws-test.options",
+    gateway,
+    configPath: `gateways.${gateway}.options`,
     credentialType: type,
     logger,
     state: memoryStateStore(),

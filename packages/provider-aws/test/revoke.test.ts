@@ -8,11 +8,12 @@ describe("revoke", () => {
   it("API_KEY: deletes the key (and so its plan memberships); revoking twice succeeds", async () => {
     const provider = await makeProvider(env.fake, env.seed, "API_KEY");
     const { ref } = await createCredential(provider, "API_KEY", [{ id: env.seed.apiA, usagePlans: [env.seed.planA] }]);
-    await provider.revoke(ref);
+    expect(await provider.revoke(ref)).toBe("revoked");
     expect(env.fake.apiGateway.keys.has(ref.nativeId)).toBe(false);
     expect(env.fake.apiGateway.plans.get(env.seed.planA)?.keys.size).toBe(0);
-    await provider.revoke(ref);
-    expect(env.fake.stats().calls.DeleteApiKey).toBe(2);
+    expect(await provider.revoke(ref)).toBe("gone");
+    // the mark is read before the delete; a key already gone needs no delete
+    expect(env.fake.stats().calls).toMatchObject({ GetApiKey: 2, DeleteApiKey: 1 });
     await provider.close?.();
   });
 
@@ -20,8 +21,8 @@ describe("revoke", () => {
     const provider = await makeProvider(env.fake, env.seed, "API_KEY", { revokeMode: "disable" });
     const apis = [{ id: env.seed.apiA, usagePlans: [env.seed.planA] }];
     const { ref } = await createCredential(provider, "API_KEY", apis);
-    await provider.revoke(ref);
-    await provider.revoke(ref);
+    expect(await provider.revoke(ref)).toBe("revoked");
+    expect(await provider.revoke(ref)).toBe("gone");
     expect(env.fake.apiGateway.keys.get(ref.nativeId)?.enabled).toBe(false);
     expect(env.fake.stats().calls.DeleteApiKey).toBeUndefined();
     await expect(provider.readSecret!(ref)).rejects.toMatchObject({ status: 404, message: expect.stringContaining("disabled") });
@@ -33,10 +34,10 @@ describe("revoke", () => {
     const provider = await makeProvider(env.fake, env.seed, "CLIENT_CREDENTIALS");
     const { ref } = await createCredential(provider, "CLIENT_CREDENTIALS", [{ id: env.seed.apiA, usagePlans: [] }]);
     expect(env.fake.cognito.allClients()).toHaveLength(1);
-    await provider.revoke(ref);
+    expect(await provider.revoke(ref)).toBe("revoked");
     expect(env.fake.cognito.allClients()).toHaveLength(0);
-    await provider.revoke(ref);
-    expect(env.fake.stats().calls.DeleteUserPoolClient).toBe(2);
+    expect(await provider.revoke(ref)).toBe("gone");
+    expect(env.fake.stats().calls).toMatchObject({ DescribeUserPoolClient: 2, DeleteUserPoolClient: 1 });
     await provider.close?.();
   });
 

@@ -1,6 +1,8 @@
 /**
- * Burst benchmark: N apps created at once (3 subscriptions each), then revoked at
- * once, against the APIM fake with ARM's real buckets (writes 200 burst, 10/s).
+ * Burst benchmark: N apps created at once (3 subscriptions each), each searched by
+ * its credential id as core does after an unknown outcome (findByCredential) on a
+ * service that also holds 1000 foreign subscriptions, then revoked at once —
+ * against the APIM fake with ARM's real buckets (writes 200 burst, 10/s).
  * Runs with the default queue cap (maxRetryAfterS 10: a longer local queue
  * answers 503 + Retry-After at once) and with a long one (everything queues).
  * Prints timings and outcomes; asserts nothing.
@@ -8,7 +10,7 @@
  *   npx tsx --conditions=dev-source packages/provider-azure/bench/burst.ts [apps=100]
  */
 import { randomUUID } from "node:crypto";
-import { isCredhookError, silentLogger } from "@credhook/core";
+import { isCredhookError, memoryStateStore, silentLogger } from "@credhook/core";
 import { createAzureProvider } from "../src/index.js";
 import { startApimFake } from "../src/fake/index.js";
 
@@ -33,7 +35,7 @@ async function run(maxRetryAfterS: number): Promise<void> {
       maxRetryAfterS,
       timeoutMs: 300_000,
     },
-    { gateway: "bench", configPath: "gateways.bench.options", credentialType: "API_KEY", logger: silentLogger },
+    { gateway: "bench", configPath: "gateways.bench.options", credentialType: "API_KEY", logger: silentLogger, state: memoryStateStore() },
   );
   const phase = async (name: string, op: (i: number) => Promise<unknown>) => {
     const before = fake.requests.length;
@@ -66,11 +68,18 @@ async function run(maxRetryAfterS: number): Promise<void> {
     const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
     refs[i] = { credentialId, nativeId: cred.nativeId };
   });
+  // The search core runs after a create whose outcome is unknown: one filtered list per credential,
+  // whatever else the service holds (here 1000 subscriptions made by others).
+  for (let i = 0; i < 1000; i++) fake.addForeignSubscription({ scope: "/products/gold" });
+  await phase("findByCredential", async (i) => {
+    const r = refs[i];
+    if (r && (await provider.findByCredential({ credentialId: r.credentialId, credentialType: "API_KEY", app, apis })).length !== 1) throw new Error("not found");
+  });
   await phase("revoke", async (i) => {
     const r = refs[i];
     if (r) await provider.revoke({ ...r, credentialType: "API_KEY", app, resources: {} });
   });
-  console.log(`  left in the fake: ${fake.listSubscriptions().length} subscriptions`);
+  console.log(`  left in the fake: ${fake.listSubscriptions().length - 1000} subscriptions (and the 1000 foreign ones)`);
   await provider.close();
   await fake.close();
 }

@@ -16,7 +16,8 @@ import {
   isCredhookError,
   type CredhookError,
 } from "@credhook/core";
-import { RetryAfterTooLong, retryAfterSeconds } from "./client.js";
+import type { PipelineRequest } from "@azure/core-rest-pipeline";
+import { RetryAfterTooLong, attemptsOf, retryAfterSeconds } from "./client.js";
 import { RateLimitQueueFull } from "./rate-limit.js";
 
 /** What the SDK's RestError looks like to us. */
@@ -63,6 +64,23 @@ export function armMessageOf(err: unknown, secrets: readonly string[]): string {
     .filter((s) => s.length > 0);
   const text = details.length > 0 ? `${base} ${details.join("; ")}` : base;
   return mask(text.replace(/\s+/g, " "), secrets).slice(0, 500);
+}
+
+/**
+ * True when the write that threw `err` certainly did not take effect: every
+ * attempt of the request was refused outright (a 4xx other than 408 — 429
+ * included —, or credhook's limiter before sending). False, "outcome unknown",
+ * for a timeout, a network error, a 5xx or 408 on any attempt, and an error
+ * whose request history is not known (see `attemptTrackingPolicy` in client.ts).
+ */
+export function writeRefused(err: unknown): boolean {
+  const request = (err as { request?: PipelineRequest } | null)?.request;
+  const seen = request ? attemptsOf(request) : undefined;
+  if (!seen || seen.ambiguous) return false;
+  if (err instanceof RateLimitQueueFull) return true;
+  if (err instanceof RetryAfterTooLong) return err.status === 429;
+  const status = statusOf(err);
+  return status !== undefined && status >= 400 && status < 500 && status !== 408;
 }
 
 /** True when an error is the SDK's (or the platform's) abort after the call's time limit. */

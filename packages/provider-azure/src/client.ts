@@ -11,6 +11,7 @@ import {
   type PipelineRequest,
 } from "@azure/core-rest-pipeline";
 import { ClientSecretCredential, DefaultAzureCredential, ManagedIdentityCredential } from "@azure/identity";
+import { RateLimitQueueFull } from "./rate-limit.js";
 import type { AzureCredentialOption } from "./types.js";
 
 /** ARM's public endpoint. */
@@ -22,14 +23,61 @@ export const DEFAULT_ARM_ENDPOINT = "https://management.azure.com";
  */
 export class RetryAfterTooLong extends Error {
   override readonly name = "RetryAfterTooLong";
+  /** The request that got the answer (non-enumerable: never logged). */
+  declare readonly request?: PipelineRequest;
   constructor(
     /** The server's `Retry-After`, in seconds. */
     readonly retryAfterS: number,
     /** HTTP status that carried it (429 or 503). */
     readonly status: number,
+    request?: PipelineRequest,
   ) {
     super(`ARM asked to retry after ${retryAfterS} s (status ${status})`);
+    Object.defineProperty(this, "request", { value: request, enumerable: false });
   }
+}
+
+/** What the attempts of one request have shown so far (see {@link attemptTrackingPolicy}). */
+export interface AttemptHistory {
+  /** Attempts started. */
+  count: number;
+  /** An attempt was sent and got no clear refusal: a 5xx, a 408, no answer, a network error. */
+  ambiguous: boolean;
+}
+
+const attempts = new WeakMap<PipelineRequest, AttemptHistory>();
+
+/** The attempt history of `request`, when it went through {@link attemptTrackingPolicy}. */
+export function attemptsOf(request: PipelineRequest): AttemptHistory | undefined {
+  return attempts.get(request);
+}
+
+/**
+ * A per-retry pipeline policy, first of the per-retry ones, that records each
+ * attempt of a request and whether one ended ambiguously — so that a failed
+ * write can tell "refused, nothing applied" from "outcome unknown" although the
+ * SDK's retry policy resends after a 5xx, a 408 or a network error (ARM does not
+ * cancel a request whose client gave up, and a 5xx may follow an applied write).
+ */
+export function attemptTrackingPolicy(): PipelinePolicy {
+  return {
+    name: "credhookAttemptTracking",
+    async sendRequest(request, next) {
+      const seen = attempts.get(request) ?? { count: 0, ambiguous: false };
+      seen.count += 1;
+      attempts.set(request, seen);
+      try {
+        const response = await next(request);
+        if (response.status >= 500 || response.status === 408) seen.ambiguous = true;
+        return response;
+      } catch (err) {
+        // credhook's own limiter refuses before sending; a capped Retry-After on a 429 was a refusal too.
+        const refusedHere = err instanceof RateLimitQueueFull || (err instanceof RetryAfterTooLong && err.status === 429);
+        if (!refusedHere) seen.ambiguous = true;
+        throw err;
+      }
+    },
+  };
 }
 
 /** Reads `Retry-After` (seconds or HTTP date) or `retry-after-ms` from a header getter; undefined when absent. */
@@ -51,7 +99,7 @@ export function retryAfterCapPolicy(maxS: number): PipelinePolicy {
       const response = await next(request);
       if (response.status === 429 || response.status === 503) {
         const s = retryAfterSeconds((n) => response.headers.get(n));
-        if (s !== undefined && s > maxS) throw new RetryAfterTooLong(s, response.status);
+        if (s !== undefined && s > maxS) throw new RetryAfterTooLong(s, response.status, request);
       }
       return response;
     },
@@ -135,6 +183,7 @@ export function buildArmClient(settings: ArmClientSettings): ApiManagementClient
     ...(httpClient ? { httpClient } : {}),
     retryOptions: { maxRetries: settings.maxRetries, retryDelayInMs: 500, maxRetryDelayInMs: 8_000 },
     additionalPolicies: [
+      { policy: attemptTrackingPolicy(), position: "perRetry" },
       ...(settings.perRetryPolicies ?? []).map((policy) => ({ policy, position: "perRetry" as const })),
       { policy: retryAfterCapPolicy(settings.maxRetryAfterS), position: "perRetry" },
     ],

@@ -14,15 +14,18 @@ import { createHash } from "node:crypto";
 import { ConfigError, type ProviderContext, type ProviderFactory } from "@credhook/core";
 import { DEFAULT_ARM_ENDPOINT, buildArmClient, buildCredential } from "./client.js";
 import { AzureApimProvider } from "./provider.js";
+import { Adoptions, claimPrefix, otherGatewayOwning, serviceKeyOf } from "./ownership.js";
 import { ARM_RATE_LIMIT, acquireBuckets } from "./rate-limit.js";
 import { optionsSchema } from "./schema.js";
 import type { AzureProviderOptions } from "./types.js";
 
 /**
- * Builds the provider of one gateway.
- * @throws ConfigError the gateway issues CLIENT_CREDENTIALS, or the endpoint is not an http(s) URL
+ * Builds the provider of one gateway. `context.state` keeps its adoption
+ * records (`credhook adopt`); core passes the store's persistent one.
+ * @throws ConfigError the gateway issues CLIENT_CREDENTIALS, the endpoint is not an http(s) URL,
+ *   or another gateway of this process uses the same `subscriptionIdPrefix` on the same service
  */
-export function createAzureProvider(options: AzureProviderOptions, context: Pick<ProviderContext, "gateway" | "configPath" | "credentialType" | "logger">): AzureApimProvider {
+export function createAzureProvider(options: AzureProviderOptions, context: Pick<ProviderContext, "gateway" | "configPath" | "credentialType" | "logger" | "state" | "rateSlots">): AzureApimProvider {
   if (context.credentialType !== "API_KEY") {
     throw new ConfigError([`[provider-azure] ${context.configPath}: Azure API Management issues API_KEY credentials only, not ${context.credentialType}`]);
   }
@@ -37,16 +40,20 @@ export function createAzureProvider(options: AzureProviderOptions, context: Pick
     throw new ConfigError([`[provider-azure] ${context.configPath}.endpoint must be an http(s) URL`]);
   }
   const maxRetryAfterS = options.maxRetryAfterS ?? 10;
+  const prefix = options.subscriptionIdPrefix ?? "credhook-";
+  const serviceKey = serviceKeyOf(endpoint, options.subscriptionId, options.resourceGroup, options.serviceName);
+  const releasePrefix = claimPrefix(serviceKey, context.gateway, prefix, context.configPath);
   // ARM throttles per subscription and principal: gateways with the same endpoint, subscription and credential share buckets.
   const principal = createHash("sha256").update(JSON.stringify(options.credential ?? { type: "default" })).digest("hex");
-  const { buckets, release } = acquireBuckets(`${endpoint}|${options.subscriptionId.toLowerCase()}|${principal}`, { ...ARM_RATE_LIMIT, ...options.rateLimit });
+  const armKey = `${endpoint}|${options.subscriptionId.toLowerCase()}|${principal}`;
+  const { buckets, release } = acquireBuckets(armKey, { ...ARM_RATE_LIMIT, ...options.rateLimit });
   const client = buildArmClient({
     subscriptionId: options.subscriptionId,
     endpoint,
     credential: buildCredential(options.credential),
     maxRetries: options.maxRetries ?? 3,
     maxRetryAfterS,
-    perRetryPolicies: [buckets.policy(maxRetryAfterS)],
+    perRetryPolicies: [buckets.policy(maxRetryAfterS, context.rateSlots ? { slots: context.rateSlots, key: armKey } : undefined)],
   });
   return new AzureApimProvider(
     client,
@@ -58,12 +65,16 @@ export function createAzureProvider(options: AzureProviderOptions, context: Pick
       apiMap: options.apiMap ?? {},
       ownerMode: options.ownerMode ?? "none",
       revokeMode: options.revokeMode ?? "delete",
-      subscriptionIdPrefix: options.subscriptionIdPrefix ?? "credhook-",
+      subscriptionIdPrefix: prefix,
       healthCacheMs: options.healthCacheMs ?? 30_000,
     },
     context.gateway,
     context.logger,
-    release,
+    { adoptions: new Adoptions(context.state), otherGatewayOwning: (id) => otherGatewayOwning(serviceKey, context.gateway, id) },
+    async () => {
+      releasePrefix();
+      await release();
+    },
   );
 }
 
@@ -76,10 +87,12 @@ const azureProviderFactory: ProviderFactory<AzureProviderOptions> = {
 
 export default azureProviderFactory;
 export { AzureApimProvider } from "./provider.js";
-export type { ResolvedAzureOptions } from "./provider.js";
+export type { ResolvedAzureOptions, OwnershipContext } from "./provider.js";
+export { Adoptions } from "./ownership.js";
+export type { AdoptionRecord } from "./ownership.js";
 export type { AzureProviderOptions, AzureCredentialOption, OwnerMode, RevokeMode } from "./types.js";
 export { optionsSchema } from "./schema.js";
 export { ARM_RATE_LIMIT } from "./rate-limit.js";
 export type { ArmRateLimit } from "./rate-limit.js";
 export { buildArmClient, buildCredential, staticTokenCredential, endpointMapping, DEFAULT_ARM_ENDPOINT } from "./client.js";
-export { scopesOf, subscriptionIdOf, displayNameOf, nativeIdOf } from "./naming.js";
+export { scopesOf, subscriptionIdOf, displayNameOf, nativeIdOf, credentialIdOfNativeId, parseSubscriptionId, isSubscriptionOf } from "./naming.js";

@@ -80,6 +80,61 @@ export function subscriptionIdOf(nativeId: string, scope: Scope): string {
   return `${nativeId}-${tag}-h${hash(scopeKey(scope.path), 16)}`;
 }
 
+// ------------------------------------------------------------------ ownership marks
+//
+// APIM subscriptions carry no tags; their id is the one property nobody can
+// change after creation (displayName, scope, state and owner are editable in the
+// portal). So the mark is the id itself, matched in full: a credential's native
+// id is exactly `<prefix><credential id (a UUID)>` and each of its subscription
+// ids exactly `<native id>-p-<product>` / `-a-<api>` (see subscriptionIdOf).
+// A `startsWith(prefix)` test would let a gateway with prefix `credhook-` claim
+// the subscriptions of a gateway with prefix `credhook-eu-` on the same service
+// (issue 9, case 5); the full-format match cannot, whatever the two prefixes.
+
+/** A credential id as core makes them (a UUID), the variable part of every mark. */
+const UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
+/** The scope part of a subscription id after the native id: `-p-<product>` / `-a-<api>` as subscriptionIdOf makes it. */
+const SCOPE_TAIL = "-[pa]-[a-z0-9._-]+";
+const UUID_ONLY = new RegExp(`^${UUID}$`, "i");
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/** True when `id` is a credential id as core makes them (a UUID). */
+export function isCredentialId(id: string): boolean {
+  return UUID_ONLY.test(id);
+}
+
+/** The credential id a native id names when it is exactly `<prefix><UUID>` (case-insensitive), else undefined. */
+export function credentialIdOfNativeId(prefix: string, nativeId: string): string | undefined {
+  const m = new RegExp(`^${escapeRegExp(prefix)}(${UUID})$`, "i").exec(nativeId);
+  return m ? m[1]!.toLowerCase() : undefined;
+}
+
+/** True when `sid` is exactly one of the subscription ids of the credential whose native id is `nativeId`. */
+export function isSubscriptionOf(nativeId: string, sid: string): boolean {
+  return new RegExp(`^${escapeRegExp(nativeId)}${SCOPE_TAIL}$`, "i").test(sid);
+}
+
+/** The credential a subscription id belongs to when it is exactly `<prefix><UUID>-p|a-<scope>`, else undefined. */
+export function parseSubscriptionId(prefix: string, sid: string): { credentialId: string; nativeId: string } | undefined {
+  const m = new RegExp(`^${escapeRegExp(prefix)}(${UUID})${SCOPE_TAIL}$`, "i").exec(sid);
+  if (!m) return undefined;
+  const credentialId = m[1]!.toLowerCase();
+  return { credentialId, nativeId: sid.slice(0, prefix.length + credentialId.length) };
+}
+
+/**
+ * The prefix of an id shaped like ANY credhook gateway's mark — a native id
+ * `<prefix><UUID>` or a subscription id `<prefix><UUID>-p|a-<scope>` — else
+ * undefined. Used to refuse adopting another credhook gateway's subscription.
+ */
+export function markPrefixOf(id: string): string | undefined {
+  const m = new RegExp(`^(.+?)${UUID}(?:${SCOPE_TAIL})?$`, "i").exec(id);
+  return m?.[1];
+}
+
 /** Readable subscription name, `App name (developer)`, cut to APIM's 100 characters. */
 export function displayNameOf(app: AppIdentity): string {
   const dev = app.developer.length > 60 ? `${app.developer.slice(0, 59)}…` : app.developer;

@@ -16,7 +16,9 @@ import {
   ValidationError,
   generateApiKeyValue,
   isCredhookError,
+  type CredentialSearch,
   type CredhookError,
+  type GatewayApi,
   type JsonValue,
   type Logger,
   type OwnedResource,
@@ -28,12 +30,18 @@ import {
   type ProviderResources,
   type ProviderUpdateInput,
   type ProviderUpdateResult,
+  type RevokeOutcome,
   type RotatedSecret,
 } from "@credhook/core";
-import { armDetailsOf, armMessageOf, statusOf, toTyped } from "./azure-errors.js";
+import { armDetailsOf, armMessageOf, statusOf, toTyped, writeRefused } from "./azure-errors.js";
 import {
+  credentialIdOfNativeId,
   displayNameOf,
+  isCredentialId,
+  isSubscriptionOf,
+  markPrefixOf,
   nativeIdOf,
+  parseSubscriptionId,
   odataString,
   scopeKey,
   scopesOf,
@@ -42,6 +50,7 @@ import {
   userIdOf,
   type Scope,
 } from "./naming.js";
+import type { AdoptionRecord, Adoptions } from "./ownership.js";
 import type { OwnerMode, RevokeMode } from "./types.js";
 
 /** Options after defaults, as the provider uses them. */
@@ -73,6 +82,8 @@ interface ListedSubscription {
   state: string;
   displayName: string;
   ownerId?: string;
+  /** ETag, when the subscription was read alone (a list carries none). */
+  etag?: string;
 }
 
 /** States in which a subscription still exists for credhook (cancelled/expired/rejected are gone). */
@@ -108,6 +119,31 @@ async function settleAll<T, R>(items: T[], limit: number, fn: (item: T) => Promi
 /** Parallel ARM writes per provider operation (ARM allows a burst of 200 writes). */
 const WRITE_CONCURRENCY = 4;
 
+/** How the provider tells its subscriptions from everybody else's, besides the id format (see `ownership.ts`). */
+export interface OwnershipContext {
+  /** The gateway's adoption records (in its provider state). */
+  adoptions: Adoptions;
+  /** The other gateway of this process on the same service whose mark `id` carries, if any. */
+  otherGatewayOwning(id: string): string | undefined;
+}
+
+/** A credential this gateway owns, as its mark (or adoption record) says. */
+interface Owned {
+  /** credhook credential id the mark names (lower case). */
+  credentialId: string;
+  /** `<prefix><credentialId>`: the native id its own subscription ids start with. */
+  stem: string;
+  /** Its adoption record, when the ref's native id is an adopted subscription. */
+  adopted?: AdoptionRecord;
+  /** Whether the ref's credential id agrees with the mark (empty: the gateway's mark suffices). */
+  matches: boolean;
+}
+
+/** Lower case, for case-insensitive id comparisons (APIM ids are case-insensitive). */
+function lower(s: string): string {
+  return s.toLowerCase();
+}
+
 /** The provider; built by the factory in `index.ts`. */
 export class AzureApimProvider implements Provider {
   /** API keys only; a caller-chosen value is imported; the key reads back with listSecrets. */
@@ -121,16 +157,21 @@ export class AzureApimProvider implements Provider {
     private readonly opts: ResolvedAzureOptions,
     private readonly gateway: string,
     private readonly logger: Logger,
-    private readonly releaseLimits: () => Promise<void> = async () => {},
+    private readonly ownership: OwnershipContext,
+    private readonly releaseResources: () => Promise<void> = async () => {},
   ) {}
 
-  /** Releases this gateway's share of the ARM rate-limit buckets. */
+  /** Releases this gateway's share of the ARM rate-limit buckets and its prefix claim. */
   async close(): Promise<void> {
-    await this.releaseLimits();
+    await this.releaseResources();
   }
 
   private get service(): string {
     return `${this.opts.resourceGroup}/${this.opts.serviceName}`;
+  }
+
+  private get prefix(): string {
+    return this.opts.subscriptionIdPrefix;
   }
 
   /** Runs one SDK call with the time limit; maps what it throws. */
@@ -155,6 +196,7 @@ export class AzureApimProvider implements Provider {
     return toTyped(err, { gateway: this.gateway, what, timeoutMs: this.opts.timeoutMs, secrets });
   }
 
+  /** What core stores for the credential: the service, each subscription (id, short scope, last ETag) and the owner. */
   private resources(subs: StoredSubscription[], ownerId?: string): ProviderResources {
     const out: { [k: string]: JsonValue } = {
       service: this.service,
@@ -164,19 +206,77 @@ export class AzureApimProvider implements Provider {
     return out;
   }
 
+  // ------------------------------------------------------------------ ownership
+
+  /**
+   * Whose `ref.nativeId` is: this gateway's when it is exactly `<prefix><UUID>`
+   * or was adopted (a record in the provider state); undefined when neither (a
+   * foreign subscription, another gateway's, or nothing at all). `matches` tells
+   * whether `ref.credentialId` agrees with the mark: empty (the store lost the
+   * record) always does; else it must be the credential id the mark names.
+   */
+  private async ownerOf(ref: Pick<ProviderCredentialRef, "nativeId" | "credentialId" | "resources">): Promise<Owned | undefined> {
+    const same = (credentialId: string) => ref.credentialId === "" || lower(ref.credentialId) === credentialId;
+    const marked = credentialIdOfNativeId(this.prefix, ref.nativeId);
+    if (marked) return { credentialId: marked, stem: nativeIdOf(this.prefix, marked), matches: same(marked) };
+    const adopted = await this.ownership.adoptions.get(ref.nativeId);
+    if (!adopted) return undefined;
+    const credentialId = lower(adopted.credentialId);
+    return { credentialId, stem: nativeIdOf(this.prefix, credentialId), adopted, matches: same(credentialId) };
+  }
+
+  /** NotFound for an update/read of a credential that is not this gateway's (or not that credential's). */
+  private notOurs(ref: Pick<ProviderCredentialRef, "nativeId" | "credentialId">, owner: Owned | undefined): NotFound {
+    const why = owner
+      ? `it carries the mark of credhook credential ${owner.credentialId}, not ${ref.credentialId}`
+      : `its id does not have this gateway's form '${this.prefix}<credential id>' and it was not adopted (credhook adopt)`;
+    return new NotFound(`[gateway ${this.gateway}] credential ${ref.nativeId} is not this gateway's on service ${this.service}: ${why}; nothing was changed`, { gateway: this.gateway });
+  }
+
+
   // ------------------------------------------------------------------ lookups
 
-  /** Every subscription whose id starts with `<nativeId>-`, in any state. */
-  private async listOf(nativeId: string): Promise<ListedSubscription[]> {
-    return this.call(`listing the subscriptions of credential ${nativeId} on service ${this.service}`, async (abortSignal) => {
+  /** Subscriptions whose id starts with `start` (OData `startswith`, one filtered list) and passes `accept`, in any state. */
+  private async listUnder(start: string, accept: (sid: string) => boolean, what: string): Promise<ListedSubscription[]> {
+    return this.call(what, async (abortSignal) => {
       const out: ListedSubscription[] = [];
-      const filter = `startswith(name,'${odataString(`${nativeId}-`)}')`;
+      const filter = `startswith(name,'${odataString(start)}')`;
       for await (const s of this.client.subscription.list(this.opts.resourceGroup, this.opts.serviceName, { filter, abortSignal })) {
-        if (!s.name || !s.name.toLowerCase().startsWith(`${nativeId}-`.toLowerCase())) continue;
-        out.push(this.listed(s));
+        if (s.name && accept(s.name)) out.push(this.listed(s));
       }
       return out;
     });
+  }
+
+  /** The subscriptions of the credential whose own ids start with `stem` (exactly `<stem>-p|a-<scope>`), in any state. */
+  private listOf(stem: string): Promise<ListedSubscription[]> {
+    return this.listUnder(`${stem}-`, (sid) => isSubscriptionOf(stem, sid), `listing the subscriptions of credential ${stem} on service ${this.service}`);
+  }
+
+  /** Whatever exists under `nativeId` (that id, or ids starting with it and `-`), whoever made it: for "gone" vs "not-owned". */
+  private async anythingUnder(nativeId: string): Promise<ListedSubscription[]> {
+    if (nativeId.length === 0) return [];
+    const id = lower(nativeId);
+    return this.listUnder(nativeId, (sid) => lower(sid) === id || lower(sid).startsWith(`${id}-`), `looking for subscriptions named ${nativeId} on service ${this.service}`);
+  }
+
+  /** One subscription by id; undefined when it does not exist. */
+  private async getOne(sid: string): Promise<ListedSubscription | undefined> {
+    const r = await this.raw((abortSignal) => this.client.subscription.get(this.opts.resourceGroup, this.opts.serviceName, sid, { abortSignal }));
+    if (r.ok) return this.listed({ ...r.value, name: r.value.name ?? sid });
+    if (statusOf(r.error) === 404) return undefined;
+    throw this.mapped(r.error, `reading subscription ${sid} on service ${this.service}`);
+  }
+
+  /** Every subscription of an owned credential: its own ids under the stem, and the adopted ones that still exist. */
+  private async membersOf(owner: Owned): Promise<ListedSubscription[]> {
+    const [adopted, own] = await Promise.all([
+      settleAll(owner.adopted?.sids ?? [], WRITE_CONCURRENCY, (sid) => this.getOne(sid)),
+      this.listOf(owner.stem),
+    ]);
+    const failed = adopted.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) throw failed.reason;
+    return [...adopted.flatMap((r) => (r.status === "fulfilled" && r.value ? [r.value] : [])), ...own];
   }
 
   private listed(s: SubscriptionContract): ListedSubscription {
@@ -185,8 +285,14 @@ export class AzureApimProvider implements Provider {
       scope: shortScope(s.scope),
       state: s.state ?? "submitted",
       displayName: s.displayName ?? "",
+      ...((s as { eTag?: string }).eTag ? { etag: (s as { eTag?: string }).eTag! } : {}),
       ...(s.ownerId ? { ownerId: `/users/${s.ownerId.split("/").pop()}` } : {}),
     };
+  }
+
+  /** `sid: displayName → scope (state)` of each subscription, for listOwned/findByCredential. */
+  private describe(subs: ListedSubscription[], note = ""): string[] {
+    return subs.map((l) => `${l.sid}: ${l.displayName} → ${l.scope} (${l.state})${note}`);
   }
 
   /** The key of a credential, read from one of its live subscriptions. @throws NotFound none is live */
@@ -205,7 +311,7 @@ export class AzureApimProvider implements Provider {
    * found by e-mail, else created with a deterministic id and no notification e-mail.
    * @throws InvalidReference the developer is not an e-mail address
    */
-  private async ownerOf(developer: string): Promise<string> {
+  private async ownerOfDeveloper(developer: string): Promise<string> {
     const email = developer.trim();
     const m = /^([^@\s]{1,100})[^@\s]*@([^@\s]+\.[^@\s]+)$/.exec(email);
     if (!m || email.length > 254) {
@@ -245,27 +351,30 @@ export class AzureApimProvider implements Provider {
   // ------------------------------------------------------------------ writes
 
   /**
-   * PUTs the subscription of `scope` with `key`, state active.
+   * PUTs the subscription of `scope` under `stem` with `key` in `state`.
    * @param first whether no other subscription of this credential holds the key yet
    * @throws InvalidReference the product/API does not exist, or the service refuses to share the key
    * @throws Conflict the key is taken by another credential, or a per-user subscription limit is reached
+   * Every error thrown says, in `outcomeUnknown`, whether the PUT may still have taken effect.
    */
-  private async put(nativeId: string, scope: Scope, key: string, displayName: string, ownerId: string | undefined, first: boolean): Promise<StoredSubscription> {
-    const sid = subscriptionIdOf(nativeId, scope);
+  private async put(stem: string, scope: Scope, key: string, displayName: string, ownerId: string | undefined, state: "active" | "suspended", first: boolean): Promise<StoredSubscription> {
+    const sid = subscriptionIdOf(stem, scope);
     const r = await this.raw((abortSignal) =>
       this.client.subscription.createOrUpdate(
         this.opts.resourceGroup,
         this.opts.serviceName,
         sid,
-        { scope: scope.path, displayName, primaryKey: key, state: "active", allowTracing: false, ...(ownerId ? { ownerId } : {}) },
+        { scope: scope.path, displayName, primaryKey: key, state, allowTracing: false, ...(ownerId ? { ownerId } : {}) },
         { notify: false, abortSignal },
       ),
     );
     if (r.ok) {
-      this.logger.debug({ sid, scope: scope.path, status: "put" }, "subscription written");
+      this.logger.debug({ sid, scope: scope.path, state, status: "put" }, "subscription written");
       return { sid, scope: scope.path, ...(r.value.eTag ? { etag: r.value.eTag } : {}) };
     }
-    throw await this.classifyPutError(r.error, sid, scope, key, ownerId, first);
+    const typed = await this.classifyPutError(r.error, sid, scope, key, ownerId, first);
+    typed.outcomeUnknown = !writeRefused(r.error);
+    throw typed;
   }
 
   private async classifyPutError(err: unknown, sid: string, scope: Scope, key: string, ownerId: string | undefined, first: boolean): Promise<CredhookError> {
@@ -295,21 +404,28 @@ export class AzureApimProvider implements Provider {
     return this.mapped(err, `creating subscription ${sid} (${scope.path}) on service ${this.service}`, [key]);
   }
 
-  /** Deletes one subscription: If-Match the known ETag, else `*`; a 412 (changed since) retries with `*`; gone is success. */
-  private async remove(sub: { sid: string; etag?: string | undefined }): Promise<void> {
+  /**
+   * Deletes one subscription: If-Match the known ETag, else `*`; a 412 (changed
+   * since) retries with `*`. Resolves true when it deleted it now, false when it
+   * was gone already (204/404).
+   */
+  private async remove(sub: { sid: string; etag?: string | undefined }): Promise<boolean> {
     const what = `deleting subscription ${sub.sid} on service ${this.service}`;
-    const del = (ifMatch: string) => this.raw((abortSignal) => this.client.subscription.delete(this.opts.resourceGroup, this.opts.serviceName, sub.sid, ifMatch, { abortSignal }));
+    const del = (ifMatch: string) =>
+      this.raw((abortSignal) => this.client.subscription.delete(this.opts.resourceGroup, this.opts.serviceName, sub.sid, ifMatch, { abortSignal, onResponse: (raw) => (deleted = raw.status === 200) }));
+    let deleted = false;
     let r = await del(sub.etag ?? "*");
     if (!r.ok && statusOf(r.error) === 412 && sub.etag) {
       this.logger.warn({ sid: sub.sid }, "subscription changed outside credhook since its last write; deleting it anyway");
       r = await del("*");
     }
     if (!r.ok && statusOf(r.error) !== 404) throw this.mapped(r.error, what);
+    return r.ok && deleted;
   }
 
   /**
    * PATCHes one subscription. If-Match the known ETag (else the current one, read with HEAD);
-   * on 412 the ETag is read again and the PATCH retried once.
+   * on 412 the ETag is read again and the PATCH retried once. Undefined when the subscription is gone.
    */
   private async patch(sub: { sid: string; etag?: string | undefined }, changes: { displayName?: string; state?: "cancelled"; primaryKey?: string }, what: string, secrets: readonly string[] = []): Promise<StoredSubscription | undefined> {
     const currentEtag = async () => {
@@ -332,50 +448,73 @@ export class AzureApimProvider implements Provider {
     return undefined;
   }
 
-  /** Deletes `sids` after a failed create/update; failures are logged, never thrown (the first error wins). */
-  private async rollback(sids: string[], reason: string): Promise<void> {
-    const results = await settleAll(sids, WRITE_CONCURRENCY, (sid) => this.remove({ sid }));
-    const left = sids.filter((_, i) => results[i]!.status === "rejected");
-    if (left.length > 0) this.logger.warn({ sids: left, reason }, "rollback could not delete every subscription; revoke will retry");
-  }
-
-  /** PUTs `scopes` with `key`: the first alone when `firstAlone` (it proves the key is free), the rest in parallel; all or nothing. */
-  private async putAll(nativeId: string, scopes: Scope[], key: string, displayName: string, ownerId: string | undefined, firstAlone: boolean): Promise<StoredSubscription[]> {
-    const attempted: string[] = [];
+  /**
+   * PUTs `scopes` under `stem` with `key`: the first alone when `firstAlone` (it
+   * proves the key is free; nothing else is tried when it fails), the rest in
+   * parallel. Never deletes anything: returns what was written and, if a PUT
+   * failed, the first failure with `outcomeUnknown` true when any failed PUT may
+   * still land (core compensates; providers never clean up alone).
+   */
+  private async putAll(stem: string, scopes: Scope[], key: string, displayName: string, ownerId: string | undefined, state: "active" | "suspended", firstAlone: boolean): Promise<{ done: StoredSubscription[]; failure?: CredhookError }> {
     const done: StoredSubscription[] = [];
-    const fail = async (err: unknown): Promise<never> => {
-      await this.rollback(attempted, "a subscription could not be created");
-      throw isCredhookError(err) ? err : this.mapped(err, `creating the subscriptions of ${nativeId}`, [key]);
+    const typed = (err: unknown): CredhookError => {
+      if (isCredhookError(err)) return err;
+      const e = this.mapped(err, `creating the subscriptions of ${stem}`, [key]);
+      e.outcomeUnknown = true;
+      return e;
+    };
+    const failure = (failures: CredhookError[]) => {
+      const first = failures[0]!;
+      first.outcomeUnknown = failures.some((f) => f.outcomeUnknown !== false);
+      return { done, failure: first };
     };
     let rest = scopes;
     if (firstAlone && scopes.length > 0) {
-      const [head, ...tail] = scopes;
-      attempted.push(subscriptionIdOf(nativeId, head!));
       try {
-        done.push(await this.put(nativeId, head!, key, displayName, ownerId, true));
+        done.push(await this.put(stem, scopes[0]!, key, displayName, ownerId, state, true));
       } catch (err) {
-        return fail(err);
+        return failure([typed(err)]);
       }
-      rest = tail;
+      rest = scopes.slice(1);
     }
-    attempted.push(...rest.map((s) => subscriptionIdOf(nativeId, s)));
-    const results = await settleAll(rest, WRITE_CONCURRENCY, (s) => this.put(nativeId, s, key, displayName, ownerId, false));
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
-    if (failed) return fail(failed.reason);
-    for (const r of results) if (r.status === "fulfilled") done.push(r.value);
-    return done;
+    const results = await settleAll(rest, WRITE_CONCURRENCY, (s) => this.put(stem, s, key, displayName, ownerId, state, false));
+    const failures: CredhookError[] = [];
+    for (const r of results) {
+      if (r.status === "fulfilled") done.push(r.value);
+      else failures.push(typed(r.reason));
+    }
+    return failures.length > 0 ? failure(failures) : { done };
+  }
+
+  /** Puts what exists after a failed create/update into the error (`partial`), for core to compensate. */
+  private reported(err: CredhookError, nativeId: string, subs: StoredSubscription[], ownerId: string | undefined): CredhookError {
+    if (subs.length > 0 || err.outcomeUnknown) err.partial = { nativeId, resources: this.resources(subs, ownerId) };
+    const level = err.outcomeUnknown ? "warn" : "info";
+    this.logger[level](
+      { nativeId, subscriptions: subs.map((s) => s.sid), outcomeUnknown: err.outcomeUnknown === true, status: err.status },
+      "subscriptions left for core to compensate (a provider never deletes what a failed write made)",
+    );
+    return err;
   }
 
   // ------------------------------------------------------------------ Provider
 
   /**
-   * One subscription per product/API scope of the app, all with the same primary key.
-   * @throws InvalidReference a product/API does not exist (nothing is left behind), or the service refuses to share one key
+   * One subscription per product/API scope of the app, all with the same primary
+   * key, ids `<prefix><credentialId>-p|a-<scope>`. Never deletes what it made:
+   * a failure after a PUT was accepted throws with `partial` (the subscriptions
+   * written) and `outcomeUnknown` (a PUT that timed out or got a 5xx may still land).
+   * @throws ValidationError the credential id is not a UUID (the mark needs one), or the key has not 1–256 characters
+   * @throws InvalidReference a product/API does not exist, or the service refuses to share one key
    * @throws Conflict the key value is taken by another subscription
+   * @throws Throttled | UpstreamError | UpstreamUnavailable | UpstreamTimeout ARM failures
    */
   async create(input: ProviderCreateInput): Promise<ProviderCredential> {
     if (input.credentialType !== "API_KEY") {
       throw new ValidationError([`[gateway ${this.gateway}] Azure API Management issues API_KEY credentials only, not ${input.credentialType}`], { gateway: this.gateway });
+    }
+    if (!isCredentialId(input.credentialId)) {
+      throw new ValidationError([`[gateway ${this.gateway}] credential id '${input.credentialId}' is not a UUID: the subscription ids that mark credhook's ownership need one`], { gateway: this.gateway });
     }
     const key = input.apiKeyValue ?? generateApiKeyValue();
     if (key.length < 1 || key.length > 256) {
@@ -383,28 +522,35 @@ export class AzureApimProvider implements Provider {
     }
     const scopes = scopesOf(input.apis, this.opts.productMap, this.opts.apiMap);
     if (scopes.length === 0) throw new InvalidReference(`[gateway ${this.gateway}] the app has no API on this gateway`, { gateway: this.gateway });
-    const nativeId = nativeIdOf(this.opts.subscriptionIdPrefix, input.credentialId);
-    const ownerId = this.opts.ownerMode === "developer-user" ? await this.ownerOf(input.app.developer) : undefined;
-    const subs = await this.putAll(nativeId, scopes, key, displayNameOf(input.app), ownerId, true);
-    this.logger.info({ nativeId, subscriptions: subs.map((s) => s.sid) }, "credential created");
-    return { nativeId, apiKey: key, resources: this.resources(subs, ownerId) };
+    const nativeId = nativeIdOf(this.prefix, lower(input.credentialId));
+    const ownerId = this.opts.ownerMode === "developer-user" ? await this.ownerOfDeveloper(input.app.developer) : undefined;
+    const { done, failure } = await this.putAll(nativeId, scopes, key, displayNameOf(input.app), ownerId, "active", true);
+    if (failure) throw this.reported(failure, nativeId, done, ownerId);
+    this.logger.info({ nativeId, subscriptions: done.map((s) => s.sid) }, "credential created");
+    return { nativeId, apiKey: key, resources: this.resources(done, ownerId) };
   }
 
   /**
-   * Reconciles the credential's subscriptions with `desired`: a missing scope (ADDED, or a
-   * NONE one deleted out of band) gets a subscription with the credential's key (read with
-   * listSecrets); a scope no longer wanted (REMOVED) loses its subscription; a changed app
-   * name is PATCHed into every displayName.
-   * @throws NotFound the credential has no live subscription
-   * @throws InvalidReference an added product/API does not exist (the update's own additions are rolled back)
+   * Reconciles the credential's subscriptions with `desired`, adding before
+   * removing: a missing scope (ADDED, or a NONE one deleted out of band) gets a
+   * subscription with the credential's key (read with listSecrets) — created
+   * **suspended** when an operator suspended any of the credential's
+   * subscriptions, so a suspended key never becomes active anywhere through an
+   * update; only when every addition succeeded are the scopes no longer wanted
+   * (REMOVED) deleted; a changed app name is PATCHed into every displayName.
+   * On failure nothing is undone here (core runs the inverse update): the error
+   * carries `partial` (the subscriptions there now) and `outcomeUnknown`.
+   * @throws NotFound the credential has no live subscription, or is not this gateway's (or that credential's)
+   * @throws InvalidReference an added product/API does not exist
    */
   async update(input: ProviderUpdateInput): Promise<ProviderUpdateResult> {
-    const nativeId = input.nativeId;
-    const listed = await this.listOf(nativeId);
-    const live = listed.filter((s) => LIVE_STATES.has(s.state));
-    const key = await this.keyOf(nativeId, live);
-    const stored = new Map(storedOf(input.resources).map((s) => [s.sid.toLowerCase(), s]));
-    const etagOf = (sid: string) => stored.get(sid.toLowerCase())?.etag;
+    const owner = await this.ownerOf(input);
+    if (!owner || !owner.matches) throw this.notOurs(input, owner);
+    const members = await this.membersOf(owner);
+    const live = members.filter((s) => LIVE_STATES.has(s.state));
+    const key = await this.keyOf(input.nativeId, live);
+    const stored = new Map(storedOf(input.resources).map((s) => [lower(s.sid), s]));
+    const etagOf = (sid: string) => stored.get(lower(sid))?.etag;
     const desired = scopesOf(input.desired, this.opts.productMap, this.opts.apiMap);
     const desiredKeys = new Set(desired.map((s) => scopeKey(s.path)));
     const liveByScope = new Map(live.map((s) => [scopeKey(s.scope), s]));
@@ -412,12 +558,28 @@ export class AzureApimProvider implements Provider {
     const toRemove = live.filter((s) => !desiredKeys.has(scopeKey(s.scope)));
     const kept = live.filter((s) => desiredKeys.has(scopeKey(s.scope)));
     const displayName = displayNameOf(input.app);
-    const ownerId = kept[0]?.ownerId ?? live[0]?.ownerId ?? (this.opts.ownerMode === "developer-user" && toAdd.length > 0 ? await this.ownerOf(input.app.developer) : undefined);
+    const ownerId = kept[0]?.ownerId ?? live[0]?.ownerId ?? (this.opts.ownerMode === "developer-user" && toAdd.length > 0 ? await this.ownerOfDeveloper(input.app.developer) : undefined);
+    const asStored = (s: ListedSubscription): StoredSubscription => ({ sid: s.sid, scope: s.scope, ...(etagOf(s.sid) ? { etag: etagOf(s.sid)! } : {}) });
 
-    const added = await this.putAll(nativeId, toAdd, key, displayName, ownerId, false);
+    // A suspended credential stays suspended (issue 9, case 8).
+    const suspended = live.filter((s) => s.state === "suspended");
+    const state = suspended.length > 0 ? "suspended" : "active";
+    if (suspended.length > 0 && toAdd.length > 0) {
+      this.logger.warn(
+        { nativeId: input.nativeId, suspended: suspended.map((s) => s.sid), adding: toAdd.map((s) => s.path) },
+        "an operator suspended this credential's subscriptions: the added ones are created suspended too (activate them in APIM to grant access)",
+      );
+    }
+
+    // Add before remove: a failure here leaves at least the access the credential had.
+    const { done: added, failure } = await this.putAll(owner.stem, toAdd, key, displayName, ownerId, state, false);
+    if (failure) throw this.reported(failure, input.nativeId, [...live.map(asStored), ...added], ownerId);
     const removed = await settleAll(toRemove, WRITE_CONCURRENCY, (s) => this.remove({ sid: s.sid, etag: etagOf(s.sid) }));
     const removeFailure = removed.find((r): r is PromiseRejectedResult => r.status === "rejected");
-    if (removeFailure) throw removeFailure.reason;
+    if (removeFailure) {
+      const stillThere = toRemove.filter((_, i) => removed[i]!.status === "rejected");
+      throw this.reported(removeFailure.reason as CredhookError, input.nativeId, [...kept.map(asStored), ...stillThere.map(asStored), ...added], ownerId);
+    }
 
     const result: StoredSubscription[] = [...added];
     for (const s of kept) {
@@ -427,51 +589,143 @@ export class AzureApimProvider implements Provider {
         if (patched) result.push({ ...patched, scope: s.scope });
         continue;
       }
-      result.push({ sid: s.sid, scope: s.scope, ...(etagOf(s.sid) ? { etag: etagOf(s.sid)! } : {}) });
+      result.push(asStored(s));
     }
-    this.logger.info({ nativeId, added: added.map((s) => s.sid), removed: toRemove.map((s) => s.sid) }, "credential updated");
-    return { resources: this.resources(result, ownerId) };
+    this.logger.info({ nativeId: input.nativeId, added: added.map((s) => s.sid), removed: toRemove.map((s) => s.sid), state }, "credential updated");
+    // The store lost the record (empty credential id): core keeps the id the mark names.
+    return { resources: this.resources(result, ownerId), ...(input.credentialId === "" ? { credentialId: owner.credentialId } : {}) };
   }
 
   /**
-   * Deletes every subscription of the credential (`revokeMode: delete`) or sets it
-   * cancelled (`disable`). Idempotent: subscriptions already gone are success.
+   * Deletes every subscription of the credential (`revokeMode: delete`) or sets the
+   * live ones cancelled (`disable`) — only when the native id carries this gateway's
+   * mark (or was adopted) and, unless `ref.credentialId` is empty, that credential's.
+   * @returns `revoked` (something was deleted/cancelled now), `gone` (nothing left
+   * to do), or `not-owned` (subscriptions exist under that id but are not this
+   * gateway's or not that credential's: left untouched)
+   * @throws Throttled | UpstreamError | UpstreamUnavailable | UpstreamTimeout ARM failures (what failed is retried by the next revoke)
    */
-  async revoke(ref: ProviderCredentialRef): Promise<void> {
-    const listed = await this.listOf(ref.nativeId);
-    const stored = new Map(storedOf(ref.resources).map((s) => [s.sid.toLowerCase(), s.etag]));
-    const results = await settleAll(listed, WRITE_CONCURRENCY, async (s) => {
-      const etag = stored.get(s.sid.toLowerCase());
+  async revoke(ref: ProviderCredentialRef): Promise<RevokeOutcome> {
+    const owner = await this.ownerOf(ref);
+    if (!owner || !owner.matches) {
+      const found = await this.anythingUnder(ref.nativeId);
+      if (found.length === 0) return "gone";
+      this.logger.info(
+        { nativeId: ref.nativeId, credentialId: ref.credentialId, subscriptions: found.map((s) => s.sid), markOf: owner?.credentialId ?? null },
+        "subscriptions under this id are not this gateway's (or not this credential's); left untouched",
+      );
+      return "not-owned";
+    }
+    const members = await this.membersOf(owner);
+    const stored = new Map(storedOf(ref.resources).map((s) => [lower(s.sid), s.etag]));
+    const targets = this.opts.revokeMode === "delete" ? members : members.filter((s) => LIVE_STATES.has(s.state));
+    const results = await settleAll(targets, WRITE_CONCURRENCY, async (s) => {
+      const etag = stored.get(lower(s.sid)) ?? s.etag;
       if (this.opts.revokeMode === "delete") return this.remove({ sid: s.sid, etag });
-      if (!LIVE_STATES.has(s.state)) return;
       const what = `cancelling subscription ${s.sid} on service ${this.service}`;
       // Revocation wins over an edit made elsewhere: fall back to If-Match * on a 412.
       try {
-        await this.patch({ sid: s.sid, etag }, { state: "cancelled" }, what);
+        return (await this.patch({ sid: s.sid, etag }, { state: "cancelled" }, what)) !== undefined;
       } catch (err) {
         if (!isCredhookError(err) || err.status !== 409) throw err;
-        await this.patch({ sid: s.sid, etag: "*" }, { state: "cancelled" }, what);
+        return (await this.patch({ sid: s.sid, etag: "*" }, { state: "cancelled" }, what)) !== undefined;
       }
     });
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed) throw failed.reason;
-    this.logger.info({ nativeId: ref.nativeId, subscriptions: listed.length, mode: this.opts.revokeMode }, "credential revoked");
+    if (owner.adopted && this.opts.revokeMode === "delete") await this.ownership.adoptions.delete(owner.adopted.nativeId);
+    const changed = results.some((r) => r.status === "fulfilled" && r.value === true);
+    this.logger.info({ nativeId: ref.nativeId, subscriptions: targets.map((s) => s.sid), mode: this.opts.revokeMode, changed }, "credential revoked");
+    return changed ? "revoked" : "gone";
   }
 
-  /** The credential's key, read with listSecrets. @throws NotFound it has no live subscription */
+  /**
+   * Every live subscription carrying this gateway's mark and `search.credentialId`:
+   * ONE list filtered by the credential's id stem (`$filter=startswith(name,'<prefix><id>-')`,
+   * evaluated by APIM), never a listing of the whole service. Returns one entry (the
+   * native id revoke takes) when any exists, else none.
+   */
+  async findByCredential(search: CredentialSearch): Promise<OwnedResource[]> {
+    if (!isCredentialId(search.credentialId)) return [];
+    const credentialId = lower(search.credentialId);
+    const stem = nativeIdOf(this.prefix, credentialId);
+    const live = (await this.listOf(stem)).filter((s) => LIVE_STATES.has(s.state));
+    return live.length > 0 ? [{ nativeId: stem, credentialId, description: this.describe(live).join("; ") }] : [];
+  }
+
+  /**
+   * Brings a subscription made outside credhook under this gateway (only
+   * `credhook adopt` calls it). APIM cannot rename or tag a subscription, so the
+   * mark is an adoption record in the gateway's provider state; from then on
+   * update/revoke/readSecret treat `ref.nativeId` as this gateway's, for
+   * `ref.credentialId`. Subscriptions added later by updates get this gateway's
+   * own ids (`<prefix><credentialId>-p|a-…`) with the adopted key. Idempotent.
+   * @throws ValidationError `ref.credentialId` is not a UUID
+   * @throws NotFound no subscription `ref.nativeId`, or it is cancelled/expired/rejected
+   * @throws Conflict the id carries another credential's or another credhook gateway's mark,
+   *   was adopted for another credential, or its scope is none of `ref.apis`' (the next update would delete it)
+   */
+  async adopt(ref: ProviderCredentialRef & { apis: GatewayApi[] }): Promise<ProviderUpdateResult> {
+    const where = `[gateway ${this.gateway}]`;
+    if (!isCredentialId(ref.credentialId)) throw new ValidationError([`${where} adopt needs credhook's credential id (a UUID), got '${ref.credentialId}'`], { gateway: this.gateway });
+    const credentialId = lower(ref.credentialId);
+    const sid = ref.nativeId;
+    const own = credentialIdOfNativeId(this.prefix, sid) ?? parseSubscriptionId(this.prefix, sid)?.credentialId;
+    if (own) {
+      if (own === credentialId && credentialIdOfNativeId(this.prefix, sid)) {
+        const owner: Owned = { credentialId, stem: nativeIdOf(this.prefix, credentialId), matches: true };
+        const live = (await this.membersOf(owner)).filter((s) => LIVE_STATES.has(s.state));
+        if (live.length === 0) throw new NotFound(`${where} credential ${sid} has no live subscription on service ${this.service}`, { gateway: this.gateway });
+        return { resources: this.resources(live.map((s) => ({ sid: s.sid, scope: s.scope, ...(s.etag ? { etag: s.etag } : {}) })), live[0]?.ownerId) };
+      }
+      throw new Conflict(`${where} subscription ${sid} was made by this gateway for credhook credential ${own}; it cannot be adopted for ${credentialId}`, { gateway: this.gateway });
+    }
+    const otherGateway = this.ownership.otherGatewayOwning(sid);
+    const otherPrefix = markPrefixOf(sid);
+    if (otherGateway || otherPrefix) {
+      throw new Conflict(
+        `${where} subscription ${sid} carries the mark of another credhook gateway (${otherGateway ? `gateway '${otherGateway}'` : `prefix '${otherPrefix}'`}) on service ${this.service}; it is not adopted`,
+        { gateway: this.gateway },
+      );
+    }
+    const previous = await this.ownership.adoptions.get(sid);
+    if (previous && lower(previous.credentialId) !== credentialId) {
+      throw new Conflict(`${where} subscription ${sid} was adopted for credhook credential ${previous.credentialId} already`, { gateway: this.gateway });
+    }
+    const found = await this.getOne(sid);
+    if (!found) throw new NotFound(`${where} there is no subscription ${sid} on service ${this.service} to adopt`, { gateway: this.gateway });
+    if (!LIVE_STATES.has(found.state)) throw new NotFound(`${where} subscription ${sid} on service ${this.service} is ${found.state}; only a live subscription can be adopted`, { gateway: this.gateway });
+    const scopes = scopesOf(ref.apis, this.opts.productMap, this.opts.apiMap);
+    if (!scopes.some((s) => scopeKey(s.path) === scopeKey(found.scope))) {
+      throw new Conflict(
+        `${where} subscription ${sid} is scoped to ${found.scope}, which none of the app's APIs on this gateway maps to (${scopes.map((s) => s.path).join(", ") || "none"}); ` +
+          `adopting it would let the next update delete it: fix the app's APIs or productMap/apiMap first`,
+        { gateway: this.gateway },
+      );
+    }
+    await this.ownership.adoptions.put({ nativeId: found.sid, credentialId, sids: [found.sid], adoptedAt: previous?.adoptedAt ?? new Date().toISOString() });
+    this.logger.warn({ nativeId: found.sid, credentialId, scope: found.scope }, "subscription made outside credhook adopted: credhook now updates and revokes it");
+    return { resources: this.resources([{ sid: found.sid, scope: found.scope, ...(found.etag ? { etag: found.etag } : {}) }], found.ownerId) };
+  }
+
+  /** The credential's key, read with listSecrets. @throws NotFound it has no live subscription, or is not this gateway's */
   async readSecret(ref: ProviderCredentialRef): Promise<{ apiKey: string }> {
-    const live = (await this.listOf(ref.nativeId)).filter((s) => LIVE_STATES.has(s.state));
+    const owner = await this.ownerOf(ref);
+    if (!owner || !owner.matches) throw this.notOurs(ref, owner);
+    const live = (await this.membersOf(owner)).filter((s) => LIVE_STATES.has(s.state));
     return { apiKey: await this.keyOf(ref.nativeId, live) };
   }
 
-  /** Sets a new primary key (`apiKeyValue`, or a generated one) on every live subscription. @throws NotFound none is live */
+  /** Sets a new primary key (`apiKeyValue`, or a generated one) on every live subscription. @throws NotFound none is live, or the credential is not this gateway's */
   async rotateSecret(ref: ProviderCredentialRef, apiKeyValue?: string): Promise<RotatedSecret> {
-    const live = (await this.listOf(ref.nativeId)).filter((s) => LIVE_STATES.has(s.state));
+    const owner = await this.ownerOf(ref);
+    if (!owner || !owner.matches) throw this.notOurs(ref, owner);
+    const live = (await this.membersOf(owner)).filter((s) => LIVE_STATES.has(s.state));
     if (live.length === 0) throw new NotFound(`[gateway ${this.gateway}] credential ${ref.nativeId} has no live subscription on service ${this.service}`, { gateway: this.gateway });
     const key = apiKeyValue ?? generateApiKeyValue();
-    const stored = new Map(storedOf(ref.resources).map((s) => [s.sid.toLowerCase(), s.etag]));
+    const stored = new Map(storedOf(ref.resources).map((s) => [lower(s.sid), s.etag]));
     const results = await settleAll(live, WRITE_CONCURRENCY, (s) =>
-      this.patch({ sid: s.sid, etag: stored.get(s.sid.toLowerCase()) }, { primaryKey: key }, `setting the key of subscription ${s.sid} on service ${this.service}`, [key]),
+      this.patch({ sid: s.sid, etag: stored.get(lower(s.sid)) }, { primaryKey: key }, `setting the key of subscription ${s.sid} on service ${this.service}`, [key]),
     );
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed) throw failed.reason;
@@ -479,22 +733,37 @@ export class AzureApimProvider implements Provider {
     return { apiKey: key, resources: this.resources(subs, live[0]?.ownerId) };
   }
 
-  /** Every subscription whose id carries the configured prefix, with the credential id parsed from it. */
+  /**
+   * One entry per credential this gateway owns, for `credhook reconcile`: the
+   * subscriptions whose id is exactly `<prefix><UUID>-p|a-<scope>` (one list
+   * filtered by the prefix; another gateway's longer prefix does not match), and
+   * the adopted ones (one GET each). An adopted credential is one entry under
+   * the adopted id, which revoke takes to remove all of it.
+   */
   async listOwned(): Promise<OwnedResource[]> {
-    const prefix = this.opts.subscriptionIdPrefix;
-    return this.call(`listing credhook's subscriptions on service ${this.service}`, async (abortSignal) => {
-      // One entry per credential (its native id, which revoke takes), naming its subscriptions.
-      const byCredential = new Map<string, { credentialId?: string; parts: string[] }>();
-      for await (const s of this.client.subscription.list(this.opts.resourceGroup, this.opts.serviceName, { filter: `startswith(name,'${odataString(prefix)}')`, abortSignal })) {
-        const l = this.listed(s);
-        const id = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i.exec(l.sid.slice(prefix.length))?.[0];
-        const nativeId = id ? nativeIdOf(prefix, id) : l.sid;
-        const entry = byCredential.get(nativeId) ?? { ...(id ? { credentialId: id } : {}), parts: [] };
-        entry.parts.push(`${l.sid}: ${l.displayName} → ${l.scope} (${l.state})`);
-        byCredential.set(nativeId, entry);
-      }
-      return [...byCredential].map(([nativeId, e]) => ({ nativeId, ...(e.credentialId ? { credentialId: e.credentialId } : {}), description: e.parts.join("; ") }));
-    });
+    const prefix = this.prefix;
+    const byCredential = new Map<string, { nativeId: string; credentialId: string; parts: string[] }>();
+    const listed = await this.listUnder(prefix, (sid) => parseSubscriptionId(prefix, sid) !== undefined, `listing credhook's subscriptions on service ${this.service}`);
+    for (const l of listed) {
+      const { credentialId, nativeId } = parseSubscriptionId(prefix, l.sid)!;
+      const entry = byCredential.get(credentialId) ?? { nativeId, credentialId, parts: [] };
+      entry.parts.push(...this.describe([l]));
+      byCredential.set(credentialId, entry);
+    }
+    const out: OwnedResource[] = [];
+    for (const record of await this.ownership.adoptions.list()) {
+      const owner: Owned = { credentialId: lower(record.credentialId), stem: nativeIdOf(prefix, lower(record.credentialId)), adopted: record, matches: true };
+      const adopted = (await settleAll(record.sids, WRITE_CONCURRENCY, (sid) => this.getOne(sid))).flatMap((r) => {
+        if (r.status === "rejected") throw r.reason;
+        return r.value ? [r.value] : [];
+      });
+      const stemEntry = byCredential.get(owner.credentialId);
+      byCredential.delete(owner.credentialId);
+      const parts = [...this.describe(adopted, " (adopted)"), ...(stemEntry?.parts ?? [])];
+      if (parts.length > 0) out.push({ nativeId: record.nativeId, credentialId: owner.credentialId, description: parts.join("; ") });
+    }
+    for (const e of byCredential.values()) out.push({ nativeId: e.nativeId, credentialId: e.credentialId, description: e.parts.join("; ") });
+    return out;
   }
 
   /**

@@ -11,8 +11,8 @@
  * credential share one set of buckets (ARM counts them together).
  */
 import Bottleneck from "bottleneck";
-import type { PipelinePolicy } from "@azure/core-rest-pipeline";
-import { SharedResourcePool } from "@credhook/core";
+import type { PipelinePolicy, PipelineRequest } from "@azure/core-rest-pipeline";
+import { SharedResourcePool, type RateSlots } from "@credhook/core";
 
 /** Bucket sizes and refill rates; a rate of 0 turns that bucket off. */
 export interface ArmRateLimit {
@@ -32,6 +32,8 @@ export const ARM_RATE_LIMIT: ArmRateLimit = { writesPerSecond: 10, writeBurst: 2
 /** Thrown (inside the pipeline) when the local queue is already longer than the caller is willing to wait. */
 export class RateLimitQueueFull extends Error {
   override readonly name = "RateLimitQueueFull";
+  /** The request refused before sending (non-enumerable: never logged). */
+  declare readonly request?: PipelineRequest;
   constructor(
     /** Estimated wait in the queue, seconds. */
     readonly waitS: number,
@@ -39,8 +41,10 @@ export class RateLimitQueueFull extends Error {
     readonly kind: "read" | "write",
     /** The bucket's refill rate, per second. */
     readonly perSecond: number,
+    request?: PipelineRequest,
   ) {
     super(`the ARM ${kind} queue would take ${Math.ceil(waitS)} s at ${perSecond} ${kind}s/s`);
+    Object.defineProperty(this, "request", { value: request, enumerable: false });
   }
 }
 
@@ -82,8 +86,11 @@ export class ArmBuckets {
   /**
    * A pipeline policy (per retry: every attempt takes a token) that waits for a
    * token, or throws {@link RateLimitQueueFull} when the wait would exceed `maxWaitS` seconds.
+   * With `shared` (several credhook instances on one store), each attempt also
+   * waits for its slot among all instances (`ProviderContext.rateSlots`), spaced
+   * at the bucket's refill rate: ARM counts the principal's calls together.
    */
-  policy(maxWaitS: number): PipelinePolicy {
+  policy(maxWaitS: number, shared?: { slots: RateSlots; key: string }): PipelinePolicy {
     return {
       name: "credhookArmRateLimit",
       sendRequest: async (request, next) => {
@@ -91,8 +98,15 @@ export class ArmBuckets {
         const bucket = read ? this.reads : this.writes;
         if (!bucket) return next(request);
         const waitS = await bucket.waitS();
-        if (waitS > maxWaitS) throw new RateLimitQueueFull(waitS, read ? "read" : "write", bucket.perSecond);
-        return bucket.limiter.schedule(() => next(request));
+        if (waitS > maxWaitS) throw new RateLimitQueueFull(waitS, read ? "read" : "write", bucket.perSecond, request);
+        return bucket.limiter.schedule(async () => {
+          if (shared) {
+            const slotMs = await shared.slots.reserve(`azure|${shared.key}|${read ? "read" : "write"}`, 1000 / bucket.perSecond);
+            if (slotMs > maxWaitS * 1000) throw new RateLimitQueueFull(slotMs / 1000, read ? "read" : "write", bucket.perSecond, request);
+            if (slotMs > 0) await new Promise((r) => setTimeout(r, slotMs));
+          }
+          return next(request);
+        });
       },
     };
   }

@@ -169,4 +169,48 @@ describe("APIM fake", () => {
     expect(noVersion.status).toBe(400);
     expect(((await noVersion.json()) as { error: { code: string } }).error.code).toBe("MissingApiVersionParameter");
   });
+
+  it("a PUT held by delayMs lands after the client gave up (ARM does not cancel it); idle() waits for it", async () => {
+    fake.inject({ delayMs: 300, method: "PUT" });
+    const aborted = await client.subscription
+      .createOrUpdate(fake.resourceGroup, fake.serviceName, "late", sub("/products/gold", { state: "active" }), { abortSignal: AbortSignal.timeout(50) })
+      .then(() => "answered", (e: unknown) => (e as Error).name);
+    expect(aborted).toBe("AbortError");
+    expect(fake.getSubscription("late")).toBeUndefined();
+    await fake.idle();
+    expect(fake.getSubscription("late")?.state).toBe("active");
+    expect(fake.requests.find((r) => r.method === "PUT")?.status).toBe(201);
+  });
+
+  it("afterApply: the write is applied, then the fault's status is answered", async () => {
+    fake.inject({ status: 500, afterApply: true, method: "DELETE" });
+    await client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, "s1", sub("/products/gold"));
+    expect(await status(client.subscription.delete(fake.resourceGroup, fake.serviceName, "s1", "*"))).toBe(500);
+    expect(fake.getSubscription("s1")).toBeUndefined();
+    expect(fake.requests.find((r) => r.method === "DELETE")).toMatchObject({ status: 500, appliedStatus: 200 });
+  });
+
+  it("faults on reads, listSecrets included, with ARM's codes and messages", async () => {
+    await client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, "s1", sub("/products/gold"));
+    fake.inject({ status: 403, method: "POST", path: "/listSecrets" });
+    const err = await client.subscription.listSecrets(fake.resourceGroup, fake.serviceName, "s1").then(() => undefined, (e: unknown) => e as { statusCode: number; code: string; message: string });
+    expect(err).toMatchObject({ statusCode: 403, code: "AuthorizationFailed" });
+    expect(err?.message).toContain("'Microsoft.ApiManagement/service/subscriptions/listSecrets/action'");
+    fake.inject({ status: 500, method: "GET", times: Infinity });
+    expect(await status(client.subscription.get(fake.resourceGroup, fake.serviceName, "s1"))).toBe(500);
+    expect(await status(client.subscription.get(fake.resourceGroup, fake.serviceName, "s1"))).toBe(500);
+    fake.clearFaults();
+    expect(await status(client.subscription.get(fake.resourceGroup, fake.serviceName, "s1"))).toBe(0);
+  });
+
+  it("addForeignSubscription makes a subscription as someone else would: no request, any id, listed like the rest", async () => {
+    const made = fake.addForeignSubscription({ scope: "/apis/orders", primaryKey: "HandMadeKey".repeat(3) });
+    expect(made).toMatchObject({ sid: expect.stringMatching(/^manual-[0-9a-f]{12}$/), scope: "/apis/orders", state: "active", displayName: "Created by hand" });
+    expect(fake.requests).toEqual([]);
+    const listed: string[] = [];
+    for await (const s of client.subscription.list(fake.resourceGroup, fake.serviceName, { filter: "startswith(name,'manual-')" })) listed.push(s.name!);
+    expect(listed).toEqual([made.sid]);
+    expect(fake.requests[0]!.filter).toBe("startswith(name,'manual-')");
+    expect(() => fake.addForeignSubscription({ scope: "/products/nope" })).toThrow(/Product 'nope' not found/);
+  });
 });

@@ -1,7 +1,7 @@
 // Shared set-up of the provider tests: an APIM fake and a provider pointed at it through the `endpoint` option.
 import { afterEach, beforeEach } from "vitest";
 import { randomUUID } from "node:crypto";
-import { isCredhookError, silentLogger, type CredhookError, type GatewayApi, type ProviderCredentialRef } from "@credhook/core";
+import { isCredhookError, memoryStateStore, silentLogger, type CredhookError, type GatewayApi, type ProviderCredentialRef, type ProviderStateStore } from "@credhook/core";
 import { createAzureProvider, type AzureApimProvider, type AzureProviderOptions } from "../src/index.js";
 import { startApimFake, type ApimFake, type ApimFakeOptions } from "../src/fake/index.js";
 
@@ -12,9 +12,15 @@ export const GATEWAY = "azure-test";
 export const app = { appName: "Orders App", developer: "dev@example.com", appSlug: "590d83b5c05f" };
 
 /** Starts a fake (products gold, silver, bronze; APIs orders, echo-api) and a provider using it. */
-export async function setup(fakeOptions: ApimFakeOptions = {}, providerOptions: Partial<AzureProviderOptions> = {}): Promise<{ fake: ApimFake; provider: AzureApimProvider; make: (o?: Partial<AzureProviderOptions>) => AzureApimProvider }> {
+export async function setup(
+  fakeOptions: ApimFakeOptions = {},
+  providerOptions: Partial<AzureProviderOptions> = {},
+): Promise<{ fake: ApimFake; provider: AzureApimProvider; make: (o?: Partial<AzureProviderOptions>, gateway?: string) => AzureApimProvider; state: ProviderStateStore }> {
   const fake = await startApimFake({ products: ["gold", "silver", "bronze"], apis: ["orders", "echo-api"], ...fakeOptions });
-  const make = (o: Partial<AzureProviderOptions> = {}) =>
+  // One provider state per gateway name, shared by every provider of that gateway (as core's store would).
+  const states = new Map<string, ProviderStateStore>();
+  const stateOf = (gateway: string) => states.get(gateway) ?? states.set(gateway, memoryStateStore()).get(gateway)!;
+  const make = (o: Partial<AzureProviderOptions> = {}, gateway = GATEWAY) =>
     createAzureProvider(
       {
         subscriptionId: fake.subscriptionId,
@@ -25,9 +31,9 @@ export async function setup(fakeOptions: ApimFakeOptions = {}, providerOptions: 
         ...providerOptions,
         ...o,
       },
-      { gateway: GATEWAY, configPath: `gateways.${GATEWAY}.options`, credentialType: "API_KEY", logger: silentLogger },
+      { gateway, configPath: `gateways.${gateway}.options`, credentialType: "API_KEY", logger: silentLogger, state: stateOf(gateway) },
     );
-  return { fake, provider: make(), make };
+  return { fake, provider: make(), make, state: stateOf(GATEWAY) };
 }
 
 /** Creates a credential for `apis` and returns its reference with the returned key. */
@@ -62,7 +68,9 @@ export function noneChanges(apis: GatewayApi[]) {
 export interface FakeContext {
   fake: ApimFake;
   provider: AzureApimProvider;
-  make: (o?: Partial<AzureProviderOptions>) => AzureApimProvider;
+  make: (o?: Partial<AzureProviderOptions>, gateway?: string) => AzureApimProvider;
+  /** The provider state of the default gateway (adoption records). */
+  state: ProviderStateStore;
   /** Replaces the fake (and provider) for the rest of the test, e.g. with other options. */
   restart(fakeOptions?: ApimFakeOptions, providerOptions?: Partial<AzureProviderOptions>): Promise<void>;
 }
@@ -81,4 +89,22 @@ export function useFake(fakeOptions: ApimFakeOptions = {}, providerOptions: Part
     await ctx.fake.close();
   });
   return ctx;
+}
+
+/**
+ * What core does after a failed create (issue 9): revoke what the error's `partial`
+ * reports, then — the outcome may be unknown — find the credential by its mark and
+ * revoke what is found. Returns the revoke outcomes, in order.
+ */
+export async function compensate(provider: AzureApimProvider, credentialId: string, err: CredhookError, apis: GatewayApi[]): Promise<string[]> {
+  const outcomes: string[] = [];
+  const ref = { credentialId, credentialType: "API_KEY" as const, app };
+  if (err.partial) outcomes.push(await provider.revoke({ ...ref, nativeId: err.partial.nativeId, resources: err.partial.resources as ProviderCredentialRef["resources"] }));
+  for (const found of await provider.findByCredential({ ...ref, apis })) outcomes.push(await provider.revoke({ ...ref, nativeId: found.nativeId, resources: {} }));
+  return outcomes;
+}
+
+/** Subscriptions that still grant access (not cancelled/expired/rejected). */
+export function liveSubs(fake: ApimFake) {
+  return fake.listSubscriptions().filter((s) => ["active", "suspended", "submitted"].includes(s.state));
 }

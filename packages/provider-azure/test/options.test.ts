@@ -1,10 +1,10 @@
 // The factory: options schema (as core validates it), defaults, credential types, endpoint mapping, naming limits.
 import { describe, expect, it } from "vitest";
-import { createAjv, silentLogger } from "@credhook/core";
+import { createAjv, memoryStateStore, silentLogger } from "@credhook/core";
 import factory, { displayNameOf, endpointMapping, subscriptionIdOf, createAzureProvider } from "../src/index.js";
 
 const base = { subscriptionId: "11111111-2222-3333-4444-555555555555", resourceGroup: "rg-apis", serviceName: "contoso-apim" };
-const context = { gateway: "azure-eu", configPath: "gateways.azure-eu.options", credentialType: "API_KEY" as const, logger: silentLogger, state: undefined as never };
+const context = { gateway: "azure-eu", configPath: "gateways.azure-eu.options", credentialType: "API_KEY" as const, logger: silentLogger, state: memoryStateStore() };
 
 describe("options", () => {
   const validate = createAjv({ coerceTypes: true, useDefaults: true }).compile(factory.optionsSchema);

@@ -1,7 +1,7 @@
 // ownerMode developer-user: subscriptions owned by the APIM user of the developer's e-mail.
 import { describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
-import { app, createRef, subsOf, typedError, useFake } from "./helpers.js";
+import { app, compensate, createRef, subsOf, typedError, useFake } from "./helpers.js";
 
 
 const t = useFake({ products: ["gold", "silver", { id: "trial", subscriptionsLimit: 1 }] }, { ownerMode: "developer-user" });
@@ -30,11 +30,15 @@ describe("ownerMode developer-user", () => {
     expect(t.fake.listSubscriptions()).toEqual([]);
   });
 
-  it("a product whose per-user subscription limit is reached is a Conflict (409), rolled back", async () => {
+  it("a product whose per-user subscription limit is reached is a Conflict (409); compensation removes what was made", async () => {
     await createRef(t.provider, [{ id: "orders", usagePlans: ["trial"] }]);
-    const err = await typedError(t.provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "orders", usagePlans: ["gold", "trial"] }] }));
+    const credentialId = randomUUID();
+    const apis = [{ id: "orders", usagePlans: ["gold", "trial"] }];
+    const err = await typedError(t.provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
     expect(err.status).toBe(409);
     expect(err.message).toMatch(/product trial .* allows no more subscriptions/);
+    expect(err.outcomeUnknown).toBe(false);
+    await compensate(t.provider, credentialId, err, apis);
     expect(t.fake.listSubscriptions()).toHaveLength(1);
   });
 });

@@ -1,7 +1,7 @@
 // Secrets: read back, rotated, listed as owned; never in resources, messages, causes or logs.
 import { describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
-import type { Logger } from "@credhook/core";
+import { memoryStateStore, type Logger } from "@credhook/core";
 import { createAzureProvider } from "../src/index.js";
 import { app, createRef, noneChanges, subsOf, typedError, useFake } from "./helpers.js";
 
@@ -54,7 +54,7 @@ describe("secrets", () => {
     const lines: string[] = [];
     const provider = createAzureProvider(
       { subscriptionId: t.fake.subscriptionId, resourceGroup: t.fake.resourceGroup, serviceName: t.fake.serviceName, endpoint: t.fake.url, credential: { type: "static-token", token: "fake" }, maxRetries: 0 },
-      { gateway: "azure-test", configPath: "gateways.azure-test.options", credentialType: "API_KEY", logger: capturingLogger(lines) },
+      { gateway: "azure-test", configPath: "gateways.azure-test.options", credentialType: "API_KEY", logger: capturingLogger(lines), state: memoryStateStore() },
     );
     const key = "NeverLogThisKey".repeat(3);
     const ref = await createRef(provider, apis, key);

@@ -1,7 +1,7 @@
 // One key for the whole app: every subscription carries the same primary key, including those added later.
 import { describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
-import { app, createRef, noneChanges, subsOf, typedError, useFake } from "./helpers.js";
+import { app, compensate, createRef, noneChanges, subsOf, typedError, useFake } from "./helpers.js";
 
 
 const t = useFake();
@@ -51,13 +51,15 @@ describe("shared key", () => {
     expect((await t.provider.readSecret(ref)).apiKey).toBe(ref.apiKey);
   });
 
-  it("a service that refuses one key on several subscriptions: 422, nothing left behind", async () => {
+  it("a service that refuses one key on several subscriptions: 422, and what was made is reported for compensation", async () => {
     t.fake.setRejectDuplicateKeys(true);
-    const err = await typedError(
-      t.provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "orders", usagePlans: ["gold", "silver"] }] }),
-    );
+    const credentialId = randomUUID();
+    const apis = [{ id: "orders", usagePlans: ["gold", "silver"] }];
+    const err = await typedError(t.provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
     expect(err.status).toBe(422);
     expect(err.message).toMatch(/refuses one key on several subscriptions.*one APIM product/);
+    expect(err.partial?.nativeId).toBe(`credhook-${credentialId}`);
+    await compensate(t.provider, credentialId, err, apis);
     expect(t.fake.listSubscriptions()).toEqual([]);
     // a single-product app still works there
     const ref = await createRef(t.provider, [{ id: "orders", usagePlans: ["gold"] }]);

@@ -7,6 +7,8 @@ import { app, createRef, subsOf, typedError, useFake } from "./helpers.js";
 const apis = [{ id: "orders", usagePlans: ["gold", "silver"] }];
 
 const t = useFake();
+/** A reference of this gateway's form whose subscriptions do not exist. */
+const unknownRef = { credentialId: "", credentialType: "API_KEY" as const, nativeId: `credhook-${randomUUID()}`, resources: {}, app };
 
 describe("throttling and failures", () => {
   it("a 429 with Retry-After is retried by the SDK and the create succeeds", async () => {
@@ -17,21 +19,26 @@ describe("throttling and failures", () => {
     expect(t.fake.requests.filter((r) => r.method === "PUT").map((r) => r.status)).toEqual([429, 429, 201, 201]);
   });
 
-  it("still throttled after the SDK's retries: Throttled (503) with the server's Retry-After, nothing left behind", async () => {
+  it("still throttled after the SDK's retries: Throttled (503) with the server's Retry-After; the written subscription is reported, not deleted", async () => {
     const provider = t.make({ maxRetries: 2 });
     t.fake.inject({ status: 429, retryAfterS: 1, method: "PUT", path: "-p-silver", times: 3 });
-    const err = await typedError(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis }));
+    const credentialId = randomUUID();
+    const err = await typedError(provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
     expect(err).toBeInstanceOf(Throttled);
     expect(err.status).toBe(503);
     expect((err as Throttled).retryAfterS).toBe(1);
     expect(err.message).toMatch(/^\[gateway azure-test\] Azure Resource Manager still throttled creating subscription .*-p-silver/);
-    expect(t.fake.listSubscriptions()).toEqual([]);
+    // every attempt was refused with 429: the silver PUT certainly did not land
+    expect(err.outcomeUnknown).toBe(false);
+    expect((err.partial?.resources.subscriptions as Array<{ sid: string }>).map((s) => s.sid)).toEqual([`credhook-${credentialId}-p-gold`]);
+    expect(t.fake.listSubscriptions().map((s) => s.sid)).toEqual([`credhook-${credentialId}-p-gold`]);
+    expect(t.fake.requests.filter((r) => r.method === "DELETE")).toEqual([]);
   });
 
   it("a Retry-After above maxRetryAfterS answers 503 at once instead of holding the request", async () => {
     const provider = t.make({ maxRetryAfterS: 5 });
     t.fake.inject({ status: 429, retryAfterS: 120, method: "GET", path: "/subscriptions" });
-    const err = await typedError(provider.readSecret({ credentialId: "x", credentialType: "API_KEY", nativeId: "credhook-x", resources: {}, app }));
+    const err = await typedError(provider.readSecret(unknownRef));
     expect(err.status).toBe(503);
     expect((err as Throttled).retryAfterS).toBe(120);
     expect(t.fake.requests).toHaveLength(1);
@@ -48,9 +55,9 @@ describe("throttling and failures", () => {
   it("a persistent 5xx is an UpstreamError (502); a 503 is UpstreamUnavailable", async () => {
     const provider = t.make({ maxRetries: 0 });
     t.fake.inject({ status: 500, method: "GET", path: "/subscriptions" });
-    expect((await typedError(provider.readSecret({ credentialId: "x", credentialType: "API_KEY", nativeId: "credhook-x", resources: {}, app }))).status).toBe(502);
+    expect((await typedError(provider.readSecret(unknownRef))).status).toBe(502);
     t.fake.inject({ status: 503, method: "GET", path: "/subscriptions" });
-    const err = await typedError(provider.readSecret({ credentialId: "x", credentialType: "API_KEY", nativeId: "credhook-x", resources: {}, app }));
+    const err = await typedError(provider.readSecret(unknownRef));
     expect(err.status).toBe(503);
     expect(err.code).toBe("UPSTREAM_UNAVAILABLE");
   });
@@ -58,7 +65,7 @@ describe("throttling and failures", () => {
   it("a call slower than timeoutMs is an UpstreamTimeout (504)", async () => {
     const provider = t.make({ timeoutMs: 100, maxRetries: 0 });
     t.fake.setLatency(400);
-    const err = await typedError(provider.readSecret({ credentialId: "x", credentialType: "API_KEY", nativeId: "credhook-x", resources: {}, app }));
+    const err = await typedError(provider.readSecret(unknownRef));
     expect(err.status).toBe(504);
     expect(err.message).toMatch(/did not finish within 100 ms/);
     t.fake.setLatency(0);

@@ -47,20 +47,51 @@ describe("update", () => {
     expect(t.fake.requests.filter((r) => r.method === "PATCH" || r.method === "HEAD").map((r) => `${r.method} ${r.status}`)).toEqual(["PATCH 412", "HEAD 200", "PATCH 200"]);
   });
 
-  it("an ADDED product that does not exist is a 422 and the update's other additions are rolled back", async () => {
+  it("an ADDED product that does not exist is a 422; the update's other additions stay (reported) until core's inverse update removes them", async () => {
     const apis = [{ id: "orders", usagePlans: ["gold"] }];
+    const desired = [{ id: "orders", usagePlans: ["gold", "silver", "platinum"] }];
     const ref = await createRef(t.provider, apis);
     const err = await typedError(
       t.provider.update({
         ...ref,
         previous: apis,
-        desired: [{ id: "orders", usagePlans: ["gold", "silver", "platinum"] }],
+        desired,
         changes: [{ id: "orders", action: "NONE", usagePlans: [{ id: "gold", action: "NONE" }, { id: "silver", action: "ADDED" }, { id: "platinum", action: "ADDED" }] }],
       }),
     );
     expect(err.status).toBe(422);
     expect(err.message).toContain("product platinum does not exist");
+    expect(err.outcomeUnknown).toBe(false);
+    expect(t.fake.requests.filter((r) => r.method === "DELETE")).toEqual([]);
+    expect(subsOf(t.fake, ref.nativeId).map((s) => s.scope)).toEqual(["/products/gold", "/products/silver"]);
+    expect((err.partial?.resources.subscriptions as Array<{ scope: string }>).map((s) => s.scope).sort()).toEqual(["/products/gold", "/products/silver"]);
+    // core's inverse update (desired → previous)
+    await t.provider.update({
+      ...ref,
+      previous: desired,
+      desired: apis,
+      changes: [{ id: "orders", action: "NONE", usagePlans: [{ id: "gold", action: "NONE" }, { id: "silver", action: "REMOVED" }, { id: "platinum", action: "REMOVED" }] }],
+    });
     expect(subsOf(t.fake, ref.nativeId).map((s) => s.scope)).toEqual(["/products/gold"]);
+  });
+
+  it("a plan swap adds before it removes: the new product's PUT failing (403) leaves the old product's subscription active", async () => {
+    const apis = [{ id: "orders", usagePlans: ["gold"] }];
+    const ref = await createRef(t.provider, apis);
+    t.fake.inject({ status: 403, method: "PUT", path: "-p-silver" });
+    const err = await typedError(
+      t.make({ maxRetries: 0 }).update({
+        ...ref,
+        previous: apis,
+        desired: [{ id: "orders", usagePlans: ["silver"] }],
+        changes: [{ id: "orders", action: "NONE", usagePlans: [{ id: "gold", action: "REMOVED" }, { id: "silver", action: "ADDED" }] }],
+      }),
+    );
+    expect(err.status).toBe(502);
+    expect(err.message).toMatch(/refused creating subscription .*-p-silver/);
+    expect(err.outcomeUnknown).toBe(false);
+    expect(subsOf(t.fake, ref.nativeId).map((s) => [s.scope, s.state])).toEqual([["/products/gold", "active"]]);
+    expect(t.fake.requests.filter((r) => r.method === "DELETE")).toEqual([]);
   });
 
   it("productMap and apiMap translate portal ids to APIM names", async () => {

@@ -107,10 +107,19 @@ export class OperationTimeout extends Error {
   }
 }
 
+/** Wraps an error that must not be retried (e.g. a long-running operation that finished with an error); read as the error it wraps. */
+export class NotRetriable extends Error {
+  constructor(readonly inner: unknown) {
+    super(inner instanceof Error ? inner.message : String(inner));
+    this.name = "NotRetriable";
+  }
+}
+
 const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_SOCKET"]);
 
 /** Reads any error thrown by the client (or the provider's time-outs) into a {@link GoogleFailure}. */
 export function readFailure(err: unknown): GoogleFailure {
+  if (err instanceof NotRetriable) return readFailure(err.inner);
   if (err instanceof RequestTimeout) return { status: "TIMEOUT", message: err.message };
   if (err instanceof OperationTimeout) return { status: "DEADLINE_EXCEEDED", message: err.message };
   const e = (err ?? {}) as {
@@ -148,7 +157,7 @@ export function readFailure(err: unknown): GoogleFailure {
   return { status: "UNKNOWN", message: text };
 }
 
-/** True for failures worth retrying on an idempotent call: 5xx, connection errors, request time-outs. 429 is not retried. */
+/** True for transient failures: 5xx, connection errors, request time-outs (429 is handled on its own, see retry.ts). */
 export function isTransient(f: GoogleFailure): boolean {
   return (
     f.status === "NETWORK" ||
@@ -160,7 +169,12 @@ export function isTransient(f: GoogleFailure): boolean {
   );
 }
 
-/** Retry-After (s) of a 429 that carries none: the API Keys quotas are per minute (https://cloud.google.com/api-keys/docs/quotas). */
+/**
+ * Retry-After (s) answered when Google still throttles after the provider's
+ * own retries and its 429 carries no retry hint: the API Keys quotas are per
+ * minute (https://cloud.google.com/api-keys/docs/quotas), so a full window
+ * always has room again.
+ */
 export const DEFAULT_THROTTLE_RETRY_AFTER_S = 60;
 
 /**

@@ -25,6 +25,8 @@ export { GcpApiKeysProvider } from "./provider.js";
 export type { ResolvedGcpOptions } from "./provider.js";
 export { parseEndpoint, DEFAULT_API_HOST, DEFAULT_STATIC_TOKEN } from "./client.js";
 export type { ParsedEndpoint } from "./client.js";
+export { acquireProjectLimiters, sharedLimiterCount } from "./limits.js";
+export type { QuotaRates } from "./limits.js";
 export { ANNOTATIONS, keyIdFor, apiTargetsFor, displayNameFor, NO_ACCESS_METHOD } from "./mapping.js";
 export type { ApiTarget } from "./mapping.js";
 
@@ -98,16 +100,22 @@ export const optionsSchema: Record<string, unknown> = {
       additionalProperties: false,
       default: {},
       properties: {
-        maxAttempts: positiveInt(3, "attempts in all for a transient failure (1 = no retry)"),
-        initialDelayMs: positiveInt(200, "first back-off delay (ms)"),
-        maxDelayMs: positiveInt(2000, "longest back-off delay (ms)"),
+        maxAttempts: positiveInt(3, "attempts in all for a transient failure: 5xx, no answer (1 = no retry)"),
+        initialDelayMs: positiveInt(200, "first back-off delay after a transient failure (ms)"),
+        maxDelayMs: positiveInt(2000, "longest back-off delay after a transient failure (ms)"),
+        throttleInitialDelayMs: positiveInt(1000, "first back-off delay after a 429 without a retry hint (ms); doubles with jitter, at most 5000 ms"),
+        budgetMs: { type: "integer", minimum: 0, default: 10_000, description: "total back-off one create/update/revoke may spend on retries of 429s and transient failures (ms)" },
       },
     },
     healthCacheMs: { type: "integer", minimum: 0, default: 30_000, description: "how long a successful health answer is reused (ms)" },
   },
 };
 
-/** Applies defaults (the schema's, again, for callers that skip ajv) and checks what the schema cannot. @throws ConfigError naming the option */
+/**
+ * Applies defaults (the schema's, again, for callers that skip ajv) and checks
+ * what the schema cannot. `endpointKey` is left empty (the factory sets it from
+ * the parsed endpoint). @throws ConfigError naming the option
+ */
 export function resolveOptions(options: GcpProviderOptions, configPath: string): ResolvedGcpOptions {
   const problems: string[] = [];
   if (typeof options.projectId !== "string" || options.projectId.length === 0) problems.push(`${configPath}.projectId: required`);
@@ -134,7 +142,10 @@ export function resolveOptions(options: GcpProviderOptions, configPath: string):
     maxAttempts: options.retry?.maxAttempts ?? 3,
     retryInitialDelayMs: options.retry?.initialDelayMs ?? 200,
     retryMaxDelayMs: options.retry?.maxDelayMs ?? 2000,
+    throttleInitialDelayMs: options.retry?.throttleInitialDelayMs ?? 1000,
+    retryBudgetMs: options.retry?.budgetMs ?? 10_000,
     healthCacheMs: options.healthCacheMs ?? 30_000,
+    endpointKey: "",
   };
   if (!options.services && !options.serviceTemplate) {
     problems.push(`${configPath}: set services (API id -> Google service name) or serviceTemplate, else no API can be mapped`);
@@ -154,6 +165,7 @@ async function create(options: GcpProviderOptions, context: ProviderContext): Pr
   }
   const resolved = resolveOptions(options, at);
   const endpoint = parseEndpoint(options.endpoint, `[provider-gcp] ${at}.endpoint`);
+  resolved.endpointKey = `${endpoint.host}:${endpoint.port}`;
   const credentials: GcpCredentialsOption = options.credentials ?? { type: "application-default" };
   if (credentials.type === "key-file") {
     try {

@@ -2,36 +2,36 @@
  * The `gcp` provider: one app's API key as a Google Cloud API key (API Keys
  * v2), restricted (`restrictions.apiTargets`) to the services of the app's APIs.
  *
- * - create: createKey with a deterministic keyId (from the credential id) and
- *   wait for the long-running operation (bounded), then getKeyString. A create
- *   that finds its keyId taken (ALREADY_EXISTS: a retried or replayed create)
- *   adopts that key — undeleting it when soft-deleted — and brings it to the
- *   desired state. A create that fails after its key may have been made (an
- *   operation time-out, a 5xx after retries) soft-deletes that key, best effort.
+ * - Ownership: every key it creates carries credhook's mark, the annotations
+ *   `credhook.io/gateway` (this gateway's name) and `credhook.io/credential-id`.
+ *   update, revoke and readSecret read the key first and never touch a key
+ *   without this gateway's mark (nor, when the caller names a credential id,
+ *   another credential's): revoke answers "not-owned", update NotFound.
+ * - create: createKey with a deterministic keyId (from the credential id), then
+ *   polls the long-running operation (bounded); the finished operation's
+ *   response is the Key with its `keyString`, so getKeyString is called only
+ *   when that field is absent. A create that finds its keyId taken
+ *   (ALREADY_EXISTS: a retried or replayed create) resumes that key when it
+ *   carries this credential's mark — undeleting it when soft-deleted.
+ *   A failure after createKey may have been applied is never cleaned up here:
+ *   the error carries `partial` (the keyId) and `outcomeUnknown`, and core
+ *   revokes it (provider.ts, "Providers never clean up alone").
  * - update: getKey, then updateKey with an `updateMask` of only what differs
  *   (`restrictions`, `displayName` on a rename, `annotations`) and the key's
- *   etag; nothing is written when nothing differs.
+ *   etag; nothing is written when nothing differs. One PATCH replaces the
+ *   whole target set, so an update never passes through "less access".
  * - revoke: deleteKey (a soft delete: Google keeps the key undeletable for 30
- *   days); a key already gone or deleted is success.
- * - readSecret: getKeyString.
+ *   days); "gone" when already deleted or absent.
+ * - findByCredential: getKey of the keyId derived from the credential id.
+ * - adopt: puts credhook's mark on a key made outside credhook (updateKey of
+ *   the annotations only).
  *
+ * Calls go through the project's shared rate limiter (limits.ts) and are
+ * retried per retry.ts (429 with back-off within a budget, transient failures).
  * API reference: https://cloud.google.com/api-keys/docs/reference/rest/v2/projects.locations.keys
- * The client does not retry (every method is configured non-idempotent); this
- * provider retries transient failures itself, which is safe because each of
- * its writes is idempotent as used here (deterministic keyId, etag-checked
- * update of a full desired state, delete where "not found" is success).
  */
 import Bottleneck from "bottleneck";
-import {
-  ExponentialBackoff,
-  handleWhen,
-  retry,
-  TaskCancelledError,
-  timeout,
-  TimeoutStrategy,
-  type RetryPolicy,
-  type TimeoutPolicy,
-} from "cockatiel";
+import { TaskCancelledError, timeout, TimeoutStrategy, type TimeoutPolicy } from "cockatiel";
 import {
   Conflict,
   CredhookError,
@@ -40,6 +40,8 @@ import {
   NotFound,
   Throttled,
   UpstreamUnavailable,
+  type CredentialSearch,
+  type GatewayApi,
   type Logger,
   type OwnedResource,
   type Provider,
@@ -51,10 +53,12 @@ import {
   type ProviderResources,
   type ProviderUpdateInput,
   type ProviderUpdateResult,
+  type RevokeOutcome,
 } from "@credhook/core";
 import type { ApiKeysClient, protos } from "@google-cloud/apikeys";
-import { createBackoffSettings } from "google-gax";
-import { isTransient, OperationTimeout, readFailure, RequestTimeout, toTypedError } from "./google-errors.js";
+import type { Operation } from "google-gax";
+import { NotRetriable, OperationTimeout, RequestTimeout, toTypedError } from "./google-errors.js";
+import { acquireProjectLimiters, type ProjectLimiters, type QuotaBucket } from "./limits.js";
 import {
   ANNOTATIONS,
   apiTargetsFor,
@@ -67,20 +71,13 @@ import {
   type ApiTarget,
   type TargetMapping,
 } from "./mapping.js";
+import { RetryBudget, retryPolicyFor, type RetryHooks, type RetrySettings } from "./retry.js";
 
 type IKey = protos.google.api.apikeys.v2.IKey;
 type IRestrictions = protos.google.api.apikeys.v2.IRestrictions;
 
 /** A gax promise: cancellable, though typed as a plain Promise by the client. */
 type Cancellable<T> = Promise<T> & { cancel?: () => void };
-
-/** A long-running operation as the client returns it. */
-interface LongRunning {
-  name?: string | null;
-  promise(): Promise<[IKey, unknown, unknown]>;
-  on(event: string, listener: (...args: unknown[]) => void): unknown;
-  removeAllListeners(event?: string): unknown;
-}
 
 /** The provider's options with every default applied (see {@link GcpProviderOptions} for meanings). */
 export interface ResolvedGcpOptions {
@@ -100,7 +97,13 @@ export interface ResolvedGcpOptions {
   maxAttempts: number;
   retryInitialDelayMs: number;
   retryMaxDelayMs: number;
+  /** First back-off after a 429 without a retry hint (ms). */
+  throttleInitialDelayMs: number;
+  /** Total back-off of one provider operation (ms). */
+  retryBudgetMs: number;
   healthCacheMs: number;
+  /** Where the client connects (`host:port`): with `projectId`, the scope of the shared rate limiter. */
+  endpointKey: string;
 }
 
 /** Longest delay between two operation polls (ms). */
@@ -111,22 +114,10 @@ const HEALTH_FAILURE_CACHE_MS = 5000;
 const ETAG_ATTEMPTS = 3;
 /** Page size of listKeys (the API's maximum, https://cloud.google.com/api-keys/docs/reference/rest/v2/projects.locations.keys/list). */
 const LIST_PAGE_SIZE = 300;
+/** Retry-After (s) when a keyId is taken by a create that has not landed yet. */
+const PENDING_CREATE_RETRY_AFTER_S = 5;
 
-/** A token-bucket limiter for one quota (reads or writes). */
-function limiterFor(perMinute: number, burst: number, maxQueueWaitMs: number): { limiter: Bottleneck; intervalMs: number } {
-  const intervalMs = Math.max(1, Math.ceil(60_000 / perMinute));
-  const limiter = new Bottleneck({
-    reservoir: burst,
-    reservoirIncreaseAmount: 1,
-    reservoirIncreaseInterval: intervalMs,
-    reservoirIncreaseMaximum: burst,
-    // bottleneck adds tokens on its heartbeat: a heartbeat dividing the interval keeps the rate exact
-    heartbeatInterval: intervalMs / Math.ceil(intervalMs / 250),
-    highWater: Math.max(0, Math.floor(maxQueueWaitMs / intervalMs)),
-    strategy: Bottleneck.strategy.OVERFLOW,
-  });
-  return { limiter, intervalMs };
-}
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Google API Keys provider for one gateway. Build it with the package's factory. */
 export class GcpApiKeysProvider implements Provider {
@@ -143,9 +134,9 @@ export class GcpApiKeysProvider implements Provider {
   private readonly log: Logger;
   private readonly mapping: TargetMapping;
   private readonly parent: string;
-  private readonly reads: { limiter: Bottleneck; intervalMs: number };
-  private readonly writes: { limiter: Bottleneck; intervalMs: number };
-  private readonly retryPolicy: RetryPolicy;
+  private readonly limiters: ProjectLimiters;
+  private readonly releaseLimiters: () => Promise<void>;
+  private readonly retrySettings: RetrySettings;
   private readonly timeoutPolicy: TimeoutPolicy;
   private healthState: { at: number; ok: boolean; error?: CredhookError; inflight?: Promise<void> } = { at: 0, ok: false };
   private closed = false;
@@ -165,19 +156,22 @@ export class GcpApiKeysProvider implements Provider {
       prefix: this.prefix,
       configPath: ctx.configPath,
     };
-    this.reads = limiterFor(o.readsPerMinute, o.readBurst, o.maxQueueWaitMs);
-    this.writes = limiterFor(o.writesPerMinute, o.writeBurst, o.maxQueueWaitMs);
-    this.retryPolicy = retry(
-      handleWhen((err) => !(err instanceof CredhookError) && isTransient(readFailure(err))),
-      {
-        maxAttempts: Math.max(0, o.maxAttempts - 1),
-        backoff: new ExponentialBackoff({ initialDelay: o.retryInitialDelayMs, maxDelay: o.retryMaxDelayMs }),
-      },
-    );
-    this.retryPolicy.onRetry((r) => {
-      const reason = "error" in r ? readFailure(r.error).status : "result";
-      this.log.debug({ reason, delayMs: r.delay }, "retrying a Google API Keys call");
+    const { limiters, release } = acquireProjectLimiters(`${o.endpointKey}|${o.projectId}`, {
+      writesPerMinute: o.writesPerMinute,
+      writeBurst: o.writeBurst,
+      readsPerMinute: o.readsPerMinute,
+      readBurst: o.readBurst,
+      maxQueueWaitMs: o.maxQueueWaitMs,
     });
+    this.limiters = limiters;
+    this.releaseLimiters = release;
+    this.retrySettings = {
+      maxAttempts: o.maxAttempts,
+      initialDelayMs: o.retryInitialDelayMs,
+      maxDelayMs: o.retryMaxDelayMs,
+      throttleInitialDelayMs: o.throttleInitialDelayMs,
+      budgetMs: o.retryBudgetMs,
+    };
     this.timeoutPolicy = timeout(o.requestTimeoutMs, TimeoutStrategy.Aggressive);
   }
 
@@ -191,23 +185,29 @@ export class GcpApiKeysProvider implements Provider {
     if (this.closed) throw new UpstreamUnavailable(`${this.prefix} the gcp provider is shutting down`, 5, { gateway: this.ctx.gateway });
   }
 
-  /** One HTTP call: waits for the quota limiter, then runs `fn` with the request time-out (cancelling the call on expiry). */
+  /** A fresh retry budget for one provider operation. */
+  private budget(): RetryBudget {
+    return new RetryBudget(this.o.retryBudgetMs);
+  }
+
+  /** One HTTP call: waits for the project's quota limiter, then runs `fn` with the request time-out (cancelling the call on expiry). */
   private async limited<T>(kind: "read" | "write", what: string, fn: () => Cancellable<T>): Promise<T> {
     this.checkOpen();
-    const q = kind === "read" ? this.reads : this.writes;
+    const q: QuotaBucket = kind === "read" ? this.limiters.reads : this.limiters.writes;
     try {
-      return await q.limiter.schedule(() =>
-        this.timeoutPolicy.execute(({ signal }) => {
+      return await q.limiter.schedule(async () => {
+        await this.sharedSlot(kind, what, q);
+        return this.timeoutPolicy.execute(({ signal }) => {
           const p = fn();
           signal.addEventListener("abort", () => p.cancel?.(), { once: true });
           return p;
-        }),
-      );
+        });
+      });
     } catch (err) {
       if (err instanceof TaskCancelledError) throw new RequestTimeout(this.o.requestTimeoutMs);
       if (err instanceof Bottleneck.BottleneckError) {
         const waitS = ((q.limiter.counts().QUEUED + 1) * q.intervalMs) / 1000;
-        throw new Throttled(`${this.prefix} ${what}: too many Google API Keys ${kind}s queued (client-side limit ${kind === "read" ? this.o.readsPerMinute : this.o.writesPerMinute}/minute)`, waitS, {
+        throw new Throttled(`${this.prefix} ${what}: too many Google API Keys ${kind}s queued (client-side limit ${q.perMinute}/minute for project ${this.o.projectId})`, waitS, {
           gateway: this.ctx.gateway,
         });
       }
@@ -215,60 +215,88 @@ export class GcpApiKeysProvider implements Provider {
     }
   }
 
-  /** A read call, retried on transient failures. @throws typed errors only */
-  private async read<T>(what: string, fn: () => Cancellable<T>): Promise<T> {
+  /**
+   * With several credhook instances on one store, the project's quota is
+   * theirs together: each call also waits for its slot among all of them
+   * (`ProviderContext.rateSlots`), spaced at the bucket's steady rate.
+   * @throws Throttled when the shared queue is longer than `maxQueueWaitMs`
+   */
+  private async sharedSlot(kind: "read" | "write", what: string, q: QuotaBucket): Promise<void> {
+    if (!this.ctx.rateSlots) return;
+    const waitMs = await this.ctx.rateSlots.reserve(`gcp|${this.o.endpointKey}|${this.o.projectId}|${kind}`, q.intervalMs);
+    if (waitMs > this.o.maxQueueWaitMs) {
+      throw new Throttled(`${this.prefix} ${what}: every instance's Google API Keys ${kind}s are queued ${Math.ceil(waitMs / 1000)} s ahead (limit ${q.perMinute}/minute for project ${this.o.projectId})`, waitMs / 1000, {
+        gateway: this.ctx.gateway,
+      });
+    }
+    if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
+  }
+
+  /**
+   * One API call through the limiter, retried per retry.ts within `budget`.
+   * @throws typed errors only
+   */
+  private async call<T>(kind: "read" | "write", what: string, fn: () => Cancellable<T>, budget: RetryBudget, hooks: RetryHooks = {}): Promise<T> {
+    const policy = retryPolicyFor(this.retrySettings, kind, budget, {
+      ...hooks,
+      onRetry: (status, delayMs) => this.log.debug({ call: what, status, delayMs, budgetLeftMs: budget.remainingMs }, "retrying a Google API Keys call"),
+    });
     try {
-      return await this.retryPolicy.execute(() => this.limited("read", what, fn));
+      return await policy.execute(() => this.limited(kind, what, fn));
     } catch (err) {
       throw this.typed(err, what);
     }
   }
 
   /**
-   * A write returning a long-running operation: the call and the wait for its
-   * result, retried as one unit on transient failures (also of a poll).
-   * @throws typed errors only; an operation past `operationTimeoutMs` is UpstreamTimeout
+   * Sends a write that returns a long-running operation. `state.sent` is set
+   * once Google accepted it, `state.maybeApplied` when an attempt failed in a
+   * way that may have applied it (no answer, 5xx).
    */
-  private async write(
+  private async startWrite(
     what: string,
-    fn: (options: { longrunning: ReturnType<typeof createBackoffSettings> }) => Cancellable<[LongRunning, ...unknown[]]>,
-    wait = true,
-  ): Promise<IKey> {
-    const longrunning = createBackoffSettings(this.o.pollInitialDelayMs, 1.5, POLL_MAX_DELAY_MS, null, null, null, this.o.operationTimeoutMs);
+    fn: () => Cancellable<[Operation, ...unknown[]]>,
+    budget: RetryBudget,
+    state: WriteState = { accepted: false, maybeApplied: false },
+  ): Promise<Operation> {
+    const [op] = await this.call("write", what, fn, budget, { onMaybeApplied: () => (state.maybeApplied = true) });
+    state.accepted = true;
+    return op;
+  }
+
+  /**
+   * Polls `op` until it is done, each poll a read through the limiter (polls
+   * count against the read quota) and retried like one, bounded by
+   * `operationTimeoutMs`; returns the finished operation's Key.
+   * @throws UpstreamTimeout past operationTimeoutMs; the operation's own error, typed; a poll's failure, typed
+   */
+  private async waitFor(op: Operation, what: string, budget: RetryBudget): Promise<IKey> {
+    const name = op.name ?? "(unnamed)";
+    const started = Date.now();
+    let delay = this.o.pollInitialDelayMs;
     try {
-      return await this.retryPolicy.execute(async () => {
-        const [op] = await this.limited("write", what, () => fn({ longrunning }));
-        return wait ? this.waitFor(op, what) : {};
-      });
+      while (!op.latestResponse?.done) {
+        if (Date.now() - started + delay > this.o.operationTimeoutMs) throw new OperationTimeout(name, this.o.operationTimeoutMs);
+        await sleep(delay);
+        delay = Math.min(Math.round(delay * 1.5), POLL_MAX_DELAY_MS);
+        await this.call("read", `${what} (polling ${name})`, () => GcpApiKeysProvider.poll(op), budget);
+      }
+      if (op.latestResponse.error) throw new NotRetriable(op.error ?? Object.assign(new Error(op.latestResponse.error.message ?? "operation failed"), { code: op.latestResponse.error.code }));
+      return (op.result ?? {}) as IKey;
     } catch (err) {
       throw this.typed(err, what);
+    } finally {
+      this.log.debug({ operation: name, call: what, ms: Date.now() - started }, "operation settled");
     }
   }
 
-  /** Waits for `op`, bounded by `operationTimeoutMs` (plus one request time-out for a poll in flight). */
-  private async waitFor(op: LongRunning, what: string): Promise<IKey> {
-    const name = op.name ?? "(unnamed)";
-    let timer: NodeJS.Timeout | undefined;
-    const guard = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new OperationTimeout(name, this.o.operationTimeoutMs)), this.o.operationTimeoutMs + this.o.requestTimeoutMs);
-      timer.unref?.();
+  /** One poll of `op` (cancellable); an operation that finished with an error is not retried. */
+  private static poll(op: Operation): Cancellable<unknown> {
+    const p: Cancellable<unknown> = op.getOperation().catch((err: unknown) => {
+      throw op.latestResponse?.done ? new NotRetriable(err) : err;
     });
-    try {
-      const [key] = await Promise.race([op.promise(), guard]);
-      return key;
-    } catch (err) {
-      const f = readFailure(err);
-      if (f.status === "DEADLINE_EXCEEDED" && f.httpStatus === undefined && !(err instanceof OperationTimeout)) {
-        throw new OperationTimeout(name, this.o.operationTimeoutMs);
-      }
-      throw err;
-    } finally {
-      clearTimeout(timer);
-      // stop polling (gax polls while a "complete" listener exists) and swallow a late poll error
-      op.removeAllListeners("complete");
-      op.on("error", () => {});
-      this.log.debug({ operation: name, what }, "operation settled");
-    }
+    p.cancel = () => op.currentCallPromise_?.cancel?.();
+    return p;
   }
 
   private typed(err: unknown, what: string): CredhookError {
@@ -277,16 +305,29 @@ export class GcpApiKeysProvider implements Provider {
     return e;
   }
 
-  private getKey(keyId: string): Promise<IKey> {
+  private async getKey(keyId: string, budget: RetryBudget): Promise<IKey> {
     const name = this.keyName(keyId);
-    return this.read(`getKey ${keyId}`, () => this.client.getKey({ name }) as Cancellable<[IKey, unknown, unknown]>).then(([k]) => k);
+    const [key] = await this.call("read", `getKey ${keyId}`, () => this.client.getKey({ name }) as Cancellable<[IKey, unknown, unknown]>, budget);
+    return key;
   }
 
-  private async keyString(keyId: string): Promise<string> {
+  /** getKey, or undefined when the key does not exist. */
+  private async findKey(keyId: string, budget: RetryBudget): Promise<IKey | undefined> {
+    try {
+      return await this.getKey(keyId, budget);
+    } catch (err) {
+      if (err instanceof CredhookError && err.code === ErrorCodes.NOT_FOUND) return undefined;
+      throw err;
+    }
+  }
+
+  private async keyString(keyId: string, budget: RetryBudget): Promise<string> {
     const name = this.keyName(keyId);
-    const [res] = await this.read(
+    const [res] = await this.call(
+      "read",
       `getKeyString ${keyId}`,
       () => this.client.getKeyString({ name }) as Cancellable<[protos.google.api.apikeys.v2.IGetKeyStringResponse, unknown, unknown]>,
+      budget,
     );
     if (!res.keyString) throw this.typed(new Error("empty keyString"), `getKeyString ${keyId}`);
     return res.keyString;
@@ -301,6 +342,19 @@ export class GcpApiKeysProvider implements Provider {
     return !!key.deleteTime;
   }
 
+  /**
+   * Whose key this is, by credhook's mark (the gateway and credential-id annotations):
+   * `mine` — this gateway's, and `credentialId`'s when it is not empty;
+   * `other-credential` — this gateway's, of another credential;
+   * `foreign` — no credhook mark of this gateway (made by hand, by another tool, or by another gateway).
+   */
+  private ownership(key: IKey, credentialId: string): "mine" | "other-credential" | "foreign" {
+    const a = key.annotations ?? {};
+    const owner = a[ANNOTATIONS.credentialId];
+    if (!owner || a[ANNOTATIONS.gateway] !== this.ctx.gateway) return "foreign";
+    return credentialId && owner !== credentialId ? "other-credential" : "mine";
+  }
+
   // ---------------------------------------------------------------- state
 
   /** Restrictions with `targets` as apiTargets, keeping the key's client restrictions (IP, referrer, app) untouched. */
@@ -313,26 +367,37 @@ export class GcpApiKeysProvider implements Provider {
   }
 
   /**
-   * Brings an existing key to the desired state with an etag-checked updateKey
-   * of only the fields that differ; re-reads and tries again when the key
-   * changed concurrently.
-   * @throws NotFound the key does not exist or is deleted
+   * Brings an existing key of this gateway to the desired state with an
+   * etag-checked updateKey of only the fields that differ; re-reads and tries
+   * again when the key changed concurrently. With an empty `credentialId` the
+   * gateway's mark suffices and the key keeps its credential id.
+   * @throws NotFound the key does not exist, is deleted, or is not this gateway's (this credential's)
+   * @throws Conflict the key kept changing concurrently
    */
   private async reconcile(
     keyId: string,
     credentialId: string,
     app: ProviderCredentialRef["app"],
-    apis: ProviderCreateInput["apis"],
+    apis: GatewayApi[],
     targets: ApiTarget[] | null,
+    budget: RetryBudget,
     known?: IKey,
   ): Promise<IKey> {
     const ours = annotationsFor(credentialId, this.ctx.gateway, app, apis);
     const displayName = displayNameFor(app);
     let fresh = known;
     for (let attempt = 1; ; attempt++) {
-      const key = fresh ?? (await this.getKey(keyId));
+      const key = fresh ?? (await this.getKey(keyId, budget));
       fresh = undefined;
       if (GcpApiKeysProvider.deleted(key)) throw new NotFound(`${this.prefix} API key ${keyId} was deleted`, { gateway: this.ctx.gateway });
+      const owner = this.ownership(key, credentialId);
+      if (owner !== "mine") {
+        this.log.info({ keyId, owner }, "update refused: the API key does not carry this gateway's (credential's) mark");
+        throw new NotFound(`${this.prefix} API key ${keyId} is not managed by this gateway${owner === "other-credential" ? " for this credential" : ""}`, {
+          gateway: this.ctx.gateway,
+          messages: ["bring a key made outside credhook under it with `credhook adopt`"],
+        });
+      }
       const current = canonicalTargets(key.restrictions?.apiTargets);
       const firstService = current[0]?.service ?? Object.values(this.o.services ?? {})[0] ?? "apikeys.googleapis.com";
       const desired = targets && targets.length > 0 ? targets : noAccessTargets(firstService);
@@ -340,23 +405,33 @@ export class GcpApiKeysProvider implements Provider {
       const paths: string[] = [];
       if (JSON.stringify(current) !== JSON.stringify(canonicalTargets(desired))) paths.push("restrictions");
       if ((key.displayName ?? "") !== displayName) paths.push("displayName");
-      if (JSON.stringify(Object.entries(key.annotations ?? {}).sort()) !== JSON.stringify(Object.entries(annotations).sort())) paths.push("annotations");
+      if (!sameAnnotations(key.annotations, annotations)) paths.push("annotations");
       if (paths.length === 0) return key;
+      const what = `updateKey ${keyId}`;
+      const state: WriteState = { accepted: false, maybeApplied: false };
       try {
-        const updated = await this.write(`updateKey ${keyId}`, (options) =>
-          this.client.updateKey(
-            {
+        const op = await this.startWrite(
+          what,
+          () =>
+            this.client.updateKey({
               key: { name: this.keyName(keyId), etag: key.etag ?? null, displayName, annotations, restrictions: GcpApiKeysProvider.restrictionsWith(key.restrictions, desired) },
               updateMask: { paths },
-            },
-            options,
-          ) as Cancellable<[LongRunning, unknown, unknown]>,
+            }) as Cancellable<[Operation, unknown, unknown]>,
+          budget,
+          state,
         );
+        const updated = await this.waitFor(op, what, budget);
         this.log.info({ keyId, fields: paths }, "API key updated");
         return updated;
       } catch (err) {
-        if (!(err instanceof CredhookError) || err.code !== ErrorCodes.CONFLICT || attempt >= ETAG_ATTEMPTS) throw err;
-        this.log.debug({ keyId, attempt }, "API key changed concurrently; re-reading");
+        const e = err as CredhookError;
+        if (e.code === ErrorCodes.CONFLICT && !state.accepted && attempt < ETAG_ATTEMPTS) {
+          this.log.debug({ keyId, attempt }, "API key changed concurrently; re-reading");
+          continue;
+        }
+        // the update may have landed: core's inverse update restores the previous state
+        if (state.accepted || state.maybeApplied) e.outcomeUnknown = true;
+        throw e;
       }
     }
   }
@@ -364,11 +439,18 @@ export class GcpApiKeysProvider implements Provider {
   // ---------------------------------------------------------------- Provider
 
   /**
-   * Creates the key (or adopts the one a failed or replayed create left).
+   * Creates the key (or resumes this credential's key that a failed or replayed
+   * create left), marked with this gateway and `input.credentialId`.
+   * The key string comes from the finished create operation's Key; getKeyString
+   * is called only when the response lacks it.
+   * A failure after createKey may have been applied (accepted, then a poll or
+   * the read failed; no answer; a 5xx) throws with `outcomeUnknown: true`,
+   * and with `partial` (the keyId) once Google accepted the create; nothing is
+   * deleted here.
    * @throws InvalidReference an API without a service, or an unknown usage plan (before any call)
    * @throws CredhookError INTERNAL when core passes `apiKeyValue` or a CLIENT_CREDENTIALS input (a core bug)
-   * @throws Conflict the keyId is held by a key of another credential
-   * @throws Throttled | UpstreamError | UpstreamTimeout cloud failures
+   * @throws Conflict the keyId is held by a key without this credential's mark
+   * @throws Throttled (429 after retries within the budget, or the limiter's queue full) | UpstreamError | UpstreamUnavailable | UpstreamTimeout
    */
   async create(input: ProviderCreateInput): Promise<ProviderCredential> {
     if (input.credentialType !== "API_KEY") {
@@ -382,55 +464,83 @@ export class GcpApiKeysProvider implements Provider {
         { gateway: this.ctx.gateway },
       );
     }
-    if (input.apis.length === 0) {
-      throw new CredhookError(500, ErrorCodes.INTERNAL, `${this.prefix} create called without any API for this gateway (a core bug)`, { gateway: this.ctx.gateway });
+    if (input.apis.length === 0 || !input.credentialId) {
+      throw new CredhookError(500, ErrorCodes.INTERNAL, `${this.prefix} create called without ${input.credentialId ? "any API for this gateway" : "a credential id"} (a core bug)`, {
+        gateway: this.ctx.gateway,
+      });
     }
     const targets = apiTargetsFor(input.apis, this.mapping);
     const keyId = keyIdFor(input.credentialId, this.o.keyIdPrefix);
-    let key: IKey;
+    const budget = this.budget();
+    const state: WriteState = { accepted: false, maybeApplied: false };
+    const what = `createKey ${keyId}`;
+    let key: IKey | undefined;
     try {
-      key = await this.write(`createKey ${keyId}`, (options) =>
-        this.client.createKey(
-          {
-            parent: this.parent,
-            keyId,
-            key: {
-              displayName: displayNameFor(input.app),
-              annotations: annotationsFor(input.credentialId, this.ctx.gateway, input.app, input.apis),
-              restrictions: { apiTargets: targets },
-            },
-          },
-          options,
-        ) as Cancellable<[LongRunning, unknown, unknown]>,
-      );
-      this.log.info({ keyId, services: targets.map((t) => t.service) }, "API key created");
-    } catch (err) {
-      if (err instanceof CredhookError && err.code === ErrorCodes.CONFLICT) {
-        key = await this.adopt(keyId, input, targets);
-      } else {
-        if (err instanceof CredhookError && (err.code === ErrorCodes.UPSTREAM_TIMEOUT || err.code === ErrorCodes.UPSTREAM_FAILED)) {
-          await this.discardAfterFailedCreate(keyId, input.credentialId);
-        }
-        throw err;
+      try {
+        const op = await this.startWrite(
+          what,
+          () =>
+            this.client.createKey({
+              parent: this.parent,
+              keyId,
+              key: {
+                displayName: displayNameFor(input.app),
+                annotations: annotationsFor(input.credentialId, this.ctx.gateway, input.app, input.apis),
+                restrictions: { apiTargets: targets },
+              },
+            }) as Cancellable<[Operation, unknown, unknown]>,
+          budget,
+          state,
+        );
+        key = await this.waitFor(op, what, budget);
+        this.log.info({ keyId, services: targets.map((t) => t.service) }, "API key created");
+      } catch (err) {
+        if (!(err instanceof CredhookError) || err.code !== ErrorCodes.CONFLICT || state.accepted) throw err;
+        // ALREADY_EXISTS: a replayed create, or an earlier attempt of this one that landed
+        key = await this.resume(keyId, input, targets, budget, state);
       }
+      const apiKey = key.keyString || (await this.keyString(keyId, budget));
+      return { nativeId: keyId, apiKey, resources: this.resources(keyId, key) };
+    } catch (err) {
+      const e = err instanceof CredhookError ? err : this.typed(err, what);
+      if (state.accepted || state.maybeApplied) {
+        // Google has (or may have) the key: report it; core revokes it and searches again later
+        if (state.accepted) e.partial ??= { nativeId: keyId, resources: this.resources(keyId, key) };
+        e.outcomeUnknown = true;
+        this.log.warn({ keyId, accepted: state.accepted, code: e.code }, "create failed after the key may have been made; reported to core for compensation");
+      } else {
+        e.outcomeUnknown ??= false;
+      }
+      throw e;
     }
-    const apiKey = await this.keyString(keyId);
-    return { nativeId: keyId, apiKey, resources: this.resources(keyId, key) };
   }
 
-  /** The keyId exists: when it is this credential's key, undelete it if needed and bring it to the desired state. */
-  private async adopt(keyId: string, input: ProviderCreateInput, targets: ApiTarget[]): Promise<IKey> {
-    const existing = await this.getKey(keyId);
-    const owner = existing.annotations?.[ANNOTATIONS.credentialId];
-    if (owner !== input.credentialId) {
-      throw new Conflict(`${this.prefix} createKey ${keyId}: the keyId is held by a key of another credential`, { gateway: this.ctx.gateway });
+  /**
+   * The keyId exists: when it carries this credential's mark, undelete it if
+   * needed and bring it to the desired state. Marks `state.accepted` once the
+   * key is known to be this credential's.
+   * @throws Conflict the key is not this credential's
+   * @throws UpstreamUnavailable the keyId is taken but the key is not visible yet (a create still landing)
+   */
+  private async resume(keyId: string, input: ProviderCreateInput, targets: ApiTarget[], budget: RetryBudget, state: WriteState): Promise<IKey> {
+    const existing = await this.findKey(keyId, budget);
+    if (!existing) {
+      // Google reserved the keyId for a create that has not landed yet (an earlier attempt)
+      state.maybeApplied = true;
+      throw new UpstreamUnavailable(`${this.prefix} createKey ${keyId}: the keyId is taken by a create that has not finished yet`, PENDING_CREATE_RETRY_AFTER_S, {
+        gateway: this.ctx.gateway,
+      });
     }
+    if (this.ownership(existing, input.credentialId) !== "mine") {
+      throw new Conflict(`${this.prefix} createKey ${keyId}: the keyId is held by a key without this credential's mark`, { gateway: this.ctx.gateway });
+    }
+    state.accepted = true;
     let known: IKey | undefined = existing;
     if (GcpApiKeysProvider.deleted(existing)) {
+      const what = `undeleteKey ${keyId}`;
       try {
-        known = await this.write(`undeleteKey ${keyId}`, (options) =>
-          this.client.undeleteKey({ name: this.keyName(keyId) }, options) as Cancellable<[LongRunning, unknown, unknown]>,
-        );
+        const op = await this.startWrite(what, () => this.client.undeleteKey({ name: this.keyName(keyId) }) as Cancellable<[Operation, unknown, unknown]>, budget);
+        known = await this.waitFor(op, what, budget);
         this.log.info({ keyId }, "API key undeleted for a replayed create");
       } catch (err) {
         // a retried undelete meets a key that is no longer deleted (FAILED_PRECONDITION): re-read it below
@@ -438,123 +548,172 @@ export class GcpApiKeysProvider implements Provider {
         known = undefined;
       }
     }
-    const key = await this.reconcile(keyId, input.credentialId, input.app, input.apis, targets, known);
-    this.log.info({ keyId }, "existing API key adopted by a replayed create");
+    const key = await this.reconcile(keyId, input.credentialId, input.app, input.apis, targets, budget, known);
+    this.log.info({ keyId }, "existing API key resumed by a replayed create");
     return key;
   }
 
   /**
-   * Best effort after a create whose outcome is unknown (its operation timed
-   * out, or the call failed after being sent): soft-deletes the key if it
-   * exists by now, without waiting for that operation, so that a failed create
-   * leaves no live key. A create retried with the same credential id undeletes
-   * and adopts it. Never throws.
-   */
-  private async discardAfterFailedCreate(keyId: string, credentialId: string): Promise<void> {
-    try {
-      const key = await this.getKey(keyId);
-      if (GcpApiKeysProvider.deleted(key) || key.annotations?.[ANNOTATIONS.credentialId] !== credentialId) return;
-      await this.write(
-        `deleteKey ${keyId}`,
-        (options) => this.client.deleteKey({ name: this.keyName(keyId), etag: key.etag ?? "" }, options) as Cancellable<[LongRunning, unknown, unknown]>,
-        false,
-      );
-      this.log.warn({ keyId }, "create failed after the key was made: key deleted (a retried create undeletes it)");
-    } catch (err) {
-      const status = (err as { status?: number }).status;
-      if (status !== 404) this.log.warn({ keyId, status }, "create failed; the key it may have made could not be checked or deleted");
-    }
-  }
-
-  /**
-   * Applies the app's desired API/usage-plan set, name and annotations to the key.
-   * @throws NotFound the key does not exist or was deleted
+   * Applies the app's desired API/usage-plan set, name and annotations to the
+   * key, after checking its mark (an empty `credentialId`: the gateway's mark
+   * suffices). One updateKey replaces the whole target set.
+   * @throws NotFound the key does not exist, was deleted, or is not this gateway's (this credential's)
    * @throws InvalidReference an API without a service, or an unknown usage plan (before any call)
    */
   async update(input: ProviderUpdateInput): Promise<ProviderUpdateResult> {
     const targets = input.desired.length > 0 ? apiTargetsFor(input.desired, this.mapping) : null;
     const keyId = input.nativeId;
     if (!KEY_ID_PATTERN.test(keyId)) throw new NotFound(`${this.prefix} '${keyId}' is not a Google API key id`, { gateway: this.ctx.gateway });
-    const key = await this.reconcile(keyId, input.credentialId, input.app, input.desired, targets);
+    const key = await this.reconcile(keyId, input.credentialId, input.app, input.desired, targets, this.budget());
     return { resources: this.resources(keyId, key) };
   }
 
   /**
-   * Deletes the key (soft delete). Idempotent: a key that does not exist or is
-   * already deleted is success. With an empty `nativeId` the key is found by
-   * the keyId derived from `credentialId`. A key without credhook's annotation, or
-   * annotated with another credential, is left alone (core revokes unknown ids
-   * on every gateway of a type).
+   * Deletes the key (soft delete) after checking its mark. With an empty
+   * `nativeId` the key is the keyId derived from `credentialId`.
+   * @returns `revoked`; `gone` when the key does not exist or is already
+   *   deleted; `not-owned` (untouched) when it lacks this gateway's mark, or
+   *   carries another credential's while `ref.credentialId` is set
    */
-  async revoke(ref: ProviderCredentialRef): Promise<void> {
-    // no native id (a create that failed before returning one): the keyId follows from the credential id
+  async revoke(ref: ProviderCredentialRef): Promise<RevokeOutcome> {
     const keyId = ref.nativeId || (ref.credentialId ? keyIdFor(ref.credentialId, this.o.keyIdPrefix) : "");
-    if (!KEY_ID_PATTERN.test(keyId)) return;
+    if (!KEY_ID_PATTERN.test(keyId)) return "gone";
+    const budget = this.budget();
     for (let attempt = 1; ; attempt++) {
-      let key: IKey;
-      try {
-        key = await this.getKey(keyId);
-      } catch (err) {
-        if (err instanceof CredhookError && err.code === ErrorCodes.NOT_FOUND) return;
-        throw err;
+      const key = await this.findKey(keyId, budget);
+      if (!key || GcpApiKeysProvider.deleted(key)) return "gone";
+      const owner = this.ownership(key, ref.credentialId);
+      if (owner !== "mine") {
+        this.log.info({ keyId, owner }, "revoke skipped: the API key does not carry this gateway's (credential's) mark");
+        return "not-owned";
       }
-      if (GcpApiKeysProvider.deleted(key)) return;
-      const owner = key.annotations?.[ANNOTATIONS.credentialId];
-      if (!owner || (ref.credentialId && owner !== ref.credentialId)) {
-        this.log.warn({ keyId, managed: !!owner }, "revoke skipped: the API key is not this credential's");
-        return;
-      }
+      const what = `deleteKey ${keyId}`;
       try {
-        await this.write(`deleteKey ${keyId}`, (options) =>
-          this.client.deleteKey({ name: this.keyName(keyId), etag: key.etag ?? "" }, options) as Cancellable<[LongRunning, unknown, unknown]>,
+        const op = await this.startWrite(
+          what,
+          () => this.client.deleteKey({ name: this.keyName(keyId), etag: key.etag ?? "" }) as Cancellable<[Operation, unknown, unknown]>,
+          budget,
         );
+        await this.waitFor(op, what, budget);
         this.log.info({ keyId }, "API key deleted");
-        return;
+        return "revoked";
       } catch (err) {
-        if (err instanceof CredhookError && err.code === ErrorCodes.NOT_FOUND) return;
+        // live and ours a moment ago, not there now: an earlier attempt of this delete landed
+        if (err instanceof CredhookError && err.code === ErrorCodes.NOT_FOUND) return "revoked";
         if (!(err instanceof CredhookError) || err.code !== ErrorCodes.CONFLICT || attempt >= ETAG_ATTEMPTS) throw err;
       }
     }
   }
 
   /**
-   * Reads the key string back.
-   * @throws NotFound the key does not exist or was deleted
+   * Finds the credential's key by the keyId derived from its id (one getKey,
+   * no listing); returned only when live and carrying this gateway's and this
+   * credential's mark.
+   */
+  async findByCredential(search: CredentialSearch): Promise<OwnedResource[]> {
+    if (!search.credentialId) return [];
+    const keyId = keyIdFor(search.credentialId, this.o.keyIdPrefix);
+    const key = await this.findKey(keyId, this.budget());
+    if (!key || GcpApiKeysProvider.deleted(key) || this.ownership(key, search.credentialId) !== "mine") return [];
+    return [{ nativeId: keyId, credentialId: search.credentialId, description: GcpApiKeysProvider.describe(key) }];
+  }
+
+  /**
+   * Brings a key made outside credhook under this gateway: an etag-checked
+   * updateKey of the annotations only (credhook's mark, the app, its plans);
+   * restrictions and display name are left as they are until the next update.
+   * Adopting a key that already carries this credential's mark changes nothing.
+   * @throws NotFound no live key `ref.nativeId`
+   * @throws Conflict the key carries another gateway's or another credential's mark
+   * @throws CredhookError INTERNAL without a credential id (a core bug)
+   */
+  async adopt(ref: ProviderCredentialRef & { apis: GatewayApi[] }): Promise<ProviderUpdateResult> {
+    const keyId = ref.nativeId;
+    if (!KEY_ID_PATTERN.test(keyId)) throw new NotFound(`${this.prefix} '${keyId}' is not a Google API key id`, { gateway: this.ctx.gateway });
+    if (!ref.credentialId) throw new CredhookError(500, ErrorCodes.INTERNAL, `${this.prefix} adopt called without a credential id (a core bug)`, { gateway: this.ctx.gateway });
+    const budget = this.budget();
+    const ours = annotationsFor(ref.credentialId, this.ctx.gateway, ref.app, ref.apis);
+    for (let attempt = 1; ; attempt++) {
+      const key = await this.findKey(keyId, budget);
+      if (!key || GcpApiKeysProvider.deleted(key)) throw new NotFound(`${this.prefix} API key ${keyId} does not exist${key ? " (it was deleted)" : ""}`, { gateway: this.ctx.gateway });
+      const a = key.annotations ?? {};
+      const gateway = a[ANNOTATIONS.gateway];
+      const owner = a[ANNOTATIONS.credentialId];
+      if ((gateway && gateway !== this.ctx.gateway) || (owner && owner !== ref.credentialId)) {
+        throw new Conflict(
+          `${this.prefix} API key ${keyId} already carries the mark of ${gateway && gateway !== this.ctx.gateway ? `gateway '${gateway}'` : "another credential"}`,
+          { gateway: this.ctx.gateway },
+        );
+      }
+      const annotations = { ...a, ...ours };
+      if (sameAnnotations(key.annotations, annotations)) return { resources: this.resources(keyId, key) };
+      const what = `updateKey ${keyId} (adopt)`;
+      try {
+        const op = await this.startWrite(
+          what,
+          () =>
+            this.client.updateKey({
+              key: { name: this.keyName(keyId), etag: key.etag ?? null, annotations },
+              updateMask: { paths: ["annotations"] },
+            }) as Cancellable<[Operation, unknown, unknown]>,
+          budget,
+        );
+        const updated = await this.waitFor(op, what, budget);
+        this.log.info({ keyId, credentialId: ref.credentialId }, "API key adopted: credhook's mark added");
+        return { resources: this.resources(keyId, updated) };
+      } catch (err) {
+        if (!(err instanceof CredhookError) || err.code !== ErrorCodes.CONFLICT || attempt >= ETAG_ATTEMPTS) throw err;
+      }
+    }
+  }
+
+  /**
+   * Reads the key string back, after checking the key's mark.
+   * @throws NotFound the key does not exist, was deleted, or is not this gateway's (this credential's)
    */
   async readSecret(ref: ProviderCredentialRef): Promise<{ apiKey: string }> {
     const keyId = ref.nativeId;
     if (!KEY_ID_PATTERN.test(keyId)) throw new NotFound(`${this.prefix} '${keyId}' is not a Google API key id`, { gateway: this.ctx.gateway });
-    const key = await this.getKey(keyId);
+    const budget = this.budget();
+    const key = await this.getKey(keyId, budget);
     if (GcpApiKeysProvider.deleted(key)) throw new NotFound(`${this.prefix} API key ${keyId} was deleted`, { gateway: this.ctx.gateway });
-    return { apiKey: await this.keyString(keyId) };
+    if (this.ownership(key, ref.credentialId) !== "mine") throw new NotFound(`${this.prefix} API key ${keyId} is not managed by this gateway`, { gateway: this.ctx.gateway });
+    return { apiKey: await this.keyString(keyId, budget) };
   }
 
-  /** Lists the project's live keys that credhook's gateway of this name manages (reads every page). */
+  /** Lists the project's live keys that carry this gateway's mark (reads every page). */
   async listOwned(): Promise<OwnedResource[]> {
     const out: OwnedResource[] = [];
+    const budget = this.budget();
     let pageToken: string | undefined;
     do {
       const token = pageToken;
-      const [keys, next] = await this.read(
+      const [keys, next] = await this.call(
+        "read",
         "listKeys",
         () =>
           this.client.listKeys(
             { parent: this.parent, pageSize: LIST_PAGE_SIZE, ...(token ? { pageToken: token } : {}) },
             { autoPaginate: false },
           ) as Cancellable<[IKey[], { pageToken?: string } | null, unknown]>,
+        budget,
       );
       for (const k of keys) {
-        const a = k.annotations ?? {};
-        if (!a[ANNOTATIONS.credentialId] || a[ANNOTATIONS.gateway] !== this.ctx.gateway) continue;
+        if (this.ownership(k, "") !== "mine") continue;
         out.push({
           nativeId: (k.name ?? "").split("/").pop() ?? "",
-          credentialId: a[ANNOTATIONS.credentialId],
-          description: `${k.displayName ?? ""} ${a[ANNOTATIONS.usagePlans] ?? ""}`.trim(),
+          credentialId: k.annotations![ANNOTATIONS.credentialId]!,
+          description: GcpApiKeysProvider.describe(k),
         });
       }
       pageToken = next?.pageToken || undefined;
     } while (pageToken);
     return out;
+  }
+
+  /** `<displayName> <usage-plans annotation>`, for drift reports. */
+  private static describe(key: IKey): string {
+    return `${key.displayName ?? ""} ${key.annotations?.[ANNOTATIONS.usagePlans] ?? ""}`.trim();
   }
 
   /**
@@ -596,12 +755,22 @@ export class GcpApiKeysProvider implements Provider {
     }
   }
 
-  /** Stops the limiters and closes the client; later calls fail with UpstreamUnavailable. */
+  /** Releases this gateway's share of the project's limiters and closes the client; later calls fail with UpstreamUnavailable. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.allSettled([this.reads.limiter.disconnect(false), this.writes.limiter.disconnect(false)]);
+    await this.releaseLimiters();
     await this.client.close().catch(() => undefined);
   }
+}
 
+/** What a write's attempts did: Google `accepted` it (answered with an operation), or an attempt `maybeApplied` it (no answer, 5xx). */
+interface WriteState {
+  accepted: boolean;
+  maybeApplied: boolean;
+}
+
+/** True when two annotation maps hold the same entries. */
+function sameAnnotations(a: Record<string, string> | null | undefined, b: Record<string, string>): boolean {
+  return JSON.stringify(Object.entries(a ?? {}).sort()) === JSON.stringify(Object.entries(b).sort());
 }

@@ -19,7 +19,12 @@ export type GcpCredentialsOption =
   | { type: "key-file"; path: string }
   | { type: "static-token"; token?: string };
 
-/** Client-side rate limiting, sized below the API Keys quotas (https://cloud.google.com/api-keys/docs/quotas). */
+/**
+ * Client-side rate limiting, sized below the API Keys quotas
+ * (https://cloud.google.com/api-keys/docs/quotas). The quotas are per project:
+ * every gateway of one process on the same endpoint and project (with the same
+ * limits) shares one read bucket and one write bucket.
+ */
 export interface GcpRateLimitOptions {
   /**
    * Sustained write calls (create/update/delete/undelete) per minute. With
@@ -29,7 +34,7 @@ export interface GcpRateLimitOptions {
   writesPerMinute?: number;
   /** Write calls that may start at once after an idle period. @default 20 */
   writeBurst?: number;
-  /** Sustained read calls (get/getKeyString/list) per minute; quota 240/minute. @default 200 */
+  /** Sustained read calls (get/getKeyString/list and operation polls) per minute; quota 240/minute. @default 200 */
   readsPerMinute?: number;
   /** Read calls that may start at once after an idle period. @default 40 */
   readBurst?: number;
@@ -41,14 +46,26 @@ export interface GcpRateLimitOptions {
   maxQueueWaitMs?: number;
 }
 
-/** Retries of transient failures (5xx, connection errors, request time-outs). 429 is never retried. */
+/**
+ * Retries. A 429 (RESOURCE_EXHAUSTED) is retried after Google's RetryInfo
+ * delay when it sends one, else after an exponential back-off with jitter;
+ * transient failures (5xx, connection errors, request time-outs) up to
+ * `maxAttempts`. Every wait of one provider operation (a create: createKey, its
+ * operation polls, getKeyString) comes out of one `budgetMs`; a retry whose
+ * wait does not fit is not made and the failure is answered (a 429: 503 +
+ * Retry-After). Google's retry guidance: https://cloud.google.com/apis/design/errors#retrying_errors
+ */
 export interface GcpRetryOptions {
-  /** Attempts in all, the first included (1 disables retries). @default 3 */
+  /** Attempts in all for a transient failure, the first included (1 disables those retries). @default 3 */
   maxAttempts?: number;
-  /** First back-off delay (ms); doubles each attempt, with jitter. @default 200 */
+  /** First back-off delay after a transient failure (ms); doubles each attempt, with jitter. @default 200 */
   initialDelayMs?: number;
-  /** Longest back-off delay (ms). @default 2000 */
+  /** Longest back-off delay after a transient failure (ms). @default 2000 */
   maxDelayMs?: number;
+  /** First back-off delay after a 429 that carries no retry hint (ms); doubles with jitter, at most 5000 ms. @default 1000 */
+  throttleInitialDelayMs?: number;
+  /** Total back-off (ms) one provider operation may spend on retries of 429s and transient failures; 0 disables retries. @default 10000 */
+  budgetMs?: number;
 }
 
 /** Options of the `gcp` provider. */

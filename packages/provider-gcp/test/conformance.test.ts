@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { providerConformance } from "@credhook/provider-testkit";
 import { startApiKeysFake, type ApiKeysFake } from "../src/fake/index.js";
-import { inspector, liveKeyIds, makeProvider } from "./helpers.js";
+import { foreignKey, inspector, liveKeyIds, makeProvider } from "./helpers.js";
 
 let fake: ApiKeysFake;
 beforeAll(async () => {
@@ -25,6 +25,8 @@ describe("with a usage-plan → methods map (plans restrict methods; an unlisted
       unknownPlan: { apiId: "orders", planId: "platinum" },
       inspect: (ref) => inspector(fake)(ref),
       listNativeIds: () => liveKeyIds(fake)(),
+      createForeign: async () => foreignKey(fake),
+      otherGateway: () => makeProvider(fake, { usagePlans: { gold: [], silver: ["Get*", "List*"], bronze: ["GetOrder"] } }, "API_KEY", "gcp-other"),
       name: "gcp conformance (plan map)",
     },
   );
@@ -39,6 +41,8 @@ describe("without a usage-plan map (plans recorded in annotations only)", () => 
     addPlan: { apiId: "orders", planId: "bronze" },
     inspect: (ref) => inspector(fake)(ref),
     listNativeIds: () => liveKeyIds(fake)(),
+    createForeign: async () => foreignKey(fake),
+    otherGateway: () => makeProvider(fake, {}, "API_KEY", "gcp-other"),
     name: "gcp conformance (annotations)",
   });
 });

@@ -47,7 +47,16 @@ describe("create", () => {
     expect(JSON.parse(key.annotations[ANNOTATIONS.usagePlans]!)).toEqual({ billing: [], orders: ["gold"] });
     expect(JSON.stringify(cred.resources)).not.toContain(cred.apiKey!);
     expect(cred.resources).toEqual({ keyName: `projects/fake-project/locations/global/keys/${cred.nativeId}`, uid: key.uid });
-    // createKey, polls until done, getKeyString
+    // createKey, polls until done; the key string comes from the finished operation's Key: no getKeyString
+    expect(rpcsSince(fake, 0)).toEqual(["CreateKey", "GetOperation", "GetOperation"]);
+    await provider.close();
+  });
+
+  it("reads the key string with getKeyString only when the create operation's Key lacks it", async () => {
+    const provider = await makeProvider(fake);
+    fake.control.setKeyStringInCreateResult(false);
+    const cred = await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "orders", usagePlans: [] }] });
+    expect(cred.apiKey).toBe(fake.key(cred.nativeId)!.keyString);
     expect(rpcsSince(fake, 0)).toEqual(["CreateKey", "GetOperation", "GetOperation", "GetKeyString"]);
     await provider.close();
   });

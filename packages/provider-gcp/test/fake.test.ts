@@ -173,4 +173,67 @@ describe("API Keys fake, driven by the unmodified client", () => {
     expect(body.done).toBe(true);
     expect(body.response["@type"]).toBe("type.googleapis.com/google.api.apikeys.v2.Key");
   });
+
+  it("answers a finished create with the Key and its keyString (Google's create result); get and list never carry it", async () => {
+    const [op] = await client.createKey({ parent, keyId: "with-string", key: {} });
+    const [key] = await op.promise();
+    expect(key.keyString).toBe(fake.key("with-string")!.keyString);
+    expect(key.keyString).toMatch(/^AIza[A-Za-z0-9_-]{35}$/);
+    const [got] = await client.getKey({ name: nameOf("with-string") });
+    expect(got.keyString ?? "").toBe("");
+    fake.control.setKeyStringInCreateResult(false);
+    const [op2] = await client.createKey({ parent, keyId: "without-string", key: {} });
+    const [key2] = await op2.promise();
+    expect(key2.keyString ?? "").toBe("");
+  });
+
+  it("counts operation polls and getKeyString against the read quota", async () => {
+    fake.control.setQuotas({ readsPerMinute: 1 });
+    const [op] = await client.createKey({ parent, keyId: "polled", key: {} });
+    const first = await fetch(`${fake.url}/v2/${op.name}`, { headers: { authorization: "Bearer t" } });
+    expect(first.status).toBe(200);
+    const second = await fetch(`${fake.url}/v2/${op.name}`, { headers: { authorization: "Bearer t" } });
+    expect(second.status).toBe(429);
+    expect(((await second.json()) as { error: { status: string } }).error.status).toBe("RESOURCE_EXHAUSTED");
+    expect(httpStatusOf(await rejection(client.getKeyString({ name: nameOf("polled") })))).toBe(429);
+  });
+
+  it("fail({ afterApply }) applies the write, then answers the error", async () => {
+    fake.control.fail({ status: 500, rpcs: ["CreateKey"], afterApply: true });
+    const err = await rejection(client.createKey({ parent, keyId: "applied", key: {} }));
+    expect(httpStatusOf(err)).toBe(500);
+    expect(fake.key("applied")).toBeDefined();
+    expect(googleErrorOf(await rejection(client.createKey({ parent, keyId: "applied", key: {} }))).status).toBe("ALREADY_EXISTS");
+  });
+
+  it("fail({ every }) fails every n-th matching request, up to times; 403 at any call", async () => {
+    await create("every");
+    fake.control.fail({ status: 403, rpcs: ["GetKey"], every: 2, times: 2 });
+    const answers: Array<number | undefined> = [];
+    for (let i = 0; i < 6; i++) answers.push(await client.getKey({ name: nameOf("every") }).then(() => 200, (e: unknown) => httpStatusOf(e)));
+    expect(answers).toEqual([200, 403, 200, 403, 200, 200]);
+  });
+
+  it("delayOperations: the write is accepted at once and lands later, whether or not anyone polls; its keyId is reserved meanwhile", async () => {
+    fake.control.delayOperations(300);
+    const [op] = await client.createKey({ parent, keyId: "late", key: {} });
+    expect(fake.key("late")).toBeUndefined();
+    expect(httpStatusOf(await rejection(client.getKey({ name: nameOf("late") })))).toBe(404);
+    expect(googleErrorOf(await rejection(client.createKey({ parent, keyId: "late", key: {} }))).status).toBe("ALREADY_EXISTS");
+    const poll = await fetch(`${fake.url}/v2/${op.name}`, { headers: { authorization: "Bearer t" } });
+    expect(((await poll.json()) as { done: boolean }).done).toBe(false);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(fake.key("late")).toBeDefined();
+    const [key] = await op.promise();
+    expect(key.name).toBe("projects/123456789012/locations/global/keys/late");
+  });
+
+  it("createForeignKey makes a key without credhook annotations, outside the request log and quotas", async () => {
+    const made = fake.createForeignKey({ keyId: "by-hand" });
+    expect(made.annotations).toEqual({});
+    expect(fake.requests()).toEqual([]);
+    const [got] = await client.getKey({ name: nameOf("by-hand") });
+    expect(got.etag).toBe(made.etag);
+    expect(() => fake.createForeignKey({ keyId: "by-hand" })).toThrow(/taken/);
+  });
 });

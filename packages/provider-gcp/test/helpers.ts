@@ -1,5 +1,5 @@
 /** Test helpers: the gcp provider built by its own factory and pointed at a running API Keys fake. */
-import { silentLogger, type CredentialType, type ProviderCredentialRef } from "@credhook/core";
+import { silentLogger, type AppIdentity, type CredentialType, type GatewayApi, type ProviderCredentialRef, type RevokeOutcome } from "@credhook/core";
 import { memoryStateStore } from "@credhook/provider-testkit";
 import factory, { ANNOTATIONS, type GcpApiKeysProvider, type GcpProviderOptions } from "../src/index.js";
 import type { ApiKeysFake } from "../src/fake/index.js";
@@ -20,11 +20,16 @@ export function fakeOptions(fake: ApiKeysFake, overrides: Partial<GcpProviderOpt
   };
 }
 
-/** A provider from the package's factory, as core builds it. */
-export async function makeProvider(fake: ApiKeysFake, overrides: Partial<GcpProviderOptions> = {}, credentialType: CredentialType = "API_KEY"): Promise<GcpApiKeysProvider> {
+/** A provider from the package's factory, as core builds it (gateway `gateway`, default {@link GATEWAY}). */
+export async function makeProvider(
+  fake: ApiKeysFake,
+  overrides: Partial<GcpProviderOptions> = {},
+  credentialType: CredentialType = "API_KEY",
+  gateway = GATEWAY,
+): Promise<GcpApiKeysProvider> {
   return factory.create(fakeOptions(fake, overrides), {
-    gateway: GATEWAY,
-    configPath: `gateways.${GATEWAY}.options`,
+    gateway,
+    configPath: `gateways.${gateway}.options`,
     credentialType,
     logger: silentLogger,
     state: memoryStateStore(),
@@ -46,6 +51,22 @@ export function inspector(fake: ApiKeysFake) {
   };
 }
 
+/**
+ * A key someone else made in the project (no credhook annotations), and a
+ * probe that it still exists unchanged (live, same etag) — the conformance
+ * suite's `createForeign`.
+ */
+export function foreignKey(fake: ApiKeysFake, spec: Parameters<ApiKeysFake["createForeignKey"]>[0] = {}): { nativeId: string; exists: () => Promise<boolean> } {
+  const made = fake.createForeignKey(spec);
+  return {
+    nativeId: made.keyId,
+    exists: async () => {
+      const now = fake.key(made.keyId);
+      return !!now && !now.deleteTime && now.etag === made.etag;
+    },
+  };
+}
+
 /** Conformance `listNativeIds`: keyIds of the live keys. */
 export function liveKeyIds(fake: ApiKeysFake) {
   return async () => fake.keys().filter((k) => !k.deleteTime).map((k) => k.keyId);
@@ -64,4 +85,53 @@ export async function rejection(p: Promise<unknown>): Promise<unknown> {
 /** RPC names the fake received since `from` (an index into its request log). */
 export function rpcsSince(fake: ApiKeysFake, from: number): string[] {
   return fake.requests().slice(from).map((r) => r.rpc);
+}
+
+/** What a failed create reported (core reads these fields). */
+interface FailedCreate {
+  status?: number;
+  partial?: { nativeId: string; resources: Record<string, unknown> };
+  outcomeUnknown?: boolean;
+}
+
+/**
+ * Core's compensation after a failed create, as the orchestrator does it
+ * (issue 9): revoke the reported `partial`, then — when the outcome is
+ * unknown (or, unset, a 5xx) — find the credential's key by its mark and
+ * revoke what is found. Returns what each revoke reported.
+ */
+export async function compensate(provider: GcpApiKeysProvider, credentialId: string, err: unknown, app: AppIdentity, apis: GatewayApi[]): Promise<RevokeOutcome[]> {
+  const e = err as FailedCreate;
+  const outcomes: RevokeOutcome[] = [];
+  const ref = { credentialId, credentialType: "API_KEY" as const, app, resources: {} };
+  if (e.partial) outcomes.push(await provider.revoke({ ...ref, nativeId: e.partial.nativeId, resources: e.partial.resources as ProviderCredentialRef["resources"] }));
+  if (e.outcomeUnknown ?? (e.status ?? 0) >= 500) outcomes.push(...(await sweep(provider, credentialId, app, apis)));
+  return outcomes;
+}
+
+/** Core's later sweep of an abandoned record: findByCredential, then revoke each key found. */
+export async function sweep(provider: GcpApiKeysProvider, credentialId: string, app: AppIdentity, apis: GatewayApi[]): Promise<RevokeOutcome[]> {
+  const outcomes: RevokeOutcome[] = [];
+  for (const found of await provider.findByCredential({ credentialId, credentialType: "API_KEY", app, apis })) {
+    outcomes.push(await provider.revoke({ credentialId, credentialType: "API_KEY", nativeId: found.nativeId, resources: {}, app }));
+  }
+  return outcomes;
+}
+
+/** Live keys carrying credhook's credential-id annotation whose keyId is not in `held` (what the portal holds): orphans. */
+export function liveOrphans(fake: ApiKeysFake, held: Iterable<string> = []): string[] {
+  const keep = new Set(held);
+  return fake
+    .keys()
+    .filter((k) => !k.deleteTime && k.annotations[ANNOTATIONS.credentialId] !== undefined && !keep.has(k.keyId))
+    .map((k) => k.keyId);
+}
+
+/** Resolves once `check()` is true; fails after `timeoutMs`. */
+export async function eventually(check: () => boolean, timeoutMs = 5000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > until) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startApiKeysFake, type ApiKeysFake } from "../src/fake/index.js";
+import { keyIdFor } from "../src/index.js";
 import { makeProvider, rejection } from "./helpers.js";
 
 let fake: ApiKeysFake;
@@ -14,12 +15,12 @@ const app = { appName: "Slow App", developer: "dev@example.com" };
 const apis = [{ id: "orders", usagePlans: [] }];
 
 describe("long-running operations are bounded", () => {
-  it("a create whose operation never finishes fails with UpstreamTimeout (504), leaves no live key, and a retried create adopts it", async () => {
+  it("a create whose operation never finishes fails with UpstreamTimeout (504) reporting the key, deletes nothing itself, and a retried create resumes it", async () => {
     const provider = await makeProvider(fake, { operationTimeoutMs: 200 });
     fake.control.holdOperations(true);
     const credentialId = randomUUID();
     const err = await rejection(provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
-    expect(err).toMatchObject({ status: 504, code: "UPSTREAM_TIMEOUT" });
+    expect(err).toMatchObject({ status: 504, code: "UPSTREAM_TIMEOUT", outcomeUnknown: true, partial: { nativeId: keyIdFor(credentialId, "credhook-") } });
     expect((err as Error).message).toMatch(/^\[gateway gcp-test\] createKey credhook-[a-z2-7]+: operation operations\/\S+ not done within 200 ms$/);
     const polls = fake.requests().filter((r) => r.rpc === "GetOperation").length;
     expect(polls).toBeGreaterThan(1);
@@ -27,9 +28,9 @@ describe("long-running operations are bounded", () => {
     // polling stopped: no further polls arrive once the call has failed
     await new Promise((r) => setTimeout(r, 100));
     expect(fake.requests().filter((r) => r.rpc === "GetOperation").length).toBe(polls);
-    // the failed create left no live key: the key it made is soft-deleted
-    const [made] = fake.keys();
-    expect(made?.deleteTime).toBeTruthy();
+    // providers never clean up alone: the key is left for core, which revokes the reported partial
+    expect(fake.requests().some((r) => r.rpc === "DeleteKey")).toBe(false);
+    expect(fake.keys().filter((k) => !k.deleteTime)).toHaveLength(1);
 
     fake.control.holdOperations(false);
     const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });

@@ -17,6 +17,9 @@ describe("options", () => {
     const opts: Record<string, unknown> = { projectId: "p", serviceTemplate: "{apiId}.apigateway.p.cloud.goog" };
     expect(validate(opts)).toBe(true);
     expect(opts).toMatchObject({ keyIdPrefix: "credhook-", operationTimeoutMs: 60000, requestTimeoutMs: 15000, rateLimit: { writesPerMinute: 100, writeBurst: 20 } });
+    expect(opts).toMatchObject({ retry: { maxAttempts: 3, throttleInitialDelayMs: 1000, budgetMs: 10000 } });
+    expect(validate({ projectId: "p", serviceTemplate: "{apiId}.x", retry: { budgetMs: 0 } })).toBe(true);
+    expect(validate({ projectId: "p", serviceTemplate: "{apiId}.x", retry: { budgetMs: -1 } })).toBe(false);
     expect(validate({ projectId: "p", projectID: "typo" })).toBe(false);
     expect(validate({ projectId: "p", keyIdPrefix: "Bad_" })).toBe(false);
     expect(validate({ projectId: "p", credentials: { type: "key-file" } })).toBe(false);

@@ -75,17 +75,30 @@ describe("replayed create (ALREADY_EXISTS adopts the key)", () => {
 });
 
 describe("replayed create, transient failures", () => {
-  it("an undelete whose poll failed is retried; the retry's FAILED_PRECONDITION (already undeleted) is not an error", async () => {
+  /** Creates and revokes a key, injects `fault`, replays the create; the replay's UndeleteKey and GetOperation statuses. */
+  async function replayAfterRevoke(fault: Parameters<ApiKeysFake["control"]["fail"]>[0]) {
     const provider = await makeProvider(fake);
     const credentialId = randomUUID();
     const first = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
     await provider.revoke({ credentialId, credentialType: "API_KEY", nativeId: first.nativeId, resources: first.resources, app });
-    fake.control.fail({ status: 503, rpcs: ["GetOperation"] });
+    fake.control.fail(fault);
     const mark = fake.requests().length;
     const again = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
     expect(again.apiKey).toBe(first.apiKey);
     expect(fake.key(first.nativeId)!.deleteTime).toBeUndefined();
-    expect(fake.requests().slice(mark).filter((r) => r.rpc === "UndeleteKey").map((r) => r.status)).toEqual([200, 400]);
     await provider.close();
+    const statuses = (rpc: string) => fake.requests().slice(mark).filter((r) => r.rpc === rpc).map((r) => r.status);
+    return { undeletes: statuses("UndeleteKey"), polls: statuses("GetOperation") };
+  }
+
+  it("an undelete whose poll failed is polled again, not sent again", async () => {
+    const { undeletes, polls } = await replayAfterRevoke({ status: 503, rpcs: ["GetOperation"] });
+    expect(undeletes).toEqual([200]);
+    expect(polls[0]).toBe(503);
+  });
+
+  it("an undelete sent again after a lost answer meets FAILED_PRECONDITION (already undeleted) and goes on", async () => {
+    const { undeletes } = await replayAfterRevoke({ status: 503, rpcs: ["UndeleteKey"], afterApply: true });
+    expect(undeletes).toEqual([503, 400]);
   });
 });

@@ -24,13 +24,25 @@ describe("retries of transient failures", () => {
     await provider.close();
   });
 
-  it("a failed poll retries the create, which adopts the key the first attempt made", async () => {
+  it("a failed poll is polled again: createKey is sent once", async () => {
     const provider = await makeProvider(fake);
-    fake.control.fail({ status: 500, rpcs: ["GetOperation"] });
+    fake.control.fail({ status: 503, rpcs: ["GetOperation"] });
     const credentialId = randomUUID();
     const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
-    expect(count("CreateKey")).toBe(2); // the second answers 409 ALREADY_EXISTS
+    expect(count("CreateKey")).toBe(1);
+    expect(fake.requests().filter((r) => r.rpc === "GetOperation").map((r) => r.status)).toEqual([503, 200, 200]);
     expect(fake.keys()).toHaveLength(1);
+    expect(cred.apiKey).toBe(fake.key(cred.nativeId)!.keyString);
+    await provider.close();
+  });
+
+  it("a createKey applied but answered 500 is sent again, meets ALREADY_EXISTS and resumes its own key: one key", async () => {
+    const provider = await makeProvider(fake);
+    fake.control.fail({ status: 500, rpcs: ["CreateKey"], afterApply: true });
+    const credentialId = randomUUID();
+    const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
+    expect(fake.requests().filter((r) => r.rpc === "CreateKey").map((r) => r.status)).toEqual([500, 409]);
+    expect(fake.keys().map((k) => k.keyId)).toEqual([cred.nativeId]);
     expect(cred.apiKey).toBe(fake.key(cred.nativeId)!.keyString);
     await provider.close();
   });
@@ -65,11 +77,26 @@ describe("retries of transient failures", () => {
     await provider.close();
   });
 
-  it("a 4xx is not retried", async () => {
+  it("a 4xx is not retried, and a refused create reports a definite outcome", async () => {
     const provider = await makeProvider(fake);
-    fake.control.fail({ status: 400, rpcs: ["CreateKey"] });
-    expect(await rejection(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis }))).toMatchObject({ status: 502 });
-    expect(count("CreateKey")).toBe(1);
+    for (const status of [400, 403]) {
+      fake.control.fail({ status, rpcs: ["CreateKey"] });
+      const err = await rejection(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis }));
+      expect(err).toMatchObject({ status: 502, outcomeUnknown: false, partial: undefined });
+    }
+    expect(count("CreateKey")).toBe(2);
+    expect(fake.keys()).toEqual([]);
+    await provider.close();
+  });
+
+  it("the transient retries of one operation share the retry budget", async () => {
+    const provider = await makeProvider(fake, { retry: { maxAttempts: 10, initialDelayMs: 100, maxDelayMs: 100, budgetMs: 250 } });
+    fake.control.fail({ status: 503, rpcs: ["CreateKey"], times: 10 });
+    const err = await rejection(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis }));
+    expect(err).toMatchObject({ status: 502 });
+    // back-offs of ~100 ms (jittered) fit 250 ms two or three times: far fewer than maxAttempts
+    expect(count("CreateKey")).toBeGreaterThanOrEqual(2);
+    expect(count("CreateKey")).toBeLessThanOrEqual(4);
     await provider.close();
   });
 });

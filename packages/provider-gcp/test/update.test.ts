@@ -121,12 +121,24 @@ describe("update", () => {
     await provider.close();
   });
 
-  it("works from the request's ids alone (store lost): adopts the key under the new credential id", async () => {
+  it("works from the request's ids alone (store lost, credential id ''): the gateway's mark suffices and the key keeps its credential id", async () => {
     const apis = [{ id: "orders", usagePlans: ["gold"] }];
     const { provider, ref } = await created(apis);
-    const newId = randomUUID();
-    await provider.update(input({ ...ref, credentialId: newId, resources: {} }, apis, apis));
-    expect(fake.key(ref.nativeId)!.annotations[ANNOTATIONS.credentialId]).toBe(newId);
+    await provider.update(input({ ...ref, credentialId: "", resources: {} }, apis, [{ id: "orders", usagePlans: ["silver"] }]));
+    const key = fake.key(ref.nativeId)!;
+    expect(key.annotations[ANNOTATIONS.credentialId]).toBe(ref.credentialId);
+    expect(key.restrictions.apiTargets).toEqual([{ service: "orders.apigateway.fake-project.cloud.goog", methods: ["Get*"] }]);
+    await provider.close();
+  });
+
+  it("an update naming another credential id is NotFound (404) and writes nothing", async () => {
+    const apis = [{ id: "orders", usagePlans: ["gold"] }];
+    const { provider, ref } = await created(apis);
+    const before = fake.key(ref.nativeId);
+    const err = await rejection(provider.update(input({ ...ref, credentialId: randomUUID(), resources: {} }, apis, [{ id: "orders", usagePlans: ["silver"] }])));
+    expect(err).toMatchObject({ status: 404, code: "NOT_FOUND" });
+    expect((err as { messages: string[] }).messages).toContain("bring a key made outside credhook under it with `credhook adopt`");
+    expect(fake.key(ref.nativeId)).toEqual(before);
     await provider.close();
   });
 

@@ -6,8 +6,21 @@
  * Secrets are generated from `crypto.randomBytes` (base62, no modulo bias); only
  * their SHA-256 digest is stored (in the credential store's provider state), so
  * a secret cannot be read back: a replayed create rotates it instead.
+ *
+ * Provider state keys (namespaced to the gateway):
+ * - `cred:<nativeId>`: the credential ({@link LocalCredentialState});
+ * - `key:<sha256 hex>`: `{ nativeId }`, the index the embedded gateway's key
+ *   check finds an API key by (one point read, no key-derivation per request);
+ * - `meta:changed`: a fresh random stamp written after every change, so that
+ *   caches in other processes sharing the store see that something changed.
+ *
+ * The embedded gateway (`@credhook/provider-local/gateway`) enforces what this
+ * provider issues: key checks for NGINX/Envoy, OAuth client credentials, plan limits.
  */
+import { randomUUID } from "node:crypto";
 import {
+  ConfigError,
+  Conflict,
   hashSecret,
   InvalidReference,
   NotFound,
@@ -24,18 +37,42 @@ import {
   type ProviderFactory,
   type ProviderStateStore,
   type ProviderUpdateInput,
+  type ProviderUpdateResult,
+  type CredentialSearch,
+  type OwnedResource,
+  type RevokeOutcome,
   type RotatedSecret,
 } from "@credhook/core";
-import type { LocalProviderOptions, LocalCredentialState } from "./types.js";
+import type { LocalCredentialChange, LocalCredentialState, LocalProviderOptions, UsagePlanDefinition, UsagePlanLimits } from "./types.js";
 
-export type { LocalProviderOptions, LocalCredentialState } from "./types.js";
+export type { LocalCredentialChange, LocalCredentialState, LocalProviderOptions, UsagePlanDefinition, UsagePlanLimits } from "./types.js";
+
+const positiveInt = { type: "integer", minimum: 1 } as const;
 
 /** JSON Schema of the `options:` block of a `provider: local` gateway. */
 export const localOptionsSchema = {
   type: "object",
   additionalProperties: false,
   properties: {
-    usagePlans: { type: "array", items: { type: "string", minLength: 1 }, uniqueItems: true },
+    usagePlans: {
+      type: "array",
+      uniqueItems: true,
+      items: {
+        oneOf: [
+          { type: "string", minLength: 1 },
+          {
+            type: "object",
+            additionalProperties: false,
+            required: ["id"],
+            properties: {
+              id: { type: "string", minLength: 1 },
+              rate: { type: "object", additionalProperties: false, minProperties: 1, properties: { perSecond: positiveInt, perMinute: positiveInt } },
+              quota: { type: "object", additionalProperties: false, minProperties: 1, properties: { perDay: positiveInt, perMonth: positiveInt } },
+            },
+          },
+        ],
+      },
+    },
     apis: { type: "array", items: { type: "string", minLength: 1 }, uniqueItems: true },
     revokeMode: { enum: ["delete", "disable"], default: "delete" },
     secretLength: { type: "integer", minimum: 32, maximum: 128, default: 40 },
@@ -44,6 +81,16 @@ export const localOptionsSchema = {
 } as const;
 
 const KEY_PREFIX = "cred:";
+/** Provider-state key prefix of the API-key index: `key:<sha256 hex of the key>` → `{ nativeId }`. */
+export const KEY_INDEX_PREFIX = "key:";
+/** Provider-state key of the change stamp (a fresh UUID after every change). */
+export const CHANGE_STAMP_KEY = "meta:changed";
+
+/** A credential as the embedded gateway sees it: its state, native id and gateway. */
+export interface LocalCredentialView extends LocalCredentialState {
+  nativeId: string;
+  gateway: string;
+}
 
 /** The embedded provider for one gateway. */
 export class LocalProvider implements Provider {
@@ -51,17 +98,134 @@ export class LocalProvider implements Provider {
     credentialTypes: ["API_KEY", "CLIENT_CREDENTIALS"] as CredentialType[],
     importsApiKeyValue: true,
     readsBackSecret: false,
+    // Its state is credhook's own store: a write is done when the call returns.
+    writesLandLate: false,
   };
   private readonly knownPlans: Set<string> | undefined;
   private readonly knownApis: Set<string> | undefined;
+  private readonly limits = new Map<string, UsagePlanLimits>();
+  private readonly listeners = new Set<(change: LocalCredentialChange) => void>();
+  private defaultTokenUrl: string | undefined;
 
+  /**
+   * @param options the gateway's options (schema-valid)
+   * @param state the gateway's provider state (from the credential store)
+   * @param gateway the gateway's name (key under `gateways:`)
+   * @param credentialType the credential type the gateway issues (from YAML)
+   */
   constructor(
     private readonly options: LocalProviderOptions,
     private readonly state: ProviderStateStore,
     private readonly gateway: string,
+    readonly credentialType: CredentialType = "API_KEY",
   ) {
-    this.knownPlans = options.usagePlans ? new Set(options.usagePlans) : undefined;
+    const plans = (options.usagePlans ?? []).map((p): UsagePlanDefinition => (typeof p === "string" ? { id: p } : p));
+    this.knownPlans = options.usagePlans ? new Set(plans.map((p) => p.id)) : undefined;
+    for (const p of plans) if (p.rate || p.quota) this.limits.set(p.id, { ...(p.rate ? { rate: p.rate } : {}), ...(p.quota ? { quota: p.quota } : {}) });
     this.knownApis = options.apis ? new Set(options.apis) : undefined;
+  }
+
+  /** The gateway's name (key under `gateways:`). */
+  get gatewayName(): string {
+    return this.gateway;
+  }
+
+  /** The limits of usage plan `planId`, or undefined when it has none. */
+  planLimits(planId: string): UsagePlanLimits | undefined {
+    return this.limits.get(planId);
+  }
+
+  /** Every usage plan of this gateway that has limits. */
+  limitedPlans(): ReadonlyMap<string, UsagePlanLimits> {
+    return this.limits;
+  }
+
+  /**
+   * Sets the token endpoint URL returned as customCredentials.tokenUrl when the
+   * `tokenUrl` option is not set (the embedded gateway's, once it listens).
+   */
+  useTokenUrl(url: string): void {
+    this.defaultTokenUrl = url;
+  }
+
+  /**
+   * Calls `listener` after every change this provider makes to a credential
+   * (create, update, revoke, rotation), in this process.
+   * @returns a function that removes the listener
+   */
+  onChange(listener: (change: LocalCredentialChange) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Records a change: a fresh stamp in the store (for other processes), then the in-process listeners. */
+  private async changed(nativeId: string, secretHashes: string[]): Promise<void> {
+    await this.state.put(CHANGE_STAMP_KEY, randomUUID());
+    for (const l of this.listeners) l({ gateway: this.gateway, nativeId, secretHashes });
+  }
+
+  /** The current change stamp (a UUID written after every change), or undefined before the first change. */
+  async changeStamp(): Promise<string | undefined> {
+    const v = await this.state.get(CHANGE_STAMP_KEY);
+    return typeof v === "string" ? v : undefined;
+  }
+
+  /**
+   * The API key whose SHA-256 hex digest is `secretHash`, found through the
+   * `key:` index (one point read of the index, one of the credential), or
+   * undefined when no credential of this gateway has that key. A disabled
+   * credential is returned with `enabled: false`.
+   */
+  async findByKeyDigest(secretHash: string): Promise<LocalCredentialView | undefined> {
+    const idx = (await this.state.get(KEY_INDEX_PREFIX + secretHash)) as { nativeId?: unknown } | undefined;
+    if (!idx || typeof idx.nativeId !== "string") return undefined;
+    const s = await this.load(idx.nativeId);
+    // A stale index entry (a crash between two writes) never grants anything: the digest must match.
+    if (!s || s.credentialType !== "API_KEY" || s.secretHash !== secretHash) return undefined;
+    return { ...s, nativeId: idx.nativeId, gateway: this.gateway };
+  }
+
+  /** The credential with native id `nativeId` (an API key id or client id), or undefined. */
+  async findByNativeId(nativeId: string): Promise<LocalCredentialView | undefined> {
+    const s = await this.load(nativeId);
+    return s ? { ...s, nativeId, gateway: this.gateway } : undefined;
+  }
+
+  /**
+   * Adds the `key:` index entry of every API key that lacks one (credentials
+   * created before the index existed, or a crash between two writes).
+   * @returns how many entries were added
+   */
+  async ensureKeyIndex(): Promise<number> {
+    let added = 0;
+    for (const e of await this.state.list(KEY_PREFIX)) {
+      const s = e.value as unknown as LocalCredentialState;
+      if (s.credentialType !== "API_KEY") continue;
+      const nativeId = e.key.slice(KEY_PREFIX.length);
+      const idx = (await this.state.get(KEY_INDEX_PREFIX + s.secretHash)) as { nativeId?: string } | undefined;
+      if (idx?.nativeId === nativeId) continue;
+      await this.state.put(KEY_INDEX_PREFIX + s.secretHash, { nativeId });
+      added++;
+    }
+    return added;
+  }
+
+  /**
+   * Points the index entry of `secretHash` at `nativeId`.
+   * @throws Conflict another live API key of this gateway has the same value
+   */
+  private async index(nativeId: string, secretHash: string): Promise<void> {
+    const other = await this.findByKeyDigest(secretHash);
+    if (other && other.nativeId !== nativeId) {
+      throw new Conflict(`[gateway ${this.gateway}] an API key with this value exists already`, { gateway: this.gateway });
+    }
+    await this.state.put(KEY_INDEX_PREFIX + secretHash, { nativeId });
+  }
+
+  /** Removes the index entry of `secretHash` when it points at `nativeId`. */
+  private async unindex(nativeId: string, secretHash: string): Promise<void> {
+    const idx = (await this.state.get(KEY_INDEX_PREFIX + secretHash)) as { nativeId?: string } | undefined;
+    if (idx?.nativeId === nativeId) await this.state.delete(KEY_INDEX_PREFIX + secretHash);
   }
 
   private check(apis: GatewayApi[]): void {
@@ -80,6 +244,17 @@ export class LocalProvider implements Provider {
     return v === undefined ? undefined : (v as unknown as LocalCredentialState);
   }
 
+  /**
+   * The credential's state when it belongs to `credentialId` (any credential
+   * of this gateway when `credentialId` is empty). Its state lives in this
+   * gateway's namespace of credhook's own store: that is its mark.
+   */
+  private async loadOwned(nativeId: string, credentialId: string): Promise<LocalCredentialState | undefined | "not-owned"> {
+    const s = await this.load(nativeId);
+    if (!s) return undefined;
+    return credentialId !== "" && s.credentialId !== credentialId ? "not-owned" : s;
+  }
+
   private async put(nativeId: string, s: LocalCredentialState): Promise<void> {
     await this.state.put(KEY_PREFIX + nativeId, s as unknown as JsonValue);
   }
@@ -93,11 +268,13 @@ export class LocalProvider implements Provider {
     const isKey = input.credentialType === "API_KEY";
     const nativeId = (isKey ? "lk" : "lc") + randomBase62(22).toLowerCase();
     const secret = isKey ? (input.apiKeyValue ?? this.newSecret()) : this.newSecret();
+    const secretHash = hashSecret(secret);
     const now = new Date().toISOString();
+    if (isKey) await this.index(nativeId, secretHash);
     await this.put(nativeId, {
       credentialType: input.credentialType,
       credentialId: input.credentialId,
-      secretHash: hashSecret(secret),
+      secretHash,
       enabled: true,
       apis: input.apis,
       appName: input.app.appName,
@@ -105,18 +282,20 @@ export class LocalProvider implements Provider {
       createdAt: now,
       updatedAt: now,
     });
+    await this.changed(nativeId, [secretHash]);
     const out: ProviderCredential = { nativeId, resources: { kind: isKey ? "apiKey" : "client" } };
     if (isKey) out.apiKey = secret;
     else {
       out.clientSecret = secret;
-      if (this.options.tokenUrl) out.customCredentials = { tokenUrl: this.options.tokenUrl };
+      const tokenUrl = this.options.tokenUrl ?? this.defaultTokenUrl;
+      if (tokenUrl) out.customCredentials = { tokenUrl };
     }
     return out;
   }
 
-  async update(input: ProviderUpdateInput): Promise<{ resources: ProviderCredential["resources"] }> {
-    const s = await this.load(input.nativeId);
-    if (!s || !s.enabled || s.credentialType !== input.credentialType) {
+  async update(input: ProviderUpdateInput): Promise<ProviderUpdateResult> {
+    const s = await this.loadOwned(input.nativeId, input.credentialId);
+    if (!s || s === "not-owned" || !s.enabled || s.credentialType !== input.credentialType) {
       throw new NotFound(`[gateway ${this.gateway}] ${input.credentialType} '${input.nativeId}' does not exist`, { gateway: this.gateway });
     }
     this.check(input.desired);
@@ -124,28 +303,47 @@ export class LocalProvider implements Provider {
     s.appName = input.app.appName;
     s.updatedAt = new Date().toISOString();
     await this.put(input.nativeId, s);
-    return { resources: input.resources && Object.keys(input.resources).length > 0 ? input.resources : { kind: s.credentialType === "API_KEY" ? "apiKey" : "client" } };
+    await this.changed(input.nativeId, [s.secretHash]);
+    return {
+      resources: input.resources && Object.keys(input.resources).length > 0 ? input.resources : { kind: s.credentialType === "API_KEY" ? "apiKey" : "client" },
+      ...(input.credentialId === "" ? { credentialId: s.credentialId } : {}),
+    };
   }
 
-  async revoke(ref: ProviderCredentialRef): Promise<void> {
-    const s = await this.load(ref.nativeId);
-    if (!s) return;
+  async revoke(ref: ProviderCredentialRef): Promise<RevokeOutcome> {
+    const s = await this.loadOwned(ref.nativeId, ref.credentialId);
+    if (s === "not-owned") return "not-owned";
+    if (!s || !s.enabled) return "gone";
     if (this.options.revokeMode === "disable") {
       s.enabled = false;
+      s.secretHash = ""; // a disabled key is never checked again: its digest is not kept either
       s.updatedAt = new Date().toISOString();
       await this.put(ref.nativeId, s);
     } else {
+      // The index first: a key never passes a check after a partly done revoke.
+      await this.unindex(ref.nativeId, s.secretHash);
       await this.state.delete(KEY_PREFIX + ref.nativeId);
     }
+    await this.changed(ref.nativeId, [s.secretHash]);
+    return "revoked";
+  }
+
+  /** This gateway's live credentials of `search.credentialId` (a scan of its own state: it never holds many). */
+  async findByCredential(search: CredentialSearch): Promise<OwnedResource[]> {
+    return (await this.listOwned()).filter((r) => r.credentialId === search.credentialId && r.live);
   }
 
   async rotateSecret(ref: ProviderCredentialRef, apiKeyValue?: string): Promise<RotatedSecret> {
-    const s = await this.load(ref.nativeId);
-    if (!s || !s.enabled) throw new NotFound(`[gateway ${this.gateway}] ${ref.credentialType} '${ref.nativeId}' does not exist`, { gateway: this.gateway });
+    const s = await this.loadOwned(ref.nativeId, ref.credentialId);
+    if (!s || s === "not-owned" || !s.enabled) throw new NotFound(`[gateway ${this.gateway}] ${ref.credentialType} '${ref.nativeId}' does not exist`, { gateway: this.gateway });
     const secret = s.credentialType === "API_KEY" ? (apiKeyValue ?? this.newSecret()) : this.newSecret();
+    const oldHash = s.secretHash;
     s.secretHash = hashSecret(secret);
     s.updatedAt = new Date().toISOString();
+    if (s.credentialType === "API_KEY") await this.index(ref.nativeId, s.secretHash);
     await this.put(ref.nativeId, s);
+    if (s.credentialType === "API_KEY" && oldHash !== s.secretHash) await this.unindex(ref.nativeId, oldHash);
+    await this.changed(ref.nativeId, [oldHash, s.secretHash]);
     return s.credentialType === "API_KEY" ? { apiKey: secret, resources: ref.resources } : { clientSecret: secret, resources: ref.resources };
   }
 
@@ -160,11 +358,16 @@ export class LocalProvider implements Provider {
     return s.apis;
   }
 
-  async listOwned() {
+  async listOwned(): Promise<Array<OwnedResource & { live: boolean }>> {
     const entries = await this.state.list(KEY_PREFIX);
     return entries.map((e) => {
       const s = e.value as unknown as LocalCredentialState;
-      return { nativeId: e.key.slice(KEY_PREFIX.length), credentialId: s.credentialId, description: `${s.credentialType} of ${s.developer}/${s.appName}` };
+      return {
+        nativeId: e.key.slice(KEY_PREFIX.length),
+        credentialId: s.credentialId,
+        live: s.enabled,
+        description: `${s.credentialType} of ${s.developer}/${s.appName}${s.enabled ? "" : " (disabled)"}`,
+      };
     });
   }
 
@@ -178,7 +381,15 @@ const localProviderFactory: ProviderFactory<LocalProviderOptions> = {
   type: "local",
   optionsSchema: localOptionsSchema as unknown as Record<string, unknown>,
   create(options: LocalProviderOptions, context: ProviderContext) {
-    return new LocalProvider(options, context.state, context.gateway);
+    const seen = new Set<string>();
+    const problems: string[] = [];
+    (options.usagePlans ?? []).forEach((p, i) => {
+      const id = typeof p === "string" ? p : p.id;
+      if (seen.has(id)) problems.push(`${context.configPath}.usagePlans[${i}]${typeof p === "string" ? "" : ".id"} '${id}' is listed twice`);
+      seen.add(id);
+    });
+    if (problems.length > 0) throw new ConfigError(problems);
+    return new LocalProvider(options, context.state, context.gateway, context.credentialType);
   },
 };
 

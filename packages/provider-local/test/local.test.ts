@@ -39,18 +39,23 @@ describe("provider-local", () => {
 
   it("revokeMode: disable keeps the credential disabled instead of deleting it", async () => {
     const { provider, state } = await make({ revokeMode: "disable" });
-    const cred = await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [] });
-    const ref = { credentialId: "x", credentialType: "API_KEY" as const, nativeId: cred.nativeId, resources: cred.resources, app };
-    await provider.revoke(ref);
-    expect(await state.get(`cred:${cred.nativeId}`)).toMatchObject({ enabled: false });
+    const credentialId = randomUUID();
+    const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis: [] });
+    const ref = { credentialId, credentialType: "API_KEY" as const, nativeId: cred.nativeId, resources: cred.resources, app };
+    expect(await provider.revoke({ ...ref, credentialId: randomUUID() })).toBe("not-owned");
+    expect(await provider.verify(cred.nativeId, cred.apiKey!)).toBeTruthy();
+    expect(await provider.revoke(ref)).toBe("revoked");
+    expect(await state.get(`cred:${cred.nativeId}`)).toMatchObject({ enabled: false, secretHash: "" }); // the digest goes too
     expect(await provider.verify(cred.nativeId, cred.apiKey!)).toBeUndefined();
-    await provider.revoke(ref);
+    expect(await provider.revoke(ref)).toBe("gone");
   });
 
   it("rotateSecret replaces the secret: the old one stops working", async () => {
     const { provider } = await make();
-    const cred = await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [] });
-    const ref = { credentialId: "x", credentialType: "API_KEY" as const, nativeId: cred.nativeId, resources: cred.resources, app };
+    const credentialId = randomUUID();
+    const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis: [] });
+    const ref = { credentialId, credentialType: "API_KEY" as const, nativeId: cred.nativeId, resources: cred.resources, app };
+    await expect(provider.rotateSecret({ ...ref, credentialId: randomUUID() })).rejects.toMatchObject({ status: 404 });
     const rotated = await provider.rotateSecret(ref);
     expect(rotated.apiKey).not.toBe(cred.apiKey);
     expect(await provider.verify(cred.nativeId, cred.apiKey!)).toBeUndefined();

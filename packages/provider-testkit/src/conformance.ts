@@ -15,6 +15,7 @@ import {
   type Provider,
   type ProviderCredentialRef,
   type ProviderUpdateInput,
+  type RevokeOutcome,
 } from "@credhook/core";
 
 /** vitest's `it`/`test` (or any function of that shape). */
@@ -42,8 +43,27 @@ export interface ProviderConformanceOptions {
   inspect?: (ref: ProviderCredentialRef) => Promise<InspectedCredential>;
   /** Lists every native credential id the gateway holds now (to prove nothing is left behind). */
   listNativeIds?: () => Promise<string[]>;
+  /**
+   * Creates, directly in the (fake) cloud and without credhook's mark, a
+   * resource of this credential type — as another tool or a person would in
+   * the same account/service — and returns its native id (what `revoke` would
+   * take) and a probe of whether it still exists unchanged. The suite proves
+   * that revoke and update never touch it (design.md, "Ownership before any write").
+   */
+  createForeign?: (credentialType: CredentialType) => Promise<{ nativeId: string; exists: () => Promise<boolean> }>;
+  /**
+   * Builds a provider of ANOTHER gateway (another name, and prefix where the
+   * provider has one) on the same cloud account/service. The suite proves a
+   * gateway never revokes or updates what another gateway made.
+   */
+  otherGateway?: (credentialType: CredentialType) => Provider | Promise<Provider>;
   /** Prefix of every test name. @default "provider conformance" */
   name?: string;
+}
+
+/** What {@link Provider.revoke} reported, `revoked` when it returned nothing. */
+async function revokeOutcome(provider: Provider, ref: ProviderCredentialRef): Promise<RevokeOutcome> {
+  return (await provider.revoke(ref)) ?? "revoked";
 }
 
 function plansOf(apis: GatewayApi[]): string[] {
@@ -268,9 +288,10 @@ export function providerConformance(
       await provider.close?.();
     });
 
-    t("revoke of a credential that never existed succeeds", async () => {
+    t("revoke of a credential that never existed succeeds ('gone')", async () => {
       const provider = await factory(credentialType);
-      await provider.revoke({ credentialId: randomUUID(), credentialType, nativeId: "doesnotexist0", resources: {}, app: app("z") });
+      const outcome = await revokeOutcome(provider, { credentialId: randomUUID(), credentialType, nativeId: "doesnotexist0", resources: {}, app: app("z") });
+      if (outcome !== "gone") fail(`revoke of a credential that never existed reported '${outcome}', expected 'gone'`);
       await provider.close?.();
     });
 
@@ -283,17 +304,107 @@ export function providerConformance(
       await provider.close?.();
     });
 
+    t("revoke reports 'gone' for a credential that is gone, and 'revoked' before", async () => {
+      const provider = await factory(credentialType);
+      const { ref } = await created(provider, "o");
+      const first = await revokeOutcome(provider, ref);
+      if (first !== "revoked") fail(`first revoke reported '${first}', expected 'revoked'`);
+      const second = await revokeOutcome(provider, ref);
+      if (second !== "gone") fail(`second revoke reported '${second}', expected 'gone'`);
+      await provider.close?.();
+    });
+
+    t("findByCredential finds what create made by the credential id alone, and nothing after revoke", async () => {
+      const provider = await factory(credentialType);
+      if (!provider.findByCredential) fail("findByCredential is missing: core cannot find a create whose outcome is unknown");
+      const { ref } = await created(provider, "f");
+      const found = await provider.findByCredential({ credentialId: ref.credentialId, credentialType, app: ref.app, apis: options.apis });
+      if (!found.some((r) => r.nativeId === ref.nativeId)) fail(`findByCredential did not return ${ref.nativeId} (got ${JSON.stringify(found.map((r) => r.nativeId))})`);
+      for (const r of found) if (r.credentialId !== undefined && r.credentialId !== ref.credentialId) fail(`findByCredential returned another credential's resource ${r.nativeId}`);
+      const other = await provider.findByCredential({ credentialId: randomUUID(), credentialType, app: ref.app, apis: options.apis });
+      if (other.length > 0) fail(`findByCredential of an unknown credential id returned ${JSON.stringify(other.map((r) => r.nativeId))}`);
+      for (const r of found) await provider.revoke({ ...ref, nativeId: r.nativeId, resources: r.nativeId === ref.nativeId ? ref.resources : {} });
+      const after = await provider.findByCredential({ credentialId: ref.credentialId, credentialType, app: ref.app, apis: options.apis });
+      if (after.length > 0) fail(`findByCredential after revoke still returned ${JSON.stringify(after.map((r) => r.nativeId))}`);
+      await provider.close?.();
+    });
+
+    t("revoke naming another credential id leaves the resource alone ('not-owned')", async () => {
+      const provider = await factory(credentialType);
+      const { ref } = await created(provider, "c");
+      const outcome = await revokeOutcome(provider, { ...ref, credentialId: randomUUID() });
+      if (outcome !== "not-owned") fail(`revoke with another credential's id reported '${outcome}', expected 'not-owned'`);
+      if (options.inspect && !(await options.inspect(ref)).live) fail("the credential was revoked through another credential's id");
+      await provider.revoke(ref);
+      await provider.close?.();
+    });
+
+    if (options.createForeign) {
+      const createForeign = options.createForeign;
+      t("a resource someone else created survives a revoke and an update of its id", async () => {
+        const provider = await factory(credentialType);
+        const foreign = await createForeign(credentialType);
+        for (const credentialId of ["", randomUUID()]) {
+          const ref: ProviderCredentialRef = { credentialId, credentialType, nativeId: foreign.nativeId, resources: {}, app: app("e") };
+          const outcome = await revokeOutcome(provider, ref);
+          if (outcome === "revoked") fail(`revoke of a foreign resource (credentialId '${credentialId}') reported 'revoked'`);
+          if (!(await foreign.exists())) fail(`revoke of a foreign resource (credentialId '${credentialId}') removed or changed it`);
+          const noop = options.apis.map((a) => ({ id: a.id, action: "NONE" as const, usagePlans: a.usagePlans.map((p) => ({ id: p, action: "NONE" as const })) }));
+          await expectTyped(provider.update(updateInput(ref, options.apis, options.apis, noop)), 404, "update of a foreign resource");
+          if (!(await foreign.exists())) fail("update of a foreign resource changed it");
+        }
+        await provider.close?.();
+      });
+    }
+
+    if (options.otherGateway) {
+      const otherGateway = options.otherGateway;
+      t("another gateway on the same cloud never revokes or updates this gateway's credential", async () => {
+        const provider = await factory(credentialType);
+        const other = await otherGateway(credentialType);
+        const { ref } = await created(provider, "w");
+        for (const credentialId of ["", ref.credentialId]) {
+          const outcome = await revokeOutcome(other, { ...ref, credentialId, resources: {} });
+          if (outcome === "revoked") fail(`another gateway's revoke (credentialId '${credentialId}') reported 'revoked'`);
+          if (options.inspect && !(await options.inspect(ref)).live) fail("another gateway revoked this gateway's credential");
+        }
+        const noop = options.apis.map((a) => ({ id: a.id, action: "NONE" as const, usagePlans: a.usagePlans.map((p) => ({ id: p, action: "NONE" as const })) }));
+        await expectTyped(other.update(updateInput({ ...ref, credentialId: "", resources: {} }, options.apis, options.apis, noop)), 404, "another gateway's update");
+        if (other.findByCredential) {
+          const seen = await other.findByCredential({ credentialId: ref.credentialId, credentialType, app: ref.app, apis: options.apis });
+          if (seen.length > 0) fail(`another gateway's findByCredential returned this gateway's ${JSON.stringify(seen.map((r) => r.nativeId))}`);
+        }
+        await provider.revoke(ref);
+        await other.close?.();
+        await provider.close?.();
+      });
+    }
+
     if (options.unknownPlan) {
       const unknown = options.unknownPlan;
-      t("create with an unknown usage plan throws InvalidReference (422) and leaves nothing behind", async () => {
+      t("create with an unknown usage plan throws InvalidReference (422) and reports whatever it left behind", async () => {
         const provider = await factory(credentialType);
         const before = options.listNativeIds ? await options.listNativeIds() : undefined;
         const apis: GatewayApi[] = [...options.apis.filter((a) => a.id !== unknown.apiId), { id: unknown.apiId, usagePlans: [unknown.planId] }];
+        const credentialId = randomUUID();
+        let partial: { nativeId: string; resources: Record<string, unknown> } | undefined;
         await expectTyped(
-          provider.create({ credentialId: randomUUID(), credentialType, app: app("i"), apis }),
+          provider.create({ credentialId, credentialType, app: app("i"), apis }).catch((err: unknown) => {
+            partial = isCredhookError(err) ? err.partial : undefined;
+            throw err;
+          }),
           422,
           "create with an unknown usage plan",
         );
+        // Providers never clean up alone: what the failed create made is reported, and core (here: the suite) revokes it.
+        if (partial) {
+          await provider.revoke({ credentialId, credentialType, nativeId: partial.nativeId, resources: partial.resources as ProviderCredentialRef["resources"], app: app("i") });
+        }
+        if (provider.findByCredential) {
+          for (const r of await provider.findByCredential({ credentialId, credentialType, app: app("i"), apis })) {
+            await provider.revoke({ credentialId, credentialType, nativeId: r.nativeId, resources: {}, app: app("i") });
+          }
+        }
         if (options.listNativeIds && before) {
           const after = await options.listNativeIds();
           expectEqual([...after].sort(), [...before].sort(), "native credentials after a failed create");

@@ -14,3 +14,4 @@ export type { ProviderConformanceOptions, ConformanceTest, InspectedCredential }
 export { startFakeServer, readJsonBody, sendJson } from "./fake-server.js";
 export type { FakeServer, FakeHandler } from "./fake-server.js";
 export { memoryStateStore } from "@credhook/core";
+export { storeConformance, type StoreConformanceOptions } from "./store-conformance.js";

@@ -6,27 +6,43 @@
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
+import { dirname } from "node:path";
 import type { Server } from "node:http";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
 import type { Logger as PinoLogger } from "pino";
 import {
   compileContractValidator,
   ConfigError,
+  type Gateway,
   createRouter,
   loadGateways,
+  loadStore,
   Orchestrator,
+  silentLogger,
   Throttled,
   type CredentialStore,
   type CredhookConfig,
   type Logger,
   type OperationOutcome,
 } from "@credhook/core";
-import { SqliteCredentialStore } from "@credhook/store-sqlite";
-import { basicAuth, failedLoginLimit } from "./auth.js";
+import pg from "pg";
+import { LocalProvider } from "@credhook/provider-local";
+import { EMBEDDED_GATEWAY_STATE, EmbeddedGateway, OAUTH_PATHS, parseEmbeddedGatewayConfig, type SharedLimitsBackend } from "@credhook/provider-local/gateway";
+import { basicAuth } from "./auth.js";
+import { jsonBody } from "./body.js";
+import { createEdgeServer, edgeChecks, EDGE_DEFAULTS } from "./edge.js";
 import { errorHandler, sendError } from "./http-errors.js";
-import { createMetrics } from "./metrics.js";
+import { createMetrics, type Metrics } from "./metrics.js";
 import { createLogger, requestLogger } from "./logging.js";
 import { resolveUsers } from "./passwords.js";
+import { createReadiness, livez, readyz } from "./probes.js";
+import { traceGateways, traceRequests } from "./tracing.js";
+
+/**
+ * `credhook serve` on SIGTERM/SIGINT: time allowed after `server.shutdownTimeoutMs`
+ * for the providers and the store to close; then the process exits (code 1) whatever is still pending, ms.
+ */
+export const SHUTDOWN_MARGIN_MS = 2000;
 
 /** Options of {@link createApp} / {@link startServer}. */
 export interface AppOptions {
@@ -39,6 +55,26 @@ export interface AppOptions {
    * password. Default: prints it to stderr (not to the log).
    */
   announcePassword?: (username: string, password: string, file: string) => void;
+  /** How long `/readyz` trusts a gateway health check, ms. @default 15000 */
+  readinessTtlMs?: number;
+  /** Limits the config file does not set; defaults in {@link ServerLimits}. */
+  limits?: ServerLimits;
+}
+
+/** Limits of the HTTP edge and of authentication (see the README, "The HTTP edge"). */
+export interface ServerLimits {
+  /** Time to receive a request's headers, ms; then 408. @default 10000 */
+  headersTimeoutMs?: number;
+  /** Time to receive a whole request (headers and body), ms; then 408. @default 10000 */
+  requestTimeoutMs?: number;
+  /** Largest request line + headers, bytes; beyond → 431. @default 16384 */
+  maxHeaderBytes?: number;
+  /** Failed logins across all client addresses per `server.auth.failureWindowS`; then 429 for every credential not remembered. @default 10 × server.auth.maxFailures */
+  maxGlobalFailures?: number;
+  /** Password-hash (scrypt) checks at once; more → 503 with Retry-After: 1. @default 1 */
+  maxConcurrentPasswordChecks?: number;
+  /** How long a verified login is remembered after its last use, ms. @default 300000 */
+  rememberLoginMs?: number;
 }
 
 /** A built application, not yet listening. */
@@ -47,10 +83,14 @@ export interface CredhookApp {
   orchestrator: Orchestrator;
   store: CredentialStore;
   logger: PinoLogger;
+  /** The embedded gateway, when `embeddedGateway:` is configured (not yet listening on its own port). */
+  embeddedGateway: EmbeddedGateway | undefined;
   /** True once shutdown began: new requests are answered 503. */
   draining: boolean;
   /** Closes providers and the store (call after the HTTP server stopped). */
   close(): Promise<void>;
+  /** The app's metrics (the edge counts its own refusals there). */
+  metrics: Metrics;
 }
 
 const ENDPOINTS: Record<string, string[]> = {
@@ -59,16 +99,16 @@ const ENDPOINTS: Record<string, string[]> = {
   "/v1/revokeCredentials": ["POST"],
   "/v1/health": ["GET", "HEAD"],
   "/metrics": ["GET"],
+  "/livez": ["GET", "HEAD"],
+  "/readyz": ["GET", "HEAD"],
 };
 
 /** Opens the store the config names. */
-export async function openStore(config: CredhookConfig): Promise<CredentialStore> {
-  if ("sqlite" in config.store) {
-    const store = new SqliteCredentialStore({ path: config.store.sqlite });
-    await store.init();
-    return store;
-  }
-  throw new ConfigError(["store.postgres: the PostgreSQL store is not available in this version; use store: { sqlite: <path> }"]);
+export async function openStore(config: CredhookConfig, logger: Logger = silentLogger): Promise<CredentialStore> {
+  // Relative store paths mean the config file's directory; for the embedded default (a file inside the package), the working directory.
+  const loaded = config as { configFile?: string; embeddedDefault?: boolean };
+  const baseDir = loaded.configFile && !loaded.embeddedDefault ? dirname(loaded.configFile) : process.cwd();
+  return loadStore(config, { importModule: importProviderModule, logger, baseDir });
 }
 
 /** Imports a provider package: from the server's own dependencies first, then from the working directory (third-party providers). */
@@ -92,6 +132,8 @@ export async function importProviderModule(specifier: string): Promise<unknown> 
 export interface CredhookRuntime {
   store: CredentialStore;
   orchestrator: Orchestrator;
+  /** Every configured gateway, by name (providers unwrapped; the orchestrator calls them through a tracing wrapper). */
+  gateways: Map<string, Gateway>;
   /** Closes the providers, then the store when this runtime opened it. */
   close(): Promise<void>;
 }
@@ -102,13 +144,19 @@ export interface CredhookRuntime {
  */
 export async function createRuntime(config: CredhookConfig, options: { logger?: PinoLogger; store?: CredentialStore } = {}): Promise<CredhookRuntime> {
   const logger = (options.logger ?? createLogger(config.server.logLevel)) as unknown as Logger;
-  const store = options.store ?? (await openStore(config));
+  const store = options.store ?? (await openStore(config, logger));
   try {
-    const gateways = await loadGateways(config, { importModule: importProviderModule, logger, stateFor: (g) => store.stateFor(g) });
-    const orchestrator = new Orchestrator({ gateways, router: createRouter(config.routes), store, logger });
+    const gateways = await loadGateways(config, {
+      importModule: importProviderModule,
+      logger,
+      stateFor: (g) => store.stateFor(g),
+      ...(store.rateSlots ? { rateSlots: store.rateSlots } : {}),
+    });
+    const orchestrator = new Orchestrator({ gateways: traceGateways(gateways), router: createRouter(config.routes), store, logger, abandonSettleMs: (config.reconcile?.settleS ?? 300) * 1000 });
     return {
       store,
       orchestrator,
+      gateways,
       async close() {
         await orchestrator.close();
         if (!options.store) await store.close();
@@ -149,6 +197,15 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
     await runtime.close();
     throw err;
   }
+  const metrics = createMetrics();
+  let created: Awaited<ReturnType<typeof createEmbeddedGateway>>;
+  try {
+    created = await createEmbeddedGateway(config, runtime, logger, metrics.observeGateway);
+  } catch (err) {
+    await runtime.close();
+    throw err;
+  }
+  const embedded = created?.gateway;
   const validator = compileContractValidator();
   const app = express();
   app.disable("x-powered-by");
@@ -159,13 +216,41 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
     orchestrator,
     store,
     logger,
+    embeddedGateway: embedded,
     draining: false,
-    close: () => runtime.close(),
+    async close() {
+      await embedded?.close(config.server.shutdownTimeoutMs);
+      await created?.release();
+      await runtime.close();
+    },
+    metrics,
   };
+  const limits = options.limits ?? {};
 
-  const metrics = createMetrics();
+  const prefix = embedded && (config.embeddedGateway as { pathPrefix?: string }).pathPrefix;
+  if (embedded && prefix) {
+    // The embedded gateway's endpoints: outside the webhook's Basic auth, request log and routing.
+    app.use(prefix, embedded.handler);
+    // RFC 8414 §3.1: for an issuer with a path, metadata lives at /.well-known/oauth-authorization-server<path>.
+    app.get(`${OAUTH_PATHS.metadata}${prefix}`, (req: Request, res: Response) => {
+      req.url = OAUTH_PATHS.metadata;
+      embedded.handler(req, res);
+    });
+  }
+  app.use(traceRequests());
   app.use(requestLogger(logger));
   app.use(metrics.observe);
+  app.use(edgeChecks(config.server.bodyLimitBytes));
+  // Probes: unauthenticated, answered before the shutdown gate (/readyz reports draining itself).
+  const readiness = createReadiness({
+    store,
+    gateways: runtime.gateways,
+    isDraining: () => built.draining,
+    logger,
+    ...(options.readinessTtlMs !== undefined ? { gatewayCheckTtlMs: options.readinessTtlMs } : {}),
+  });
+  app.get("/livez", livez);
+  app.get("/readyz", readyz(readiness));
   app.use((req: Request, res: Response, next: NextFunction) => {
     if (!built.draining) return next();
     res.setHeader("Connection", "close");
@@ -183,8 +268,17 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
     }
     next();
   });
-  app.use(failedLoginLimit(config.server.auth.maxFailures, config.server.auth.failureWindowS));
-  app.use(basicAuth({ users, realm: config.server.auth.realm }));
+  app.use(
+    basicAuth({
+      users,
+      realm: config.server.auth.realm,
+      maxFailures: config.server.auth.maxFailures,
+      failureWindowS: config.server.auth.failureWindowS,
+      ...(limits.maxGlobalFailures !== undefined ? { maxGlobalFailures: limits.maxGlobalFailures } : {}),
+      ...(limits.maxConcurrentPasswordChecks !== undefined ? { maxConcurrentChecks: limits.maxConcurrentPasswordChecks } : {}),
+      ...(limits.rememberLoginMs !== undefined ? { rememberMs: limits.rememberLoginMs } : {}),
+    }),
+  );
   app.use((req: Request, res: Response, next: NextFunction) => {
     if (req.method !== "POST") return next();
     if (!req.is("application/json")) {
@@ -192,12 +286,13 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
     }
     next();
   });
-  app.use(express.json({ limit: config.server.bodyLimitBytes, strict: false, type: "application/json" }));
+  app.use(jsonBody(config.server.bodyLimitBytes));
 
   /** Notes what an operation touched, for the request log line and the metrics. */
   const noteOutcome = (res: Response, out: OperationOutcome) => {
     res.locals.gateways = out.gateways;
     res.locals.credentialId = out.credentialId;
+    for (const gateway of out.unowned ?? []) metrics.unownedRevokes.inc({ gateway });
   };
   app.post("/v1/createCredentials", async (req: Request, res: Response) => {
     const out = await orchestrator.create(validator.createRequest(req.body));
@@ -225,10 +320,100 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
   return built;
 }
 
+/**
+ * Builds the embedded gateway when `embeddedGateway:` is configured, over every
+ * `provider: local` gateway; with usage-plan counters on the PostgreSQL store
+ * (`limits.counters: store`, the default there), a small pool of its own.
+ * @returns the gateway and a function that releases what it holds besides (the pool)
+ * @throws ConfigError when no gateway uses provider local, or counters on a store that is not PostgreSQL
+ */
+async function createEmbeddedGateway(
+  config: CredhookConfig,
+  runtime: CredhookRuntime,
+  logger: PinoLogger,
+  observe: (endpoint: string, status: number) => void,
+): Promise<{ gateway: EmbeddedGateway; release: () => Promise<void> } | undefined> {
+  if (!config.embeddedGateway) return undefined;
+  const gwConfig = parseEmbeddedGatewayConfig(config.embeddedGateway);
+  const providers = [...runtime.gateways.values()].map((g) => g.provider).filter((p): p is LocalProvider => p instanceof LocalProvider);
+  if (providers.length === 0) {
+    throw new ConfigError(["embeddedGateway: no gateway uses provider: local, so the embedded gateway would have nothing to enforce; remove embeddedGateway or add a local gateway"]);
+  }
+  let pool: pg.Pool | undefined;
+  let sharedLimits: SharedLimitsBackend | undefined;
+  const counters = gwConfig.limits.counters ?? (runtime.store.shared ? "store" : "memory");
+  if (counters === "store") {
+    const pgConfig = (config.store as { postgres?: string | { url: string; schema?: string } }).postgres;
+    if (pgConfig === undefined) {
+      throw new ConfigError([
+        "embeddedGateway.limits.counters: store keeps usage-plan counters on the PostgreSQL store, but store: is not postgres (one SQLite instance counts every request in memory: use counters: memory)",
+      ]);
+    }
+    const { url, schema } = typeof pgConfig === "string" ? { url: pgConfig, schema: undefined } : pgConfig;
+    pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 2_000 });
+    pool.on("error", (err) => logger.warn({ err: err.message }, "embedded gateway: PostgreSQL connection of the usage-plan counters lost; the pool reconnects"));
+    sharedLimits = { storeClient: pool, schemaName: schema ?? "credhook" };
+  }
+  try {
+    const gateway = await EmbeddedGateway.create({
+      config: gwConfig,
+      providers,
+      state: runtime.store.stateFor(EMBEDDED_GATEWAY_STATE),
+      dataDir: config.dataDir,
+      logger: logger.child({ component: "embedded-gateway" }) as unknown as Logger,
+      ...(sharedLimits ? { sharedLimits } : {}),
+      observe,
+    });
+    return { gateway, release: async () => void (await pool?.end()) };
+  } catch (err) {
+    await pool?.end();
+    throw err;
+  }
+}
+
+/**
+ * The clean-up `credhook serve` runs in the background, one pass at a time on
+ * an unref'd timer: the reconcile loop every `reconcile.intervalS` (default 5 s
+ * on a shared store, off on SQLite), which finishes dead instances' interrupted
+ * operations and sweeps abandoned creates; or, with the loop off, only the
+ * abandoned-create sweep every `reconcile.abandonedIntervalS` (default 30 s).
+ * @returns a function that stops the timer and waits for a pass in progress
+ */
+function startBackgroundReconcile(credhook: CredhookApp, config: CredhookConfig): () => Promise<void> {
+  const loopS = config.reconcile?.intervalS ?? (credhook.store.shared ? 5 : 0);
+  const sweepS = loopS > 0 ? 0 : (config.reconcile?.abandonedIntervalS ?? 30);
+  const intervalMs = (loopS || sweepS) * 1000;
+  if (intervalMs <= 0) return async () => undefined;
+  const pass = async () => {
+    if (loopS > 0) {
+      const r = await credhook.orchestrator.reconcileLoopPass();
+      if (r.finished.length > 0 || r.swept.swept > 0) {
+        credhook.logger.info({ finished: r.finished.length, inFlight: r.inFlight, swept: r.swept.swept, revoked: r.swept.revoked, deleted: r.swept.deleted }, "reconcile loop pass");
+      }
+    } else {
+      const r = await credhook.orchestrator.sweepAbandoned();
+      if (r.swept > 0) credhook.logger.info({ swept: r.swept, revoked: r.revoked, deleted: r.deleted }, "abandoned creates swept");
+    }
+  };
+  let running: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    running ??= pass()
+      .catch((err: unknown) => credhook.logger.error({ err: String(err) }, "background reconcile pass failed"))
+      .finally(() => (running = undefined));
+  }, intervalMs);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await running;
+  };
+}
+
 /** A listening server. */
 export interface RunningServer {
   /** `http://127.0.0.1:PORT` (or the configured host). */
   url: string;
+  /** Base URL of the embedded gateway's endpoints on this machine (own port, or the webhook's URL + pathPrefix), when configured. */
+  gatewayUrl?: string;
   port: number;
   server: Server;
   credhook: CredhookApp;
@@ -246,8 +431,25 @@ export interface RunningServer {
  */
 export async function startServer(config: CredhookConfig, options: AppOptions & { port?: number; host?: string } = {}): Promise<RunningServer> {
   const credhook = await createApp(config, options);
+  try {
+    await credhook.store.claimServer?.(); // one server per SQLite file
+  } catch (err) {
+    await credhook.close();
+    throw err;
+  }
   const host = options.host ?? config.server.host;
-  const server = credhook.app.listen(options.port ?? config.server.port, host);
+  const limits = options.limits ?? {};
+  const server = createEdgeServer(credhook.app, {
+    limits: {
+      bodyLimitBytes: config.server.bodyLimitBytes,
+      headersTimeoutMs: limits.headersTimeoutMs ?? EDGE_DEFAULTS.headersTimeoutMs,
+      requestTimeoutMs: limits.requestTimeoutMs ?? EDGE_DEFAULTS.requestTimeoutMs,
+      maxHeaderBytes: limits.maxHeaderBytes ?? EDGE_DEFAULTS.maxHeaderBytes,
+    },
+    logger: credhook.logger,
+    onRefused: (status, reason) => credhook.metrics.refused(status, reason),
+  });
+  server.listen(options.port ?? config.server.port, host);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
     server.once("error", reject);
@@ -257,16 +459,43 @@ export async function startServer(config: CredhookConfig, options: AppOptions & 
   });
   server.keepAliveTimeout = 5_000;
   const port = (server.address() as AddressInfo).port;
+  const stopSweep = startBackgroundReconcile(credhook, config);
   const shownHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
+  const url = `http://${shownHost}:${port}`;
+  let gatewayUrl: string | undefined;
+  const embedded = credhook.embeddedGateway;
+  if (embedded) {
+    const gw = config.embeddedGateway as { pathPrefix?: string; publicUrl?: string };
+    try {
+      if (gw.pathPrefix) {
+        gatewayUrl = url + gw.pathPrefix;
+        if (!gw.publicUrl) embedded.setPublicUrl(`http://localhost:${port}${gw.pathPrefix}`);
+      } else {
+        gatewayUrl = await embedded.listen();
+      }
+      if (!gw.publicUrl && credhook.store.shared) {
+        credhook.logger.warn(
+          { issuer: embedded.publicUrl },
+          "embeddedGateway.publicUrl is not set: each instance on this shared store has its own OAuth issuer, so a token from one is not valid on another; set it to the address clients use",
+        );
+      }
+    } catch (err) {
+      server.close();
+      await credhook.close();
+      throw err;
+    }
+  }
   let closing: Promise<void> | undefined;
   return {
-    url: `http://${shownHost}:${port}`,
+    url,
+    ...(gatewayUrl ? { gatewayUrl } : {}),
     port,
     server,
     credhook,
     close() {
       closing ??= (async () => {
         credhook.draining = true;
+        await stopSweep();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         // Keep-alive connections become idle as their last response ends: close them as they do.
         server.closeIdleConnections();

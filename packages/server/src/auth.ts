@@ -1,11 +1,25 @@
 /**
- * HTTP Basic authentication of the portal (RFC 7617): several users (for
- * password rotation), each with a plain password or a scrypt hash; constant-time
- * comparison; 401 with `WWW-Authenticate`; and a failed-login limit per client
- * address (rate-limiter-flexible) answered 429 with `Retry-After`.
+ * HTTP Basic authentication of the portal (RFC 7617) that holds under
+ * concurrency and brute force: several users (for password rotation), each with
+ * a plain password or a scrypt hash, compared in constant time; 401 with
+ * `WWW-Authenticate`.
+ *
+ * The model (documented in the README, "Authentication under attack"):
+ * 1. A credential verified once is **remembered** (by a SHA-256 digest of its
+ *    header) for `rememberMs` after its last use, and passes at once, before any
+ *    budget: other clients' failures never lock it out.
+ * 2. Any other credential first **reserves** one failed attempt from its client
+ *    address's budget (`maxFailures` per `failureWindowS`) and one from a
+ *    **global** budget shared by all addresses (`maxGlobalFailures` per window),
+ *    before it is checked; a success gives both back. An empty budget is a 429
+ *    with `Retry-After`, answered without checking anything.
+ * 3. At most `maxConcurrentChecks` password-hash (scrypt) checks run at once;
+ *    beyond that the answer is an immediate 503 with `Retry-After: 1` (never a
+ *    queue). Concurrent requests with the same header share one check.
+ * Failure counters use rate-limiter-flexible (fixed windows in memory).
  */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
-import { RateLimiterMemory } from "rate-limiter-flexible";
+import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import { timingSafeEqual } from "node:crypto";
 import { digest, verifyPassword, type ResolvedUser } from "./passwords.js";
 import { sendError } from "./http-errors.js";
@@ -15,8 +29,18 @@ export interface BasicAuthOptions {
   users: ResolvedUser[];
   /** Realm of `WWW-Authenticate`. */
   realm: string;
-  /** How long a verified scrypt login is remembered (by a digest of its header), ms. @default 300000 */
-  cacheTtlMs?: number;
+  /** Failed logins allowed per client address (`req.ip`, see express `trust proxy`) per window; then 429. */
+  maxFailures: number;
+  /** The failure window, seconds (a fixed window starting at the first failure). */
+  failureWindowS: number;
+  /** Failed logins allowed across all addresses per window; then 429 for every credential not remembered. @default 10 × maxFailures */
+  maxGlobalFailures?: number;
+  /** Password-hash (scrypt, ≈ 32 MiB and tens of ms each) checks allowed at once; more → 503. @default 1 (one core at most, whatever the attack) */
+  maxConcurrentChecks?: number;
+  /** How long a verified login is remembered after its last use, ms. @default 300000 (5 min) */
+  rememberMs?: number;
+  /** Most logins remembered at once (the oldest is forgotten first). @default 1000 */
+  maxRemembered?: number;
 }
 
 /** Parses `Authorization: Basic <b64>`; undefined when absent or malformed. */
@@ -30,68 +54,106 @@ export function parseBasic(header: string | undefined): { username: string; pass
   return { username: decoded.slice(0, i), password: decoded.slice(i + 1) };
 }
 
-/** The Basic auth middleware: sets `res.locals.user` or answers 401. */
+/** Seconds until a rate-limiter window ends (≥ 1), for `Retry-After`. */
+const retryAfterS = (r: RateLimiterRes) => Math.max(1, Math.ceil(r.msBeforeNext / 1000));
+
+/**
+ * The Basic auth middleware (see the module comment for the model): sets
+ * `res.locals.user` and calls `next()`, or answers 401 (wrong or missing
+ * credentials, `WWW-Authenticate`), 429 (a failure budget is spent,
+ * `Retry-After`) or 503 (too many hash checks at once, `Retry-After: 1`).
+ */
 export function basicAuth(options: BasicAuthOptions): RequestHandler {
-  const ttl = options.cacheTtlMs ?? 300_000;
-  const verified = new Map<string, { username: string; until: number }>();
-  const challenge = `Basic realm="${options.realm}", charset="UTF-8"`;
-  return async (req: Request, res: Response, next: NextFunction) => {
-    const header = req.headers.authorization;
-    const creds = parseBasic(header);
-    if (!creds) {
-      sendError(res, req, 401, [header ? "the Authorization header is not valid Basic credentials" : "the Authorization header (Basic) is required"], {
-        "WWW-Authenticate": challenge,
-      });
-      return;
-    }
-    const cacheKey = digest(header!).toString("base64");
-    const hit = verified.get(cacheKey);
-    if (hit && hit.until > Date.now()) {
-      res.locals.user = hit.username;
-      next();
-      return;
-    }
+  const rememberMs = options.rememberMs ?? 300_000;
+  const maxRemembered = options.maxRemembered ?? 1000;
+  const maxChecks = options.maxConcurrentChecks ?? 1;
+  const perAddress = new RateLimiterMemory({ points: options.maxFailures, duration: options.failureWindowS });
+  const global = new RateLimiterMemory({ points: options.maxGlobalFailures ?? options.maxFailures * 10, duration: options.failureWindowS });
+  const hashed = options.users.some((u) => u.passwordHash);
+  /** Header digest → user, in least-recently-used order (a Map keeps insertion order). */
+  const remembered = new Map<string, { username: string; until: number }>();
+  /** Header digest → the check in progress for it. */
+  const checking = new Map<string, Promise<string | undefined>>();
+  let hashChecks = 0;
+  const challenge = { "WWW-Authenticate": `Basic realm="${options.realm}", charset="UTF-8"` };
+
+  /** The user these credentials name, checking every user whatever matched, so timing does not tell which names exist. */
+  const verify = async (creds: { username: string; password: string }): Promise<string | undefined> => {
     const nameDigest = digest(creds.username);
     const passDigest = digest(creds.password);
     let match: string | undefined;
     for (const u of options.users) {
-      // Every user is checked, whatever matched, so timing does not tell which names exist.
       const nameOk = timingSafeEqual(nameDigest, digest(u.username));
       const passOk = u.passwordDigest ? timingSafeEqual(passDigest, u.passwordDigest) : await verifyPassword(creds.password, u.passwordHash!);
       if (nameOk && passOk) match ??= u.username;
     }
-    if (!match) {
-      sendError(res, req, 401, ["the username or password is wrong"], { "WWW-Authenticate": challenge });
-      return;
-    }
-    if (verified.size > 1000) verified.clear();
-    verified.set(cacheKey, { username: match, until: Date.now() + ttl });
-    res.locals.user = match;
-    next();
+    return match;
   };
-}
 
-/**
- * Limits failed logins per client address (rate-limiter-flexible): each 401
- * consumes one point; after `maxFailures` within `windowS` seconds, every
- * request from that address is answered 429 with `Retry-After` (seconds) until
- * the window ends. Successful requests consume nothing, however many run at once.
- * Mount it before {@link basicAuth}.
- */
-export function failedLoginLimit(maxFailures: number, windowS: number): RequestHandler {
-  const limiter = new RateLimiterMemory({ points: maxFailures, duration: windowS });
+  const tooMany = (req: Request, res: Response, retry: number, who: string) => {
+    res.locals.errorCode = "TOO_MANY_REQUESTS";
+    sendError(res, req, 429, [`too many failed logins ${who}; try again in ${retry} s`], { "Retry-After": String(retry) });
+  };
+
   return async (req: Request, res: Response, next: NextFunction) => {
-    const key = req.ip ?? "unknown";
-    const state = await limiter.get(key);
-    if (state && state.consumedPoints >= maxFailures) {
-      const retry = Math.max(1, Math.ceil(state.msBeforeNext / 1000));
-      res.locals.errorCode = "TOO_MANY_REQUESTS";
-      sendError(res, req, 429, [`too many failed logins from this client; try again in ${retry} s`], { "Retry-After": String(retry) });
+    const header = req.headers.authorization;
+    const creds = parseBasic(header);
+    if (!creds) {
+      sendError(res, req, 401, [header ? "the Authorization header is not valid Basic credentials" : "the Authorization header (Basic) is required"], challenge);
       return;
     }
-    res.on("finish", () => {
-      if (res.statusCode === 401) limiter.penalty(key, 1).catch(() => undefined);
-    });
+    const key = digest(header!).toString("base64");
+    const known = remembered.get(key);
+    if (known && known.until > Date.now()) {
+      remembered.delete(key);
+      remembered.set(key, { username: known.username, until: Date.now() + rememberMs });
+      res.locals.user = known.username;
+      next();
+      return;
+    }
+    if (known) remembered.delete(key);
+
+    let check = checking.get(key);
+    if (!check) {
+      const address = req.ip ?? req.socket.remoteAddress ?? "unknown";
+      try {
+        await perAddress.consume(address);
+      } catch (spent) {
+        if (!(spent instanceof RateLimiterRes)) throw spent;
+        return tooMany(req, res, retryAfterS(spent), "from this client");
+      }
+      try {
+        await global.consume("all");
+      } catch (spent) {
+        await perAddress.reward(address);
+        if (!(spent instanceof RateLimiterRes)) throw spent;
+        return tooMany(req, res, retryAfterS(spent), "from all clients together");
+      }
+      if (hashed && hashChecks >= maxChecks) {
+        await Promise.all([perAddress.reward(address), global.reward("all")]);
+        res.locals.errorCode = "TOO_MANY_CHECKS";
+        sendError(res, req, 503, [`${maxChecks} password checks are already running; retry in 1 s`], { "Retry-After": "1" });
+        return;
+      }
+      if (hashed) hashChecks++;
+      check = verify(creds).finally(() => {
+        if (hashed) hashChecks--;
+        checking.delete(key);
+      });
+      checking.set(key, check);
+      const user = await check;
+      if (user) {
+        await Promise.all([perAddress.reward(address), global.reward("all")]);
+        if (remembered.size >= maxRemembered) remembered.delete(remembered.keys().next().value!);
+        remembered.set(key, { username: user, until: Date.now() + rememberMs });
+      }
+    }
+    const user = await check;
+    if (!user) {
+      sendError(res, req, 401, ["the username or password is wrong"], challenge);
+      return;
+    }
+    res.locals.user = user;
     next();
   };
 }

@@ -1,19 +1,53 @@
 /**
  * The `credhook` command line:
- * - `credhook serve [--config FILE]`: runs the webhook until SIGTERM/SIGINT;
+ * - `credhook serve [--config FILE]`: runs the webhook until SIGTERM/SIGINT (with
+ *   no config file: the embedded default);
+ * - `credhook init [FILE]`: writes the commented starter config;
  * - `credhook check-config [--config FILE]`: validates the config, loads every
  *   provider, prints the resolved routing table (secrets masked), exits 0/1;
+ * - `credhook reconcile [--dry-run] [--older-than S] [--json]`: finishes interrupted
+ *   operations, cleans up abandoned creates, revokes garbage, reports drift;
+ * - `credhook adopt FILE [--dry-run] [--json]`: brings credentials made outside
+ *   credhook under it (marks them on their gateway, records them);
+ * - `credhook demo`: the multi-cloud demo on cloud fakes (repository only);
  * - `credhook hash-password`: reads a password on stdin, prints its scrypt hash
  *   for `server.auth.users[].passwordHash`.
  * Exit codes: 0 ok, 1 invalid configuration or start-up failure.
  */
+import { writeFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { Command } from "commander";
 import { ConfigError, createRouter, isCredhookError, loadGateways, memoryStateStore, silentLogger, type Logger } from "@credhook/core";
 import { destination } from "pino";
-import { createRuntime, startServer, importProviderModule } from "./app.js";
-import { loadConfigFile, maskSecrets } from "./config.js";
+import type { EmbeddedGatewayConfig } from "@credhook/provider-local/gateway";
+import { createRuntime, startServer, importProviderModule, SHUTDOWN_MARGIN_MS } from "./app.js";
+import { CONFIG_SEARCH_PLACES, embeddedConfigText, loadConfigFile, maskSecrets, type LoadedConfig } from "./config.js";
 import { createLogger } from "./logging.js";
+import { quietAwsSdkNodeNotice } from "./node-support.js";
 import { hashPassword } from "./passwords.js";
+import { formatReconcileReport, readAdoptionFile } from "./operations-cli.js";
+import { startTracing } from "./tracing.js";
+
+quietAwsSdkNodeNotice();
+
+/** Loads `--config FILE`, `$CREDHOOK_CONFIG` or `./webhook.config.yaml`, else the embedded default. */
+const loadConfig = (file: string | undefined): Promise<LoadedConfig> => loadConfigFile(file, { embeddedDefault: true });
+
+/** What `check-config` prints about `embeddedGateway:`. */
+function embeddedGatewaySummary(gw: EmbeddedGatewayConfig | undefined): string[] {
+  if (!gw) return ["embedded gateway: off (no embeddedGateway: block)"];
+  const base = gw.pathPrefix ? `path prefix ${gw.pathPrefix} on the webhook's port` : `own port ${gw.listen!.host}:${gw.listen!.port}`;
+  const k = gw.keyCheck;
+  const rules = k.apis.map((r) => `${r.pathPrefix} -> ${r.api}`).join(", ");
+  const s = gw.oauth.signing;
+  return [
+    `embedded gateway: ${base}${gw.publicUrl ? `, public URL ${gw.publicUrl}` : ""}`,
+    `  key check: ${gw.pathPrefix ?? ""}/check; key from header ${k.header}${k.queryParam ? ` or query parameter ${k.queryParam}` : ""}${k.bearer ? ", or a Bearer access token" : ""}`,
+    `  API from: ${[k.apiHeader ? `header ${k.apiHeader}` : "", rules ? `path rules ${rules}` : ""].filter(Boolean).join(", then ") || "nothing configured (every check is 403 until keyCheck.apis or keyCheck.apiHeader is set)"}`,
+    `  usage-plan counters: ${gw.limits.counters ?? "store on PostgreSQL, else memory"}`,
+    `  OAuth: token lifetime ${gw.oauth.tokenTtlS} s, ${s.alg} keys in ${s.keyFile ?? "the store (encrypted)"}, ${s.rotateAfterDays > 0 ? `rotated every ${s.rotateAfterDays} days` : "never rotated"}`,
+  ];
+}
 
 function reportAndExit(err: unknown): never {
   if (isCredhookError(err)) {
@@ -34,14 +68,38 @@ program
   .action(async (opts: { config?: string }) => {
     let running;
     try {
-      const config = await loadConfigFile(opts.config);
+      const config = await loadConfig(opts.config);
       const logger = createLogger(config.server.logLevel);
+      if (config.embeddedDefault) {
+        logger.info(
+          { config: config.configFile, dataDir: config.dataDir },
+          `no ${CONFIG_SEARCH_PLACES[0]} in ${process.cwd()} (nor --config, nor CREDHOOK_CONFIG): serving the embedded default; \`credhook init\` writes it to a file you can edit`,
+        );
+      }
+      const tracing = await startTracing();
       running = await startServer(config, { logger });
-      logger.info({ url: running.url, config: config.configFile, gateways: Object.keys(config.gateways) }, "credhook listening");
+      logger.info(
+        {
+          url: running.url,
+          config: config.configFile,
+          gateways: Object.keys(config.gateways),
+          tracing: !!tracing,
+          ...(running.gatewayUrl ? { embeddedGateway: running.gatewayUrl, issuer: running.credhook.embeddedGateway!.publicUrl } : {}),
+        },
+        "credhook listening",
+      );
       const stop = (signal: string) => {
         logger.info({ signal }, "shutting down: draining in-flight requests");
+        // Whatever a provider's limiter, an SDK or a connection still holds, the process ends in time.
+        const deadlineMs = config.server.shutdownTimeoutMs + SHUTDOWN_MARGIN_MS;
+        setTimeout(() => {
+          logger.error({ signal, deadlineMs }, "shutdown did not finish in time; exiting anyway");
+          logger.flush?.();
+          process.exit(1);
+        }, deadlineMs);
         running!
           .close()
+          .then(() => tracing?.shutdown())
           .then(() => {
             logger.info({}, "stopped");
             logger.flush?.();
@@ -60,15 +118,35 @@ program
   });
 
 program
+  .command("init")
+  .description("write the commented starter config (the embedded default) to ./webhook.config.yaml, or FILE")
+  .argument("[file]", "where to write it", CONFIG_SEARCH_PLACES[0])
+  .option("-f, --force", "overwrite an existing file")
+  .action((file: string, opts: { force?: boolean }) => {
+    const target = resolve(file);
+    try {
+      writeFileSync(target, embeddedConfigText(), { flag: opts.force ? "w" : "wx", mode: 0o644 });
+    } catch (err) {
+      if ((err as { code?: string }).code === "EEXIST") reportAndExit(new Error(`${target} exists already; pass --force to overwrite it`));
+      reportAndExit(new Error(`cannot write ${target}: ${(err as Error).message}`));
+    }
+    process.stdout.write(
+      `wrote ${target}\n` +
+        `  edit it (gateways:, routes:), check it with \`credhook check-config\`, run it with \`credhook serve\`.\n` +
+        `  Set CREDHOOK_PASSWORD (or CREDHOOK_PASSWORD_FILE), or let credhook generate a password on first start.\n`,
+    );
+  });
+
+program
   .command("check-config")
   .description("validate the config, load every provider, and print the resolved routing table (secrets masked)")
   .option("-c, --config <file>", "config file (default: ./webhook.config.yaml, or $CREDHOOK_CONFIG)")
   .action(async (opts: { config?: string }) => {
     try {
-      const config = await loadConfigFile(opts.config);
+      const config = await loadConfig(opts.config);
       const gateways = await loadGateways(config, { importModule: importProviderModule, logger: silentLogger as Logger, stateFor: () => memoryStateStore() });
       createRouter(config.routes);
-      const out: string[] = [`config: ${config.configFile}`, "", "gateways:"];
+      const out: string[] = [`config: ${config.configFile}${config.embeddedDefault ? " (embedded default: no config file found)" : ""}`, "", "gateways:"];
       for (const [name, g] of Object.entries(config.gateways)) {
         const caps = gateways.get(name)!.provider.capabilities;
         out.push(`  ${name}: provider=${g.provider} credentialType=${g.credentialType} importsApiKeyValue=${caps.importsApiKeyValue} readsBackSecret=${caps.readsBackSecret}`);
@@ -76,6 +154,7 @@ program
       }
       out.push("", "routes (first match wins):");
       config.routes.forEach((r, i) => out.push(`  ${i + 1}. ${"default" in r ? `* (default) -> ${r.default}` : `${r.apis.join(", ")} -> ${r.gateway}`}`));
+      out.push("", ...embeddedGatewaySummary(config.embeddedGateway as EmbeddedGatewayConfig | undefined));
       out.push("", `server: ${JSON.stringify(maskSecrets(config.server))}`, `store: ${JSON.stringify(maskSecrets(config.store))}`, "", "configuration is valid");
       process.stdout.write(`${out.join("\n")}\n`);
       await Promise.allSettled([...gateways.values()].map((g) => g.provider.close?.()));
@@ -87,7 +166,7 @@ program
 
 program
   .command("reconcile")
-  .description("finish credentials left pending by a crash (complete revokes, remove interrupted creates, roll back interrupted updates) and report drift")
+  .description("finish credentials left pending by a crash (complete revokes, abandon and clean up interrupted creates, roll back interrupted updates), clean up abandoned creates, report drift")
   .option("-c, --config <file>", "config file (default: ./webhook.config.yaml, or $CREDHOOK_CONFIG)")
   .option("--dry-run", "report what would be done; change nothing")
   .option("--older-than <seconds>", "only records last written longer ago than this (leaves in-flight requests alone)", "60")
@@ -96,23 +175,41 @@ program
     try {
       const olderThanS = Number(opts.olderThan);
       if (!Number.isFinite(olderThanS) || olderThanS < 0) throw new Error(`--older-than must be a number of seconds ≥ 0 (got '${opts.olderThan}')`);
-      const config = await loadConfigFile(opts.config);
+      const config = await loadConfig(opts.config);
+      const tracing = await startTracing();
       const runtime = await createRuntime(config, { logger: createLogger("warn", destination(2)) });
       const report = await runtime.orchestrator.reconcile({ dryRun: !!opts.dryRun, olderThanMs: olderThanS * 1000 });
       await runtime.close();
+      await tracing?.shutdown();
       if (opts.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      else process.stdout.write(`${formatReconcileReport(report, olderThanS).join("\n")}\n`);
+      process.exit([...report.unfinished, ...report.abandoned].some((u) => u.errors.length > 0) ? 1 : 0);
+    } catch (err) {
+      reportAndExit(err);
+    }
+  });
+
+program
+  .command("adopt")
+  .description("bring credentials made outside credhook (by hand, or by the webhook credhook replaces) under credhook: mark them on their gateway and record them")
+  .argument("<file>", "JSON file: an array of { credentialType, apiKeyId | clientId, appName, developer, appSlug?, apis: [{ id, usagePlans: [{ id }] }] }")
+  .option("-c, --config <file>", "config file (default: ./webhook.config.yaml, or $CREDHOOK_CONFIG)")
+  .option("--dry-run", "check and report what would be adopted; change nothing")
+  .option("--json", "print the results as JSON")
+  .action(async (file: string, opts: { config?: string; dryRun?: boolean; json?: boolean }) => {
+    try {
+      const entries = await readAdoptionFile(file);
+      const config = await loadConfig(opts.config);
+      const runtime = await createRuntime(config, { logger: createLogger("warn", destination(2)) });
+      const results = await runtime.orchestrator.adopt(entries, { dryRun: !!opts.dryRun });
+      await runtime.close();
+      if (opts.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
       else {
-        const out: string[] = [`${report.dryRun ? "[dry run] " : ""}unfinished credentials: ${report.unfinished.length}`];
-        for (const u of report.unfinished) {
-          out.push(`  - ${u.credentialId} (${u.appKey}, interrupted ${u.op}) on ${u.gateways.join(", ") || "no gateway"}: ${u.action}`);
-          for (const e of u.errors) out.push(`      error: ${e}`);
-        }
-        out.push(`resources no credential owns (drift, not deleted): ${report.orphans.length}`);
-        for (const o of report.orphans) out.push(`  - ${o.gateway}: ${o.nativeId} ${o.description}${o.credentialId ? ` [credential ${o.credentialId}]` : ""}`);
-        if (report.unlistable.length > 0) out.push(`gateways that cannot list their resources: ${report.unlistable.join(", ")}`);
-        process.stdout.write(`${out.join("\n")}\n`);
+        const out = results.map((r) => `  - ${r.publicId}${r.gateway ? ` (gateway ${r.gateway})` : ""}: ${r.action}${r.reason ? `: ${r.reason}` : ""}${r.credentialId ? ` as credential ${r.credentialId}` : ""}`);
+        const adopted = results.filter((r) => r.action !== "skipped").length;
+        process.stdout.write(`${opts.dryRun ? "[dry run] " : ""}${opts.dryRun ? "would adopt" : "adopted"} ${adopted} of ${results.length}\n${out.join("\n")}\n`);
       }
-      process.exit(report.unfinished.some((u) => u.errors.length > 0) ? 1 : 0);
+      process.exit(results.some((r) => r.action === "skipped") ? 1 : 0);
     } catch (err) {
       reportAndExit(err);
     }
@@ -122,12 +219,15 @@ program
   .command("demo")
   .description("run examples/multi-cloud.yaml against in-process fakes of AWS, Azure and Google, and walk one app through it")
   .option("-c, --config <file>", "config to run (default: examples/multi-cloud.yaml)")
-  .option("-p, --port <port>", "port (0: a free one)", "8080")
+  .option("-p, --port <port>", "port (0: a free one) (default: $PORT, else 8080)")
   .option("--no-walkthrough", "only start the fakes and the server")
-  .action(async (opts: { config?: string; port: string; walkthrough: boolean }) => {
+  .action(async (opts: { config?: string; port?: string; walkthrough: boolean }) => {
     try {
+      const raw = opts.port ?? (process.env.PORT || "8080");
+      const port = Number(raw);
+      if (!/^\d+$/.test(raw) || port > 65535) throw new Error(`the port must be an integer from 0 to 65535 (got '${raw}'${opts.port === undefined ? " from PORT" : ""})`);
       const { runDemo } = await import("./demo.js");
-      const { server, clouds } = await runDemo({ ...(opts.config ? { config: opts.config } : {}), port: Number(opts.port), walkthrough: opts.walkthrough });
+      const { server, clouds } = await runDemo({ ...(opts.config ? { config: opts.config } : {}), port, walkthrough: opts.walkthrough });
       const stop = () => {
         void server.close().then(() => clouds.close()).then(() => process.exit(0));
       };

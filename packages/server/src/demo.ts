@@ -7,9 +7,10 @@
  * {@link startDemoClouds} is also what the multi-cloud tests start.
  */
 import { createHash } from "node:crypto";
-import { mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { AwsFake } from "@credhook/provider-aws/fake";
 import type { ApimFake } from "@credhook/provider-azure/fake";
 import type { ApiKeysFake } from "@credhook/provider-gcp/fake";
@@ -17,6 +18,11 @@ import { randomBase62 } from "@credhook/core";
 import { startServer, type RunningServer } from "./app.js";
 import { loadConfigFile } from "./config.js";
 import { createLogger } from "./logging.js";
+
+/** Why the demo cannot run from an installed package. */
+const DEMO_NEEDS_REPOSITORY =
+  "credhook demo runs the cloud fakes and examples/multi-cloud.yaml of the repository, which an installed package does not ship " +
+  "(the fakes need the development-only @credhook/provider-testkit): run it from a clone with `npx --yes pnpm@10 install && npx --yes pnpm@10 demo`";
 
 /** The three running cloud fakes, seeded for `examples/multi-cloud.yaml`. */
 export interface DemoClouds {
@@ -35,13 +41,17 @@ export interface DemoClouds {
  * prod and beta) and `3plan3` (API `9xk3m2p7qa`); APIM products `gold` and
  * `silver` and APIs `orders-eu-1`, `orders-eu-2`; Google project `fake-project`.
  */
-export async function startDemoClouds(): Promise<DemoClouds> {
-  const [{ startAwsFake }, { startApimFake }, { startApiKeysFake }] = await Promise.all([
-    import("@credhook/provider-aws/fake"),
-    import("@credhook/provider-azure/fake"),
-    import("@credhook/provider-gcp/fake"),
-  ]);
-  const aws = await startAwsFake();
+export async function startDemoClouds(options: { awsQuotaModel?: "token-bucket" | "sliding-window" } = {}): Promise<DemoClouds> {
+  let fakes;
+  try {
+    fakes = await Promise.all([import("@credhook/provider-aws/fake"), import("@credhook/provider-azure/fake"), import("@credhook/provider-gcp/fake")]);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code !== "ERR_MODULE_NOT_FOUND" && code !== "MODULE_NOT_FOUND") throw err;
+    throw new Error(DEMO_NEEDS_REPOSITORY, { cause: err });
+  }
+  const [{ startAwsFake }, { startApimFake }, { startApiKeysFake }] = fakes;
+  const aws = await startAwsFake(options.awsQuotaModel ? { apiGateway: { quotaModel: options.awsQuotaModel } } : {});
   aws.apiGateway.addUsagePlan({ id: "1el57v", name: "Orders Gold", apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }] });
   aws.apiGateway.addUsagePlan({ id: "2plan2", name: "Orders Beta", apiStages: [{ apiId: "5aba4csvd4", stage: "beta" }] });
   aws.apiGateway.addUsagePlan({ id: "3plan3", name: "Catalog", apiStages: [{ apiId: "9xk3m2p7qa", stage: "prod" }] });
@@ -101,7 +111,11 @@ export async function runDemo(options: DemoOptions = {}): Promise<{ server: Runn
   const clouds = await startDemoClouds();
   const dataDir = mkdtempSync(join(tmpdir(), "credhook-demo-"));
   const password = randomBase62(24);
-  const file = options.config ?? new URL("../../../examples/multi-cloud.yaml", import.meta.url).pathname;
+  const file = options.config ?? fileURLToPath(new URL("../../../examples/multi-cloud.yaml", import.meta.url));
+  if (!existsSync(file)) {
+    await clouds.close();
+    throw new Error(options.config ? `config file ${file} does not exist` : DEMO_NEEDS_REPOSITORY);
+  }
   const config = await loadConfigFile(file, { env: { ...process.env, ...clouds.env, CREDHOOK_PASSWORD: password, CREDHOOK_DATA_DIR: dataDir } });
   const server = await startServer(config, { port: options.port ?? 8080, logger: createLogger("error") });
   const auth = `Basic ${Buffer.from(`portal:${password}`).toString("base64")}`;

@@ -3,44 +3,56 @@
  * `{ timestamp, status, error, messages, path }` — never HTML, never a stack
  * trace, never a secret.
  */
-import { STATUS_CODES } from "node:http";
+import { STATUS_CODES, type IncomingMessage } from "node:http";
 import type { NextFunction, Request, Response } from "express";
-import { CredhookError, isCredhookError, retryAfterOf, type ErrorResponse } from "@credhook/core";
+import { CredhookError, ErrorCodes, errorResponse, isCredhookError, retryAfterOf, type ErrorResponse } from "@credhook/core";
 
 /** Builds an ErrorResponse body. `path` is the request path without the query string. */
 export function errorBody(status: number, messages: string[], path: string): ErrorResponse {
-  return { timestamp: new Date().toISOString(), status, error: STATUS_CODES[status] ?? "Error", messages, path };
+  return errorResponse(status, messages, path);
 }
 
-/** Sends an ErrorResponse with `status`, plus `headers`. */
+/**
+ * True while the request has a body that has not fully arrived: an answer to it
+ * must close the connection, or Node would read the rest of the body (of any
+ * size) to reuse the connection.
+ */
+export function bodyPending(req: IncomingMessage): boolean {
+  const length = req.headers["content-length"];
+  return (req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0")) && !req.complete;
+}
+
+/** Sends an ErrorResponse with `status`, plus `headers`; closes the connection after it when the request's body is still pending ({@link bodyPending}). */
 export function sendError(res: Response, req: Request, status: number, messages: string[], headers: Record<string, string> = {}): void {
   for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+  if (bodyPending(req)) res.setHeader("Connection", "close");
   res.status(status).json(errorBody(status, messages, req.originalUrl.split("?")[0] ?? req.path));
 }
 
-/** body-parser's error types and what credhook answers for each. */
-function parserError(err: { type?: string; limit?: number; status?: number }): CredhookError | undefined {
-  switch (err.type) {
-    case "entity.parse.failed":
-      // JSON.parse's message quotes the body; the body may hold a secret, so it is not echoed.
-      return new CredhookError(400, "VALIDATION_FAILED", "body is not valid JSON");
-    case "entity.too.large":
-      return new CredhookError(413, "VALIDATION_FAILED", `body is larger than the limit of ${err.limit} bytes`);
-    case "encoding.unsupported":
-    case "charset.unsupported":
-      return new CredhookError(415, "VALIDATION_FAILED", "body must be JSON encoded as UTF-8 (Content-Type: application/json)");
-    case "request.aborted":
-    case "request.size.invalid":
-    case "stream.encoding.set":
-      return new CredhookError(400, "VALIDATION_FAILED", "the request body was incomplete");
-    default:
-      return undefined;
+/**
+ * A request the HTTP layer refuses (malformed HTTP, a body over the limit or
+ * undecodable, a request timeout): answered with `status` and the connection
+ * closed. `reason` is the stable code logged and counted (`credhook_errors_total`).
+ */
+export class EdgeError extends CredhookError {
+  /**
+   * @param status 400, 408, 413, 415, 417 or 431
+   * @param reason stable UPPER_SNAKE code, e.g. `REQUEST_TIMEOUT`, `BODY_TOO_LARGE`, `MALFORMED_HTTP`
+   * @param message what was wrong and where, safe to return (never quotes the body)
+   */
+  constructor(
+    status: number,
+    readonly reason: string,
+    message: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super(status, ErrorCodes.VALIDATION_FAILED, message, options);
   }
 }
 
 /** Express error handler: maps typed errors to their status, everything else to 500. Logs without stack or secret. */
 export function errorHandler(err: unknown, req: Request, res: Response, _next: NextFunction): void {
-  const typed = isCredhookError(err) ? err : parserError(err as { type?: string });
+  const typed = isCredhookError(err) ? err : undefined;
   if (res.headersSent) {
     res.end();
     return;
@@ -51,11 +63,12 @@ export function errorHandler(err: unknown, req: Request, res: Response, _next: N
     sendError(res, req, 500, [`internal error; see the server log for request ${String(req.id)}`]);
     return;
   }
-  res.locals.errorCode = typed.code;
+  res.locals.errorCode = typed instanceof EdgeError ? typed.reason : typed.code;
   if (typed.gateway) res.locals.gateways ??= [typed.gateway];
   const headers: Record<string, string> = {};
   const retry = retryAfterOf(typed);
   if (retry !== undefined && (typed.status === 429 || typed.status === 503)) headers["Retry-After"] = String(retry);
+  if (typed instanceof EdgeError) headers.Connection = "close";
   if (typed.status >= 500) {
     const cause = typed.cause as { name?: string; message?: string } | undefined;
     req.log?.warn({ err: { code: typed.code, message: typed.message, gateway: typed.gateway, cause: cause?.name } }, "request failed");

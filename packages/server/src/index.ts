@@ -1,8 +1,14 @@
-/** @credhook/server: the HTTP server, config loading and CLI of credhook. */
-export { createApp, createRuntime, startServer, openStore, importProviderModule } from "./app.js";
-export type { AppOptions, CredhookApp, CredhookRuntime, RunningServer } from "./app.js";
-export { loadConfigFile, interpolate, maskSecrets, CONFIG_SEARCH_PLACES } from "./config.js";
-export type { LoadedConfig, LoadConfigOptions } from "./config.js";
+/** @credhook/server: the HTTP server, config loading and CLI of credhook. The Lambda handler is `@credhook/server/lambda`. */
+export { createApp, createRuntime, startServer, openStore, importProviderModule, SHUTDOWN_MARGIN_MS } from "./app.js";
+export type { AppOptions, CredhookApp, CredhookRuntime, RunningServer, ServerLimits } from "./app.js";
+export { EDGE_DEFAULTS } from "./edge.js";
+export { loadConfigFile, interpolate, maskSecrets, embeddedConfigText, CONFIG_SEARCH_PLACES, EMBEDDED_CONFIG_FILE, MAX_SECRET_FILE_BYTES } from "./config.js";
+export type { LoadedConfig, LoadConfigOptions, InterpolateOptions } from "./config.js";
 export { hashPassword, verifyPassword } from "./passwords.js";
 export { createLogger, REDACT_PATHS } from "./logging.js";
 export { errorBody } from "./http-errors.js";
+export { createReadiness } from "./probes.js";
+export type { Readiness, ReadinessOptions, ReadinessResult } from "./probes.js";
+export { startTracing, tracingRequested, traceProvider, traceGateways, traceRequests, cloudRequestId, TRACER_NAME } from "./tracing.js";
+export type { Tracing, TracingRequest, StartTracingOptions } from "./tracing.js";
+export { quietAwsSdkNodeNotice } from "./node-support.js";

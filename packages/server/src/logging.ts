@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { pino, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from "pino";
 import { pinoHttp, type HttpLogger } from "pino-http";
+import { traceIds } from "./tracing.js";
 
 /** Paths redacted from every log line, wherever a secret could appear. */
 export const REDACT_PATHS = [
@@ -28,11 +29,15 @@ export function safeError(err: unknown): Record<string, unknown> {
   return { type: e.name, ...(e.code !== undefined ? { code: e.code } : {}), ...(e.status !== undefined ? { status: e.status } : {}), message: e.message };
 }
 
-/** Creates the process logger. `destination` defaults to stdout (fd 1). */
+/**
+ * Creates the process logger. `destination` defaults to stdout (fd 1). Lines
+ * written inside a traced request carry its `traceId` and `spanId`.
+ */
 export function createLogger(level: LoggerOptions["level"] = "info", destination?: DestinationStream): PinoLogger {
   const options: LoggerOptions = {
     level,
     base: { service: "credhook" },
+    mixin: traceIds,
     redact: { paths: REDACT_PATHS, censor: "[redacted]" },
     timestamp: pino.stdTimeFunctions.isoTime,
     serializers: { err: safeError },
@@ -40,7 +45,10 @@ export function createLogger(level: LoggerOptions["level"] = "info", destination
   return destination ? pino(options, destination) : pino(options);
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const PROBES = new Set(["/livez", "/readyz"]);
+
+/** Accepted incoming request ids: UUIDs, and ids such as API Gateway's (`JKJaXmPLvHcESHA=`); anything else is replaced. */
+const REQUEST_ID = /^[A-Za-z0-9._:=+\/-]{1,128}$/;
 
 /** Adds route, status, gateways, credential id, error code and user (from `res.locals`) to the completion line. */
 function withOutcome(req: IncomingMessage, res: ServerResponse, val: Record<string, unknown>): Record<string, unknown> {
@@ -67,7 +75,9 @@ export function requestLogger(logger: PinoLogger): HttpLogger {
       return id;
     },
     quietReqLogger: true,
-    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? "error" : res.statusCode >= 400 ? "warn" : "info"),
+    // Probes (every few seconds, from a load balancer) only at debug level: /readyz logs its changes of state itself.
+    customLogLevel: (req, res, err) =>
+      err ? "error" : PROBES.has(req.url?.split("?")[0] ?? "") ? "debug" : res.statusCode >= 500 ? "error" : res.statusCode >= 400 ? "warn" : "info",
     customSuccessMessage: () => "request completed",
     customErrorMessage: () => "request failed",
     customAttributeKeys: { responseTime: "durationMs", reqId: "requestId" },

@@ -5,6 +5,10 @@
  * - `credhook_http_request_duration_seconds{route}`: latency histogram (s);
  * - `credhook_errors_total{route,code}`: 4xx/5xx answers by credhook error code;
  * - `credhook_gateway_requests_total{gateway,route,outcome}`: requests that touched each gateway;
+ * - `credhook_revoke_unowned_total{gateway}`: revokes of an id credhook does not know whose resource
+ *   exists on the gateway without credhook's mark (left live: someone else's key);
+ * - `credhook_embedded_gateway_requests_total{endpoint,status}`: answers of the embedded
+ *   gateway (key checks by decision: 200, 401, 403, 429, 503; token, introspection, …);
  * - Node.js process metrics with the `credhook_` prefix.
  */
 import type { NextFunction, Request, Response } from "express";
@@ -15,6 +19,12 @@ export interface Metrics {
   registry: Registry;
   /** Middleware that observes every request when its response finishes. */
   observe(req: Request, res: Response, next: NextFunction): void;
+  /** Counts a refusal the HTTP layer wrote outside express (malformed HTTP, header timeout…): route `other`, method `-`. */
+  refused(status: number, reason: string): void;
+  /** `credhook_revoke_unowned_total{gateway}`. */
+  unownedRevokes: Counter<"gateway">;
+  /** Counts one answer of the embedded gateway. */
+  observeGateway(endpoint: string, status: number): void;
 }
 
 /** Creates a private registry with credhook's metrics and the process defaults. */
@@ -36,9 +46,33 @@ export function createMetrics(): Metrics {
     labelNames: ["gateway", "route", "outcome"],
     registers: [registry],
   });
-  const known = new Set(["/v1/createCredentials", "/v1/updateCredentials", "/v1/revokeCredentials", "/v1/health", "/metrics"]);
+  const unownedRevokes = new Counter({
+    name: "credhook_revoke_unowned_total",
+    help: "Revokes of an id credhook does not know, whose resource exists on the gateway without credhook's mark (left live).",
+    labelNames: ["gateway"],
+    registers: [registry],
+  });
+  const embedded = new Counter({
+    name: "credhook_embedded_gateway_requests_total",
+    help: "Answers of the embedded gateway, by endpoint (check, token, introspection, jwks, metadata, other) and status.",
+    labelNames: ["endpoint", "status"],
+    registers: [registry],
+  });
+  const known = new Set(["/v1/createCredentials", "/v1/updateCredentials", "/v1/revokeCredentials", "/v1/health", "/metrics", "/livez", "/readyz"]);
+  // One labelled child per (endpoint, status): the key check counts every call, so labels are not hashed per request.
+  const embeddedChildren = new Map<string, { inc(): void }>();
   return {
     registry,
+    unownedRevokes,
+    observeGateway(endpoint, status) {
+      const key = `${endpoint} ${status}`;
+      let child = embeddedChildren.get(key);
+      if (!child) {
+        child = embedded.labels({ endpoint, status: String(status) });
+        embeddedChildren.set(key, child);
+      }
+      child.inc();
+    },
     observe(req, res, next) {
       const end = duration.startTimer();
       res.on("finish", () => {
@@ -51,6 +85,10 @@ export function createMetrics(): Metrics {
         }
       });
       next();
+    },
+    refused(status, reason) {
+      requests.inc({ route: "other", method: "-", status: String(status) });
+      errors.inc({ route: "other", code: reason });
     },
   };
 }

@@ -39,20 +39,24 @@ describe("Basic auth", () => {
     expect((await h(basic("portal", "the-new-password-2026"))).status).toBe(401);
   });
 
-  it("answers 429 with Retry-After after too many failed logins from one client, even with good credentials", async () => {
-    const s = await startTestServer(yaml(`      - { username: portal, password: "\${CREDHOOK_PASSWORD}" }`, "maxFailures: 3\n    failureWindowS: 30"));
+  it("answers 429 with Retry-After after too many failed logins from one client, to every credential not yet verified; a verified one still passes", async () => {
+    const s = await startTestServer(
+      yaml(`      - { username: portal, password: "\${CREDHOOK_PASSWORD}" }\n      - { username: portal-next, password: "the-next-password-2026" }`, "maxFailures: 3\n    failureWindowS: 30"),
+    );
     servers.push(s);
     const h = (authorization: string) => fetch(`${s.url}/v1/health`, { headers: { authorization } });
     // Successful requests, even many at once, consume nothing.
     const ok = await Promise.all(Array.from({ length: 20 }, () => h(basic("portal", "correct-horse-battery"))));
     expect(ok.map((r) => r.status)).toEqual(Array(20).fill(204));
     for (let i = 0; i < 3; i++) expect((await h(basic("portal", `wrong-${i}`))).status).toBe(401);
-    const blocked = await h(basic("portal", "correct-horse-battery"));
+    const blocked = await h(basic("portal-next", "the-next-password-2026")); // right, but never verified yet
     expect(blocked.status).toBe(429);
     const retry = Number(blocked.headers.get("retry-after"));
     expect(retry).toBeGreaterThan(0);
     expect(retry).toBeLessThanOrEqual(30);
-    expect((await errorOf(blocked)).messages[0]).toMatch(/too many failed logins/);
+    expect((await errorOf(blocked)).messages[0]).toMatch(/too many failed logins from this client/);
+    expect((await h(basic("portal", "wrong-again"))).status).toBe(429); // not even checked
+    expect((await h(basic("portal", "correct-horse-battery"))).status).toBe(204); // remembered: never locked out
   });
 
   it("generates a strong password when none is set, prints it once, keeps only its scrypt hash (0600), and reuses it", async () => {

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ConfigError } from "@credhook/core";
-import { createApp, interpolate, loadConfigFile } from "../src/index.js";
+import { createApp, embeddedConfigText, EMBEDDED_CONFIG_FILE, interpolate, loadConfigFile, MAX_SECRET_FILE_BYTES } from "../src/index.js";
 
 const write = (yaml: string) => {
   const dir = mkdtempSync(join(tmpdir(), "credhook-cfg-"));
@@ -115,6 +115,56 @@ describe("config loading", () => {
       BASE.replace("local: { provider: local, credentialType: API_KEY }", `local: { provider: ${faulty}, credentialType: CLIENT_CREDENTIALS, options: { label: x } }`),
     );
     expect(messages).toEqual([`gateways.local.credentialType: provider '${faulty}' does not issue CLIENT_CREDENTIALS (it issues API_KEY)`]);
+  });
+
+  it("${file:PATH} reads a secret file (relative to the config file, trailing line break dropped)", async () => {
+    const { dir, file } = write(BASE.replace('password: "${CREDHOOK_PASSWORD}"', 'password: "${file:secrets/portal-password}"'));
+    mkdirSync(join(dir, "secrets"));
+    writeFileSync(join(dir, "secrets/portal-password"), "from-a-file-s3cret\n");
+    const config = await loadConfigFile(file, { env: {} });
+    expect(config.server.auth.users[0]!.password).toBe("from-a-file-s3cret");
+    expect(config.embeddedDefault).toBe(false);
+  });
+
+  it("VAR_FILE stands in for an unset VAR (the Docker / Kubernetes convention); both set is an error", async () => {
+    const { dir, file } = write(BASE);
+    writeFileSync(join(dir, "pw"), "via-env-file-s3cret\r\n");
+    const config = await loadConfigFile(file, { env: { CREDHOOK_PASSWORD_FILE: join(dir, "pw") } });
+    expect(config.server.auth.users[0]!.password).toBe("via-env-file-s3cret");
+    expect(await configErrors(BASE, { CREDHOOK_PASSWORD: "pw", CREDHOOK_PASSWORD_FILE: join(dir, "pw") })).toEqual([
+      "server.auth.users[0].password: both CREDHOOK_PASSWORD and CREDHOOK_PASSWORD_FILE are set; set only one",
+    ]);
+  });
+
+  it("an unreadable secret file names the YAML path and the file, never its content", async () => {
+    const { dir } = write("");
+    const big = join(dir, "big");
+    writeFileSync(big, "x".repeat(MAX_SECRET_FILE_BYTES + 1));
+    const messages = await configErrors(
+      BASE.replace('password: "${CREDHOOK_PASSWORD}"', 'password: "${file:/nonexistent/credhook-pw}"').replace("./data/credhook.db", `"\${file:${big}}"`),
+      {},
+    );
+    expect(messages).toEqual([
+      "server.auth.users[0].password: cannot read ${file:/nonexistent/credhook-pw} (/nonexistent/credhook-pw): no such file",
+      `store.sqlite: cannot read \${file:${big}} (${big}): it is larger than ${MAX_SECRET_FILE_BYTES} bytes, too large for a secret`,
+    ]);
+    expect(await configErrors(BASE, { CREDHOOK_PASSWORD_FILE: dir })).toEqual([`server.auth.users[0].password: cannot read CREDHOOK_PASSWORD_FILE (${dir}): it is a directory`]);
+  });
+
+  it("with no config file: an error, or with embeddedDefault the embedded default, its relative paths under the working directory", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "credhook-empty-"));
+    await expect(loadConfigFile(undefined, { cwd: dir, env: {} })).rejects.toThrow(/no webhook.config.yaml or webhook.config.yml in/);
+    const config = await loadConfigFile(undefined, { cwd: dir, env: { PORT: "9999" }, embeddedDefault: true });
+    expect(config.embeddedDefault).toBe(true);
+    expect(config.configFile).toBe(EMBEDDED_CONFIG_FILE);
+    expect(config.server.port).toBe(9999);
+    expect(config.store).toEqual({ sqlite: join(dir, "data/credhook.db") });
+    expect(config.dataDir).toBe(join(dir, "data"));
+    expect(Object.keys(config.gateways)).toEqual(["local", "m2m"]);
+    expect(embeddedConfigText()).toMatch(/^# credhook configuration\./);
+    // a config file in the working directory wins over the embedded default
+    writeFileSync(join(dir, "webhook.config.yaml"), BASE);
+    expect((await loadConfigFile(undefined, { cwd: dir, env: { CREDHOOK_PASSWORD: "pw" }, embeddedDefault: true })).embeddedDefault).toBe(false);
   });
 
   it("invalid YAML and a missing file are clear errors", async () => {

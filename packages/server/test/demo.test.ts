@@ -1,4 +1,8 @@
 import { expect, it } from "vitest";
+import { spawn } from "node:child_process";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
 import { runDemo } from "../src/demo.js";
 
 it("`credhook demo` walks one app across AWS, Azure, Google and the embedded provider, and leaves nothing behind", async () => {
@@ -26,4 +30,42 @@ it("`credhook demo` walks one app across AWS, Azure, Google and the embedded pro
     await server.close();
     await clouds.close();
   }
+});
+
+it("`credhook demo` listens on $PORT; a PORT that is not a port is a clear error", async () => {
+  const free = async () => {
+    const srv = createServer();
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+    const port = (srv.address() as AddressInfo).port;
+    await new Promise((r) => srv.close(r));
+    return port;
+  };
+  const port = await free();
+  const child = spawn(process.execPath, [fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url)), "demo", "--no-walkthrough"], {
+    env: { ...process.env, PORT: String(port), CREDHOOK_FROM_SOURCE: "1" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout.on("data", (d) => (out += String(d)));
+  child.stderr.on("data", (d) => (out += String(d)));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const t = setInterval(() => out.includes("The server keeps running") && (clearInterval(t), resolve()), 50);
+      child.once("exit", (code) => (clearInterval(t), reject(new Error(`demo exited ${code}: ${out}`))));
+    });
+    expect(out).toContain(`credhook demo: http://127.0.0.1:${port} `);
+    expect((await fetch(`http://127.0.0.1:${port}/livez`)).status).toBe(204);
+  } finally {
+    const exited = new Promise((r) => child.once("exit", r));
+    child.kill("SIGTERM");
+    await exited;
+  }
+  const bad = spawn(process.execPath, [fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url)), "demo"], {
+    env: { ...process.env, PORT: "http", CREDHOOK_FROM_SOURCE: "1" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let err = "";
+  bad.stderr.on("data", (d) => (err += String(d)));
+  expect(await new Promise((r) => bad.once("exit", r))).toBe(1);
+  expect(err).toContain("the port must be an integer from 0 to 65535 (got 'http' from PORT)");
 });

@@ -1,9 +1,10 @@
+import { spawn, type ChildProcess, type SpawnOptions } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import { createLogger, loadConfigFile, startServer, type RunningServer } from "../src/index.js";
+import { createLogger, loadConfigFile, startServer, type AppOptions, type RunningServer, type ServerLimits } from "../src/index.js";
 
 export const PASSWORD = "correct-horse-battery";
 export const AUTH = `Basic ${Buffer.from(`portal:${PASSWORD}`).toString("base64")}`;
@@ -18,11 +19,11 @@ export interface TestServer extends RunningServer {
   call(path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> | undefined }>;
 }
 
-/** Writes `yaml` to a temp dir, loads it with `env`, starts the server on port 0 with logs captured. */
-export async function startTestServer(yaml: string, env: Record<string, string> = {}): Promise<TestServer> {
+/** Writes `yaml` to a temp dir, loads it with `env`, starts the server on port 0 with logs captured (and `limits` and `options`, if given). */
+export async function startTestServer(yaml: string, env: Record<string, string> = {}, limits?: ServerLimits, options: AppOptions = {}): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), "credhook-test-"));
   writeFileSync(join(dir, "webhook.config.yaml"), yaml);
-  return startFromFile(join(dir, "webhook.config.yaml"), dir, env);
+  return startFromFile(join(dir, "webhook.config.yaml"), dir, env, limits, options);
 }
 
 /**
@@ -48,7 +49,7 @@ export async function startExampleServer(name: string, env: Record<string, strin
 }
 
 /** Loads the config file with `env` (data dir `dir`), starts the server on port 0 with logs captured. */
-async function startFromFile(file: string, dir: string, env: Record<string, string>): Promise<TestServer> {
+async function startFromFile(file: string, dir: string, env: Record<string, string>, limits?: ServerLimits, options: AppOptions = {}): Promise<TestServer> {
   const config = await loadConfigFile(file, { env: { CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir, ...env } });
   const logs: string[] = [];
   const sink = new Writable({
@@ -57,7 +58,7 @@ async function startFromFile(file: string, dir: string, env: Record<string, stri
       cb();
     },
   });
-  const running = await startServer(config, { port: 0, host: "127.0.0.1", logger: createLogger("debug", sink) });
+  const running = await startServer(config, { port: 0, host: "127.0.0.1", logger: createLogger("debug", sink), ...(limits ? { limits } : {}), ...options });
   const post: TestServer["post"] = (path, body, headers = {}) =>
     fetch(running.url + path, {
       method: "POST",
@@ -79,15 +80,18 @@ async function startFromFile(file: string, dir: string, env: Record<string, stri
   };
 }
 
-/** The shipped-style config: every API on the embedded provider, with a known set of usage plans. */
-export const LOCAL_YAML = `
+/** The server, store and data-dir part every test config shares (the portal's password and a temp data dir from the environment). */
+export const SERVER_YAML = `
 server:
   auth:
     users:
       - { username: portal, password: "\${CREDHOOK_PASSWORD}" }
 store: { sqlite: "\${CREDHOOK_DATA_DIR}/credhook.db" }
 dataDir: "\${CREDHOOK_DATA_DIR}"
-gateways:
+`;
+
+/** The shipped-style config: every API on the embedded provider, with a known set of usage plans. */
+export const LOCAL_YAML = `${SERVER_YAML}gateways:
   local:
     provider: local
     credentialType: API_KEY
@@ -101,13 +105,110 @@ routes:
   - { apis: ["5aba4csvd4", "orders-*", "other-api"], gateway: local }
 `;
 
+/** What keeps `body` (answered with `status` and `contentType`) from being the contract's ErrorResponse; undefined when it is one. */
+export function errorResponseProblem(status: number, contentType: string | null | undefined, body: string): string | undefined {
+  let e: Record<string, unknown>;
+  try {
+    e = JSON.parse(body) as Record<string, unknown>;
+  } catch {
+    return `${status} without a JSON body: ${JSON.stringify(body.slice(0, 200))}`;
+  }
+  if (!/^application\/json/.test(contentType ?? "")) return `${status} with Content-Type ${contentType}`;
+  if (e.status !== status) return `ErrorResponse.status ${String(e.status)} on a ${status}: ${body}`;
+  if (typeof e.timestamp !== "string" || Number.isNaN(Date.parse(e.timestamp))) return `timestamp missing: ${body}`;
+  if (typeof e.error !== "string" || typeof e.path !== "string") return `not an ErrorResponse: ${body}`;
+  if (!Array.isArray(e.messages) || e.messages.length === 0 || !e.messages.every((m) => typeof m === "string")) return `messages is not a non-empty array of strings: ${body}`;
+  if (/\bat .*\(.*:\d+:\d+\)|node_modules|\.ts:\d+/.test(body)) return `stack trace in body: ${body}`;
+  return undefined;
+}
+
 /** Asserts the contract's ErrorResponse shape and returns it. */
 export async function errorOf(res: Response): Promise<{ timestamp: string; status: number; error: string; messages: string[]; path: string }> {
   const text = await res.text();
-  const body = JSON.parse(text);
-  if (typeof body.timestamp !== "string" || Number.isNaN(Date.parse(body.timestamp))) throw new Error(`timestamp missing: ${text}`);
-  if (body.status !== res.status) throw new Error(`status ${body.status} != ${res.status}`);
-  if (typeof body.error !== "string" || !Array.isArray(body.messages) || typeof body.path !== "string") throw new Error(`not an ErrorResponse: ${text}`);
-  if (/\bat .*\(.*:\d+:\d+\)|node_modules|\.ts:\d+/.test(text)) throw new Error(`stack trace in body: ${text}`);
-  return body;
+  const problem = errorResponseProblem(res.status, res.headers.get("content-type"), text);
+  if (problem) throw new Error(problem);
+  return JSON.parse(text);
+}
+
+/**
+ * Polls `fn` every 25 ms until it returns a truthy value, and returns that value.
+ * @param ms how long to wait before failing, ms
+ * @throws Error "timed out waiting for <what>"
+ */
+export async function until<T>(what: string, fn: () => T | undefined | null | false | Promise<T | undefined | null | false>, ms = 20_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** A `credhook` process a test started. */
+export interface CredhookProcess {
+  child: ChildProcess;
+  /** Everything it wrote so far, stdout and stderr. */
+  output(): string;
+  /** Resolves with the URL of its "credhook listening" log line; rejects if it exits first. */
+  listening(): Promise<string>;
+  /** Sends SIGTERM; resolves with the exit code and the ms it took to exit. */
+  stop(): Promise<{ code: number | null; ms: number }>;
+}
+
+/** Starts `command` (`[executable, ...args]`, e.g. `[process.execPath, CLI, "serve"]`) with its output captured. */
+export function spawnCredhook(command: string[], options: SpawnOptions = {}): CredhookProcess {
+  const child = spawn(command[0]!, command.slice(1), { ...options, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout!.on("data", (d) => (out += String(d)));
+  child.stderr!.on("data", (d) => (out += String(d)));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+  return {
+    child,
+    output: () => out,
+    listening: () =>
+      new Promise<string>((resolve, reject) => {
+        const t = setInterval(() => {
+          const m = /"url":"(http:\/\/[^"]+)"/.exec(out);
+          if (m) {
+            clearInterval(t);
+            resolve(m[1]!);
+          }
+        }, 25);
+        void exited.then((code) => {
+          clearInterval(t);
+          reject(new Error(`credhook exited ${code}: ${out}`));
+        });
+      }),
+    async stop() {
+      const t0 = Date.now();
+      child.kill("SIGTERM");
+      const code = await exited;
+      return { code, ms: Date.now() - t0 };
+    },
+  };
+}
+
+/**
+ * Runs the server's abandoned-create sweep until no record is `abandoned` (a
+ * test config sets `reconcile.settleS` short), for at most `timeoutMs` ms (default 6000). `everyMs`, when set, spaces the sweeps:
+ * each one calls the clouds, whose read quotas a tight loop would exhaust.
+ */
+export async function sweepUntilSettled(s: TestServer, options: { timeoutMs?: number; everyMs?: number } = {}): Promise<void> {
+  let first = true;
+  await until(
+    "abandoned records to settle",
+    async () => {
+      if (!first && options.everyMs) await new Promise((r) => setTimeout(r, options.everyMs));
+      first = false;
+      await s.credhook.orchestrator.sweepAbandoned();
+      return (await s.credhook.store.list()).every((r) => r.status !== "abandoned");
+    },
+    options.timeoutMs ?? 6000,
+  );
+}
+
+/** The portal's updateCredentials body for an API key (the contract's example `updatedAt`). */
+export function apiKeyUpdate(appName: string, developer: string, apiKeyId: string, apis: Array<{ id: string; action: string; usagePlans: Array<{ id: string; action: string }> }>) {
+  return { updatedAt: "2023-06-27T21:23:21.523Z[GMT]", appName, developer, credentialType: "API_KEY", apiKeyId, apis };
 }

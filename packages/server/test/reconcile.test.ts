@@ -81,7 +81,7 @@ describe("a request finds an interrupted operation of its app", () => {
     const second = again.json as { apiKeyId: string };
     expect(second.apiKeyId).not.toBe(first.apiKeyId);
     expect(await localState(first.apiKeyId)).toBeUndefined(); // the crashed attempt's key is gone
-    expect((await s.credhook.store.list()).filter((r) => r.appKey === "slug:retry-after-crash").map((r) => r.status)).toEqual(["active"]);
+    expect((await s.credhook.store.list()).filter((r) => r.appKey === "slug:r@example.com/retry-after-crash").map((r) => r.status)).toEqual(["active"]);
     expect((await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: second.apiKeyId })).status).toBe(204);
   });
 

@@ -1,13 +1,21 @@
 import { describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { AUTH, LOCAL_YAML, startTestServer } from "./helpers.js";
+import { startAwsFake } from "@credhook/provider-aws/fake";
+import { SHUTDOWN_MARGIN_MS } from "../src/index.js";
+import { AUTH, LOCAL_YAML, spawnCredhook, startTestServer } from "./helpers.js";
 
 const FAULTY = fileURLToPath(new URL("./fixtures/faulty-provider.ts", import.meta.url));
 const CLI = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
+
+/** `credhook serve --config FILE` as a child process, once it listens. */
+async function serve(config: string, env: Record<string, string>) {
+  const cli = spawnCredhook([process.execPath, CLI, "serve", "--config", config], { env: { ...process.env, CREDHOOK_FROM_SOURCE: "1", ...env } });
+  return { url: await cli.listening(), output: cli.output, stop: cli.stop };
+}
 
 describe("graceful shutdown", () => {
   it("close() lets in-flight requests finish and refuses new connections", async () => {
@@ -27,35 +35,77 @@ describe("graceful shutdown", () => {
   it("`credhook serve` exits 0 on SIGTERM after draining", async () => {
     const dir = mkdtempSync(join(tmpdir(), "credhook-cli-"));
     writeFileSync(join(dir, "webhook.config.yaml"), LOCAL_YAML.replace("server:\n", "server:\n  port: 0\n  host: 127.0.0.1\n"));
-    const child = spawn(process.execPath, [CLI, "serve", "--config", join(dir, "webhook.config.yaml")], {
-      env: { ...process.env, CREDHOOK_PASSWORD: "pw-for-cli-test", CREDHOOK_DATA_DIR: dir, CREDHOOK_FROM_SOURCE: "1" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    child.stdout.on("data", (d) => (out += String(d)));
-    child.stderr.on("data", (d) => (out += String(d)));
-    const url = await new Promise<string>((resolve, reject) => {
-      const t = setInterval(() => {
-        const m = /"url":"(http:\/\/[^"]+)"/.exec(out);
-        if (m) {
-          clearInterval(t);
-          resolve(m[1]!);
-        }
-      }, 50);
-      child.once("exit", (code) => reject(new Error(`exited ${code}: ${out}`)));
-    });
+    const child = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-for-cli-test", CREDHOOK_DATA_DIR: dir });
     const auth = `Basic ${Buffer.from("portal:pw-for-cli-test").toString("base64")}`;
-    expect((await fetch(`${url}/v1/health`, { headers: { authorization: auth } })).status).toBe(204);
-    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
-    child.kill("SIGTERM");
-    expect(await exited).toBe(0);
-    expect(out).toContain('"msg":"stopped"');
-    expect(out).not.toContain("pw-for-cli-test");
+    expect((await fetch(`${child.url}/v1/health`, { headers: { authorization: auth } })).status).toBe(204);
+    const { code } = await child.stop();
+    expect(code).toBe(0);
+    expect(child.output()).toContain('"msg":"stopped"');
+    expect(child.output()).not.toContain("pw-for-cli-test");
+  });
+
+  it("SIGTERM under load on the AWS fake ends the process within shutdownTimeoutMs plus the margin", async () => {
+    const fake = await startAwsFake();
+    try {
+      fake.apiGateway.addUsagePlan({ id: "1el57v", name: "Gold", apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }] });
+      fake.cognito.createUserPool({ id: "us-east-1_Credhook1", domain: "credhook-example" });
+      fake.cognito.createResourceServer("us-east-1_Credhook1", "https://api.example.com", ["payments.read"]);
+      fake.faults.latency(300); // every AWS call is slow: requests are still in the SDKs and limiters at SIGTERM
+      const dir = mkdtempSync(join(tmpdir(), "credhook-cli-aws-"));
+      const yaml = readFileSync(fileURLToPath(new URL("../../../examples/aws.yaml", import.meta.url)), "utf8").replace(
+        "server:\n  port: ${PORT:-8080}\n",
+        "server:\n  port: 0\n  host: 127.0.0.1\n  shutdownTimeoutMs: 1000\n",
+      );
+      expect(yaml).toContain("shutdownTimeoutMs: 1000");
+      writeFileSync(join(dir, "webhook.config.yaml"), yaml);
+      const child = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-aws-load", CREDHOOK_DATA_DIR: dir, FAKE_URL: fake.url });
+      const auth = `Basic ${Buffer.from("portal:pw-aws-load").toString("base64")}`;
+      const load = Array.from({ length: 60 }, (_, i) =>
+        fetch(`${child.url}/v1/createCredentials`, {
+          method: "POST",
+          headers: { authorization: auth, "content-type": "application/json" },
+          body: JSON.stringify(
+            i % 3 === 2
+              ? { appName: `M2M ${i}`, developer: "load@example.com", apis: [{ id: "7hq2k9xw1m" }] }
+              : { appName: `Load ${i}`, developer: "load@example.com", apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] },
+          ),
+        }).then((r) => r.status, () => 0),
+      );
+      await new Promise((r) => setTimeout(r, 700));
+      expect(fake.stats().calls.CreateApiKey ?? 0).toBeGreaterThan(0); // the load reached AWS
+      const { code, ms } = await child.stop();
+      expect(ms).toBeLessThan(1000 + SHUTDOWN_MARGIN_MS + 1000); // + 1 s for the process itself under test load
+      expect([0, 1]).toContain(code);
+      const statuses = await Promise.all(load);
+      expect(statuses.every((st) => [0, 200, 503].includes(st))).toBe(true); // answered, refused while draining, or cut at the deadline
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it("a provider that never finishes closing cannot keep the process alive: exit 1 at the deadline, said in the log", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "credhook-cli-hang-"));
+    writeFileSync(
+      join(dir, "webhook.config.yaml"),
+      LOCAL_YAML.replace("server:\n", "server:\n  port: 0\n  host: 127.0.0.1\n  shutdownTimeoutMs: 300\n").replace(
+        "routes:\n",
+        `  stuck: { provider: ${FAULTY}, credentialType: API_KEY, options: { label: s, hangOnClose: true } }\nroutes:\n  - { apis: [stuck-*], gateway: stuck }\n`,
+      ),
+    );
+    const child = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-hang", CREDHOOK_DATA_DIR: dir });
+    const { code, ms } = await child.stop();
+    expect(code).toBe(1);
+    expect(ms).toBeGreaterThanOrEqual(300 + SHUTDOWN_MARGIN_MS - 100);
+    expect(ms).toBeLessThan(300 + SHUTDOWN_MARGIN_MS + 1000);
+    expect(child.output()).toContain("shutdown did not finish in time; exiting anyway");
   });
 
   it("`credhook check-config` prints the routing table with secrets masked, and fails on a bad config", async () => {
     const dir = mkdtempSync(join(tmpdir(), "credhook-check-"));
-    writeFileSync(join(dir, "webhook.config.yaml"), LOCAL_YAML);
+    writeFileSync(
+      join(dir, "webhook.config.yaml"),
+      `${LOCAL_YAML}embeddedGateway:\n  keyCheck: { apis: [ { pathPrefix: /orders/, api: orders-1 } ] }\n  oauth: { signing: { encryptionKey: "${Buffer.alloc(32, 7).toString("base64")}" } }\n`,
+    );
     const run = (file: string) =>
       new Promise<{ code: number | null; out: string }>((resolve) => {
         const child = spawn(process.execPath, [CLI, "check-config", "--config", file], {
@@ -70,8 +120,11 @@ describe("graceful shutdown", () => {
     expect(ok.code).toBe(0);
     expect(ok.out).toContain("1. m2m-* -> local-m2m");
     expect(ok.out).toContain("2. 5aba4csvd4, orders-*, other-api -> local");
+    expect(ok.out).toContain("embedded gateway: own port 0.0.0.0:8081");
+    expect(ok.out).toContain("API from: path rules /orders/ -> orders-1");
     expect(ok.out).toContain("configuration is valid");
     expect(ok.out).not.toContain("masked-password-value");
+    expect(ok.out).not.toContain(Buffer.alloc(32, 7).toString("base64"));
     writeFileSync(join(dir, "bad.yaml"), LOCAL_YAML.replace("credentialType: CLIENT_CREDENTIALS", "credentialType: NOPE"));
     const bad = await run(join(dir, "bad.yaml"));
     expect(bad.code).toBe(1);

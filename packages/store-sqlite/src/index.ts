@@ -6,13 +6,23 @@
  * mode, and is migrated on {@link SqliteCredentialStore.init}. It holds
  * credential records (ids, app identity, API set, each gateway's secret-free
  * resources) and providers' namespaced state — never a plaintext secret.
+ *
+ * Deleted content is overwritten with zeros (`PRAGMA secure_delete = ON`,
+ * https://www.sqlite.org/pragma.html#pragma_secure_delete), and the WAL file is
+ * truncated to nothing whenever a checkpoint resets it (`journal_size_limit = 0`),
+ * so a revoked key's digest does not linger in freed pages or old WAL frames.
  */
-import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { chmodSync, closeSync, mkdirSync, openSync, realpathSync } from "node:fs";
+import { dirname, isAbsolute, resolve } from "node:path";
 import Database from "better-sqlite3";
 import {
+  appKeyOf,
+  ConfigError,
   Conflict,
+  KeyedLock,
   NotFound,
+  type StoreFactory,
+  type StoreLocks,
   type CredentialRecord,
   type CredentialStore,
   type CredentialType,
@@ -28,11 +38,20 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number;
 }
 
+/** One schema migration: SQL, or a function of the connection; run in one transaction unless `transaction` is false. */
+interface Migration {
+  version: number;
+  sql?: string;
+  up?: (db: Database.Database) => void;
+  /** @default true */
+  transaction?: boolean;
+}
+
 /**
  * Ordered schema migrations; `schema_migrations` records the applied versions.
  * Append only: never edit a released migration.
  */
-const MIGRATIONS: Array<{ version: number; sql: string }> = [
+const MIGRATIONS: Migration[] = [
   {
     version: 1,
     sql: `
@@ -57,13 +76,80 @@ const MIGRATIONS: Array<{ version: number; sql: string }> = [
       );
     `,
   },
+  {
+    // Status 'abandoned' (a failed create kept until its cleanup is proven): an app may hold
+    // several abandoned records besides its one live record, so the unique index skips them.
+    version: 2,
+    sql: `
+      CREATE TABLE credentials_v2 (
+        id TEXT PRIMARY KEY,
+        credential_type TEXT NOT NULL CHECK (credential_type IN ('API_KEY','CLIENT_CREDENTIALS')),
+        app_key TEXT NOT NULL,
+        public_id TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('pending','active','revoking','abandoned')),
+        record TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      INSERT INTO credentials_v2 SELECT id, credential_type, app_key, public_id, status, record, created_at, updated_at FROM credentials;
+      DROP TABLE credentials;
+      ALTER TABLE credentials_v2 RENAME TO credentials;
+      CREATE UNIQUE INDEX credentials_app ON credentials (app_key, credential_type) WHERE status <> 'abandoned';
+      CREATE INDEX credentials_app_status ON credentials (app_key, status);
+      CREATE INDEX credentials_public_id ON credentials (credential_type, public_id);
+      CREATE INDEX credentials_unfinished ON credentials (status, updated_at);
+    `,
+  },
+  // App identities written before version 3 (`slug:<appSlug>`, `app:<developer>/<appName>`) were ambiguous
+  // (developer "D" + app "x/Y" and developer "D/x" + app "Y" shared a key) and ignored the
+  // developer for slugs: rewrite each to core's unambiguous encoding, keeping the identity it had.
+  { version: 3, up: (db) => rewriteLegacyAppKeys(db) },
+  // Pages freed before secure_delete may still hold old digests: rebuild the file once.
+  { version: 4, sql: "VACUUM", transaction: false },
 ];
+
+/**
+ * The identity an app key written before schema version 3 stood for, in {@link appKeyOf}'s encoding:
+ * `slug:<s>` → the record's developer + slug `<s>`; `app:<developer>/<name>` → that pair, split
+ * after the record's own developer (or at the only `/` when the app moved to another developer).
+ * A key that cannot be split unambiguously becomes `legacy:<old key>`, which no request matches.
+ */
+export function migrateLegacyAppKey(appKey: string, app: { developer: string }): string {
+  if (appKey.startsWith("slug:")) return appKeyOf({ developer: app.developer, appName: "", appSlug: appKey.slice(5) });
+  if (appKey.startsWith("app:")) {
+    const rest = appKey.slice(4);
+    if (rest.startsWith(`${app.developer}/`)) return appKeyOf({ developer: app.developer, appName: rest.slice(app.developer.length + 1) });
+    const parts = rest.split("/");
+    if (parts.length === 2) return appKeyOf({ developer: parts[0]!, appName: parts[1]! });
+  }
+  return `legacy:${appKey}`;
+}
+
+function rewriteLegacyAppKeys(db: Database.Database): void {
+  const rows = db.prepare("SELECT id, app_key, record FROM credentials").all() as Array<{ id: string; app_key: string; record: string }>;
+  // Move every key aside first, so that no intermediate state trips the unique index.
+  db.prepare("UPDATE credentials SET app_key = 'migrating:' || id").run();
+  const update = db.prepare("UPDATE credentials SET app_key = ?, record = ? WHERE id = ?");
+  for (const row of rows) {
+    const record = JSON.parse(row.record) as CredentialRecord;
+    record.appKey = migrateLegacyAppKey(row.app_key, record.app);
+    update.run(record.appKey, JSON.stringify(record), row.id);
+  }
+}
 
 type Row = { record: string };
 
-/** A {@link CredentialStore} on one SQLite file. Synchronous underneath; safe for one process (WAL allows readers elsewhere). */
+/**
+ * A {@link CredentialStore} on one SQLite file. Synchronous underneath; one
+ * serving process per file ({@link claimServer}); other processes may read
+ * (WAL), e.g. `credhook reconcile --dry-run` beside a running server.
+ */
 export class SqliteCredentialStore implements CredentialStore {
   private readonly db: Database.Database;
+  /** Per-app locks: in-process, since only one server may use the file. */
+  readonly locks: StoreLocks = new KeyedLock();
+  readonly shared = false;
+  private serverLock: Database.Database | undefined;
   /** Absolute path of the database file (or `:memory:`). */
   readonly path: string;
 
@@ -79,6 +165,8 @@ export class SqliteCredentialStore implements CredentialStore {
       chmodSync(this.path, 0o600);
     }
     this.db = new Database(this.path);
+    this.db.pragma("secure_delete = ON");
+    this.db.pragma("journal_size_limit = 0");
     this.db.pragma("journal_mode = WAL");
     this.db.pragma("synchronous = NORMAL");
     this.db.pragma("foreign_keys = ON");
@@ -91,10 +179,14 @@ export class SqliteCredentialStore implements CredentialStore {
     const applied = new Set((this.db.prepare("SELECT version FROM schema_migrations").all() as Array<{ version: number }>).map((r) => r.version));
     for (const m of MIGRATIONS) {
       if (applied.has(m.version)) continue;
-      this.db.transaction(() => {
-        this.db.exec(m.sql);
-        this.db.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)").run(m.version, new Date().toISOString());
-      })();
+      const apply = () => {
+        if (m.sql) this.db.exec(m.sql);
+        m.up?.(this.db);
+        // Outside a transaction another process may have applied it meanwhile (an idempotent step, e.g. VACUUM).
+        this.db.prepare(`INSERT ${m.transaction === false ? "OR IGNORE " : ""}INTO schema_migrations (version, applied_at) VALUES (?, ?)`).run(m.version, new Date().toISOString());
+      };
+      if (m.transaction === false) apply();
+      else this.db.transaction(apply)();
     }
   }
 
@@ -150,7 +242,23 @@ export class SqliteCredentialStore implements CredentialStore {
   }
 
   async findByAppKey(appKey: string, credentialType: CredentialType): Promise<CredentialRecord | undefined> {
-    return this.parse(this.db.prepare("SELECT record FROM credentials WHERE app_key = ? AND credential_type = ?").get(appKey, credentialType) as Row | undefined);
+    return this.parse(
+      this.db.prepare("SELECT record FROM credentials WHERE app_key = ? AND credential_type = ? AND status <> 'abandoned'").get(appKey, credentialType) as Row | undefined,
+    );
+  }
+
+  async listAbandoned(appKey?: string): Promise<CredentialRecord[]> {
+    const rows = (
+      appKey === undefined
+        ? this.db.prepare("SELECT record FROM credentials WHERE status = 'abandoned' ORDER BY updated_at").all()
+        : this.db.prepare("SELECT record FROM credentials WHERE app_key = ? AND status = 'abandoned' ORDER BY updated_at").all(appKey)
+    ) as Row[];
+    return rows.map((r) => this.parse(r)!);
+  }
+
+  async countUnfinishedSince(since: string): Promise<number> {
+    const row = this.db.prepare("SELECT COUNT(*) AS n FROM credentials WHERE status IN ('pending','revoking') AND updated_at >= ?").get(since) as { n: number };
+    return row.n;
   }
 
   async delete(id: string): Promise<boolean> {
@@ -198,7 +306,40 @@ export class SqliteCredentialStore implements CredentialStore {
     this.db.prepare("SELECT 1").get();
   }
 
+  /**
+   * Claims the file for this serving process: takes an exclusive SQLite lock
+   * on `<file>-server.lock` beside it (found through the file's real path, so
+   * any spelling of the path or any dataDir meets the same lock), held until
+   * {@link close} or the process ends — the operating system releases it even
+   * after kill -9, so it is never stale. Readers (`reconcile --dry-run`) are
+   * not affected.
+   * @throws Conflict another `credhook serve` holds the file (within about 1 s)
+   */
+  async claimServer(): Promise<void> {
+    if (this.path === ":memory:" || this.serverLock) return;
+    const lockPath = `${realpathSync(this.path)}-server.lock`;
+    closeSync(openSync(lockPath, "a", 0o600));
+    const lock = new Database(lockPath);
+    try {
+      lock.pragma("busy_timeout = 1000");
+      lock.pragma("locking_mode = EXCLUSIVE");
+      lock.exec("BEGIN EXCLUSIVE; CREATE TABLE IF NOT EXISTS server (pid INTEGER); COMMIT;");
+      lock.prepare("INSERT INTO server (pid) VALUES (?)").run(process.pid);
+    } catch (err) {
+      lock.close();
+      if ((err as { code?: string }).code?.startsWith("SQLITE_BUSY")) {
+        throw new Conflict(`the store ${this.path} is in use by another credhook server: one server per SQLite file (several instances need store: { postgres: … })`, {
+          cause: err,
+        });
+      }
+      throw err;
+    }
+    this.serverLock = lock;
+  }
+
   async close(): Promise<void> {
+    if (this.serverLock?.open) this.serverLock.close();
+    this.serverLock = undefined;
     if (this.db.open) this.db.close();
   }
 
@@ -213,3 +354,47 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
   await store.init();
   return store;
 }
+
+/** Options under `store.sqlite`: the file path, or `{ path, busyTimeoutMs }`. Relative paths are relative to the config file. */
+export type SqliteStoreConfig = string | SqliteStoreOptions;
+
+/**
+ * Whether better-sqlite3 12 runs safely on this Node.js: from Node 24.19,
+ * `node::ObjectWrap` registers environment cleanup hooks, and better-sqlite3 < 13
+ * (whose Statement is an ObjectWrap) aborts the process (`Assertion failed:
+ * (env) != nullptr` in RemoveEnvironmentCleanupHook) when a background GC
+ * collects a statement. better-sqlite3 13 fixes it but needs Node ≥ 22.
+ * Source: https://github.com/WiseLibs/better-sqlite3/issues/1515 and the crash seen here on 24.21.
+ * @param version a `process.version` string, e.g. `v24.21.0`
+ */
+export function sqliteRunsOn(version: string): boolean {
+  const [major = 0, minor = 0] = version.replace(/^v/, "").split(".").map(Number);
+  return major < 24 || (major === 24 && minor < 19);
+}
+
+/** The `store: { sqlite: … }` factory (the embedded default). */
+const sqliteStoreFactory: StoreFactory<SqliteStoreConfig> = {
+  type: "sqlite",
+  optionsSchema: {
+    oneOf: [
+      { type: "string", minLength: 1 },
+      {
+        type: "object",
+        additionalProperties: false,
+        required: ["path"],
+        properties: { path: { type: "string", minLength: 1 }, busyTimeoutMs: { type: "integer", minimum: 0, maximum: 600000 } },
+      },
+    ],
+  },
+  async create(options, context) {
+    if (!sqliteRunsOn(process.version)) {
+      throw new ConfigError([
+        `${context.configPath}: the SQLite store (better-sqlite3 12) aborts the process on Node.js ${process.version} (≥ 24.19); run credhook on Node 22, or 24 before 24.19, or use store: { postgres: … }`,
+      ]);
+    }
+    const o = typeof options === "string" ? { path: options } : options;
+    const path = o.path === ":memory:" || isAbsolute(o.path) ? o.path : resolve(context.baseDir, o.path);
+    return openSqliteStore({ ...o, path });
+  },
+};
+export default sqliteStoreFactory;

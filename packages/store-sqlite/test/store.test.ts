@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { mkdtempSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { Conflict, NotFound, type CredentialRecord } from "@credhook/core";
-import { openSqliteStore } from "../src/index.js";
+import { appKeyOf, Conflict, hashSecret, NotFound, type CredentialRecord } from "@credhook/core";
+import { storeConformance } from "@credhook/provider-testkit";
+import { migrateLegacyAppKey, openSqliteStore, sqliteRunsOn } from "../src/index.js";
 
 const rec = (over: Partial<CredentialRecord> = {}): CredentialRecord => ({
   id: crypto.randomUUID(),
@@ -28,12 +29,12 @@ describe("SqliteCredentialStore", () => {
     const store = await openSqliteStore({ path: p });
     expect(statSync(p).mode & 0o777).toBe(0o600);
     expect(statSync(join(p, "..")).mode & 0o777).toBe(0o700);
-    expect(store.schemaVersion()).toBe(1);
+    expect(store.schemaVersion()).toBe(4);
     await store.init(); // idempotent
     await store.close();
     const db = new Database(p, { readonly: true });
     expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
-    expect(db.prepare("SELECT COUNT(*) AS n FROM schema_migrations").get()).toEqual({ n: 1 });
+    expect(db.prepare("SELECT COUNT(*) AS n FROM schema_migrations").get()).toEqual({ n: 4 });
     db.close();
   });
 
@@ -61,6 +62,28 @@ describe("SqliteCredentialStore", () => {
     await store.close();
   });
 
+  it("migrates a version-1 database in place, keeping its records", async () => {
+    const p = path();
+    const store1 = await openSqliteStore({ path: p });
+    const r = rec();
+    await store1.insert(r);
+    await store1.close();
+    // Take the file back to version 1 (the schema credhook 0.1 wrote), then reopen.
+    const db = new Database(p);
+    db.exec(`DELETE FROM schema_migrations WHERE version > 1;
+      CREATE TABLE c1 AS SELECT * FROM credentials; DROP TABLE credentials;
+      CREATE TABLE credentials (id TEXT PRIMARY KEY, credential_type TEXT NOT NULL, app_key TEXT NOT NULL, public_id TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('pending','active','revoking')), record TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+      INSERT INTO credentials SELECT * FROM c1; DROP TABLE c1;
+      CREATE UNIQUE INDEX credentials_app ON credentials (app_key, credential_type);`);
+    db.close();
+    const store2 = await openSqliteStore({ path: p });
+    expect(store2.schemaVersion()).toBe(4);
+    expect(await store2.get(r.id)).toEqual({ ...r, appKey: appKeyOf(r.app) }); // its identity, in the current encoding
+    await store2.insert(rec({ status: "abandoned", publicId: "" })); // allowed beside the live record now
+    await store2.close();
+  });
+
   it("keeps provider state per gateway, survives a reopen", async () => {
     const p = path();
     let store = await openSqliteStore({ path: p });
@@ -76,5 +99,90 @@ describe("SqliteCredentialStore", () => {
     expect(await store.stateFor("g1").delete("cred:1")).toBe(true);
     expect(await store.stateFor("g1").get("cred:1")).toBeUndefined();
     await store.close();
+  });
+
+  it("zeroes deleted content: a deleted digest is not left in the file or its WAL", async () => {
+    const p = path();
+    const store = await openSqliteStore({ path: p });
+    const digests = Array.from({ length: 50 }, (_, i) => hashSecret(`secret-number-${i}-${crypto.randomUUID()}`));
+    for (const [i, d] of digests.entries()) await store.stateFor("local").put(`cred:${i}`, { secretHash: d, pad: "x".repeat(500) });
+    for (let i = 0; i < digests.length; i++) await store.stateFor("local").delete(`cred:${i}`);
+    await store.close();
+    const bytes = [p, `${p}-wal`].filter((f) => existsSync(f)).map((f) => readFileSync(f).toString("latin1")).join("");
+    expect(bytes.length).toBeGreaterThan(0);
+    for (const d of digests) expect(bytes.includes(d), d).toBe(false);
+    const db = new Database(p);
+    expect(db.pragma("secure_delete", { simple: true })).toBe(0); // a fresh connection's default: the store sets it itself
+    db.close();
+  });
+
+  it("migrates version-1 app keys to the unambiguous encoding, keeping each record's identity", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "credhook-store-v1-"));
+    mkdirSync(dir, { recursive: true });
+    const p = join(dir, "credhook.db");
+    // A store as version 1 wrote it.
+    const v1 = new Database(p);
+    v1.exec(`
+      CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);
+      INSERT INTO schema_migrations VALUES (1, '2026-01-01T00:00:00.000Z');
+      CREATE TABLE credentials (id TEXT PRIMARY KEY, credential_type TEXT NOT NULL, app_key TEXT NOT NULL, public_id TEXT NOT NULL,
+        status TEXT NOT NULL, record TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+      CREATE UNIQUE INDEX credentials_app ON credentials (app_key, credential_type);
+      CREATE INDEX credentials_public_id ON credentials (credential_type, public_id);
+      CREATE INDEX credentials_unfinished ON credentials (status, updated_at);
+      CREATE TABLE provider_state (gateway TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (gateway, key));
+    `);
+    const legacy = [
+      rec({ appKey: "slug:590d83b5c05f", app: { appName: "A", developer: "d@example.com", appSlug: "590d83b5c05f" }, publicId: "k1" }),
+      rec({ appKey: "app:D/x/Y", app: { appName: "x/Y", developer: "D" }, publicId: "k2" }),
+      rec({ appKey: "app:old@example.com/App", app: { appName: "App", developer: "new@example.com" }, publicId: "k3" }),
+      rec({ appKey: "app:a/b/c", app: { appName: "c", developer: "z" }, publicId: "k4" }),
+    ];
+    const ins = v1.prepare("INSERT INTO credentials VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    for (const r of legacy) ins.run(r.id, r.credentialType, r.appKey, r.publicId, r.status, JSON.stringify(r), r.createdAt, r.updatedAt);
+    v1.close();
+
+    const store = await openSqliteStore({ path: p });
+    expect(store.schemaVersion()).toBe(4);
+    const slug = await store.findByAppKey(appKeyOf({ appName: "A", developer: "d@example.com", appSlug: "590d83b5c05f" }), "API_KEY");
+    expect(slug?.publicId).toBe("k1");
+    expect(slug?.appKey).toBe("slug:d@example.com/590d83b5c05f");
+    // The same slug from another developer is another app.
+    expect(await store.findByAppKey(appKeyOf({ appName: "A", developer: "e@example.com", appSlug: "590d83b5c05f" }), "API_KEY")).toBeUndefined();
+    // "D" + "x/Y" keeps its credential; "D/x" + "Y" no longer reaches it.
+    expect((await store.findByAppKey(appKeyOf({ appName: "x/Y", developer: "D" }), "API_KEY"))?.publicId).toBe("k2");
+    expect(await store.findByAppKey(appKeyOf({ appName: "Y", developer: "D/x" }), "API_KEY")).toBeUndefined();
+    // A key left behind by a move to another developer keeps its old identity when it splits one way only…
+    expect((await store.findByAppKey(appKeyOf({ appName: "App", developer: "old@example.com" }), "API_KEY"))?.publicId).toBe("k3");
+    // …and is set aside when it could mean several apps.
+    expect((await store.findByPublicId("API_KEY", "k4"))?.appKey).toBe("legacy:app:a/b/c");
+    await store.close();
+    // Idempotent: a reopen changes nothing.
+    const again = await openSqliteStore({ path: p });
+    expect((await again.list()).map((r) => r.appKey).sort()).toEqual(
+      ["slug:d@example.com/590d83b5c05f", "app:D/x%2FY", "app:old@example.com/App", "legacy:app:a/b/c"].sort(),
+    );
+    await again.close();
+  });
+
+  it("migrateLegacyAppKey reads each version-1 form", () => {
+    expect(migrateLegacyAppKey("slug:s/1", { developer: "d/x" })).toBe("slug:d%2Fx/s%2F1");
+    expect(migrateLegacyAppKey("app:d%/n", { developer: "d%" })).toBe("app:d%25/n");
+    expect(migrateLegacyAppKey("other", { developer: "d" })).toBe("legacy:other");
+  });
+});
+
+describe("store conformance (SQLite)", () => {
+  storeConformance(it, () => openSqliteStore({ path: join(mkdtempSync(join(tmpdir(), "credhook-conf-")), "credhook.db") }));
+});
+
+describe("Node.js versions", () => {
+  it("better-sqlite3 12 is refused on Node ≥ 24.19 (it aborts there), accepted before", () => {
+    expect(sqliteRunsOn("v20.19.0")).toBe(true);
+    expect(sqliteRunsOn("v22.23.3")).toBe(true);
+    expect(sqliteRunsOn("v24.18.2")).toBe(true);
+    expect(sqliteRunsOn("v24.19.0")).toBe(false);
+    expect(sqliteRunsOn("v24.21.0")).toBe(false);
+    expect(sqliteRunsOn("v25.1.0")).toBe(false);
   });
 });

@@ -13,7 +13,7 @@
  * CreateApiKey 5 rps, DeleteApiKey 5 rps, other operations 10 rps burst 40.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { AwsFakeError, decodeToken, encodeToken, randomId, TokenBucket, type FaultInjector } from "./faults.js";
+import { applyAndAnswer, AwsFakeError, decodeToken, encodeToken, randomId, SlidingWindow, TokenBucket, type FaultInjector, type OperationHook } from "./faults.js";
 
 /** A stage of a REST API that a usage plan covers. */
 export interface FakeApiStage {
@@ -51,6 +51,14 @@ export interface ApiGatewayFakeOptions {
   maxKeys?: number;
   /** AWS region used in ARNs. @default "us-east-1" */
   region?: string;
+  /**
+   * How the 5 rps quotas of CreateApiKey and DeleteApiKey are enforced:
+   * `token-bucket` (5 tokens, refilled at 5/s) or `sliding-window` (strict: at
+   * most 5 accepted calls in any sliding 1-second window, both ends
+   * included). Other operations: a token bucket of 10/s, burst 40.
+   * @default "token-bucket"
+   */
+  quotaModel?: "token-bucket" | "sliding-window";
 }
 
 const MAX_PLANS_PER_KEY = 10;
@@ -101,11 +109,7 @@ export class ApiGatewayFake {
   private readonly region: string;
   private readonly enforceQuotas: boolean;
   private readonly maxKeys: number;
-  private readonly buckets = {
-    CreateApiKey: new TokenBucket(5, 5),
-    DeleteApiKey: new TokenBucket(5, 5),
-    other: new TokenBucket(10, 40),
-  };
+  private readonly buckets: Record<"CreateApiKey" | "DeleteApiKey" | "other", { take(): number }>;
 
   constructor(
     private readonly faults: FaultInjector,
@@ -114,6 +118,8 @@ export class ApiGatewayFake {
     this.region = options.region ?? "us-east-1";
     this.enforceQuotas = options.enforceQuotas ?? true;
     this.maxKeys = options.maxKeys ?? 10_000;
+    const perSecond = () => (options.quotaModel === "sliding-window" ? new SlidingWindow(5, 1000) : new TokenBucket(5, 5));
+    this.buckets = { CreateApiKey: perSecond(), DeleteApiKey: perSecond(), other: new TokenBucket(10, 40) };
   }
 
   /** Creates a usage plan covering `apiStages` (id: 6 random characters unless given). */
@@ -134,13 +140,17 @@ export class ApiGatewayFake {
     this.plans.get(planId)?.keys.delete(keyId);
   }
 
-  /** Handles one request already routed to API Gateway. */
-  async handle(req: IncomingMessage, res: ServerResponse, body: Buffer, operationHook: (op: string) => Promise<void>): Promise<void> {
+  /**
+   * Handles one request already routed to API Gateway: the operation hook
+   * (injected latency and faults), the quota, then the operation applied as
+   * the fault injector directs (late, or followed by a failure).
+   */
+  async handle(req: IncomingMessage, res: ServerResponse, body: Buffer, operationHook: OperationHook): Promise<void> {
     const url = new URL(req.url ?? "/", "http://fake");
     const method = req.method ?? "GET";
     const r = route(method, url.pathname);
     if (!r) throw new AwsFakeError(404, "UnknownOperationException", `No operation for ${method} ${url.pathname}`);
-    await operationHook(r.op);
+    await operationHook(r.op, { action: `apigateway:${method}`, resource: `arn:aws:apigateway:${this.region}::${url.pathname}` });
     if (this.enforceQuotas) {
       const bucket = r.op === "CreateApiKey" || r.op === "DeleteApiKey" ? this.buckets[r.op] : this.buckets.other;
       const wait = bucket.take();
@@ -150,17 +160,25 @@ export class ApiGatewayFake {
       }
     }
     const input = body.length > 0 ? (JSON.parse(body.toString("utf8")) as Record<string, unknown>) : {};
-    const q = url.searchParams;
-    const [p0, p1] = r.params;
-    const send = (status: number, payload?: unknown) => {
-      res.writeHead(status, { "content-type": "application/json", "x-amzn-requestid": randomId(32) });
-      res.end(payload === undefined ? "" : JSON.stringify(payload));
-    };
-    switch (r.op) {
+    await applyAndAnswer(
+      this.faults.takeApply("apigateway", r.op),
+      res,
+      () => this.apply(r.op, r.params, input, url.searchParams),
+      ({ status, payload }) => {
+        res.writeHead(status, status === 204 ? {} : { "content-type": "application/json", "x-amzn-requestid": randomId(32) });
+        res.end(payload === undefined ? "" : JSON.stringify(payload));
+      },
+    );
+  }
+
+  /** Applies one operation to the state; returns the HTTP status and body to answer with. */
+  private apply(op: string, params: string[], input: Record<string, unknown>, q: URLSearchParams): { status: number; payload?: unknown } {
+    const [p0, p1] = params;
+    switch (op) {
       case "CreateApiKey":
-        return send(201, this.keyJson(this.createApiKey(input), true));
+        return { status: 201, payload: this.keyJson(this.createApiKey(input), true) };
       case "GetApiKey":
-        return send(200, this.keyJson(this.key(p0!), q.get("includeValue") === "true"));
+        return { status: 200, payload: this.keyJson(this.key(p0!), q.get("includeValue") === "true") };
       case "GetApiKeys": {
         const name = q.get("name");
         const customerId = q.get("customerId");
@@ -169,41 +187,41 @@ export class ApiGatewayFake {
           .sort((x, y) => x.createdDate - y.createdDate || x.id.localeCompare(y.id));
         const { page, position } = pageOf(items, q.get("limit"), q.get("position"));
         const includeValues = q.get("includeValues") === "true";
-        return send(200, { item: page.map((k) => this.keyJson(k, includeValues)), ...(position ? { position } : {}) });
+        return { status: 200, payload: { item: page.map((k) => this.keyJson(k, includeValues)), ...(position ? { position } : {}) } };
       }
       case "UpdateApiKey":
-        return send(200, this.keyJson(this.updateApiKey(p0!, input), false));
+        return { status: 200, payload: this.keyJson(this.updateApiKey(p0!, input), false) };
       case "DeleteApiKey": {
         this.key(p0!);
         this.keys.delete(p0!);
         // Deleting a key removes it from every usage plan.
         for (const plan of this.plans.values()) plan.keys.delete(p0!);
-        return send(202);
+        return { status: 202 };
       }
       case "GetUsagePlan": {
         const plan = this.plan(p0!);
-        return send(200, { id: plan.id, name: plan.name, apiStages: plan.apiStages.map((s) => ({ apiId: s.apiId, stage: s.stage })) });
+        return { status: 200, payload: { id: plan.id, name: plan.name, apiStages: plan.apiStages.map((s) => ({ apiId: s.apiId, stage: s.stage })) } };
       }
       case "CreateUsagePlanKey":
-        return send(201, this.createUsagePlanKey(p0!, input));
+        return { status: 201, payload: this.createUsagePlanKey(p0!, input) };
       case "GetUsagePlanKey": {
         const plan = this.plan(p0!);
         const key = this.keys.get(p1!);
         if (!key || !plan.keys.has(p1!)) throw new AwsFakeError(404, "NotFoundException", "Invalid Usage Plan Key ID specified");
-        return send(200, { id: key.id, type: "API_KEY", name: key.name });
+        return { status: 200, payload: { id: key.id, type: "API_KEY", name: key.name } };
       }
       case "GetUsagePlanKeys": {
         const plan = this.plan(p0!);
         const name = q.get("nameQuery");
         const items = [...plan.keys].map((id) => this.keys.get(id)!).filter((k) => name === null || k.name.startsWith(name));
         const { page, position } = pageOf(items, q.get("limit"), q.get("position"));
-        return send(200, { item: page.map((k) => ({ id: k.id, type: "API_KEY", name: k.name })), ...(position ? { position } : {}) });
+        return { status: 200, payload: { item: page.map((k) => ({ id: k.id, type: "API_KEY", name: k.name })), ...(position ? { position } : {}) } };
       }
       case "DeleteUsagePlanKey": {
         const plan = this.plan(p0!);
         if (!plan.keys.has(p1!)) throw new AwsFakeError(404, "NotFoundException", "Invalid Usage Plan Key ID specified");
         plan.keys.delete(p1!);
-        return send(202);
+        return { status: 202 };
       }
       case "TagResource": {
         const m = /^arn:aws:apigateway:([^:]+)::\/apikeys\/([^/]+)$/.exec(p0!);
@@ -211,13 +229,14 @@ export class ApiGatewayFake {
         const key = this.key(m[2]!);
         const tags = (input.tags ?? {}) as Record<string, string>;
         this.validateTags(tags);
-        Object.assign(key.tags, tags);
-        res.writeHead(204);
-        res.end();
-        return;
+        if (Object.keys({ ...key.tags, ...tags }).length > 50) throw new AwsFakeError(400, "BadRequestException", "Too many tags: at most 50");
+        key.tags = { ...key.tags, ...tags };
+        return { status: 204 };
       }
       case "GetAccount":
-        return send(200, { cloudwatchRoleArn: null, throttleSettings: { burstLimit: 5000, rateLimit: 10000 }, features: ["UsagePlans"], apiKeyVersion: "4" });
+        return { status: 200, payload: { cloudwatchRoleArn: null, throttleSettings: { burstLimit: 5000, rateLimit: 10000 }, features: ["UsagePlans"], apiKeyVersion: "4" } };
+      default:
+        throw new AwsFakeError(404, "UnknownOperationException", `Unsupported operation ${op}`);
     }
   }
 

@@ -21,7 +21,7 @@
  */
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { AwsFakeError, decodeToken, encodeToken, randomId, TokenBucket, type FaultInjector } from "./faults.js";
+import { applyAndAnswer, AwsFakeError, decodeToken, encodeToken, randomId, TokenBucket, type FaultInjector, type OperationHook } from "./faults.js";
 
 /** A scope on a resource server. */
 export interface FakeScope {
@@ -163,9 +163,9 @@ export class CognitoFake {
   }
 
   /** Handles one JSON 1.1 request (`operation` from `X-Amz-Target`). */
-  async handle(operation: string, body: Buffer, res: ServerResponse, operationHook: (op: string) => Promise<void>): Promise<void> {
-    await operationHook(operation);
+  async handle(operation: string, body: Buffer, res: ServerResponse, operationHook: OperationHook): Promise<void> {
     const input = (body.length > 0 ? JSON.parse(body.toString("utf8")) : {}) as Record<string, unknown>;
+    await operationHook(operation, { action: `cognito-idp:${operation}`, resource: `arn:aws:cognito-idp:${this.region}:123456789012:userpool/${String(input.UserPoolId ?? "")}` });
     if (this.enforceQuotas) {
       const key = `${String(input.UserPoolId ?? "")}|${operation}`;
       let bucket = this.buckets.get(key);
@@ -176,9 +176,15 @@ export class CognitoFake {
         throw new AwsFakeError(400, "TooManyRequestsException", "Rate exceeded", { "retry-after": String(Math.max(1, Math.ceil(wait))) });
       }
     }
-    const out = this.dispatch(operation, input);
-    res.writeHead(200, { "content-type": "application/x-amz-json-1.1", "x-amzn-requestid": randomUUID() });
-    res.end(JSON.stringify(out));
+    await applyAndAnswer(
+      this.faults.takeApply("cognito", operation),
+      res,
+      () => this.dispatch(operation, input),
+      (out) => {
+        res.writeHead(200, { "content-type": "application/x-amz-json-1.1", "x-amzn-requestid": randomUUID() });
+        res.end(JSON.stringify(out));
+      },
+    );
   }
 
   private pool(id: unknown): FakeUserPool {
@@ -371,8 +377,8 @@ export class CognitoFake {
    * Cognito: 200 `{access_token, expires_in, token_type}`, else 400
    * `{error: invalid_request|invalid_client|unauthorized_client|unsupported_grant_type|invalid_scope}`.
    */
-  async handleToken(req: IncomingMessage, body: Buffer, res: ServerResponse, operationHook: (op: string) => Promise<void>): Promise<void> {
-    await operationHook("Token");
+  async handleToken(req: IncomingMessage, body: Buffer, res: ServerResponse, operationHook: OperationHook): Promise<void> {
+    await operationHook("Token", { action: "oauth2:token", resource: "/oauth2/token" });
     const fail = (error: string, status = 400) => {
       res.writeHead(status, { "content-type": "application/json" });
       res.end(JSON.stringify({ error }));

@@ -1,8 +1,11 @@
 /**
  * Fault injection and quota enforcement shared by the API Gateway and Cognito
- * fakes: per-operation token buckets that model AWS's documented control-plane
- * quotas, and one-shot faults (throttling with `Retry-After`, 5xx, latency)
- * armed from tests through JS methods.
+ * fakes: per-operation token buckets (or strict sliding windows) that model
+ * AWS's documented control-plane quotas, and faults armed from tests through
+ * JS methods — throttling with `Retry-After`, 5xx, IAM denials (403), latency,
+ * writes that land after the client gave up, and failures after the write was
+ * applied. Clouds do not cancel work when a client gives up (cloud-facts.md),
+ * and neither does the fake.
  */
 
 /** Which fake an operation belongs to. */
@@ -19,7 +22,22 @@ export interface FaultMatch {
 /** An armed fault: answered instead of the real operation, `count` times. */
 export type Fault =
   | { kind: "throttle"; retryAfterS: number }
-  | { kind: "error"; status: number; errorType: string; message: string };
+  | { kind: "error"; status: number; errorType: string; message: string }
+  | { kind: "deny" };
+
+/** What happens to a request that is applied: when, and what the client hears afterwards. */
+export interface ApplyDirective {
+  /** Milliseconds between the request's arrival (and quota check) and applying it; the answer follows the apply. */
+  applyDelayMs: number;
+  /** After applying: answer this status (5xx) instead of the result, or close the connection without an answer. */
+  afterApply?: { status: number; errorType: string } | { drop: true };
+}
+
+interface ArmedApply extends FaultMatch {
+  remaining: number;
+  applyDelayMs: number;
+  afterApply?: ApplyDirective["afterApply"];
+}
 
 interface ArmedFault extends FaultMatch {
   fault: Fault;
@@ -64,6 +82,36 @@ export class TokenBucket {
   }
 }
 
+/**
+ * A strict sliding-window quota: at most `limit` accepted requests in any
+ * window of `windowMs` milliseconds, both ends included (a request exactly
+ * `windowMs` after the oldest counted one is still refused). Refused requests
+ * do not count.
+ */
+export class SlidingWindow {
+  private readonly accepted: number[] = [];
+
+  /**
+   * @param limit requests per window
+   * @param windowMs window length in milliseconds
+   */
+  constructor(
+    readonly limit: number,
+    readonly windowMs = 1000,
+  ) {}
+
+  /** Takes one slot; returns 0 when granted, or the seconds until one frees up. */
+  take(): number {
+    const now = performance.now();
+    while (this.accepted.length > 0 && this.accepted[0]! < now - this.windowMs) this.accepted.shift();
+    if (this.accepted.length < this.limit) {
+      this.accepted.push(now);
+      return 0;
+    }
+    return Math.max(0.001, (this.accepted[0]! + this.windowMs - now) / 1000);
+  }
+}
+
 /** Counters a fake keeps per operation (for tests and the benchmark). */
 export interface FakeStats {
   /** Requests received per operation (including rejected ones). */
@@ -79,6 +127,7 @@ export interface FakeStats {
 export class FaultInjector {
   private faults: ArmedFault[] = [];
   private latencies: ArmedLatency[] = [];
+  private applies: ArmedApply[] = [];
   private readonly stats: FakeStats = { calls: {}, throttled: {} };
 
   /**
@@ -105,15 +154,54 @@ export class FaultInjector {
     });
   }
 
+  /**
+   * Refuses the next `count` matching requests as IAM does when the caller's
+   * policy lacks the action or resource (e.g. a usage plan missing from a
+   * least-privilege policy): API Gateway 403, Cognito (JSON 1.1) 400, error
+   * type `AccessDeniedException`, message `User: … is not authorized to
+   * perform: <action> on resource: <arn>`. Nothing is applied.
+   */
+  deny(match: FaultMatch & { count?: number } = {}): void {
+    this.faults.push({ ...match, fault: { kind: "deny" }, remaining: match.count ?? 1 });
+  }
+
   /** Delays the next `count` matching requests (default: every one, `Infinity`) by `ms` milliseconds before answering. */
   latency(ms: number, match: FaultMatch & { count?: number } = {}): void {
     this.latencies.push({ ...match, ms, remaining: match.count ?? Number.POSITIVE_INFINITY });
+  }
+
+  /**
+   * A write that lands after the client gave up: the next `count` matching
+   * requests (default 1) are accepted on arrival (quota counted) and applied
+   * `delayMs` milliseconds later — set it above the client's timeout — then
+   * answered (to a client that is usually gone). Validation happens at apply
+   * time, as in AWS (e.g. a duplicate key value is refused then, unseen).
+   */
+  lateApply(delayMs: number, match: FaultMatch & { count?: number } = {}): void {
+    this.applies.push({ ...match, applyDelayMs: delayMs, remaining: match.count ?? 1 });
+  }
+
+  /**
+   * A failure after the write was applied: the next `count` matching requests
+   * (default 1) are applied, then answered with `status` (default 500,
+   * `InternalFailure`) — or, with `drop: true`, the connection is closed with
+   * no answer at all.
+   */
+  failAfterApply(match: FaultMatch & { count?: number; status?: number; errorType?: string; drop?: boolean } = {}): void {
+    const status = match.status ?? 500;
+    this.applies.push({
+      ...match,
+      applyDelayMs: 0,
+      afterApply: match.drop ? { drop: true } : { status, errorType: match.errorType ?? (status === 503 ? "ServiceUnavailableException" : "InternalFailure") },
+      remaining: match.count ?? 1,
+    });
   }
 
   /** Disarms every fault and latency. */
   clear(): void {
     this.faults = [];
     this.latencies = [];
+    this.applies = [];
   }
 
   /** A copy of the per-operation counters. */
@@ -125,6 +213,15 @@ export class FaultInjector {
   resetStats(): void {
     this.stats.calls = {};
     this.stats.throttled = {};
+  }
+
+  /** @internal How the next matching request that gets past faults and quotas is applied. */
+  takeApply(service: FakeService, operation: string): ApplyDirective {
+    const armed = this.applies.find((a) => a.remaining > 0 && (a.service === undefined || a.service === service) && (a.operation === undefined || a.operation === operation));
+    if (!armed) return { applyDelayMs: 0 };
+    armed.remaining -= 1;
+    this.applies = this.applies.filter((a) => a.remaining > 0);
+    return { applyDelayMs: armed.applyDelayMs, ...(armed.afterApply ? { afterApply: armed.afterApply } : {}) };
   }
 
   /** @internal Counts a call and returns the latency to apply and the fault to answer with, if any. */
@@ -197,3 +294,40 @@ export function decodeToken(token: string): number | undefined {
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/** Minimal response surface {@link applyAndAnswer} needs. */
+interface Answerable {
+  destroyed: boolean;
+  socket: { destroyed: boolean; destroy(): void } | null;
+}
+
+/**
+ * Applies a request as `directive` says — after its delay, then answering,
+ * failing with a 5xx, or closing the connection unanswered — and returns
+ * nothing once answered. Validation errors thrown by `apply` propagate (the
+ * caller answers them; to a client that left, nothing is written).
+ */
+export async function applyAndAnswer<T>(directive: ApplyDirective, res: Answerable, apply: () => T, answer: (result: T) => void): Promise<void> {
+  if (directive.applyDelayMs > 0) await sleep(directive.applyDelayMs);
+  const result = apply();
+  const after = directive.afterApply;
+  if (after && "drop" in after) {
+    res.socket?.destroy();
+    return;
+  }
+  if (after) throw new AwsFakeError(after.status, after.errorType, "We encountered an internal error. Please try again.");
+  if (res.destroyed || res.socket?.destroyed) return;
+  answer(result);
+}
+
+/** The IAM denial a fake answers for `action` on `resource` (API Gateway 403; JSON 1.1 services 400). */
+export function accessDenied(status: number, action: string, resource: string): AwsFakeError {
+  return new AwsFakeError(status, "AccessDeniedException", `User: arn:aws:sts::123456789012:assumed-role/credhook/session is not authorized to perform: ${action} on resource: ${resource}`);
+}
+
+/**
+ * Called by a service fake for every request before its quota: counts the
+ * call, applies injected latency, and throws an armed fault (throttling, 5xx,
+ * IAM denial of `iam.action` on `iam.resource`).
+ */
+export type OperationHook = (operation: string, iam: { action: string; resource: string }) => Promise<void>;

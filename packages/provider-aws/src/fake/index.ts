@@ -23,17 +23,25 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { startFakeServer } from "@credhook/provider-testkit";
 import { ApiGatewayFake, type ApiGatewayFakeOptions } from "./api-gateway.js";
 import { CognitoFake, type CognitoFakeOptions } from "./cognito.js";
-import { AwsFakeError, FaultInjector, sleep, type FakeService, type FakeStats } from "./faults.js";
+import { accessDenied, AwsFakeError, FaultInjector, randomId, sleep, type FakeService, type FakeStats, type OperationHook } from "./faults.js";
 import { StsFake, writeStsError } from "./sts.js";
 
 export { ApiGatewayFake } from "./api-gateway.js";
 export { CognitoFake } from "./cognito.js";
-export { FaultInjector, AwsFakeError, TokenBucket } from "./faults.js";
+export { FaultInjector, AwsFakeError, TokenBucket, SlidingWindow } from "./faults.js";
 export { StsFake } from "./sts.js";
 export type { FakeAssumedRole } from "./sts.js";
 export type { FakeApiKey, FakeUsagePlan, FakeApiStage, ApiGatewayFakeOptions } from "./api-gateway.js";
 export type { FakeUserPool, FakeUserPoolClient, FakeResourceServer, FakeScope, CognitoFakeOptions } from "./cognito.js";
-export type { FakeService, FakeStats, Fault, FaultMatch } from "./faults.js";
+export type { FakeService, FakeStats, Fault, FaultMatch, ApplyDirective } from "./faults.js";
+
+/** A resource made in the fake by "someone else" (no credhook mark), see {@link AwsFake.createForeign}. */
+export interface ForeignResource {
+  /** API key id or app client id: what revoke/update would take. */
+  nativeId: string;
+  /** True while the resource exists exactly as created (state, tags/name, plan memberships). */
+  exists(): Promise<boolean>;
+}
 
 /** Options of {@link startAwsFake}. */
 export interface AwsFakeOptions {
@@ -66,6 +74,19 @@ export interface AwsFake {
   faults: FaultInjector;
   /** Per-operation call and throttle counters. */
   stats(): FakeStats;
+  /**
+   * Creates, directly in the fake's state, a resource of `credentialType` as
+   * another tool or a person would in the same account: an enabled API key
+   * without credhook's tags (named `options.name`, default under another
+   * tool's prefix; in `options.usagePlanIds`), or an app client with a secret
+   * and no mark in its name in `options.userPoolId` (default: the first pool).
+   */
+  createForeign(
+    credentialType: "API_KEY" | "CLIENT_CREDENTIALS",
+    options?: { name?: string; usagePlanIds?: string[]; userPoolId?: string; tags?: Record<string, string> },
+  ): ForeignResource;
+  /** Ids of foreign resources ({@link AwsFake.createForeign}) that were changed or deleted since they were made. */
+  foreignTouched(): string[];
   /** Stops the server. */
   close(): Promise<void>;
 }
@@ -77,6 +98,7 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
 }
 
 function writeError(res: ServerResponse, service: FakeService | "token", err: AwsFakeError): void {
+  if (res.destroyed || res.socket?.destroyed) return; // the client gave up (a late write's answer)
   if (res.headersSent) {
     res.end();
     return;
@@ -102,17 +124,20 @@ export async function startAwsFake(options: AwsFakeOptions = {}): Promise<AwsFak
 
   const sts = new StsFake();
   const log: Array<{ service: FakeService | "sts"; operation: string; accessKeyId: string }> = [];
-  const hook = (service: FakeService, accessKeyId = "") => async (operation: string) => {
-    if (accessKeyId) log.push({ service, operation, accessKeyId });
-    const { delayMs, fault } = faults.take(service, operation);
-    if (delayMs > 0) await sleep(delayMs);
-    if (!fault) return;
-    if (fault.kind === "throttle") {
-      faults.countThrottled(operation);
-      throw new AwsFakeError(service === "apigateway" ? 429 : 400, "TooManyRequestsException", "Too Many Requests", { "retry-after": String(fault.retryAfterS) });
-    }
-    throw new AwsFakeError(fault.status, fault.errorType, fault.message);
-  };
+  const hook =
+    (service: FakeService, accessKeyId = ""): OperationHook =>
+    async (operation, iam) => {
+      if (accessKeyId) log.push({ service, operation, accessKeyId });
+      const { delayMs, fault } = faults.take(service, operation);
+      if (delayMs > 0) await sleep(delayMs);
+      if (!fault) return;
+      if (fault.kind === "throttle") {
+        faults.countThrottled(operation);
+        throw new AwsFakeError(service === "apigateway" ? 429 : 400, "TooManyRequestsException", "Too Many Requests", { "retry-after": String(fault.retryAfterS) });
+      }
+      if (fault.kind === "deny") throw accessDenied(service === "apigateway" ? 403 : 400, iam.action, iam.resource);
+      throw new AwsFakeError(fault.status, fault.errorType, fault.message);
+    };
 
   const server = await startFakeServer(async (req, res) => {
     const target = req.headers["x-amz-target"];
@@ -150,7 +175,52 @@ export async function startAwsFake(options: AwsFakeOptions = {}): Promise<AwsFak
     }
   });
 
+  const foreign: Array<{ nativeId: string; snapshot: () => string; initial: string }> = [];
+  const createForeign: AwsFake["createForeign"] = (credentialType, o = {}) => {
+    let nativeId: string;
+    let snapshot: () => string;
+    if (credentialType === "API_KEY") {
+      const now = Math.floor(Date.now() / 1000);
+      nativeId = randomId(10);
+      apiGateway.keys.set(nativeId, {
+        id: nativeId,
+        value: randomId(40, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"),
+        name: o.name ?? `other-portal/${randomId(6)}`,
+        enabled: true,
+        createdDate: now,
+        lastUpdatedDate: now,
+        tags: { ...(o.tags ?? {}) },
+      });
+      for (const p of o.usagePlanIds ?? []) apiGateway.plans.get(p)?.keys.add(nativeId);
+      const id = nativeId;
+      snapshot = () => JSON.stringify([apiGateway.keys.get(id) ?? null, apiGateway.plansOfKey(id)]);
+    } else {
+      const pool = o.userPoolId ? cognito.pools.get(o.userPoolId) : [...cognito.pools.values()][0];
+      if (!pool) throw new Error("createForeign: no user pool");
+      const now = Date.now() / 1000;
+      nativeId = randomId(26);
+      pool.clients.set(nativeId, {
+        UserPoolId: pool.Id,
+        ClientId: nativeId,
+        ClientName: o.name ?? `web-frontend-${randomId(4)}`,
+        ClientSecret: randomId(51),
+        CreationDate: now,
+        LastModifiedDate: now,
+        AllowedOAuthFlows: ["client_credentials"],
+        AllowedOAuthFlowsUserPoolClient: true,
+        AllowedOAuthScopes: [],
+      });
+      const id = nativeId;
+      snapshot = () => JSON.stringify(pool.clients.get(id) ?? null);
+    }
+    const entry = { nativeId, snapshot, initial: snapshot() };
+    foreign.push(entry);
+    return { nativeId, exists: async () => entry.snapshot() === entry.initial };
+  };
+
   return {
+    createForeign,
+    foreignTouched: () => foreign.filter((f) => f.snapshot() !== f.initial).map((f) => f.nativeId),
     url: server.url,
     port: server.port,
     tokenEndpoint: `${server.url}/oauth2/token`,

@@ -30,7 +30,11 @@
  * missing product or API (400 ValidationError, target `scope`).
  *
  * Fault injection is a JS control API on the returned object: {@link ApimFake.inject}
- * (any status with optional `Retry-After`, e.g. 429/500/503), {@link ApimFake.setLatency}.
+ * (any status with optional `Retry-After` on any call, reads included; a write
+ * applied before its error answer; a request held past the client's timeout and
+ * applied afterwards — see {@link FaultSpec}), {@link ApimFake.setLatency},
+ * {@link ApimFake.addForeignSubscription} (a subscription someone else made) and
+ * {@link ApimFake.idle} (every late write has landed).
  */
 import { createHash, randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -98,15 +102,37 @@ export interface FakeRequestRecord {
   method: string;
   /** Path below the service (`/subscriptions/x`), or the full path for other resources. */
   path: string;
+  /** The list's OData `$filter`, when the request had one. */
+  filter?: string;
   ifMatch?: string;
+  /** Status the client was answered (0 while the request is still held, e.g. by `delayMs`). */
   status: number;
+  /** With an `afterApply` fault: the status the real handling produced before the fault replaced it. */
+  appliedStatus?: number;
 }
 
-/** A fault to answer instead of the real behaviour. */
+/**
+ * A fault answered instead of (or after) the real behaviour. ARM does not cancel
+ * a request whose client gave up: a request held by `delayMs` is still handled
+ * when the delay ends, even if the client timed out and closed the connection
+ * (https://learn.microsoft.com/azure/azure-resource-manager/management/async-operations
+ * — a synchronous PUT runs to completion server-side).
+ *
+ * - `{ status: 500 }`: answer 500 and apply nothing.
+ * - `{ status: 500, afterApply: true }`: apply the request, then answer 500 (a lost answer).
+ * - `{ delayMs: 2000 }`: hold the request 2 s, then apply and answer it normally —
+ *   a write that lands after a client with `timeoutMs` < 2000 gave up.
+ * - `{ status: 403 }` / `{ status: 429, retryAfterS: 5 }` on any call, reads
+ *   (`GET`, `POST …/listSecrets`) included, with ARM's error codes and messages.
+ */
 export interface FaultSpec {
-  /** HTTP status to answer (429, 500, 503, 404, 412 …). */
-  status: number;
-  /** How many matching requests get it. @default 1 */
+  /** HTTP status to answer (403, 429, 500, 503, 404, 412 …). Absent (with `delayMs`): the real answer, late. */
+  status?: number;
+  /** Apply the request as usual, then answer `status` instead of the real answer. @default false */
+  afterApply?: boolean;
+  /** Hold the request this many milliseconds before handling it (ms). @default 0 */
+  delayMs?: number;
+  /** How many matching requests get it (`Infinity`: every one). @default 1 */
   times?: number;
   /** `Retry-After` header (seconds). */
   retryAfterS?: number;
@@ -143,6 +169,16 @@ export interface ApimFake {
   touchSubscription(sid: string, changes?: Partial<Pick<FakeSubscription, "displayName" | "state">>): void;
   /** Removes a subscription behind the client's back (drift). */
   dropSubscription(sid: string): void;
+  /**
+   * Creates a subscription directly, as someone else would (the Azure portal,
+   * another tool, another webhook): no request is recorded and credhook's marks
+   * are whatever `sid` says. Defaults: a random `sid` (`manual-<hex>`), state
+   * `active`, a generated key, displayName `Created by hand`.
+   * @throws Error the scope names no existing product/API
+   */
+  addForeignSubscription(subscription: { scope: string; sid?: string; displayName?: string; state?: string; primaryKey?: string }): FakeSubscription;
+  /** Resolves once no request is in flight (held requests included): every late write has landed. */
+  idle(): Promise<void>;
   /** All users. */
   listUsers(): FakeUser[];
   /** Queues a fault; the first queued fault matching a request is answered instead. */
@@ -568,35 +604,99 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     }
   };
 
+  /** ARM's error body of an injected fault: its code and message, or ARM's usual ones for the status. */
+  function faultBody(fault: FaultSpec & { status: number }, method: string, path: string) {
+    const action = /\/listsecrets$/i.test(path)
+      ? "subscriptions/listSecrets/action"
+      : `${path.split("/").filter(Boolean)[0] ?? ""}/${method === "GET" || method === "HEAD" ? "read" : method === "DELETE" ? "delete" : "write"}`;
+    const defaults: Record<number, string> = {
+      403: `The client 'credhook' with object id '00000000-0000-0000-0000-00000000c0de' does not have authorization to perform action 'Microsoft.ApiManagement/service/${action}' over scope '${servicePrefix}${path}' or the scope is invalid. If access was recently granted, please refresh your credentials.`,
+      429: `Number of requests for subscription '${subscriptionId}' exceeded the limit. Please try again after '${fault.retryAfterS ?? 1}' seconds.`,
+      500: "An unexpected error occurred while processing the request.",
+      503: "The service is temporarily unavailable. Please retry later.",
+    };
+    return { error: { code: fault.code ?? DEFAULT_STATUS_CODES[fault.status] ?? "Error", message: fault.message ?? defaults[fault.status] ?? `Injected fault ${fault.status}.`, details: null } };
+  }
+
+  /** A response that swallows what is written to it (the real answer of an `afterApply` fault). */
+  function sinkResponse(): ServerResponse {
+    const sink = {
+      headersSent: false,
+      statusCode: 200,
+      setHeader: () => sink,
+      writeHead(status: number) {
+        sink.statusCode = status;
+        sink.headersSent = true;
+        return sink;
+      },
+      end: () => sink,
+    };
+    return sink as unknown as ServerResponse;
+  }
+
+  let inFlight = 0;
+  let idleWaiters: Array<() => void> = [];
+
   const server: FakeServer = await startFakeServer(async (req, res) => {
+    inFlight += 1;
+    try {
+      await receive(req, res);
+    } finally {
+      inFlight -= 1;
+      if (inFlight === 0) {
+        const waiters = idleWaiters;
+        idleWaiters = [];
+        for (const w of waiters) w();
+      }
+    }
+  });
+
+  /** Receives one request whole, then answers it: through an injected fault, or for real. */
+  async function receive(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://fake");
     const method = req.method ?? "GET";
     const ifMatch = typeof req.headers["if-match"] === "string" ? req.headers["if-match"] : undefined;
     const pathLower = url.pathname.toLowerCase();
     const relPath = pathLower.startsWith(servicePrefix.toLowerCase()) ? url.pathname.slice(servicePrefix.length) : url.pathname;
-    const rec: FakeRequestRecord = { method, path: relPath || "/", ...(ifMatch !== undefined ? { ifMatch } : {}), status: 0 };
+    const filter = url.searchParams.get("$filter");
+    const rec: FakeRequestRecord = { method, path: relPath || "/", ...(filter !== null ? { filter } : {}), ...(ifMatch !== undefined ? { ifMatch } : {}), status: 0 };
     requests.push(rec);
-    const record = (s: number) => {
-      rec.status = s;
-    };
     // The whole request is received before any injected latency, as a real
     // service would have it: a client that disconnects while waiting does not undo it.
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     rawBodies.set(req, Buffer.concat(chunks).toString("utf8"));
     if (latencyMs > 0) await new Promise((r) => setTimeout(r, latencyMs));
+    const auth = req.headers.authorization;
+    const fault = typeof auth === "string" ? faults.find((f) => f.left > 0 && (!f.method || f.method === method) && (!f.path || (typeof f.path === "string" ? rec.path.includes(f.path) : f.path.test(rec.path)))) : undefined;
+    if (!fault) return serve(req, res, url, rec);
+    fault.left -= 1;
+    if (fault.left <= 0) faults.splice(faults.indexOf(fault), 1);
+    if (fault.delayMs) await new Promise((r) => setTimeout(r, fault.delayMs));
+    if (fault.status === undefined) return serve(req, res, url, rec);
+    if (fault.afterApply) {
+      await serve(req, sinkResponse(), url, rec);
+      rec.appliedStatus = rec.status;
+    }
+    rec.status = fault.status;
+    const headers: Record<string, string> = fault.retryAfterS !== undefined ? { "retry-after": String(fault.retryAfterS) } : {};
+    if (res.destroyed) return;
+    sendJson(res, fault.status, faultBody({ ...fault, status: fault.status }, method, rec.path), headers);
+  }
+
+  /** The real behaviour of one request (auth, ARM throttling, the resource handlers). */
+  async function serve(req: IncomingMessage, res: ServerResponse, url: URL, rec: FakeRequestRecord): Promise<void> {
+    const method = req.method ?? "GET";
+    const ifMatch = rec.ifMatch;
+    const pathLower = url.pathname.toLowerCase();
+    const relPath = rec.path;
+    const record = (s: number) => {
+      rec.status = s;
+    };
     try {
       const auth = req.headers.authorization;
       if (typeof auth !== "string" || !/^Bearer \S+/.test(auth)) {
         throw new HttpError(401, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing.");
-      }
-      const fault = faults.find((f) => f.left > 0 && (!f.method || f.method === method) && (!f.path || (typeof f.path === "string" ? rec.path.includes(f.path) : f.path.test(rec.path))));
-      if (fault) {
-        fault.left -= 1;
-        if (fault.left <= 0) faults.splice(faults.indexOf(fault), 1);
-        const headers: Record<string, string> = fault.retryAfterS !== undefined ? { "retry-after": String(fault.retryAfterS) } : {};
-        record(fault.status);
-        return sendJson(res, fault.status, { error: { code: fault.code ?? DEFAULT_STATUS_CODES[fault.status] ?? "Error", message: fault.message ?? `Injected fault ${fault.status}.`, details: null } }, headers);
       }
       const principal = `${subscriptionId}|${createHash("sha256").update(auth).digest("hex").slice(0, 16)}`;
       const kind = method === "GET" || method === "HEAD" ? "reads" : "writes";
@@ -662,7 +762,7 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
       record(err.status);
       return sendJson(res, err.status, { error: { code: err.code, message: err.message, details: err.details } });
     }
-  });
+  }
 
   const snapshot = (s: FakeSubscription): FakeSubscription => ({ ...s });
   return {
@@ -690,6 +790,32 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     },
     dropSubscription(sid) {
       subscriptions.delete(lower(sid));
+    },
+    addForeignSubscription(o) {
+      const sid = o.sid ?? `manual-${randomBytes(6).toString("hex")}`;
+      let scope: { short: string };
+      try {
+        scope = shortScope(o.scope);
+      } catch (err) {
+        throw new Error(`addForeignSubscription: ${(err as HttpError).details?.[0]?.message ?? (err as Error).message}`);
+      }
+      const now = new Date().toISOString();
+      const sub: FakeSubscription = {
+        sid,
+        scope: scope.short,
+        displayName: o.displayName ?? "Created by hand",
+        state: o.state ?? "active",
+        primaryKey: o.primaryKey ?? generatedKey(),
+        secondaryKey: generatedKey(),
+        etag: newEtag(),
+        allowTracing: false,
+        createdDate: now,
+      };
+      subscriptions.set(lower(sid), sub);
+      return snapshot(sub);
+    },
+    idle() {
+      return inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve));
     },
     listUsers: () => [...users.values()].map((u) => ({ ...u })),
     inject(fault) {

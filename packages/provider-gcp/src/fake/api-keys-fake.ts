@@ -10,7 +10,15 @@
  *   `displayName`, `restrictions`, `annotations`; `key.etag` checked), delete
  *   (soft delete, `etag` checked, long-running), undelete (long-running);
  * - operations: `GET /v2/operations/{id}`; each answers `done: false` on the
- *   first `pollsUntilDone` polls (default 1) and then the finished Key;
+ *   first `pollsUntilDone` polls (default 1) and then the finished Key. A
+ *   finished create's `response` is the Key **with its `keyString`**, as
+ *   Google answers it (Google's own sample reads the new key's string from the
+ *   create result: "For authenticating with the API key, use the value in
+ *   result.getKeyString()", GoogleCloudPlatform/java-docs-samples
+ *   auth/src/main/java/CreateApiKey.java, the sample of
+ *   https://cloud.google.com/docs/authentication/api-keys#create); the REST
+ *   reference calls the field output-only and readable "only through
+ *   GetKeyString", so `setKeyStringInCreateResult(false)` models that reading;
  * - validation: `keyId` must match `[a-z]([a-z0-9-]{0,61}[a-z0-9])?` and not be
  *   UUID-like; `displayName` ≤ 63 characters; every `apiTargets[].service` non-empty;
  * - errors as Google sends them: `{"error":{code,message,status,details}}` —
@@ -19,7 +27,8 @@
  *   409 ABORTED (stale etag), 429 RESOURCE_EXHAUSTED;
  * - quotas: 240 reads and 120 writes per minute per project
  *   (https://cloud.google.com/api-keys/docs/quotas), counted over a sliding
- *   60-second window; operation polls are not counted.
+ *   60-second window; operation polls and getKeyString count as reads (so a 429
+ *   can come after the key exists).
  *
  * Behaviour Google does not document, chosen here (the provider does not depend
  * on it: it reads `deleteTime` first): GET of a soft-deleted key returns it with
@@ -27,9 +36,24 @@
  * 404; a `keyId` stays taken while its key is soft-deleted (409 on create);
  * undelete of a live key answers 400 FAILED_PRECONDITION.
  *
- * Fault injection is a JS API on {@link ApiKeysFake.control}: injected errors
- * (429 with `Retry-After` and a `google.rpc.RetryInfo` detail, 5xx), latency,
- * operations that never finish.
+ * Fault injection is a JS API on {@link ApiKeysFake.control}, for every RPC
+ * including operation polls and getKeyString:
+ * - `fail({ status, rpcs, times, every, retryAfterS })`: 403/429/500/503/…
+ *   answered instead of handling the request (429 without a retry hint, as
+ *   Google usually sends it, unless `retryAfterS` adds `Retry-After` and a
+ *   `google.rpc.RetryInfo` detail);
+ * - `fail({ …, afterApply: true })`: the request is applied, then the error is
+ *   answered (a write that took effect although the client saw a failure);
+ * - `setLatency(ms, { rpcs })`: the request waits `ms` before it is handled,
+ *   so a write slower than the client's time-out is applied after the client
+ *   gave up;
+ * - `delayOperations(ms)`: writes are accepted at once but applied `ms` later
+ *   (their operation is not done until then; a created keyId is reserved
+ *   meanwhile: createKey answers 409, getKey 404) — a create operation that
+ *   lands after the client stopped polling;
+ * - `holdOperations`, `setPollsUntilDone`, `setQuotas`;
+ * - {@link ApiKeysFake.createForeignKey}: a key made by someone else in the
+ *   same project (no credhook annotations).
  */
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -84,6 +108,14 @@ export interface FakeFault extends FakeRequestFilter {
   retryAfterS?: number;
   /** How many matching requests fail. @default 1 */
   times?: number;
+  /** Fail only every `every`-th matching request (1st, 2nd … `every`-th: the last one fails), until `times` failed. @default 1 */
+  every?: number;
+  /**
+   * Apply the request first, then answer the error: a write that took effect
+   * although the client saw a failure (e.g. 500 after createKey made the key).
+   * @default false
+   */
+  afterApply?: boolean;
   /** Status name in the body, e.g. `ABORTED` for a 409 etag clash. @default the canonical name of `status` */
   grpcStatus?: string;
 }
@@ -124,10 +156,21 @@ export interface ApiKeysFakeControl {
   holdOperations(hold: boolean): void;
   /** Polls answered `done: false` before an operation finishes, for new operations. */
   setPollsUntilDone(n: number): void;
+  /**
+   * Writes accepted from now on are applied `ms` milliseconds later, whether or
+   * not anyone polls (0 = at once, the default): their operation answers
+   * `done: false` until then, and a created keyId is reserved (createKey 409,
+   * getKey 404) until the key appears.
+   */
+  delayOperations(ms: number): void;
+  /** Whether a finished create operation's Key carries `keyString` (default true, as Google answers). */
+  setKeyStringInCreateResult(include: boolean): void;
   /** Changes the per-minute quotas (and forgets the requests counted so far). */
   setQuotas(q: { readsPerMinute?: number; writesPerMinute?: number }): void;
   /** Removes a soft-deleted key for good (Google purges after 30 days). */
   purge(keyId: string): void;
+  /** Removes every injected fault, the latency, held and delayed operations (writes already accepted still land); keys stay. */
+  clearFaults(): void;
   /** Clears keys, operations, faults, latency, quotas' counters and the request log. */
   reset(): void;
 }
@@ -146,6 +189,12 @@ export interface ApiKeysFake {
   key(keyId: string): FakeKey | undefined;
   /** Requests received so far, in order. */
   requests(): FakeRequestRecord[];
+  /**
+   * Creates a key directly, as another tool or a person would in the same
+   * project: no credhook annotations unless given. Counts no quota and logs no request.
+   * @returns the key (a copy)
+   */
+  createForeignKey(key?: { keyId?: string; displayName?: string; annotations?: Record<string, string>; restrictions?: FakeKey["restrictions"] }): FakeKey;
   /** Stops the server. */
   close(): Promise<void>;
 }
@@ -169,6 +218,19 @@ const STATUS_NAMES: Record<number, string> = {
   504: "DEADLINE_EXCEEDED",
 };
 
+/** gRPC code numbers of the status names, for a failed operation's `error.code` (https://github.com/googleapis/googleapis/blob/master/google/rpc/code.proto). */
+const GRPC_CODES: Record<string, number> = {
+  INVALID_ARGUMENT: 3,
+  NOT_FOUND: 5,
+  ALREADY_EXISTS: 6,
+  PERMISSION_DENIED: 7,
+  RESOURCE_EXHAUSTED: 8,
+  FAILED_PRECONDITION: 9,
+  ABORTED: 10,
+  INTERNAL: 13,
+  UNAVAILABLE: 14,
+};
+
 class HttpFailure extends Error {
   constructor(
     readonly status: number,
@@ -184,7 +246,10 @@ class HttpFailure extends Error {
 interface FakeOperation {
   name: string;
   pollsLeft: number;
-  result: Record<string, unknown>;
+  /** The finished operation's Key; undefined while a delayed write is not applied yet. */
+  result?: Record<string, unknown>;
+  /** The operation's error, when the delayed write failed as it was applied. */
+  error?: { code: number; message: string; status: string };
 }
 
 function keyString(): string {
@@ -253,10 +318,15 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
   let writesPerMinute = options.writesPerMinute ?? 120;
   let pollsUntilDone = options.pollsUntilDone ?? 1;
   let hold = false;
+  let applyDelayMs = 0;
+  let keyStringInCreateResult = true;
 
   const keys = new Map<string, FakeKey>();
+  /** keyIds of creates accepted but not applied yet (delayOperations). */
+  const reserved = new Set<string>();
   const operations = new Map<string, FakeOperation>();
-  let faults: Array<FakeFault & { left: number }> = [];
+  const timers = new Set<NodeJS.Timeout>();
+  let faults: Array<FakeFault & { left: number; seen: number }> = [];
   let latency: { ms: number; filter?: FakeRequestFilter | undefined } = { ms: 0 };
   let readTimes: number[] = [];
   let writeTimes: number[] = [];
@@ -317,9 +387,31 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
     }
   }
 
-  function newOperation(result: Record<string, unknown>): Record<string, unknown> {
+  /**
+   * Accepts a write: returns its operation, and runs `apply` (which returns the
+   * operation's result) now, or `applyDelayMs` later when writes are delayed.
+   */
+  function accept(apply: () => Record<string, unknown>): Record<string, unknown> {
     const name = `operations/akmf.p7-${projectNumber}-${randomUUID()}`;
-    operations.set(name, { name, pollsLeft: pollsUntilDone, result });
+    const op: FakeOperation = { name, pollsLeft: pollsUntilDone };
+    operations.set(name, op);
+    const run = () => {
+      try {
+        op.result = apply();
+      } catch (err) {
+        if (!(err instanceof HttpFailure)) throw err;
+        op.error = { code: GRPC_CODES[err.grpcStatus] ?? 2, message: err.message, status: err.grpcStatus };
+      }
+    };
+    if (applyDelayMs > 0) {
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        run();
+      }, applyDelayMs);
+      timers.add(timer);
+    } else {
+      run();
+    }
     return { name };
   }
 
@@ -332,6 +424,22 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
     key.etag = etagOf(key);
   }
 
+  function makeKey(keyId: string, body: Record<string, unknown>): FakeKey {
+    const now = new Date().toISOString();
+    const partial: Omit<FakeKey, "etag"> = {
+      name: `projects/${projectNumber}/locations/global/keys/${keyId}`,
+      keyId,
+      uid: randomUUID(),
+      displayName: validateDisplayName(body.displayName),
+      keyString: keyString(),
+      createTime: now,
+      updateTime: now,
+      annotations: validateAnnotations(body.annotations),
+      restrictions: validateRestrictions(body.restrictions),
+    };
+    return { ...partial, etag: etagOf(partial) };
+  }
+
   async function route(req: IncomingMessage, url: URL): Promise<{ rpc: FakeRpc | "Unknown"; run: () => Promise<[number, unknown]> }> {
     const method = req.method ?? "GET";
     const path = decodeURIComponent(url.pathname);
@@ -342,13 +450,14 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
       return {
         rpc: "GetOperation",
         run: async () => {
+          countQuota("read");
           const op = operations.get(opName);
           if (!op) throw new HttpFailure(404, "NOT_FOUND", `Operation ${opName} not found.`);
-          if (hold || op.pollsLeft > 0) {
-            if (!hold) op.pollsLeft -= 1;
+          if (hold || op.pollsLeft > 0 || (!op.result && !op.error)) {
+            if (!hold && op.pollsLeft > 0) op.pollsLeft -= 1;
             return [200, { name: op.name, done: false }];
           }
-          return [200, { name: op.name, done: true, response: op.result }];
+          return [200, op.error ? { name: op.name, done: true, error: op.error } : { name: op.name, done: true, response: op.result }];
         },
       };
     }
@@ -367,22 +476,17 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
             if (url.searchParams.has("keyId") && (!KEY_ID.test(keyId) || UUID_LIKE.test(keyId))) {
               throw new HttpFailure(400, "INVALID_ARGUMENT", `Invalid key_id '${keyId}': it must match [a-z]([a-z0-9-]{0,61}[a-z0-9])? and must not be UUID-like.`);
             }
-            if (keys.has(keyId)) throw new HttpFailure(409, "ALREADY_EXISTS", `A key with the ID ${keyId} already exists in the project.`);
-            const now = new Date().toISOString();
-            const partial: Omit<FakeKey, "etag"> = {
-              name: `projects/${projectNumber}/locations/global/keys/${keyId}`,
-              keyId,
-              uid: randomUUID(),
-              displayName: validateDisplayName(body.displayName),
-              keyString: keyString(),
-              createTime: now,
-              updateTime: now,
-              annotations: validateAnnotations(body.annotations),
-              restrictions: validateRestrictions(body.restrictions),
-            };
-            const key: FakeKey = { ...partial, etag: etagOf(partial) };
-            keys.set(keyId, key);
-            return [200, newOperation(operationResult(key, true))];
+            if (keys.has(keyId) || reserved.has(keyId)) throw new HttpFailure(409, "ALREADY_EXISTS", `A key with the ID ${keyId} already exists in the project.`);
+            const key = makeKey(keyId, body); // validates before the operation is accepted
+            reserved.add(keyId);
+            return [
+              200,
+              accept(() => {
+                reserved.delete(keyId);
+                keys.set(keyId, key);
+                return operationResult(key, keyStringInCreateResult);
+              }),
+            ];
           },
         };
       }
@@ -433,9 +537,14 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
             await readJsonBody(req);
             const key = findKey(keyId, { allowDeleted: true });
             if (!key.deleteTime) throw new HttpFailure(400, "FAILED_PRECONDITION", `Key ${key.name} is not deleted.`);
-            delete key.deleteTime;
-            touch(key);
-            return [200, newOperation(operationResult(key))];
+            return [
+              200,
+              accept(() => {
+                delete key.deleteTime;
+                touch(key);
+                return operationResult(key);
+              }),
+            ];
           },
         };
       }
@@ -468,9 +577,14 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
               restrictions: mask.includes("restrictions") ? validateRestrictions(body.restrictions) : key.restrictions,
               annotations: mask.includes("annotations") ? validateAnnotations(body.annotations) : key.annotations,
             };
-            Object.assign(key, next);
-            touch(key);
-            return [200, newOperation(operationResult(key))];
+            return [
+              200,
+              accept(() => {
+                Object.assign(key, next);
+                touch(key);
+                return operationResult(key);
+              }),
+            ];
           },
         };
       }
@@ -481,9 +595,14 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
             guard("write");
             const key = findKey(keyId, { allowDeleted: false });
             checkEtag(key, url.searchParams.get("etag"));
-            key.deleteTime = new Date().toISOString();
-            touch(key);
-            return [200, newOperation(operationResult(key))];
+            return [
+              200,
+              accept(() => {
+                key.deleteTime = new Date().toISOString();
+                touch(key);
+                return operationResult(key);
+              }),
+            ];
           },
         };
       }
@@ -495,6 +614,29 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
         throw new HttpFailure(404, "NOT_FOUND", `The requested URL ${url.pathname} was not found on this server.`);
       },
     };
+  }
+
+  /** The first fault that applies to this request, counting it; undefined when none does. */
+  function takeFault(rpc: FakeRpc | "Unknown"): (FakeFault & { left: number; seen: number }) | undefined {
+    for (const f of faults) {
+      if (f.left <= 0 || !matches(f, rpc)) continue;
+      f.seen += 1;
+      if (f.seen % Math.max(1, f.every ?? 1) !== 0) continue;
+      f.left -= 1;
+      faults = faults.filter((x) => x.left > 0);
+      return f;
+    }
+    return undefined;
+  }
+
+  function injected(fault: FakeFault): HttpFailure {
+    const details: unknown[] = [];
+    const headers: Record<string, string> = {};
+    if (fault.retryAfterS !== undefined) {
+      headers["retry-after"] = String(fault.retryAfterS);
+      details.push({ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: `${fault.retryAfterS}s` });
+    }
+    return new HttpFailure(fault.status, fault.grpcStatus ?? STATUS_NAMES[fault.status] ?? "UNKNOWN", `Injected failure (${fault.status}).`, details, headers);
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -513,19 +655,10 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
           "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
         );
       }
-      const fault = faults.find((f) => f.left > 0 && matches(f, rpc));
-      if (fault) {
-        fault.left -= 1;
-        faults = faults.filter((f) => f.left > 0);
-        const details: unknown[] = [];
-        const headers: Record<string, string> = {};
-        if (fault.retryAfterS !== undefined) {
-          headers["retry-after"] = String(fault.retryAfterS);
-          details.push({ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: `${fault.retryAfterS}s` });
-        }
-        throw new HttpFailure(fault.status, fault.grpcStatus ?? STATUS_NAMES[fault.status] ?? "UNKNOWN", `Injected failure (${fault.status}).`, details, headers);
-      }
+      const fault = takeFault(rpc);
+      if (fault && !fault.afterApply) throw injected(fault);
       const [status, body] = await run();
+      if (fault) throw injected(fault); // applied, then answered with the error
       record.status = status;
       sendJson(res, status, body);
     } catch (err) {
@@ -547,9 +680,14 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
 
   const server: FakeServer = await startFakeServer(handle);
 
+  function clearTimers(): void {
+    for (const t of timers) clearTimeout(t);
+    timers.clear();
+  }
+
   const control: ApiKeysFakeControl = {
     fail(fault) {
-      faults.push({ ...fault, left: fault.times ?? 1 });
+      faults.push({ ...fault, left: fault.times ?? 1, seen: 0 });
     },
     setLatency(ms, filter) {
       latency = { ms, filter };
@@ -560,6 +698,12 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
     setPollsUntilDone(n) {
       pollsUntilDone = n;
     },
+    delayOperations(ms) {
+      applyDelayMs = Math.max(0, ms);
+    },
+    setKeyStringInCreateResult(include) {
+      keyStringInCreateResult = include;
+    },
     setQuotas(q) {
       if (q.readsPerMinute !== undefined) readsPerMinute = q.readsPerMinute;
       if (q.writesPerMinute !== undefined) writesPerMinute = q.writesPerMinute;
@@ -569,8 +713,16 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
     purge(keyId) {
       if (keys.get(keyId)?.deleteTime) keys.delete(keyId);
     },
+    clearFaults() {
+      faults = [];
+      latency = { ms: 0 };
+      hold = false;
+      applyDelayMs = 0;
+    },
     reset() {
+      clearTimers();
       keys.clear();
+      reserved.clear();
       operations.clear();
       faults = [];
       latency = { ms: 0 };
@@ -578,6 +730,8 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
       writeTimes = [];
       log = [];
       hold = false;
+      applyDelayMs = 0;
+      keyStringInCreateResult = true;
       pollsUntilDone = options.pollsUntilDone ?? 1;
       readsPerMinute = options.readsPerMinute ?? 240;
       writesPerMinute = options.writesPerMinute ?? 120;
@@ -596,6 +750,17 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
       return k ? structuredClone(k) : undefined;
     },
     requests: () => log.map((r) => ({ ...r })),
-    close: () => server.close(),
+    createForeignKey(spec = {}) {
+      const keyId = spec.keyId ?? `foreign-${randomBytes(6).toString("hex")}`;
+      if (!KEY_ID.test(keyId) || UUID_LIKE.test(keyId)) throw new Error(`createForeignKey: invalid keyId '${keyId}'`);
+      if (keys.has(keyId) || reserved.has(keyId)) throw new Error(`createForeignKey: keyId '${keyId}' is taken`);
+      const key = makeKey(keyId, { displayName: spec.displayName ?? "made by hand", annotations: spec.annotations, restrictions: spec.restrictions });
+      keys.set(keyId, key);
+      return structuredClone(key);
+    },
+    close: async () => {
+      clearTimers();
+      await server.close();
+    },
   };
 }

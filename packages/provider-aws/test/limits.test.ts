@@ -1,0 +1,63 @@
+/**
+ * The client-side limiters: the sliding window never lets more than N
+ * attempts leave in any window, releases FIFO, refuses a queue longer than
+ * maxQueueWaitMs; and every SDK attempt — retries included — passes through it,
+ * so a burst against a strict sliding-window quota draws no throttled answer.
+ * (Timings are measured by bench/burst.ts, not asserted here.)
+ */
+import { randomUUID } from "node:crypto";
+import { afterEach, describe, expect, it } from "vitest";
+import { SlidingWindowLimiter } from "../src/limits.js";
+import type { AwsFake } from "../src/fake/index.js";
+import { makeProvider, seededFake, testApp, type Seed } from "./helpers.js";
+
+describe("SlidingWindowLimiter", () => {
+  it("releases at most `limit` attempts in any window, first in first out", async () => {
+    const limiter = new SlidingWindowLimiter(3, 200, "Op");
+    const released: Array<{ i: number; t: number }> = [];
+    await Promise.all(Array.from({ length: 10 }, (_, i) => limiter.acquire(10_000, "gw").then(() => released.push({ i, t: performance.now() }))));
+    expect(released.map((r) => r.i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    for (let k = 3; k < released.length; k++) expect(released[k]!.t - released[k - 3]!.t).toBeGreaterThanOrEqual(199);
+    await limiter.stop();
+  });
+
+  it("refuses at once with 503 + Retry-After when the queue would wait longer than maxQueueWaitMs", async () => {
+    const limiter = new SlidingWindowLimiter(2, 1000, "CreateApiKey");
+    const queued = Array.from({ length: 6 }, () => limiter.acquire(60_000, "gw"));
+    expect(limiter.estimateWaitMs()).toBeGreaterThan(1500);
+    expect(() => limiter.acquire(1000, "gw")).toThrow(expect.objectContaining({ status: 503, code: "THROTTLED" }));
+    await limiter.stop();
+    await Promise.all(queued);
+  });
+});
+
+describe("every SDK attempt passes through the limiter", () => {
+  let fake: AwsFake;
+  let seed: Seed;
+  afterEach(async () => {
+    await fake.close();
+  });
+
+  it("20 concurrent creates against a strict 5-per-sliding-second CreateApiKey quota, with 3 injected 429s retried by the SDK: no answer throttled by the quota", { timeout: 30_000 }, async () => {
+    ({ fake, seed } = await seededFake({ apiGateway: { quotaModel: "sliding-window" } }));
+    const provider = await makeProvider(fake, seed, "API_KEY");
+    fake.faults.throttle({ operation: "CreateApiKey", count: 3, retryAfterS: 0 });
+    const results = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) =>
+        provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app: { ...testApp, appSlug: `s${i}` }, apis: [], apiKeyValue: `StrictQuota${i}${"x".repeat(20)}` }),
+      ),
+    );
+    expect(results.filter((r) => r.status === "rejected")).toEqual([]);
+    expect(fake.stats().calls.CreateApiKey).toBe(23);
+    expect(fake.stats().throttled.CreateApiKey).toBe(3); // the injected ones only
+    await provider.close?.();
+  });
+
+  it("the strict quota itself refuses a 6th CreateApiKey within one second (the fake is strict)", async () => {
+    ({ fake, seed } = await seededFake({ apiGateway: { quotaModel: "sliding-window" } }));
+    const provider = await makeProvider(fake, seed, "API_KEY", { rateLimits: { createApiKey: 1000 }, maxAttempts: 1 });
+    const results = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app: { ...testApp, appSlug: `t${i}` }, apis: [] })));
+    expect(results.filter((r) => r.status === "rejected").map((r) => (r as PromiseRejectedResult).reason.status)).toEqual([503]);
+    await provider.close?.();
+  });
+});

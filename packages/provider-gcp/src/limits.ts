@@ -1,0 +1,87 @@
+/**
+ * Client-side rate limiting of the API Keys quotas, shared per project.
+ *
+ * Google counts the API Keys quotas per consumer project: 240 reads and 120
+ * writes per minute (https://cloud.google.com/api-keys/docs/quotas). Every
+ * gateway of this process that manages keys of the same project (same
+ * endpoint, same project, same limits) draws from ONE pair of token buckets,
+ * so two gateways on one project cannot overshoot the quota together. The
+ * buckets live in core's {@link SharedResourcePool} and stop when the last
+ * gateway using them closes.
+ */
+import Bottleneck from "bottleneck";
+import { SharedResourcePool } from "@credhook/core";
+
+/** Rates of one project's buckets (see `GcpRateLimitOptions` for meanings). */
+export interface QuotaRates {
+  /** Sustained writes per minute. */
+  writesPerMinute: number;
+  /** Writes that may start at once after an idle period. */
+  writeBurst: number;
+  /** Sustained reads per minute (operation polls and getKeyString included). */
+  readsPerMinute: number;
+  /** Reads that may start at once after an idle period. */
+  readBurst: number;
+  /** Longest wait for a token (ms); a call that would wait longer is refused at once. */
+  maxQueueWaitMs: number;
+}
+
+/** One token bucket: a Bottleneck limiter and the interval (ms) between two tokens. */
+export interface QuotaBucket {
+  limiter: Bottleneck;
+  /** Milliseconds between two tokens (60 000 / per-minute rate). */
+  intervalMs: number;
+  /** The sustained rate, per minute (for messages). */
+  perMinute: number;
+}
+
+/** A token bucket for one quota: `burst` tokens, refilled one per `60000 / perMinute` ms; overflow beyond `maxQueueWaitMs` is refused. */
+function bucket(perMinute: number, burst: number, maxQueueWaitMs: number): QuotaBucket {
+  const intervalMs = Math.max(1, Math.ceil(60_000 / perMinute));
+  const limiter = new Bottleneck({
+    reservoir: burst,
+    reservoirIncreaseAmount: 1,
+    reservoirIncreaseInterval: intervalMs,
+    reservoirIncreaseMaximum: burst,
+    // bottleneck adds tokens on its heartbeat: a heartbeat dividing the interval keeps the rate exact
+    heartbeatInterval: intervalMs / Math.ceil(intervalMs / 250),
+    highWater: Math.max(0, Math.floor(maxQueueWaitMs / intervalMs)),
+    strategy: Bottleneck.strategy.OVERFLOW,
+  });
+  return { limiter, intervalMs, perMinute };
+}
+
+/** The read and write buckets of one project. */
+export class ProjectLimiters {
+  readonly reads: QuotaBucket;
+  readonly writes: QuotaBucket;
+
+  constructor(rates: QuotaRates) {
+    this.reads = bucket(rates.readsPerMinute, rates.readBurst, rates.maxQueueWaitMs);
+    this.writes = bucket(rates.writesPerMinute, rates.writeBurst, rates.maxQueueWaitMs);
+  }
+
+  /** Stops the buckets' timers (queued calls are dropped). */
+  async stop(): Promise<void> {
+    await Promise.allSettled([this.reads.limiter.disconnect(false), this.writes.limiter.disconnect(false)]);
+  }
+}
+
+const shared = new SharedResourcePool<ProjectLimiters>((limiters) => limiters.stop());
+
+/**
+ * The buckets of `project` (the endpoint and project id, e.g.
+ * `apikeys.googleapis.com:443|my-project`), shared by every gateway of this
+ * process with the same project and rates. Call `release()` once when the
+ * gateway closes.
+ */
+export function acquireProjectLimiters(project: string, rates: QuotaRates): { limiters: ProjectLimiters; release: () => Promise<void> } {
+  const key = `${project}|${rates.writesPerMinute}/${rates.writeBurst}|${rates.readsPerMinute}/${rates.readBurst}|${rates.maxQueueWaitMs}`;
+  const { value, release } = shared.acquire(key, () => new ProjectLimiters(rates));
+  return { limiters: value, release };
+}
+
+/** Number of projects whose buckets are held now (for tests). */
+export function sharedLimiterCount(): number {
+  return shared.size;
+}

@@ -1,0 +1,190 @@
+/**
+ * The store conformance suite (keyv's `storeTestSuite` idea): every
+ * {@link CredentialStore} — the built-in SQLite and PostgreSQL stores and a
+ * third party's — runs the same cases against a real database.
+ */
+import { randomUUID } from "node:crypto";
+import { Conflict, NotFound, type CredentialRecord, type CredentialStore } from "@credhook/core";
+import type { ConformanceTest } from "./conformance.js";
+
+/** Options of {@link storeConformance}. */
+export interface StoreConformanceOptions {
+  /** Prefix of every test name. @default "store conformance" */
+  name?: string;
+}
+
+function fail(message: string): never {
+  throw new Error(`store conformance: ${message}`);
+}
+
+/** JSON with object keys sorted: a store may keep a record's keys in another order (PostgreSQL's JSONB does). */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) =>
+    v !== null && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+  );
+}
+
+function expectEqual(actual: unknown, expected: unknown, what: string): void {
+  const a = canonical(actual);
+  const e = canonical(expected);
+  if (a !== e) fail(`${what}: expected ${e}, got ${a}`);
+}
+
+async function expectRejects(promise: Promise<unknown>, type: new (...args: never[]) => Error, what: string): Promise<void> {
+  try {
+    await promise;
+  } catch (err) {
+    if (!(err instanceof type)) fail(`${what}: expected ${type.name}, got ${String(err)}`);
+    return;
+  }
+  fail(`${what}: expected ${type.name}, but it succeeded`);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Registers the store conformance tests with `test`.
+ * @param test vitest's `it`
+ * @param factory opens a fresh, migrated, empty store; called once per test (closed by the suite)
+ */
+export function storeConformance(test: ConformanceTest, factory: () => Promise<CredentialStore>, options: StoreConformanceOptions = {}): void {
+  const prefix = options.name ?? "store conformance";
+  const t = (name: string, fn: (store: CredentialStore) => Promise<void>) =>
+    test(`${prefix}: ${name}`, async () => {
+      const store = await factory();
+      try {
+        await fn(store);
+      } finally {
+        await store.close();
+      }
+    });
+  const app = `slug:${randomUUID().slice(0, 8)}`;
+  const rec = (over: Partial<CredentialRecord> = {}): CredentialRecord => ({
+    id: randomUUID(),
+    credentialType: "API_KEY",
+    appKey: app,
+    app: { appName: "Conformance — ünïcode ‘quotes’", developer: "d@example.com", appSlug: app.slice(5) },
+    publicId: `k${randomUUID().slice(0, 8)}`,
+    status: "active",
+    apis: [{ id: "a", gateway: "local", usagePlans: ["p1", "p2"] }],
+    bindings: [{ gateway: "local", nativeId: "n1", resources: { etag: "W/\"1\"", nested: { list: [1, true, null] } } }],
+    createdAt: "2026-01-01T00:00:00.000Z",
+    updatedAt: "2026-01-01T00:00:00.000Z",
+    ...over,
+  });
+
+  t("inserts and reads a record back unchanged, by id, public id and app key", async (store) => {
+    const r = rec();
+    await store.insert(r);
+    expectEqual(await store.get(r.id), r, "get");
+    expectEqual(await store.findByPublicId("API_KEY", r.publicId), r, "findByPublicId");
+    expectEqual(await store.findByPublicId("CLIENT_CREDENTIALS", r.publicId), undefined, "findByPublicId of the other type");
+    expectEqual(await store.findByPublicId("API_KEY", ""), undefined, "findByPublicId of an empty id");
+    expectEqual(await store.findByAppKey(app, "API_KEY"), r, "findByAppKey");
+    expectEqual(await store.get(randomUUID()), undefined, "get of an unknown id");
+  });
+
+  t("one live credential per app and type: insert and save of a second are Conflicts", async (store) => {
+    const r = rec();
+    await store.insert(r);
+    await expectRejects(store.insert(rec()), Conflict, "insert of a second live credential of the app");
+    await expectRejects(store.insert({ ...rec(), id: r.id, appKey: "slug:other" }), Conflict, "insert of a duplicate id");
+    const other = rec({ appKey: "slug:other-app" });
+    await store.insert(other);
+    await expectRejects(store.save({ ...other, appKey: app }), Conflict, "save moving a credential onto an app that has one");
+    await store.insert(rec({ credentialType: "CLIENT_CREDENTIALS" })); // another type is another credential
+  });
+
+  t("save replaces a record; save of an unknown id is NotFound; delete reports whether it existed", async (store) => {
+    const r = rec();
+    await store.insert(r);
+    const changed = { ...r, status: "pending" as const, apis: [], updatedAt: "2026-01-02T00:00:00.000Z" };
+    await store.save(changed);
+    expectEqual(await store.get(r.id), changed, "get after save");
+    await expectRejects(store.save(rec()), NotFound, "save of an unknown id");
+    if (!(await store.delete(r.id))) fail("delete of an existing record returned false");
+    if (await store.delete(r.id)) fail("delete of a deleted record returned true");
+    expectEqual(await store.list(), [], "list after delete");
+  });
+
+  t("abandoned records live beside the app's live one, found only by listAbandoned", async (store) => {
+    const gaveUp = (n: number) =>
+      rec({
+        publicId: "",
+        status: "abandoned",
+        bindings: [],
+        updatedAt: `2026-01-0${n}T00:00:00.000Z`,
+        abandoned: { at: "2026-01-01T00:00:00.000Z", reason: "timeout", uncertain: ["local"], settleUntil: "2026-01-01T00:05:00.000Z", attempts: 0 },
+      });
+    const a1 = gaveUp(2);
+    const a2 = gaveUp(3);
+    await store.insert(a2);
+    await store.insert(a1);
+    const live = rec();
+    await store.insert(live);
+    expectEqual(await store.findByAppKey(app, "API_KEY"), live, "findByAppKey with abandoned records around");
+    expectEqual(await store.listAbandoned(app), [a1, a2], "listAbandoned(app), oldest first");
+    expectEqual((await store.listAbandoned()).map((r) => r.id), [a1.id, a2.id], "listAbandoned()");
+    expectEqual(await store.listAbandoned("slug:nobody"), [], "listAbandoned of another app");
+  });
+
+  t("lists unfinished records older than a time, and counts the recent ones", async (store) => {
+    const pending = rec({ status: "pending", updatedAt: "2026-01-02T00:00:00.000Z" });
+    const revoking = rec({ appKey: "slug:r", status: "revoking", updatedAt: "2026-01-03T00:00:00.000Z" });
+    await store.insert(revoking);
+    await store.insert(pending);
+    await store.insert(rec({ appKey: "slug:a", status: "active", updatedAt: "2026-01-01T00:00:00.000Z" }));
+    await store.insert(rec({ appKey: "slug:x", status: "abandoned", updatedAt: "2026-01-01T00:00:00.000Z" }));
+    expectEqual(await store.listUnfinished("2026-02-01T00:00:00.000Z"), [pending, revoking], "listUnfinished, oldest first");
+    expectEqual(await store.listUnfinished("2026-01-02T12:00:00.000Z"), [pending], "listUnfinished before a time");
+    expectEqual(await store.countUnfinishedSince("2026-01-02T12:00:00.000Z"), 1, "countUnfinishedSince");
+    expectEqual(await store.countUnfinishedSince("2026-02-01T00:00:00.000Z"), 0, "countUnfinishedSince after all");
+  });
+
+  t("keeps provider state per gateway: get, put (replace), delete, list by prefix in key order", async (store) => {
+    const g1 = store.stateFor("g1");
+    await g1.put("cred:b", { a: 1 });
+    await g1.put("cred:a", [1, "x", null]);
+    await g1.put("cred:b", { a: 2 }); // replaces
+    await g1.put("cre%d_", true); // LIKE wildcards are plain characters in a prefix
+    await g1.put("other", "v");
+    await store.stateFor("g2").put("cred:a", "g2's");
+    expectEqual(await g1.get("cred:b"), { a: 2 }, "get after replace");
+    expectEqual(await g1.get("missing"), undefined, "get of a missing key");
+    expectEqual(await g1.list("cred:"), [{ key: "cred:a", value: [1, "x", null] }, { key: "cred:b", value: { a: 2 } }], "list('cred:')");
+    expectEqual((await g1.list("cre%")).map((e) => e.key), ["cre%d_"], "list('cre%')");
+    expectEqual(await store.stateFor("g2").get("cred:a"), "g2's", "another gateway's namespace");
+    if (!(await g1.delete("cred:a"))) fail("delete of an existing key returned false");
+    if (await g1.delete("cred:a")) fail("delete of a deleted key returned true");
+    expectEqual(await g1.get("cred:a"), undefined, "get after delete");
+  });
+
+  t("health resolves on an open store", async (store) => {
+    await store.health();
+  });
+
+  t("locks serialise one key and let other keys run in parallel; tryRun skips a held key", async (store) => {
+    if (!store.locks) return; // a single-instance store without locks: core serialises in process
+    const locks = store.locks;
+    const order: string[] = [];
+    const job = (key: string, name: string, ms: number) =>
+      locks.run(key, async () => {
+        order.push(`start ${name}`);
+        await sleep(ms);
+        order.push(`end ${name}`);
+        return name;
+      });
+    let busy: { ran: boolean } | undefined;
+    const first = job("app-1", "a1", 150);
+    await sleep(40);
+    busy = await locks.tryRun("app-1", async () => "x");
+    const results = await Promise.all([first, job("app-1", "a2", 1), job("app-2", "b", 5)]);
+    expectEqual(results, ["a1", "a2", "b"], "results");
+    if (order.indexOf("end a1") > order.indexOf("start a2")) fail(`same key overlapped: ${order.join(", ")}`);
+    if (order.indexOf("start b") > order.indexOf("end a1")) fail(`different keys did not run in parallel: ${order.join(", ")}`);
+    if (busy?.ran !== false) fail("tryRun ran while the key was held");
+    expectEqual(await locks.tryRun("app-1", async () => 7), { ran: true, value: 7 }, "tryRun of a free key");
+    await expectRejects(locks.run("app-3", async () => Promise.reject(new NotFound("boom"))), NotFound, "an error inside run");
+    expectEqual(await locks.tryRun("app-3", async () => 1), { ran: true, value: 1 }, "tryRun after an error released the key");
+  });
+}

@@ -1,0 +1,83 @@
+/**
+ * What the operator commands `credhook reconcile` and `credhook adopt` read and
+ * print: the reconcile report in words, and the adoption file, validated.
+ */
+import { readFile } from "node:fs/promises";
+import { ConfigError, createAjv, formatAjvErrors, type AdoptionRequest, type ReconcileReport } from "@credhook/core";
+
+/**
+ * The reconcile report as lines for a terminal: unfinished operations, records
+ * skipped as too recent (and how to include them), abandoned creates, garbage
+ * revoked, drift reported.
+ * @param olderThanS the `--older-than` the report was made with, seconds
+ */
+export function formatReconcileReport(report: ReconcileReport, olderThanS: number): string[] {
+  const dry = report.dryRun ? "[dry run] " : "";
+  const out: string[] = [`${dry}unfinished credentials: ${report.unfinished.length}`];
+  for (const u of report.unfinished) {
+    out.push(`  - ${u.credentialId} (${u.appKey}, interrupted ${u.op}) on ${u.gateways.join(", ") || "no gateway"}: ${u.action}`);
+    for (const e of u.errors) out.push(`      error: ${e}`);
+  }
+  if (report.skippedRecent > 0) {
+    out.push(
+      `skipped as too recent: ${report.skippedRecent} unfinished record(s) written in the last ${olderThanS} s (possibly a running server's requests in flight); ` +
+        `run again later, or with --older-than 0 when no server is running`,
+    );
+  }
+  out.push(`abandoned creates (the portal never received them): ${report.abandoned.length}`);
+  for (const a of report.abandoned) {
+    out.push(`  - ${a.credentialId} (${a.appKey}) on ${a.gateways.join(", ") || "no gateway"}: ${a.action}`);
+    for (const e of a.errors) out.push(`      error: ${e}`);
+  }
+  out.push(`${report.dryRun ? "garbage to revoke" : "garbage revoked"} (marked with a credential id whose record says it is not there): ${report.garbage.length}`);
+  for (const g of report.garbage) out.push(`  - ${g.gateway}: ${g.nativeId} ${g.description}${g.credentialId ? ` [credential ${g.credentialId}]` : ""}`);
+  out.push(`resources no credential record explains (drift, not deleted): ${report.orphans.length}`);
+  for (const o of report.orphans) out.push(`  - ${o.gateway}: ${o.nativeId} ${o.description}${o.credentialId ? ` [credential ${o.credentialId}]` : ""}`);
+  if (report.unlistable.length > 0) out.push(`gateways that cannot list their resources: ${report.unlistable.join(", ")}`);
+  return out;
+}
+
+/** JSON Schema of `credhook adopt`'s input file. Unknown fields are tolerated, like the portal's. */
+const adoptionFileSchema = {
+  type: "array",
+  items: {
+    type: "object",
+    required: ["credentialType", "appName", "developer", "apis"],
+    properties: {
+      credentialType: { enum: ["API_KEY", "CLIENT_CREDENTIALS"] },
+      apiKeyId: { type: "string", minLength: 1 },
+      clientId: { type: "string", minLength: 1 },
+      appName: { type: "string", minLength: 1 },
+      developer: { type: "string", minLength: 1 },
+      appSlug: { type: "string", minLength: 1 },
+      apis: {
+        type: "array",
+        minItems: 1,
+        items: {
+          type: "object",
+          required: ["id"],
+          properties: {
+            id: { type: "string", minLength: 1 },
+            usagePlans: { type: "array", items: { type: "object", required: ["id"], properties: { id: { type: "string", minLength: 1 } } } },
+          },
+        },
+      },
+    },
+  },
+} as const;
+
+/**
+ * Reads and validates `credhook adopt`'s JSON file.
+ * @throws ConfigError naming the file and each problem's place (`file[0].apis must …`), or that it is not JSON
+ */
+export async function readAdoptionFile(file: string): Promise<AdoptionRequest[]> {
+  let data: unknown;
+  try {
+    data = JSON.parse(await readFile(file, "utf8"));
+  } catch (err) {
+    throw new ConfigError([`${file}: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : `not valid JSON (${(err as Error).message})`}`]);
+  }
+  const validate = createAjv().compile(adoptionFileSchema);
+  if (!validate(data)) throw new ConfigError(formatAjvErrors(validate.errors, (path) => `${file}${path.replace(/\/(\d+)/g, "[$1]").replace(/\//g, ".")}`));
+  return data as AdoptionRequest[];
+}

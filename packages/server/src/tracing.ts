@@ -1,0 +1,229 @@
+/**
+ * OpenTelemetry traces through `@opentelemetry/api`:
+ * - {@link traceRequests}: one SERVER span per webhook request (`POST /v1/createCredentials` …),
+ *   continuing an incoming W3C `traceparent`;
+ * - {@link traceGateways}: one CLIENT span per gateway call, a child of the request's span,
+ *   with the attributes `credhook.gateway`, `credhook.provider`, `credhook.operation`,
+ *   `credhook.outcome` (`ok` or the error code) and `credhook.cloud_request_id` where the
+ *   cloud's answer carried one;
+ * - {@link startTracing}: the SDK and exporter, loaded only when the standard `OTEL_*`
+ *   variables ask for traces ({@link tracingRequested}); otherwise the API is a no-op and
+ *   nothing of the SDK is loaded.
+ *
+ * Environment variables: https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/
+ */
+import type { NextFunction, Request, Response } from "express";
+import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from "@opentelemetry/api";
+import type { SpanExporter } from "@opentelemetry/sdk-trace-node";
+import { ConfigError, isCredhookError, type Gateway, type Provider } from "@credhook/core";
+
+/** Instrumentation scope name of credhook's spans. */
+export const TRACER_NAME = "credhook";
+
+const tracer = () => trace.getTracer(TRACER_NAME);
+
+/** What {@link tracingRequested} found in the environment. */
+export interface TracingRequest {
+  /** `otlp` (OTLP over HTTP, protobuf) or `console` (spans printed on stdout, for debugging). */
+  exporter: "otlp" | "console";
+}
+
+/**
+ * Whether the standard variables enable a trace exporter. Traces are off unless:
+ * `OTEL_TRACES_EXPORTER` is `otlp` or `console`, or it is unset and
+ * `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set.
+ * `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none` turn them off.
+ * @throws ConfigError an exporter or OTLP protocol credhook does not ship (zipkin, grpc …)
+ */
+export function tracingRequested(env: Record<string, string | undefined> = process.env): TracingRequest | undefined {
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true") return undefined;
+  const exporters = (env.OTEL_TRACES_EXPORTER ?? "")
+    .split(",")
+    .map((e) => e.trim().toLowerCase())
+    .filter(Boolean);
+  let exporter: TracingRequest["exporter"] | undefined;
+  if (exporters.length === 0) exporter = env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ? "otlp" : undefined;
+  else if (exporters.includes("none")) exporter = undefined;
+  else {
+    const unknown = exporters.filter((e) => e !== "otlp" && e !== "console");
+    if (unknown.length > 0) throw new ConfigError([`OTEL_TRACES_EXPORTER: ${unknown.join(", ")} is not supported by credhook; use otlp, console or none`]);
+    exporter = exporters.includes("otlp") ? "otlp" : "console";
+  }
+  if (exporter === "otlp") {
+    const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || "http/protobuf";
+    if (protocol !== "http/protobuf") {
+      throw new ConfigError([`OTEL_EXPORTER_OTLP_PROTOCOL: ${protocol} is not supported by credhook; use http/protobuf (the default; an OpenTelemetry Collector accepts it on port 4318)`]);
+    }
+  }
+  return exporter ? { exporter } : undefined;
+}
+
+/** A started tracing SDK. */
+export interface Tracing {
+  /** Flushes pending spans and stops the SDK (call on shutdown). */
+  shutdown(): Promise<void>;
+}
+
+/** Options of {@link startTracing}. */
+export interface StartTracingOptions {
+  env?: Record<string, string | undefined>;
+  /**
+   * Exporter to use instead of the one the environment names, with a synchronous
+   * processor (tests: an `InMemorySpanExporter`). Tracing is then on whatever the environment says.
+   */
+  exporter?: SpanExporter;
+  /** `service.version` resource attribute. */
+  serviceVersion?: string;
+}
+
+/**
+ * Starts the OpenTelemetry SDK when {@link tracingRequested} (or `options.exporter`) asks for it:
+ * a NodeTracerProvider (AsyncLocalStorage context, W3C trace context propagation,
+ * `OTEL_TRACES_SAMPLER`), a batch processor (`OTEL_BSP_*`) and the OTLP/HTTP protobuf
+ * exporter (`OTEL_EXPORTER_OTLP_*ENDPOINT`, `_HEADERS`, `_TIMEOUT`), with the resource
+ * `service.name=credhook` unless `OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES` say otherwise.
+ * The SDK packages are imported only here, only then.
+ * @returns the running SDK, or undefined when traces are off
+ * @throws ConfigError see {@link tracingRequested}
+ */
+export async function startTracing(options: StartTracingOptions = {}): Promise<Tracing | undefined> {
+  const request = options.exporter ? undefined : tracingRequested(options.env ?? process.env);
+  if (!options.exporter && !request) return undefined;
+  const [{ NodeTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, ConsoleSpanExporter }, { defaultResource, detectResources, envDetector, resourceFromAttributes }] =
+    await Promise.all([import("@opentelemetry/sdk-trace-node"), import("@opentelemetry/resources")]);
+  let processor;
+  if (options.exporter) processor = new SimpleSpanProcessor(options.exporter);
+  else if (request!.exporter === "console") processor = new SimpleSpanProcessor(new ConsoleSpanExporter());
+  else {
+    const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-proto");
+    processor = new BatchSpanProcessor(new OTLPTraceExporter());
+  }
+  const resource = defaultResource()
+    .merge(resourceFromAttributes({ "service.name": "credhook", ...(options.serviceVersion ? { "service.version": options.serviceVersion } : {}) }))
+    .merge(detectResources({ detectors: [envDetector] }));
+  const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
+  provider.register();
+  return {
+    async shutdown() {
+      await provider.shutdown();
+      trace.disable();
+      context.disable();
+      propagation.disable();
+    },
+  };
+}
+
+/** The active span's trace and span ids, for log lines; empty when no span is being recorded or propagated. */
+export function traceIds(): { traceId?: string; spanId?: string } {
+  const sc = trace.getActiveSpan()?.spanContext();
+  if (!sc || !trace.isSpanContextValid(sc)) return {};
+  return { traceId: sc.traceId, spanId: sc.spanId };
+}
+
+/**
+ * Express middleware: a SERVER span for every request whose path starts with
+ * `/v1/` (the webhook's endpoints; probes and `/metrics` are left out), named
+ * `<METHOD> <path>`, made the active context for the rest of the request. It
+ * ends when the response finishes, with `http.response.status_code`, the request
+ * id, the gateways and credential id the operation touched, and status ERROR for 5xx.
+ */
+export function traceRequests() {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (!req.path.startsWith("/v1/")) return next();
+    const parent = propagation.extract(context.active(), req.headers);
+    const span = tracer().startSpan(
+      `${req.method} ${req.path}`,
+      { kind: SpanKind.SERVER, attributes: { "http.request.method": req.method, "url.path": req.path, "http.route": req.path, "url.scheme": req.protocol } },
+      parent,
+    );
+    const ctx = trace.setSpan(parent, span);
+    // Body parsing and the response run from stream events: bind them to the request's context.
+    context.bind(ctx, req);
+    context.bind(ctx, res);
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      const attributes: Attributes = { "http.response.status_code": res.statusCode };
+      if (req.id !== undefined) attributes["credhook.request_id"] = String(req.id);
+      if (res.locals.credentialId) attributes["credhook.credential_id"] = String(res.locals.credentialId);
+      if (Array.isArray(res.locals.gateways)) attributes["credhook.gateways"] = (res.locals.gateways as string[]).map(String);
+      if (res.locals.errorCode) attributes["credhook.error_code"] = String(res.locals.errorCode);
+      span.setAttributes(attributes);
+      if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+    };
+    res.once("finish", end);
+    res.once("close", end);
+    context.with(ctx, next);
+  };
+}
+
+/** The provider methods that reach a gateway, each traced as one span. */
+const TRACED_OPERATIONS = new Set(["create", "update", "revoke", "readSecret", "rotateSecret", "listOwned", "health"]);
+
+/**
+ * The cloud's request id carried by a provider error's cause chain, where the SDK
+ * exposes one: AWS SDK v3 `$metadata.requestId` (x-amzn-RequestId), Azure
+ * `RestError.response` header `x-ms-request-id`, or a plain `requestId` string.
+ */
+export function cloudRequestId(err: unknown): string | undefined {
+  let e = err as Record<string, unknown> | undefined;
+  for (let depth = 0; e && typeof e === "object" && depth < 5; depth++) {
+    const aws = (e.$metadata as { requestId?: unknown } | undefined)?.requestId;
+    if (typeof aws === "string" && aws) return aws;
+    const headers = (e.response as { headers?: { get?: (n: string) => unknown } & Record<string, unknown> } | undefined)?.headers;
+    const azure = typeof headers?.get === "function" ? headers.get("x-ms-request-id") : headers?.["x-ms-request-id"];
+    if (typeof azure === "string" && azure) return azure;
+    if (typeof e.requestId === "string" && e.requestId) return e.requestId;
+    e = e.cause as Record<string, unknown> | undefined;
+  }
+  return undefined;
+}
+
+/** Runs `fn` in a CLIENT span for one gateway call; records the outcome (and the error's code and cloud request id). */
+async function inGatewaySpan<T>(gateway: Gateway, operation: string, fn: () => Promise<T>): Promise<T> {
+  return tracer().startActiveSpan(
+    `${operation} ${gateway.name}`,
+    {
+      kind: SpanKind.CLIENT,
+      attributes: { "credhook.gateway": gateway.name, "credhook.provider": gateway.providerType, "credhook.operation": operation },
+    },
+    async (span: Span) => {
+      try {
+        const out = await fn();
+        span.setAttribute("credhook.outcome", "ok");
+        return out;
+      } catch (err) {
+        span.setAttribute("credhook.outcome", isCredhookError(err) ? err.code : "INTERNAL");
+        const requestId = cloudRequestId(err);
+        if (requestId) span.setAttribute("credhook.cloud_request_id", requestId);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: isCredhookError(err) ? err.code : "unexpected error" });
+        throw err;
+      } finally {
+        span.end();
+      }
+    },
+  );
+}
+
+/**
+ * Wraps one gateway's provider so that every call of a {@link TRACED_OPERATIONS}
+ * method runs in its own span (a no-op when traces are off). Capabilities,
+ * `close` and absent optional methods are passed through unchanged.
+ */
+export function traceProvider(gateway: Gateway): Provider {
+  const provider = gateway.provider;
+  return new Proxy(provider, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof prop !== "string" || !TRACED_OPERATIONS.has(prop) || typeof value !== "function") return value;
+      return (...args: unknown[]) => inGatewaySpan(gateway, prop, () => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
+    },
+  });
+}
+
+/** The same gateways, each with its provider wrapped by {@link traceProvider}. */
+export function traceGateways(gateways: Map<string, Gateway>): Map<string, Gateway> {
+  return new Map([...gateways].map(([name, g]) => [name, { ...g, provider: traceProvider(g) }]));
+}

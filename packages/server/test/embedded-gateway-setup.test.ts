@@ -1,0 +1,122 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import * as oidc from "openid-client";
+import { createLogger, loadConfigFile, startServer } from "../src/index.js";
+import { AUTH, errorOf, PASSWORD, startTestServer, SERVER_YAML, type TestServer } from "./helpers.js";
+
+const YAML = `
+${SERVER_YAML}gateways:
+  local: { provider: local, credentialType: API_KEY }
+  m2m: { provider: local, credentialType: CLIENT_CREDENTIALS, options: { tokenUrl: "https://auth.example.com/oauth2/token" } }
+routes:
+  - { apis: ["m2m-*"], gateway: m2m }
+  - { default: local }
+embeddedGateway:
+  pathPrefix: /gateway
+  keyCheck: { header: X-Key, apiHeader: X-Api }
+  oauth: { signing: { alg: ES256, keyFile: ./signing-keys.json } }
+`;
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startTestServer(YAML);
+});
+afterAll(() => s.close());
+
+describe("embedded gateway under a path prefix of the webhook's port", () => {
+  it("serves the key check under the prefix without Basic auth, while the webhook keeps its auth", async () => {
+    expect(s.gatewayUrl).toBe(`${s.url}/gateway`);
+    const { json } = await s.call("/v1/createCredentials", { appName: "Prefixed", developer: "d@example.com", apis: [{ id: "orders" }] });
+    const key = (json as { apiKey: string }).apiKey;
+    const ok = await fetch(`${s.url}/gateway/check`, { headers: { "x-key": key, "x-api": "orders" } });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get("x-credhook-api")).toBe("orders");
+    const denied = await fetch(`${s.url}/gateway/check`, { headers: { "x-api": "orders" } });
+    expect(denied.status).toBe(401);
+    expect((await errorOf(denied)).path).toBe("/gateway/check");
+    expect((await fetch(`${s.url}/v1/health`)).status).toBe(401);
+    const unknown = await fetch(`${s.url}/gateway/nope`);
+    expect(unknown.status).toBe(404);
+    expect((await errorOf(unknown)).messages[0]).toMatch(/the embedded gateway serves \/gateway\/check, \/gateway\/oauth2\/token/);
+  });
+
+  it("publishes RFC 8414 metadata at the path-inserted well-known URI, so a standard client discovers the issuer with its path", async () => {
+    const issuer = `http://localhost:${s.port}/gateway`;
+    const inserted = await fetch(`${s.url}/.well-known/oauth-authorization-server/gateway`);
+    expect(inserted.status).toBe(200);
+    expect(await inserted.json()).toMatchObject({ issuer, token_endpoint: `${issuer}/oauth2/token`, jwks_uri: `${issuer}/.well-known/jwks.json` });
+    const { json } = await s.call("/v1/createCredentials", { appName: "Prefixed Client", developer: "d@example.com", apis: [{ id: "m2m-x" }] });
+    const cred = json as { clientId: string; clientSecret: string; customCredentials: { tokenUrl: string } };
+    // The gateway option tokenUrl wins over the embedded gateway's own.
+    expect(cred.customCredentials.tokenUrl).toBe("https://auth.example.com/oauth2/token");
+    const config = await oidc.discovery(new URL(issuer), cred.clientId, cred.clientSecret, undefined, { algorithm: "oauth2", execute: [oidc.allowInsecureRequests] });
+    const tokens = await oidc.clientCredentialsGrant(config, { scope: "m2m-x" });
+    expect(tokens.scope).toBe("m2m-x");
+    const jwks = (await (await fetch(`${s.url}/gateway/.well-known/jwks.json`)).json()) as { keys: Array<{ kty: string; alg: string }> };
+    expect(jwks.keys[0]).toMatchObject({ kty: "EC", alg: "ES256" });
+  });
+});
+
+describe("embedded gateway configuration at start-up", () => {
+  it("refuses to start when no gateway uses provider local", async () => {
+    await expect(
+      startTestServer(`
+server: { auth: { users: [ { username: portal, password: "\${CREDHOOK_PASSWORD}" } ] } }
+store: { sqlite: ":memory:" }
+gateways: { aws: { provider: aws, credentialType: API_KEY, options: { region: us-east-1 } } }
+routes: [ { default: aws } ]
+embeddedGateway: {}
+`),
+    ).rejects.toMatchObject({ messages: [expect.stringMatching(/^embeddedGateway: no gateway uses provider: local/)] });
+  });
+
+  it("refuses usage-plan counters on a store that is not PostgreSQL", async () => {
+    await expect(startTestServer(`${SERVER_YAML}gateways: { local: { provider: local, credentialType: API_KEY } }
+routes: [ { default: local } ]
+embeddedGateway: { limits: { counters: store } }
+`)).rejects.toMatchObject({ messages: [expect.stringMatching(/^embeddedGateway\.limits\.counters: store keeps usage-plan counters on the PostgreSQL store/)] });
+  });
+
+  it("names the YAML path of a wrong option", async () => {
+    await expect(
+      startTestServer(`
+server: { auth: { users: [ { username: portal, password: "x" } ] } }
+gateways: { local: { provider: local, credentialType: API_KEY } }
+routes: [ { default: local } ]
+embeddedGateway: { keyCheck: { cache: { maxEntries: 0 } } }
+`),
+    ).rejects.toMatchObject({ messages: ["embeddedGateway.keyCheck.cache.maxEntries must be >= 1"] });
+  });
+});
+
+describe("the shipped config (the embedded default, which `credhook init` writes)", () => {
+  it("turns the embedded gateway on: its own port, API keys checked, OAuth tokens for m2m-* APIs", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "credhook-shipped-"));
+    const config = await loadConfigFile(undefined, { cwd: dir, embeddedDefault: true, env: { PORT: "0", CREDHOOK_GATEWAY_PORT: "0", CREDHOOK_DATA_DIR: dir, CREDHOOK_PASSWORD: PASSWORD } });
+    const server = await startServer(config, { port: 0, host: "127.0.0.1", logger: createLogger("silent") });
+    try {
+      const gw = server.gatewayUrl!;
+      expect(gw).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(gw).not.toBe(server.url);
+      const create = (body: unknown) =>
+        fetch(`${server.url}/v1/createCredentials`, { method: "POST", headers: { authorization: AUTH, "content-type": "application/json" }, body: JSON.stringify(body) }).then((r) => r.json());
+      const key = (await create({ appName: "Shipped", developer: "d@example.com", apis: [{ id: "5aba4csvd4" }] })) as { apiKey: string };
+      expect((await fetch(`${gw}/check`, { headers: { "x-api-key": "nope" } })).status).toBe(401);
+      // No API rule is configured yet: a live key is refused, saying where to configure one.
+      const unconfigured = await fetch(`${gw}/check`, { headers: { "x-api-key": key.apiKey, "x-original-uri": "/orders/1" } });
+      expect(unconfigured.status).toBe(403);
+      expect((await errorOf(unconfigured)).messages[0]).toMatch(/embeddedGateway\.keyCheck\.apis/);
+
+      const client = (await create({ appName: "Shipped M2M", developer: "d@example.com", apis: [{ id: "m2m-reports" }] })) as { clientId: string; clientSecret: string; customCredentials: { tokenUrl: string } };
+      const port = new URL(gw).port;
+      expect(client.customCredentials.tokenUrl).toBe(`http://localhost:${port}/oauth2/token`);
+      const oauth = await oidc.discovery(new URL(`http://localhost:${port}`), client.clientId, client.clientSecret, undefined, { algorithm: "oauth2", execute: [oidc.allowInsecureRequests] });
+      expect((await oidc.clientCredentialsGrant(oauth)).scope).toBe("m2m-reports");
+    } finally {
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,143 @@
+// The package operators install, exercised as they would: the workspace packed
+// (`pnpm pack` of each package), the tarballs installed with npm into an empty
+// folder (scripts/pack.mjs, the same steps the Dockerfile runs), and `credhook`
+// started from another empty folder. Slow (about a minute): it packs and installs.
+//
+// better-sqlite3's install script must run for its native addon to exist. It first
+// downloads a prebuilt binary (prebuild-install), else compiles from source. This
+// machine reaches no binary host, so the test serves the addon this workspace
+// already compiled, for this very Node.js, from a local mirror
+// (npm_config_better_sqlite3_binary_host, prebuild-install's documented mirror
+// setting) — the install script still has to be allowed and to run, or nothing is there.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execFile, execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { createRequire } from "node:module";
+import type { AddressInfo } from "node:net";
+import { homedir, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { spawnCredhook } from "./helpers.js";
+import { promisify } from "node:util";
+
+/** scripts/pack.mjs: the same steps the Dockerfile runs (run as a child process, so that this process can serve the mirror meanwhile). */
+const PACK_SCRIPT = fileURLToPath(new URL("../../../scripts/pack.mjs", import.meta.url));
+const execFileAsync = promisify(execFile);
+
+const STORE_SQLITE = fileURLToPath(new URL("../../store-sqlite/package.json", import.meta.url));
+const PASSWORD = "packed-install-password";
+
+let work: string;
+let mirror: Server;
+let mirrorHits: string[] = [];
+let credhook: string;
+let prebuildCacheFile: string | undefined;
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), "credhook-packed-"));
+  const packs = join(work, "packs");
+  await execFileAsync(process.execPath, [PACK_SCRIPT, "pack", packs], { maxBuffer: 64 * 1024 * 1024 });
+
+  // The local binary mirror: <host>/v<version>/better-sqlite3-v<version>-node-v<abi>-<platform>-<arch>.tar.gz
+  const sqliteDir = dirname(createRequire(STORE_SQLITE).resolve("better-sqlite3/package.json"));
+  const version = (JSON.parse(readFileSync(join(sqliteDir, "package.json"), "utf8")) as { version: string }).version;
+  const asset = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+  const tarball = execFileSync("tar", ["-czf", "-", "-C", sqliteDir, "build/Release/better_sqlite3.node"], { maxBuffer: 256 * 1024 * 1024 });
+  mirror = createServer((req, res) => {
+    mirrorHits.push(req.url ?? "");
+    if (req.url === `/v${version}/${asset}`) res.writeHead(200, { "content-type": "application/gzip" }).end(tarball);
+    else res.writeHead(404).end();
+  });
+  await new Promise<void>((r) => mirror.listen(0, "127.0.0.1", r));
+  const host = `http://127.0.0.1:${(mirror.address() as AddressInfo).port}`;
+  const url = `${host}/v${version}/${asset}`;
+  // prebuild-install keeps what it downloads in <npm cache>/_prebuilds: removed again afterwards.
+  prebuildCacheFile = join(homedir(), ".npm", "_prebuilds", `${createHash("sha512").update(url).digest("hex").slice(0, 6)}-${asset.replace(/[^a-zA-Z0-9.]+/g, "-")}`);
+
+  // npm as an operator runs it: none of the npm_* variables `pnpm test` sets for its own scripts.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
+  const installed = await execFileAsync(process.execPath, [PACK_SCRIPT, "install", packs, join(work, "install")], {
+    env: { ...env, npm_config_better_sqlite3_binary_host: host, npm_config_prefer_offline: "true" },
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  credhook = installed.stdout.trim();
+}, 180_000);
+
+afterAll(async () => {
+  mirror?.close();
+  if (prebuildCacheFile) rmSync(prebuildCacheFile, { force: true });
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+/** Starts the installed `credhook serve` in `cwd` with a clean environment (no repository around). */
+const serve = (cwd: string) =>
+  spawnCredhook([credhook, "serve"], { cwd, env: { PATH: process.env.PATH!, HOME: process.env.HOME!, PORT: "0", CREDHOOK_GATEWAY_PORT: "0", CREDHOOK_PASSWORD: PASSWORD } });
+
+describe("the packed install", () => {
+  it("installs a credhook command whose native SQLite addon was built by its allowed install script, without the test fakes", () => {
+    const nm = join(work, "install", "node_modules");
+    expect(existsSync(credhook)).toBe(true);
+    expect(existsSync(join(nm, "better-sqlite3", "build", "Release", "better_sqlite3.node"))).toBe(true);
+    expect(mirrorHits.some((u) => u.endsWith(".tar.gz"))).toBe(true);
+    // runtime only: no testkit (the fakes' helper), no TypeScript toolchain
+    for (const dev of ["@credhook/provider-testkit", "tsx", "typescript", "vitest"]) expect(existsSync(join(nm, dev)), dev).toBe(false);
+    expect(existsSync(join(nm, "@credhook", "server", "dist", "cli.js"))).toBe(true);
+  });
+
+  it("`credhook serve` from an empty folder serves the embedded default: /livez and /readyz 204 without credentials, the contract's calls with them", async () => {
+    const cwd = join(work, "empty");
+    mkdirSync(cwd);
+    const cli = serve(cwd);
+    const url = await cli.listening();
+    const out = cli.output;
+    try {
+      expect((await fetch(`${url}/livez`)).status).toBe(204);
+      expect((await fetch(`${url}/readyz`)).status).toBe(204);
+      const auth = { authorization: `Basic ${Buffer.from(`portal:${PASSWORD}`).toString("base64")}`, "content-type": "application/json" };
+      const created = await fetch(`${url}/v1/createCredentials`, {
+        method: "POST",
+        headers: auth,
+        body: JSON.stringify({ appName: "Packed", developer: "ops@example.com", apis: [{ id: "5aba4csvd4" }] }),
+      });
+      expect(created.status).toBe(200);
+      expect(((await created.json()) as { apiKey: string }).apiKey).toMatch(/^[0-9A-Za-z]{40}$/);
+      expect((await fetch(`${url}/v1/health`, { headers: auth })).status).toBe(204);
+      expect(out()).toContain("serving the embedded default");
+      expect(existsSync(join(cwd, "data", "credhook.db"))).toBe(true);
+    } finally {
+      expect((await cli.stop()).code).toBe(0);
+    }
+    expect(out()).not.toContain(PASSWORD);
+  });
+
+  it("`credhook init` writes the commented starter, which `check-config` accepts; `credhook demo` says it needs the repository", () => {
+    const cwd = join(work, "init");
+    mkdirSync(cwd);
+    const env = { PATH: process.env.PATH!, HOME: process.env.HOME! };
+    execFileSync(credhook, ["init"], { cwd, env });
+    const written = readFileSync(join(cwd, "webhook.config.yaml"), "utf8");
+    expect(written).toBe(readFileSync(join(work, "install", "node_modules", "@credhook", "server", "config", "webhook.config.yaml"), "utf8"));
+    expect(written).toContain("# credhook configuration.");
+    let again: { status?: number; stderr?: string } = {};
+    try {
+      execFileSync(credhook, ["init"], { cwd, env, encoding: "utf8", stdio: "pipe" });
+    } catch (err) {
+      again = err as { status?: number; stderr?: string };
+    }
+    expect(again.status).toBe(1);
+    expect(again.stderr).toContain("exists already; pass --force to overwrite it");
+    const check = execFileSync(credhook, ["check-config"], { cwd, env, encoding: "utf8" });
+    expect(check).toContain(`config: ${join(cwd, "webhook.config.yaml")}`);
+    expect(check).toContain("configuration is valid");
+    let demo: { status?: number; stderr?: string } = {};
+    try {
+      execFileSync(credhook, ["demo", "--port", "0"], { cwd, env, encoding: "utf8", stdio: "pipe" });
+    } catch (err) {
+      demo = err as { status?: number; stderr?: string };
+    }
+    expect(demo.status).toBe(1);
+    expect(demo.stderr).toContain("credhook demo runs the cloud fakes and examples/multi-cloud.yaml of the repository");
+  });
+});

@@ -1,0 +1,115 @@
+import { randomUUID } from "node:crypto";
+import { describe, expect, inject, it } from "vitest";
+import pg from "pg";
+import { storeConformance } from "@credhook/provider-testkit";
+import { openPostgresStore, PostgresCredentialStore } from "../src/index.js";
+
+const url = inject("databaseUrl");
+/** A fresh schema per store: tests never see each other's rows. */
+const schema = () => `t_${randomUUID().replace(/-/g, "").slice(0, 16)}`;
+
+describe("store conformance (PostgreSQL)", () => {
+  storeConformance(it, () => openPostgresStore({ url, schema: schema() }));
+});
+
+describe("PostgreSQL store", () => {
+  it("several instances starting at once on an empty database migrate it once, and all work", async () => {
+    const s = schema();
+    const stores = await Promise.all([1, 2, 3, 4].map(() => openPostgresStore({ url, schema: s })));
+    try {
+      for (const store of stores) expect(await store.appliedMigrations()).toEqual(["0001_credentials"]);
+      const id = randomUUID();
+      await stores[0]!.insert({
+        id,
+        credentialType: "API_KEY",
+        appKey: "slug:x",
+        app: { appName: "X", developer: "d" },
+        publicId: "k",
+        status: "active",
+        apis: [],
+        bindings: [],
+        createdAt: "2026-01-01T00:00:00.000Z",
+        updatedAt: "2026-01-01T00:00:00.000Z",
+      });
+      expect((await stores[3]!.get(id))?.publicId).toBe("k");
+    } finally {
+      await Promise.all(stores.map((x) => x.close()));
+    }
+  });
+
+  it("an app's lock is held across instances and dies with the instance's session (no stale lock after a crash)", async () => {
+    const s = schema();
+    const a = await openPostgresStore({ url, schema: s });
+    const b = await openPostgresStore({ url, schema: s });
+    try {
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let entered!: () => void;
+      const inside = new Promise<void>((r) => (entered = r));
+      const running = a.locks.run("slug:app", async () => {
+        entered();
+        await held;
+      });
+      await inside;
+      expect(await b.locks.tryRun("slug:app", async () => 1)).toEqual({ ran: false }); // another instance holds it
+      expect(await b.locks.tryRun("slug:other", async () => 2)).toEqual({ ran: true, value: 2 });
+      // The instance dies: its database sessions end (as after kill -9).
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()");
+      await admin.end();
+      expect(await b.locks.tryRun("slug:app", async () => 3)).toEqual({ ran: true, value: 3 });
+      release();
+      await running.catch(() => undefined); // its unlock fails on the dead session; the lock is already gone
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it("waits for a lock another instance holds, then runs", async () => {
+    const s = schema();
+    const a = await openPostgresStore({ url, schema: s });
+    const b = await openPostgresStore({ url, schema: s });
+    try {
+      const order: string[] = [];
+      const first = a.locks.run("slug:app", async () => {
+        order.push("a start");
+        await new Promise((r) => setTimeout(r, 200));
+        order.push("a end");
+      });
+      await new Promise((r) => setTimeout(r, 50));
+      await b.locks.run("slug:app", async () => void order.push("b"));
+      await first;
+      expect(order).toEqual(["a start", "a end", "b"]);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it("refuses a schema name it cannot quote safely, naming the option", () => {
+    expect(() => new PostgresCredentialStore({ url, schema: 'x"; DROP TABLE y; --' })).toThrow(/store\.postgres\.schema must match/);
+  });
+});
+
+describe("shared call slots (cloud quotas across instances)", () => {
+  it("slots of one key are spaced across instances: at most 5 starts in any sliding second at a 210 ms interval", async () => {
+    const s = schema();
+    const stores = await Promise.all([1, 2, 3].map(() => openPostgresStore({ url, schema: s })));
+    try {
+      const t0 = Date.now();
+      const starts = await Promise.all(
+        Array.from({ length: 15 }, async (_, i) => {
+          const wait = await stores[i % 3]!.rateSlots.reserve("aws:123:us-east-1:CreateApiKey", 210);
+          await new Promise((r) => setTimeout(r, wait));
+          return Date.now() - t0;
+        }),
+      );
+      starts.sort((a, b) => a - b);
+      for (let i = 5; i < starts.length; i++) expect(starts[i]! - starts[i - 5]!).toBeGreaterThanOrEqual(1000);
+      expect(starts[14]!).toBeLessThan(14 * 210 + 600); // no more waiting than the spacing needs
+      expect(await stores[0]!.rateSlots.reserve("another-key", 210)).toBe(0); // keys are independent
+    } finally {
+      await Promise.all(stores.map((x) => x.close()));
+    }
+  });
+});
