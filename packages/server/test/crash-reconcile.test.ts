@@ -95,4 +95,4 @@ it("a server killed between two gateway calls leaves a pending record that recon
   const report = JSON.parse(again.stdout());
   expect(report).toMatchObject({ dryRun: false, unfinished: [], skippedRecent: 0, orphans: [], garbage: [], unlistable: [] });
   expect(report.abandoned).toEqual([expect.objectContaining({ credentialId: pending!.id, errors: [], action: expect.stringMatching(/^cleaned up \(0 resource\(s\) revoked\); record kept until /) })]);
-});
+}, 60_000); // two CLI runs and a server start from source: ~10 s on a quiet machine, more under CI's two suites
