@@ -15,8 +15,10 @@ export const ErrorCodes = {
   CONFLICT: "CONFLICT",
   INVALID_REFERENCE: "INVALID_REFERENCE",
   UNROUTABLE: "UNROUTABLE",
+  POLICY_VIOLATION: "POLICY_VIOLATION",
   TOO_MANY_REQUESTS: "TOO_MANY_REQUESTS",
   THROTTLED: "THROTTLED",
+  SHUTTING_DOWN: "SHUTTING_DOWN",
   UPSTREAM_FAILED: "UPSTREAM_FAILED",
   UPSTREAM_UNAVAILABLE: "UPSTREAM_UNAVAILABLE",
   UPSTREAM_TIMEOUT: "UPSTREAM_TIMEOUT",
@@ -123,10 +125,23 @@ export class InvalidReference extends CredhookError {
   }
 }
 
-/** 422: an API id is routed to no gateway, or the app's APIs need different credential types. */
+/** 422: an API id matches no route, or names a gateway that is not configured. */
 export class Unroutable extends CredhookError {
   constructor(message: string, options: CredhookErrorOptions = {}) {
     super(422, ErrorCodes.UNROUTABLE, message, options);
+  }
+}
+
+/**
+ * 422: the request routes, but credhook's multi-gateway rules forbid it: the
+ * app's APIs need different credential types, two gateways would each generate
+ * their own key value, client credentials would span several gateways, or a
+ * gateway cannot import the app's key value (design.md, "Credentials across
+ * several gateways").
+ */
+export class PolicyViolation extends CredhookError {
+  constructor(message: string, options: CredhookErrorOptions = {}) {
+    super(422, ErrorCodes.POLICY_VIOLATION, message, options);
   }
 }
 
@@ -142,14 +157,26 @@ export class TooManyRequests extends CredhookError {
 
 /**
  * 503: the cloud still throttled the call after client-side rate limiting and
- * the SDK's retries, or credhook is shutting down. `retryAfterS` becomes
- * `Retry-After` (seconds).
+ * the SDK's retries. `retryAfterS` becomes `Retry-After` (seconds).
  */
 export class Throttled extends CredhookError {
   /** Seconds the portal should wait before retrying. */
   readonly retryAfterS: number;
   constructor(message: string, retryAfterS = 1, options: CredhookErrorOptions = {}) {
     super(503, ErrorCodes.THROTTLED, message, options);
+    this.retryAfterS = Math.max(1, Math.ceil(retryAfterS));
+  }
+}
+
+/**
+ * 503: this instance is shutting down (SIGTERM) and takes no new request; the
+ * portal retries on another instance. `retryAfterS` becomes `Retry-After` (seconds).
+ */
+export class ShuttingDown extends CredhookError {
+  /** Seconds the portal should wait before retrying. */
+  readonly retryAfterS: number;
+  constructor(message: string, retryAfterS = 5, options: CredhookErrorOptions = {}) {
+    super(503, ErrorCodes.SHUTTING_DOWN, message, options);
     this.retryAfterS = Math.max(1, Math.ceil(retryAfterS));
   }
 }

@@ -15,7 +15,10 @@ export function memoryStateStore(): ProviderStateStore {
       return map.delete(key);
     },
     async list(prefix) {
-      return [...map.entries()].filter(([k]) => k.startsWith(prefix)).map(([key, value]) => ({ key, value: structuredClone(value) }));
+      return [...map.entries()]
+        .filter(([k]) => k.startsWith(prefix))
+        .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
+        .map(([key, value]) => ({ key, value: structuredClone(value) }));
     },
   };
 }

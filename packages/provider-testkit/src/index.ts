@@ -15,3 +15,5 @@ export { startFakeServer, readJsonBody, sendJson } from "./fake-server.js";
 export type { FakeServer, FakeHandler } from "./fake-server.js";
 export { memoryStateStore } from "@credhook/core";
 export { storeConformance, type StoreConformanceOptions } from "./store-conformance.js";
+export { MemoryCredentialStore } from "./memory-store.js";
+export { ScriptedProvider, type ScriptedFault, type ScriptedOperation, type ScriptedProviderOptions, type ScriptedResource } from "./scripted-provider.js";

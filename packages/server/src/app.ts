@@ -19,7 +19,7 @@ import {
   loadStore,
   Orchestrator,
   silentLogger,
-  Throttled,
+  ShuttingDown,
   type CredentialStore,
   type CredhookConfig,
   type Logger,
@@ -254,7 +254,7 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
   app.use((req: Request, res: Response, next: NextFunction) => {
     if (!built.draining) return next();
     res.setHeader("Connection", "close");
-    const e = new Throttled("credhook is shutting down; retry on another instance or shortly", 5);
+    const e = new ShuttingDown("credhook is shutting down; retry on another instance or shortly", 5);
     sendError(res, req, 503, e.messages, { "Retry-After": String(e.retryAfterS) });
   });
   // Unknown path / wrong method are answered before auth: they reveal nothing.

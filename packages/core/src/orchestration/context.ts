@@ -1,0 +1,146 @@
+/**
+ * What every orchestration step needs: the gateways, the router, the store,
+ * the per-app locks, the logger and the compensation policy — plus the small
+ * helpers they share (typed provider errors, provider refs, serial record
+ * saves). Built once by the {@link Orchestrator} facade and passed to each
+ * per-operation module.
+ */
+import { ExponentialBackoff, handleAll, retry } from "cockatiel";
+import type { CredentialType } from "../contract.js";
+import { CredhookError, isCredhookError, Unroutable, UpstreamError } from "../errors.js";
+import { KeyedLock } from "../keyed-lock.js";
+import { silentLogger, type Logger } from "../logger.js";
+import type { ProviderCapabilities, ProviderCredentialRef } from "../provider.js";
+import type { Gateway } from "../registry.js";
+import type { Router } from "../routing.js";
+import { generateApiKeyValue } from "../secrets.js";
+import type { CredentialRecord, CredentialStore, GatewayBinding, StoreLocks } from "../store.js";
+import type { OrchestratorOptions } from "./types.js";
+
+/**
+ * What planning needs to know of the configured gateways: which gateway each
+ * API id routes to, and each gateway's credential type and provider
+ * capabilities. The orchestration context is one; a unit test can pass a
+ * plain object.
+ */
+export interface GatewayTopology {
+  /**
+   * The gateway of each API id.
+   * @throws Unroutable (422) naming every id that no route matches
+   */
+  resolveAll(apiIds: string[]): Map<string, string>;
+  /**
+   * The credential type and provider capabilities of a configured gateway.
+   * @throws Unroutable (422) when no gateway has that name
+   */
+  describe(gateway: string): { credentialType: CredentialType; capabilities: ProviderCapabilities };
+}
+
+/** The shared state and helpers of one {@link Orchestrator}; see the module comment. */
+export class OrchestrationContext implements GatewayTopology {
+  readonly gateways: Map<string, Gateway>;
+  readonly router: Router;
+  readonly store: CredentialStore;
+  readonly logger: Logger;
+  /** API key value generator (40 base62 characters by default). */
+  readonly generateApiKey: () => string;
+  /** Per-app serialisation: the store's cross-instance locks, or in-process ones. */
+  readonly lock: StoreLocks;
+  /** How long an abandoned create's record is kept after its writes may have begun, ms. */
+  readonly settleMs: number;
+  /** Attempts of each compensating call within a request. */
+  readonly compensationAttempts: number;
+
+  constructor(options: OrchestratorOptions) {
+    this.gateways = options.gateways;
+    this.router = options.router;
+    this.store = options.store;
+    this.logger = options.logger ?? silentLogger;
+    this.generateApiKey = options.generateApiKey ?? generateApiKeyValue;
+    this.settleMs = options.abandonSettleMs ?? 300_000;
+    this.lock = options.store.locks ?? new KeyedLock();
+    this.compensationAttempts = options.compensationAttempts ?? 3;
+  }
+
+  /** {@inheritDoc GatewayTopology.resolveAll} */
+  resolveAll(apiIds: string[]): Map<string, string> {
+    return this.router.resolveAll(apiIds);
+  }
+
+  /** {@inheritDoc GatewayTopology.describe} */
+  describe(gateway: string): { credentialType: CredentialType; capabilities: ProviderCapabilities } {
+    const gw = this.gateway(gateway);
+    return { credentialType: gw.credentialType, capabilities: gw.provider.capabilities };
+  }
+
+  /**
+   * A configured gateway by name.
+   * @throws Unroutable (422) when no gateway has that name (a route or a stored credential names it)
+   */
+  gateway(name: string): Gateway {
+    const gw = this.gateways.get(name);
+    if (!gw) throw new Unroutable(`gateway '${name}' is not configured (it is named by a route or by the stored credential)`);
+    return gw;
+  }
+
+  /**
+   * Runs a compensating call with the request's bounded retries (exponential
+   * backoff 200 ms → 2 s, {@link OrchestratorOptions.compensationAttempts} attempts).
+   * @param retries false: one attempt (passes outside a request retry on their next run)
+   * @throws the last attempt's error
+   */
+  compensating<T>(fn: () => Promise<T>, retries = true): Promise<T> {
+    if (!retries || this.compensationAttempts <= 1) return fn();
+    const policy = retry(handleAll, {
+      maxAttempts: this.compensationAttempts - 1,
+      backoff: new ExponentialBackoff({ initialDelay: 200, maxDelay: 2000 }),
+    });
+    return policy.execute(fn);
+  }
+
+  /**
+   * True when a failed provider call may still have taken effect: the provider
+   * said so, or — unset — it failed with a 5xx (timeout, no answer, an upstream
+   * error after the request was sent).
+   */
+  mayHaveLanded(err: CredhookError): boolean {
+    return err.outcomeUnknown ?? err.status >= 500;
+  }
+
+  /** Wraps anything a provider threw into a typed error tagged with the gateway (an untyped one is logged, then 502). */
+  asTyped(err: unknown, gateway: string): CredhookError {
+    if (isCredhookError(err)) {
+      err.gateway ??= gateway;
+      return err;
+    }
+    this.logger.error({ gateway, err }, "provider threw an untyped error");
+    return new UpstreamError(`gateway '${gateway}' failed unexpectedly`, { cause: err, gateway });
+  }
+
+  /** The provider's reference to a record's binding (its mark's credential id, native id, resources, app). */
+  ref(rec: CredentialRecord, b: GatewayBinding): ProviderCredentialRef {
+    return { credentialId: b.markId ?? rec.id, credentialType: rec.credentialType, nativeId: b.nativeId, resources: b.resources, app: rec.app };
+  }
+
+  /**
+   * A function that saves `rec` one write at a time, in call order (parallel
+   * gateway completions write the same record), stamping `updatedAt`.
+   * @returns the save's promise; a failed save rejects that call only
+   */
+  serialSaver(rec: CredentialRecord): () => Promise<void> {
+    let chain: Promise<void> = Promise.resolve();
+    return () => {
+      const next = chain.then(() => {
+        rec.updatedAt = new Date().toISOString();
+        return this.store.save(structuredClone(rec));
+      });
+      chain = next.catch(() => undefined);
+      return next;
+    };
+  }
+
+  /** The failure of the first gateway in `order` (the error the portal gets when several failed). */
+  firstByGatewayOrder(failures: CredhookError[], order: string[]): CredhookError {
+    return [...failures].sort((a, b) => order.indexOf(a.gateway ?? "") - order.indexOf(b.gateway ?? ""))[0]!;
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * The record journal: how a credential record's state changes are written —
+ * the intent of a create before any cloud call, and the turn of a failed or
+ * interrupted create into an `abandoned` record.
+ */
+import { randomUUID } from "node:crypto";
+import type { CredentialRecord } from "../store.js";
+import type { OrchestrationContext } from "./context.js";
+import type { CreatePlan } from "./plan.js";
+
+/**
+ * The record of a create about to start (status `pending`, no binding yet,
+ * the gateways it will create on): stored before any cloud call, so a crash
+ * at any later point leaves something for recovery to find.
+ */
+export function createIntent(plan: CreatePlan): CredentialRecord {
+  const now = new Date().toISOString();
+  const gateways = [...plan.groups.keys()];
+  return {
+    id: randomUUID(),
+    credentialType: plan.credentialType,
+    appKey: plan.appKey,
+    app: plan.app,
+    publicId: "",
+    status: "pending",
+    apis: plan.apis,
+    bindings: [],
+    pending: { op: "create", startedAt: now, createOn: gateways, removeFrom: [], previousApis: [], desiredApis: plan.apis },
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
+/** Turns `rec` into an abandoned create (in memory): `startedMs` is when its cloud writes may have begun. */
+export function markAbandoned(ctx: OrchestrationContext, rec: CredentialRecord, reason: string, uncertain: string[], startedMs: number): void {
+  const now = new Date();
+  const lateWrites = uncertain.some((g) => ctx.gateways.get(g)?.provider.capabilities.writesLandLate !== false);
+  rec.status = "abandoned";
+  delete rec.pending;
+  rec.abandoned = {
+    at: now.toISOString(),
+    reason,
+    uncertain,
+    settleUntil: new Date(lateWrites ? Math.max(startedMs + ctx.settleMs, now.getTime()) : now.getTime()).toISOString(),
+    attempts: 0,
+  };
+  rec.updatedAt = now.toISOString();
+}

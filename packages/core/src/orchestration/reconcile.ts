@@ -1,0 +1,105 @@
+/**
+ * `credhook reconcile`: finishes what crashes left unfinished (older than a
+ * threshold, so live requests are left alone), cleans up abandoned creates,
+ * revokes garbage (resources marked with an abandoned credential, or with a
+ * live one on a gateway it is not bound to) and reports drift (a mark no
+ * record explains), which it never deletes.
+ */
+import type { CredentialRecord } from "../store.js";
+import { uniq } from "./api-sets.js";
+import { revokeOne, sweepOne } from "./abandoned.js";
+import type { OrchestrationContext } from "./context.js";
+import { finishUnfinished } from "./recovery.js";
+import type { ReconcileEntry, ReconcileOptions, ReconcileReport } from "./types.js";
+
+/**
+ * Finishes what a crash (or a failed compensation) left unfinished, then
+ * reports drift:
+ * - a `revoking` record is revoked everywhere and deleted;
+ * - a `pending` create is removed: its bindings, and any resource a gateway
+ *   lists as owned by that credential id (created, but the crash came before
+ *   the store heard of it), are revoked, and the record deleted — the portal
+ *   never received that credential;
+ * - a `pending` update is rolled back to the API set before it: gateways it
+ *   was adding are revoked, the others updated back.
+ * Then every gateway that can list credhook's resources is compared with the
+ * store: a resource no live credential owns is reported (never deleted).
+ *
+ * @param options.dryRun report what would be done, change nothing
+ * @param options.olderThanMs only records last written longer ago than this, ms (default 60000: leaves in-flight requests alone)
+ */
+export async function reconcile(ctx: OrchestrationContext, options: ReconcileOptions = {}): Promise<ReconcileReport> {
+  const dryRun = options.dryRun ?? false;
+  const before = new Date(Date.now() - (options.olderThanMs ?? 60_000)).toISOString();
+  const report: ReconcileReport = { dryRun, unfinished: [], abandoned: [], skippedRecent: await ctx.store.countUnfinishedSince(before), orphans: [], garbage: [], unlistable: [] };
+  for (const rec of await ctx.store.listUnfinished(before)) {
+    const entry = await ctx.lock.run(rec.appKey, async () => {
+      const fresh = await ctx.store.get(rec.id);
+      if (!fresh || fresh.updatedAt >= before || (fresh.status !== "pending" && fresh.status !== "revoking")) return undefined;
+      return finishUnfinished(ctx, fresh, dryRun);
+    });
+    if (entry) report.unfinished.push(entry);
+  }
+  // Abandoned creates: no request owns them any more, whatever their age.
+  for (const rec of await ctx.store.listAbandoned()) {
+    const entry: ReconcileEntry = { credentialId: rec.id, appKey: rec.appKey, op: "create", action: "", gateways: uniq([...rec.bindings.map((b) => b.gateway), ...(rec.abandoned?.uncertain ?? [])]), errors: [] };
+    if (dryRun) {
+      entry.action = `would revoke ${rec.bindings.length} recorded resource(s) and search ${rec.abandoned?.uncertain.length ?? 0} gateway(s) for the credential's mark`;
+    } else {
+      const r = await ctx.lock.run(rec.appKey, () => sweepOne(ctx, rec.id));
+      if (!r) continue;
+      entry.errors.push(...r.errors);
+      report.garbage.push(...r.found);
+      entry.action = r.deleted
+        ? `cleaned up (${r.revoked.length} resource(s) revoked), record deleted`
+        : r.errors.length > 0
+          ? "cleanup incomplete; run reconcile again"
+          : `cleaned up (${r.revoked.length} resource(s) revoked); record kept until ${(await ctx.store.get(rec.id))?.abandoned?.settleUntil ?? "settled"} in case a late write lands`;
+    }
+    report.abandoned.push(entry);
+  }
+  // Drift: what gateways hold under credhook's mark that no credential record explains (listed afresh).
+  const records = await ctx.store.list();
+  const held = new Set(records.flatMap((r) => r.bindings.map((b) => `${b.gateway}\u0000${b.nativeId}`)));
+  const byId = new Map(records.map((r) => [r.id, r]));
+  for (const gw of ctx.gateways.values()) {
+    if (!gw.provider.listOwned) {
+      report.unlistable.push(gw.name);
+      continue;
+    }
+    try {
+      for (const r of await gw.provider.listOwned()) {
+        if (held.has(`${gw.name}\u0000${r.nativeId}`)) continue;
+        const owner = r.credentialId ? byId.get(r.credentialId) : undefined;
+        if (owner && !isGarbageOf(owner, gw.name, before)) continue; // one resource of several, or an operation in flight
+        if (!owner) {
+          report.orphans.push({ gateway: gw.name, ...r });
+          continue;
+        }
+        // Marked with a credential whose record says it is not there: an abandoned create's late write, or a failed update's.
+        report.garbage.push({ gateway: gw.name, ...r });
+        if (dryRun) continue;
+        await ctx.lock.run(owner.appKey, async () => {
+          const fresh = await ctx.store.get(owner.id);
+          if (!fresh || !isGarbageOf(fresh, gw.name, before)) return;
+          await revokeOne(ctx, gw.name, { credentialId: owner.id, credentialType: owner.credentialType, nativeId: r.nativeId, resources: {}, app: owner.app }).catch((err: unknown) => {
+            report.unlistable.push(`${gw.name}: ${ctx.asTyped(err, gw.name).messages[0]}`);
+          });
+        });
+      }
+    } catch (err) {
+      report.unlistable.push(`${gw.name}: ${ctx.asTyped(err, gw.name).messages[0]}`);
+    }
+  }
+  return report;
+}
+
+/**
+ * True when a resource marked with `rec`'s credential id on `gateway`, and not
+ * bound to it, is garbage: the record is abandoned, or it is settled
+ * (`active`, last written before `before`) and holds nothing on that gateway.
+ */
+export function isGarbageOf(rec: CredentialRecord, gateway: string, before: string): boolean {
+  if (rec.status === "abandoned") return true;
+  return rec.status === "active" && rec.updatedAt < before && !rec.bindings.some((b) => b.gateway === gateway);
+}

@@ -1,0 +1,158 @@
+/**
+ * Recovery of interrupted operations (a crash, a killed instance): a `pending`
+ * create becomes an abandoned create and is cleaned up; a `pending` update is
+ * rolled back to the API set before it; a `revoking` record is revoked and
+ * deleted. Run by `credhook reconcile`, by `credhook serve`'s reconcile loop
+ * for records no live instance holds, and before a new request of the app.
+ */
+import { UpstreamUnavailable } from "../errors.js";
+import type { OwnedResource } from "../provider.js";
+import type { CredentialRecord, GatewayApiWithGateway, GatewayBinding } from "../store.js";
+import { changesBetween, groupByGateway, uniq } from "./api-sets.js";
+import { cleanupAbandoned, findByCredential, revokeBindings, sweepAbandoned } from "./abandoned.js";
+import type { OrchestrationContext } from "./context.js";
+import { markAbandoned } from "./journal.js";
+import type { ReconcileEntry, ReconcileLoopResult } from "./types.js";
+
+export async function finishUnfinished(ctx: OrchestrationContext, rec: CredentialRecord, dryRun: boolean): Promise<ReconcileEntry> {
+  const op = rec.status === "revoking" ? "revoke" : (rec.pending?.op ?? "create");
+  const entry: ReconcileEntry = { credentialId: rec.id, appKey: rec.appKey, op, action: "", gateways: [], errors: [] };
+  // Resources of this credential a gateway holds but the record does not (the crash came between the cloud call and the store write).
+  const strays = async (gateways: string[], apis: GatewayApiWithGateway[]) => {
+    const out: GatewayBinding[] = [];
+    const groups = groupByGateway(apis);
+    for (const g of gateways) {
+      for (const r of await findByCredential(ctx, g, rec, groups.get(g) ?? []).catch(() => [] as OwnedResource[])) {
+        if (!rec.bindings.some((b) => b.gateway === g && b.nativeId === r.nativeId)) out.push({ gateway: g, nativeId: r.nativeId, resources: {} });
+      }
+    }
+    return out;
+  };
+
+  if (op === "create") {
+    // An interrupted create: the portal never received it, and writes in flight at the crash may still land. Abandon it and clean up.
+    const uncertain = rec.pending?.createOn ?? rec.bindings.map((b) => b.gateway);
+    entry.gateways = uniq([...rec.bindings.map((b) => b.gateway), ...uncertain]);
+    if (dryRun) {
+      entry.action = `would abandon it: revoke ${rec.bindings.length} recorded resource(s) and search ${uncertain.length} gateway(s) for its mark`;
+      return entry;
+    }
+    markAbandoned(ctx, rec, "interrupted create (the process stopped before it finished)", uncertain, Date.parse(rec.pending?.startedAt ?? rec.createdAt));
+    await ctx.store.save(structuredClone(rec));
+    const result = await cleanupAbandoned(ctx, rec, false);
+    entry.errors.push(...result.errors);
+    entry.action = result.deleted ? "abandoned, cleaned up, record deleted" : result.errors.length > 0 ? "abandoned; cleanup incomplete, run reconcile again" : `abandoned and cleaned up; record kept until ${rec.abandoned!.settleUntil} (a late write may still land)`;
+    return entry;
+  }
+
+  if (op === "revoke") {
+    const bindings = [...rec.bindings, ...(await strays(rec.bindings.map((b) => b.gateway), rec.apis))];
+    entry.gateways = uniq(bindings.map((b) => b.gateway));
+    if (dryRun) {
+      entry.action = `would revoke on ${bindings.length} gateway resource(s) and delete the record`;
+      return entry;
+    }
+    const left = await revokeBindings(ctx, { ...rec, bindings });
+    entry.errors.push(...left.map((l) => `${l.binding.gateway}: ${l.error.messages[0]}`));
+    if (left.length === 0) {
+      await ctx.store.delete(rec.id);
+      entry.action = "revoked and deleted";
+    } else {
+      rec.bindings = left.map((l) => l.binding);
+      rec.updatedAt = new Date().toISOString();
+      await ctx.store.save(rec);
+      entry.action = "partly revoked; run reconcile again";
+    }
+    return entry;
+  }
+
+  // An interrupted update: roll back to the API set before it.
+  const pending = rec.pending!;
+  const createdHere = [...rec.bindings.filter((b) => pending.createOn.includes(b.gateway)), ...(await strays(pending.createOn, pending.desiredApis ?? rec.apis))];
+  const keep = rec.bindings.filter((b) => !pending.createOn.includes(b.gateway));
+  entry.gateways = uniq([...createdHere, ...keep].map((b) => b.gateway));
+  if (dryRun) {
+    entry.action = `would roll the update back: revoke on ${createdHere.length} new gateway resource(s), restore ${keep.length}`;
+    return entry;
+  }
+  const left = await revokeBindings(ctx, { ...rec, bindings: createdHere });
+  entry.errors.push(...left.map((l) => `${l.binding.gateway}: ${l.error.messages[0]}`));
+  const oldGroups = groupByGateway(rec.apis);
+  const newGroups = groupByGateway(pending.desiredApis ?? rec.apis);
+  await Promise.all(
+    keep.map(async (b) => {
+      const target = oldGroups.get(b.gateway) ?? [];
+      const from = newGroups.get(b.gateway) ?? [];
+      try {
+        const res = await ctx.gateway(b.gateway).provider.update({
+          ...ctx.ref(rec, b),
+          previous: from,
+          desired: target,
+          changes: changesBetween(from, target),
+        });
+        b.resources = res.resources;
+      } catch (err) {
+        entry.errors.push(`${b.gateway}: ${ctx.asTyped(err, b.gateway).messages[0]}`);
+      }
+    }),
+  );
+  rec.bindings = [...keep, ...left.map((l) => l.binding)];
+  if (entry.errors.length === 0) {
+    rec.status = "active";
+    delete rec.pending;
+    entry.action = "update rolled back";
+  } else {
+    entry.action = "rollback incomplete; run reconcile again";
+  }
+  rec.updatedAt = new Date().toISOString();
+  await ctx.store.save(rec);
+  return entry;
+}
+
+/**
+ * Finishes a record a crash left `pending` or `revoking`, the way
+ * `reconcile` would, before a new request uses it (an interrupted create
+ * becomes `abandoned` and is cleaned up on its own).
+ * @returns the record, active again (an interrupted update rolled back), or undefined when it is gone
+ * @throws the first gateway error when it cannot be finished now
+ */
+export async function finishBeforeUse(ctx: OrchestrationContext, rec: CredentialRecord): Promise<CredentialRecord | undefined> {
+  const entry = await finishUnfinished(ctx, rec, false);
+  // An interrupted create is now an abandoned record that carries its own cleanup: it never blocks the app's new request.
+  if (entry.errors.length > 0 && entry.op !== "create") {
+    throw new UpstreamUnavailable(`an earlier, interrupted ${entry.op} of this credential could not be finished: ${entry.errors[0]}`, 5);
+  }
+  ctx.logger.warn({ credentialId: rec.id, op: entry.op, action: entry.action }, "finished an interrupted operation before this request");
+  const after = await ctx.store.get(rec.id);
+  return after?.status === "active" ? after : undefined;
+}
+
+/**
+ * One pass of `credhook serve`'s reconcile loop, run by one instance at a
+ * time (the store's lock `credhook:reconcile`): every `pending` or
+ * `revoking` record whose app lock is free — no live instance is working on
+ * it, so its instance died — is finished as `credhook reconcile` would,
+ * whatever its age; a record whose app a live instance holds is left alone.
+ * Then the abandoned creates are swept. No drift listing (that stays with
+ * `credhook reconcile`: it lists whole accounts).
+ */
+export async function reconcileLoopPass(ctx: OrchestrationContext): Promise<ReconcileLoopResult> {
+  const turn = await ctx.lock.tryRun("credhook:reconcile", async () => {
+    const result: ReconcileLoopResult = { ran: true, finished: [], inFlight: 0, swept: { swept: 0, deleted: 0, revoked: 0 } };
+    for (const rec of await ctx.store.listUnfinished(new Date(Date.now() + 1000).toISOString())) {
+      const r = await ctx.lock.tryRun(rec.appKey, async () => {
+        const fresh = await ctx.store.get(rec.id);
+        if (!fresh || (fresh.status !== "pending" && fresh.status !== "revoking")) return undefined;
+        return finishUnfinished(ctx, fresh, false);
+      });
+      if (!r.ran) result.inFlight += 1;
+      else if (r.value) {
+        result.finished.push(r.value);
+        ctx.logger.warn({ credentialId: r.value.credentialId, op: r.value.op, action: r.value.action, errors: r.value.errors }, "reconcile loop finished an interrupted operation");
+      }
+    }
+    result.swept = await sweepAbandoned(ctx);
+    return result;
+  });
+  return turn.ran ? turn.value : { ran: false, finished: [], inFlight: 0, swept: { swept: 0, deleted: 0, revoked: 0 } };
+}

@@ -1,0 +1,62 @@
+/**
+ * Revoke: every gateway the store knows the credential on, or — when the
+ * store does not know the id — each gateway of its type, which revokes only a
+ * resource carrying its own mark. Idempotent.
+ */
+import type { RevokeCredentialsRequest } from "../contract.js";
+import type { AppIdentity, RevokeOutcome } from "../provider.js";
+import { revokeBindings, revokeOne } from "./abandoned.js";
+import type { OrchestrationContext } from "./context.js";
+import type { OperationOutcome } from "./types.js";
+
+/**
+ * Revokes the credential on every gateway the store knows, or — when the store
+ * does not know it — on every gateway of its type by the request's id.
+ * Idempotent: an unknown or already-gone credential is success.
+ * @throws Throttled (503) | UpstreamError (502) | UpstreamTimeout (504); what failed stays recorded for a retry
+ */
+export async function revoke(ctx: OrchestrationContext, req: RevokeCredentialsRequest): Promise<OperationOutcome> {
+  const publicId = (req.credentialType === "API_KEY" ? req.apiKeyId : req.clientId)!;
+  const found = await ctx.store.findByPublicId(req.credentialType, publicId);
+  if (!found) {
+    return ctx.lock.run(`id:${req.credentialType}:${publicId}`, async () => {
+      // Unknown to the store (it was lost, or the id was never credhook's): each gateway of the type revokes
+      // the id only when the resource carries that gateway's own mark.
+      const candidates = [...ctx.gateways.values()].filter((g) => g.credentialType === req.credentialType);
+      const app: AppIdentity = { appName: req.appName ?? "", developer: req.developer ?? "" };
+      const results = await Promise.allSettled(
+        candidates.map((g) => revokeOne(ctx, g.name, { credentialId: "", credentialType: req.credentialType, nativeId: publicId, resources: {}, app })),
+      );
+      const failed = results.find((r) => r.status === "rejected");
+      if (failed) throw (failed as PromiseRejectedResult).reason;
+      const outcomes = results.map((r) => (r as PromiseFulfilledResult<RevokeOutcome>).value);
+      // Someone else's resource under that id was left live — unless another of credhook's gateways revoked its own under that id.
+      const unowned = outcomes.includes("revoked") ? [] : candidates.filter((_, i) => outcomes[i] === "not-owned").map((g) => g.name);
+      if (unowned.length > 0) {
+        ctx.logger.warn(
+          { credentialType: req.credentialType, publicId, gateways: unowned },
+          "revoke of an id credhook does not know: a resource with that id exists but is not credhook's, so it was left live (bring it under credhook with `credhook adopt`, or remove it where it was made)",
+        );
+      }
+      return { gateways: candidates.map((g) => g.name), ...(unowned.length > 0 ? { unowned } : {}) };
+    });
+  }
+  return ctx.lock.run(found.appKey, async () => {
+    const rec = await ctx.store.get(found.id);
+    if (!rec) return { gateways: [], credentialId: found.id };
+    rec.status = "revoking";
+    rec.updatedAt = new Date().toISOString();
+    await ctx.store.save(rec);
+    const gateways = rec.bindings.map((b) => b.gateway);
+    const left = await revokeBindings(ctx, rec);
+    if (left.length > 0) {
+      rec.bindings = left.map((l) => l.binding);
+      rec.updatedAt = new Date().toISOString();
+      await ctx.store.save(rec);
+      throw ctx.firstByGatewayOrder(left.map((l) => l.error), gateways);
+    }
+    await ctx.store.delete(rec.id);
+    ctx.logger.info({ credentialId: rec.id, gateways }, "credential revoked");
+    return { gateways, credentialId: rec.id };
+  });
+}

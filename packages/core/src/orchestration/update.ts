@@ -1,0 +1,205 @@
+/**
+ * Update: applies the request's ADDED / REMOVED / NONE changes (and a rename)
+ * to every gateway of the credential, creates it on gateways newly reached
+ * (its key value imported) and removes it from gateways that lost their last
+ * API — removal last. A failure rolls back with inverse updates, revokes of
+ * what was created, and searches where a create's outcome is unknown.
+ */
+import type { UpdateCredentialsRequest } from "../contract.js";
+import { PolicyViolation, UpstreamError, type CredhookError } from "../errors.js";
+import type { AppIdentity, GatewayApi, ProviderResources, ProviderUpdateInput } from "../provider.js";
+import type { CredentialRecord, GatewayBinding } from "../store.js";
+import { appKeyOf, changesBetween, uniq } from "./api-sets.js";
+import { findByCredential, revokeOne } from "./abandoned.js";
+import type { OrchestrationContext } from "./context.js";
+import { checkValueImportable, planUpdate } from "./plan.js";
+import type { OperationOutcome } from "./types.js";
+
+/**
+ * Updates a credential the store knows (the caller holds the app's lock): see
+ * the module comment. The intent (status `pending` with the API sets before
+ * and after) is saved before any cloud call.
+ * @throws Unroutable | PolicyViolation (422) from {@link planUpdate}; InvalidReference (422), Throttled (503), UpstreamError (502), UpstreamTimeout (504) from a gateway, after the rollback
+ */
+export async function updateKnown(ctx: OrchestrationContext, rec: CredentialRecord, req: UpdateCredentialsRequest): Promise<OperationOutcome> {
+  const plan = planUpdate(ctx, rec, req);
+  const { desiredApis, previousGroups, desiredGroups, desiredGateways, toCreate, toRemove, toUpdate, newApp, renamed, changesFor } = plan;
+  let apiKey: string | undefined;
+  if (toCreate.length > 0) {
+    apiKey = await readKeyValue(ctx, rec, toCreate);
+    checkValueImportable(ctx, toCreate, apiKey);
+  }
+
+  const previousApis = rec.apis;
+  rec.status = "pending";
+  rec.pending = { op: "update", startedAt: new Date().toISOString(), createOn: toCreate, removeFrom: toRemove, previousApis, desiredApis };
+  const saver = ctx.serialSaver(rec);
+  await saver(); // intent, before any cloud call
+
+  const oldApp = rec.app;
+  const updated: Array<{ gateway: string; before: GatewayBinding }> = [];
+  const created: GatewayBinding[] = [];
+  const uncertain: string[] = [];
+  const failures: CredhookError[] = [];
+  await Promise.all([
+    ...toUpdate.map(async (g) => {
+      const b = rec.bindings.find((x) => x.gateway === g)!;
+      const input: ProviderUpdateInput = {
+        ...ctx.ref(rec, b),
+        app: newApp,
+        previous: previousGroups.get(g) ?? [],
+        desired: desiredGroups.get(g) ?? [],
+        changes: changesFor(g),
+        ...(renamed ? { previousAppName: oldApp.appName } : {}),
+        ...(req.customCredentials ? { customCredentials: req.customCredentials } : {}),
+      };
+      try {
+        const res = await ctx.gateway(g).provider.update(input);
+        updated.push({ gateway: g, before: { ...b } });
+        b.resources = res.resources;
+        await saver();
+      } catch (err) {
+        failures.push(ctx.asTyped(err, g));
+        // It may have applied part of the change (a plan attached, another not): the inverse update undoes that too.
+        updated.push({ gateway: g, before: { ...b } });
+      }
+    }),
+    ...toCreate.map(async (g) => {
+      try {
+        const cred = await ctx.gateway(g).provider.create({
+          credentialId: rec.id,
+          credentialType: rec.credentialType,
+          app: newApp,
+          apis: desiredGroups.get(g)!,
+          apiKeyValue: apiKey!,
+        });
+        const binding = { gateway: g, nativeId: cred.nativeId, resources: cred.resources };
+        rec.bindings.push(binding);
+        created.push(binding);
+        await saver();
+      } catch (err) {
+        const typed = ctx.asTyped(err, g);
+        failures.push(typed);
+        if (typed.partial) {
+          const binding = { gateway: g, nativeId: typed.partial.nativeId, resources: typed.partial.resources as ProviderResources };
+          rec.bindings.push(binding);
+          created.push(binding);
+        }
+        if (ctx.mayHaveLanded(typed)) uncertain.push(g);
+      }
+    }),
+  ]);
+
+  if (failures.length > 0) {
+    await compensateUpdate(ctx, rec, updated, created, uncertain, previousGroups, desiredGroups, newApp, oldApp);
+    rec.status = "active";
+    delete rec.pending;
+    await saver();
+    throw ctx.firstByGatewayOrder(failures, desiredGateways);
+  }
+
+  // Removal last: it cannot be undone, so it runs only once everything else held.
+  const removeFailures: CredhookError[] = [];
+  await Promise.all(
+    toRemove.map(async (g) => {
+      const b = rec.bindings.find((x) => x.gateway === g)!;
+      try {
+        await ctx.gateway(g).provider.revoke(ctx.ref(rec, b));
+        rec.bindings = rec.bindings.filter((x) => x !== b);
+      } catch (err) {
+        removeFailures.push(ctx.asTyped(err, g));
+      }
+    }),
+  );
+  rec.app = newApp;
+  rec.apis = desiredApis;
+  // Without a slug the app's identity is developer + name: a rename moves it, unless another credential holds the new one.
+  const newKey = appKeyOf(newApp);
+  if (newKey !== rec.appKey && !(await ctx.store.findByAppKey(newKey, rec.credentialType))) rec.appKey = newKey;
+  rec.status = "active";
+  delete rec.pending;
+  await saver();
+  if (removeFailures.length > 0) throw removeFailures[0]!; // the binding stays: the next update or revoke retries
+  const gateways = uniq([...toUpdate, ...toCreate, ...toRemove]);
+  ctx.logger.info({ credentialId: rec.id, gateways, created: toCreate, removed: toRemove }, "credential updated");
+  return { gateways, credentialId: rec.id };
+}
+
+/**
+ * The credential's API key value, read back from one of its gateways (to import it on `targets`).
+ * @throws PolicyViolation (422) none of its gateways can read the value back
+ * @throws the reading gateway's error
+ */
+export async function readKeyValue(ctx: OrchestrationContext, rec: CredentialRecord, targets: string[]): Promise<string> {
+  const reader = rec.bindings.find((b) => ctx.gateway(b.gateway).provider.capabilities.readsBackSecret);
+  if (!reader) {
+    throw new PolicyViolation(
+      `the credential cannot be extended to gateway ${targets.map((t) => `'${t}'`).join(", ")}: none of its gateways (${rec.bindings.map((b) => b.gateway).join(", ")}) can read its key value back`,
+      { messages: ["revoke the credential and create it again to get one key for all the app's APIs"] },
+    );
+  }
+  try {
+    const { apiKey } = await ctx.gateway(reader.gateway).provider.readSecret!(ctx.ref(rec, reader));
+    if (!apiKey) throw new UpstreamError(`gateway '${reader.gateway}' returned no key value`);
+    return apiKey;
+  } catch (err) {
+    throw ctx.asTyped(err, reader.gateway);
+  }
+}
+
+/**
+ * Undoes a failed update: inverse updates on every gateway it updated (the
+ * failed one too: it may have applied part of the change), revokes of what it
+ * created on new gateways, and — where a create's outcome is unknown — a
+ * search for the credential's mark there, revoking what is found. Each call
+ * has the request's bounded retries; what still fails is logged, and
+ * `credhook reconcile` revokes marked resources on gateways the credential is
+ * not bound to.
+ */
+export async function compensateUpdate(ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  updated: Array<{ gateway: string; before: GatewayBinding }>,
+  created: GatewayBinding[],
+  uncertain: string[],
+  previousGroups: Map<string, GatewayApi[]>,
+  desiredGroups: Map<string, GatewayApi[]>,
+  newApp: AppIdentity,
+  oldApp: AppIdentity,
+): Promise<void> {
+  const results = await Promise.allSettled([
+    ...updated.map(async ({ gateway, before }) => {
+      const b = rec.bindings.find((x) => x.gateway === gateway)!;
+      const previous = previousGroups.get(gateway) ?? [];
+      const desired = desiredGroups.get(gateway) ?? [];
+      const res = await ctx.compensating(() =>
+        ctx.gateway(gateway).provider.update({
+          ...ctx.ref(rec, b),
+          app: oldApp,
+          previous: desired,
+          desired: previous,
+          changes: changesBetween(desired, previous),
+          ...(newApp.appName !== oldApp.appName ? { previousAppName: newApp.appName } : {}),
+        }),
+      );
+      b.resources = res.resources ?? before.resources;
+    }),
+    ...created.map(async (b) => {
+      await ctx.compensating(() => revokeOne(ctx, b.gateway, ctx.ref(rec, b)));
+      rec.bindings = rec.bindings.filter((x) => x !== b);
+    }),
+    ...uncertain.map(async (g) => {
+      const found = await ctx.compensating(() => findByCredential(ctx, g, rec, desiredGroups.get(g) ?? []));
+      for (const r of found) {
+        if (created.some((b) => b.gateway === g && b.nativeId === r.nativeId)) continue;
+        await ctx.compensating(() => revokeOne(ctx, g, { ...ctx.ref(rec, { gateway: g, nativeId: r.nativeId, resources: {} }) }));
+      }
+    }),
+  ]);
+  const failed = results.filter((r) => r.status === "rejected");
+  if (failed.length > 0) {
+    ctx.logger.error(
+      { credentialId: rec.id, errors: failed.map((f) => String((f as PromiseRejectedResult).reason?.message ?? f)) },
+      "update rollback incomplete: see `credhook reconcile`",
+    );
+  }
+}

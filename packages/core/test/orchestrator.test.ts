@@ -1,0 +1,203 @@
+/**
+ * The orchestrator on its own: an in-memory store and scripted gateways from
+ * the testkit, no HTTP. Planning is tested with capabilities alone; the
+ * operations with a cloud's unpleasant answers scripted call by call.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { MemoryCredentialStore, ScriptedProvider } from "@credhook/provider-testkit";
+import {
+  createRouter,
+  InvalidReference,
+  Orchestrator,
+  planCreate,
+  planUpdate,
+  PolicyViolation,
+  Unroutable,
+  type CredentialRecord,
+  type GatewayTopology,
+  type ProviderCapabilities,
+} from "../src/index.js";
+
+const base: ProviderCapabilities = { credentialTypes: ["API_KEY"], importsApiKeyValue: true, readsBackSecret: true };
+
+/** A topology from capabilities alone: gateway name → type and capabilities; API id prefix before '-' routes. */
+function topology(gateways: Record<string, { credentialType?: "API_KEY" | "CLIENT_CREDENTIALS"; capabilities?: Partial<ProviderCapabilities> }>): GatewayTopology {
+  return {
+    resolveAll: (ids) => {
+      const missing = ids.filter((id) => !(id.split("-")[0]! in gateways));
+      if (missing.length > 0) throw new Unroutable(`no route matches ${missing.join(", ")}`);
+      return new Map(ids.map((id) => [id, id.split("-")[0]!]));
+    },
+    describe: (g) => ({ credentialType: gateways[g]!.credentialType ?? "API_KEY", capabilities: { ...base, ...gateways[g]!.capabilities } }),
+  };
+}
+const req = (...ids: string[]) => ({ appName: "App", developer: "d@example.com", apis: ids.map((id) => ({ id, usagePlans: [{ id: "gold" }] })) });
+
+describe("planCreate (capabilities alone)", () => {
+  it("routes, merges duplicate ids and plans, groups by gateway in first-seen order", () => {
+    const plan = planCreate(topology({ a: {}, b: {} }), {
+      ...req("b-1", "a-1"),
+      apis: [{ id: "b-1", usagePlans: [{ id: "p" }] }, { id: "a-1" }, { id: "b-1", usagePlans: [{ id: "q" }, { id: "p" }] }],
+    });
+    expect([...plan.groups.keys()]).toEqual(["b", "a"]);
+    expect(plan.groups.get("b")).toEqual([{ id: "b-1", usagePlans: ["p", "q"] }]);
+    expect(plan).toMatchObject({ credentialType: "API_KEY", appKey: "app:d@example.com/App" });
+    expect(plan.generator).toBeUndefined();
+  });
+  it("puts the one key-generating gateway first as the generator", () => {
+    const plan = planCreate(topology({ a: {}, g: { capabilities: { importsApiKeyValue: false } } }), req("a-1", "g-1"));
+    expect(plan.generator).toBe("g");
+  });
+  it("raises each 422 of the multi-gateway rules as a PolicyViolation, and an unrouted id as Unroutable", () => {
+    const t = topology({
+      a: {},
+      c: { credentialType: "CLIENT_CREDENTIALS" },
+      d: { credentialType: "CLIENT_CREDENTIALS" },
+      g: { capabilities: { importsApiKeyValue: false, generatedApiKeyFormat: { characters: "AZaz09-_", length: 39 } } },
+      h: { capabilities: { importsApiKeyValue: false } },
+      strict: { capabilities: { apiKeyValuePattern: "^[A-Za-z0-9]+$" } },
+    });
+    expect(() => planCreate(t, req("a-1", "c-1"))).toThrow(PolicyViolation); // mixed types
+    expect(() => planCreate(t, req("c-1", "d-1"))).toThrow(/one gateway per app/);
+    expect(() => planCreate(t, req("g-1", "h-1"))).toThrow(/both generate their own API key values/);
+    expect(() => planCreate(t, req("g-1", "strict-1"))).toThrow(/'-', '_'/);
+    expect(() => planCreate(t, req("zz-1"))).toThrow(Unroutable);
+  });
+});
+
+describe("planUpdate (capabilities alone)", () => {
+  const rec = (over: Partial<CredentialRecord> = {}): CredentialRecord => ({
+    id: "c1",
+    credentialType: "API_KEY",
+    appKey: "app:d/App",
+    app: { appName: "App", developer: "d" },
+    publicId: "k1",
+    status: "active",
+    apis: [{ id: "a-1", gateway: "a", usagePlans: ["gold"] }],
+    bindings: [{ gateway: "a", nativeId: "k1", resources: {} }],
+    createdAt: "2026-01-01T00:00:00.000Z",
+    updatedAt: "2026-01-01T00:00:00.000Z",
+    ...over,
+  });
+  it("plans creates on newly reached gateways, removal where the last API went, updates elsewhere", () => {
+    const plan = planUpdate(topology({ a: {}, b: {} }), rec(), {
+      credentialType: "API_KEY",
+      apiKeyId: "k1",
+      apis: [{ id: "a-1", action: "REMOVED" }, { id: "b-1", action: "ADDED", usagePlans: [{ id: "gold", action: "ADDED" }] }],
+    });
+    expect(plan).toMatchObject({ toCreate: ["b"], toRemove: ["a"], toUpdate: [], desiredGateways: ["b"] });
+    expect(plan.changesFor("b")).toEqual([{ id: "b-1", action: "ADDED", usagePlans: [{ id: "gold", action: "ADDED" }] }]);
+  });
+  it("an app left with no API keeps its credential on its first gateway", () => {
+    const plan = planUpdate(topology({ a: {} }), rec(), { credentialType: "API_KEY", apiKeyId: "k1", apis: [{ id: "a-1", action: "REMOVED" }] });
+    expect(plan).toMatchObject({ toCreate: [], toRemove: [], toUpdate: ["a"], desiredGateways: ["a"] });
+  });
+  it("refuses a key-generating gateway newly reached, and client credentials reaching a second gateway", () => {
+    const t = topology({ a: {}, g: { capabilities: { importsApiKeyValue: false } }, c: { credentialType: "CLIENT_CREDENTIALS" }, d: { credentialType: "CLIENT_CREDENTIALS" } });
+    expect(() => planUpdate(t, rec(), { credentialType: "API_KEY", apiKeyId: "k1", apis: [{ id: "g-1", action: "ADDED" }] })).toThrow(PolicyViolation);
+    const cc = rec({ credentialType: "CLIENT_CREDENTIALS", apis: [{ id: "c-1", gateway: "c", usagePlans: [] }], bindings: [{ gateway: "c", nativeId: "cl1", resources: {} }] });
+    expect(() => planUpdate(t, cc, { credentialType: "CLIENT_CREDENTIALS", clientId: "cl1", apis: [{ id: "d-1", action: "ADDED" }] })).toThrow(/one gateway per app/);
+    expect(() => planUpdate(t, rec(), { credentialType: "API_KEY", apiKeyId: "k1", apis: [{ id: "c-1", action: "ADDED" }] })).toThrow(/different credential types/);
+  });
+});
+
+describe("Orchestrator on an in-memory store and scripted gateways", () => {
+  let store: MemoryCredentialStore;
+  let a: ScriptedProvider;
+  let b: ScriptedProvider;
+  let orch: Orchestrator;
+  const setup = (settleMs = 0) => {
+    store = new MemoryCredentialStore();
+    a = new ScriptedProvider({ gateway: "a" });
+    b = new ScriptedProvider({ gateway: "b" });
+    const gateways = new Map(
+      [a, b].map((p) => [p.gateway, { name: p.gateway, providerType: "scripted", credentialType: "API_KEY" as const, provider: p }]),
+    );
+    orch = new Orchestrator({ gateways, router: createRouter([{ apis: ["a-*"], gateway: "a" }, { default: "b" }]), store, abandonSettleMs: settleMs, compensationAttempts: 1 });
+  };
+  afterEach(async () => {
+    await orch.close();
+  });
+
+  it("creates one key value on both gateways; a replay returns the same credential and creates nothing", async () => {
+    setup();
+    const first = await orch.create(req("a-1", "b-1"));
+    expect(a.marked()).toHaveLength(1);
+    expect(b.marked()).toHaveLength(1);
+    expect(a.marked()[0]!.secret).toBe(b.marked()[0]!.secret);
+    expect(first.response).toMatchObject({ apiKeyId: a.marked()[0]!.nativeId, apiKey: a.marked()[0]!.secret });
+    const again = await orch.create(req("a-1", "b-1"));
+    expect(again).toMatchObject({ replayed: true, response: first.response });
+    expect(a.calls.filter((c) => c.op === "create")).toHaveLength(1);
+  });
+
+  it("a failure on one gateway abandons the create: the other's key is revoked, the record goes once settled", async () => {
+    setup();
+    b.fail({ op: "create", when: "before", error: new InvalidReference("[gateway b] no usage plan 'gold'") });
+    await expect(orch.create(req("a-1", "b-1"))).rejects.toThrow(InvalidReference);
+    expect(a.marked()).toEqual([]);
+    expect(await store.list()).toEqual([]);
+  });
+
+  it("a create whose write lands after the timeout is found by its mark and revoked; the record waits out the settle window", async () => {
+    setup(60_000);
+    b.fail({ op: "create", when: "late", lateMs: 30 });
+    await expect(orch.create(req("a-1", "b-1"))).rejects.toMatchObject({ status: 504 });
+    await b.settled(); // the late write lands: a live key nobody was told about
+    expect(b.marked()).toHaveLength(1);
+    const [abandoned] = await store.list();
+    expect(abandoned).toMatchObject({ status: "abandoned", abandoned: { uncertain: ["b"] } });
+    const swept = await orch.sweepAbandoned();
+    expect(swept).toMatchObject({ swept: 1, revoked: 1, deleted: 0 }); // found by the mark, revoked; record kept to settle
+    expect(b.marked()).toEqual([]);
+    expect(a.marked()).toEqual([]);
+  });
+
+  it("a failed update runs the inverse update on every gateway it touched, the failing one too", async () => {
+    setup();
+    const { response } = await orch.create(req("a-1", "b-1"));
+    b.fail({ op: "update", when: "after" }); // applied, answer lost
+    await expect(
+      orch.update({ credentialType: "API_KEY", apiKeyId: (response as { apiKeyId: string }).apiKeyId, apis: [{ id: "a-1", action: "NONE", usagePlans: [{ id: "silver", action: "ADDED" }] }, { id: "b-1", action: "NONE", usagePlans: [{ id: "silver", action: "ADDED" }] }] }),
+    ).rejects.toMatchObject({ status: 504 });
+    expect(a.marked()[0]!.apis).toEqual([{ id: "a-1", usagePlans: ["gold"] }]);
+    expect(b.marked()[0]!.apis).toEqual([{ id: "b-1", usagePlans: ["gold"] }]);
+    expect((await store.list())[0]).toMatchObject({ status: "active", apis: [{ id: "a-1", usagePlans: ["gold"] }, { id: "b-1", usagePlans: ["gold"] }] });
+  });
+
+  it("a revoke of an id the store does not know leaves a resource without credhook's mark alone", async () => {
+    setup();
+    a.putForeign("someone-elses");
+    const out = await orch.revoke({ credentialType: "API_KEY", apiKeyId: "someone-elses" });
+    expect(out.unowned).toEqual(["a"]);
+    expect(a.resources.has("someone-elses")).toBe(true);
+  });
+
+  it("reconcile turns a create a crash left pending into an abandoned one and revokes what it made, recorded or not", async () => {
+    setup();
+    const app = { appName: "App", developer: "d" };
+    const apis = [{ id: "a-1", gateway: "a", usagePlans: [] }, { id: "b-1", gateway: "b", usagePlans: [] }];
+    const recorded = await a.create({ credentialId: "crashed", credentialType: "API_KEY", app, apis: [{ id: "a-1", usagePlans: [] }], apiKeyValue: "v".repeat(40) });
+    await b.create({ credentialId: "crashed", credentialType: "API_KEY", app, apis: [{ id: "b-1", usagePlans: [] }], apiKeyValue: "v".repeat(40) }); // landed; the store never heard
+    const at = new Date(Date.now() - 1000).toISOString();
+    await store.insert({
+      id: "crashed",
+      credentialType: "API_KEY",
+      appKey: "app:d/App",
+      app,
+      publicId: "",
+      status: "pending",
+      apis,
+      bindings: [{ gateway: "a", nativeId: recorded.nativeId, resources: {} }],
+      pending: { op: "create", startedAt: at, createOn: ["a", "b"], removeFrom: [], previousApis: [], desiredApis: apis },
+      createdAt: at,
+      updatedAt: at,
+    });
+    const report = await orch.reconcile({ olderThanMs: 0 });
+    expect(report.unfinished).toEqual([expect.objectContaining({ credentialId: "crashed", op: "create", errors: [] })]);
+    expect(a.marked()).toEqual([]);
+    expect(b.marked()).toEqual([]);
+    expect(report.orphans).toEqual([]);
+    expect(await store.list()).toEqual([]);
+  });
+});
