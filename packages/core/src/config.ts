@@ -75,15 +75,18 @@ export interface ReconcileConfig {
   /**
    * Seconds between two passes of `credhook serve`'s sweep over abandoned
    * creates (failed creates whose cloud writes may have landed, or whose
-   * cleanup failed): each pass searches for and revokes what they left. 0: off
-   * (then only the app's next request and `credhook reconcile` clean up).
+   * cleanup failed) — each pass searches for and revokes what they left — and
+   * over unsettled updates (failed updates whose writes may have landed after
+   * the rollback), brought back to their records. 0: off (then only the app's
+   * next request and `credhook reconcile` do it).
    * @default 30
    */
   abandonedIntervalS: number;
   /**
    * Seconds an abandoned create's record is kept after it was given up, so a
-   * cloud write that lands late is still found and revoked (clouds do not
-   * cancel work when a client gives up).
+   * cloud write that lands late is still found and revoked, and seconds after
+   * a failed update's start before its unsettled gateways are brought back to
+   * the record (clouds do not cancel work when a client gives up).
    * @default 300
    */
   settleS: number;

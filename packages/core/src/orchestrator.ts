@@ -12,13 +12,13 @@
  *   operation each, with its compensation;
  * - `abandoned.ts` — cleanup of abandoned creates, and the revoke helpers;
  * - `recovery.ts` — interrupted operations, and the serve loop's pass;
+ * - `settle.ts` — failed updates whose writes may land late, brought back to the record;
  * - `reconcile.ts` — `credhook reconcile`'s report, garbage and drift;
  * - `health.ts`; `context.ts` — the state and helpers they share.
  */
 import type { CreateCredentialsRequest, RevokeCredentialsRequest, UpdateCredentialsRequest } from "./contract.js";
 import { NotFound } from "./errors.js";
 import type { Gateway } from "./registry.js";
-import { sweepAbandoned } from "./orchestration/abandoned.js";
 import { adopt, adoptAndUpdate } from "./orchestration/adopt.js";
 import { OrchestrationContext } from "./orchestration/context.js";
 import { createOrReplay } from "./orchestration/create.js";
@@ -27,6 +27,7 @@ import { planCreate } from "./orchestration/plan.js";
 import { reconcile } from "./orchestration/reconcile.js";
 import { finishBeforeUse, reconcileLoopPass } from "./orchestration/recovery.js";
 import { revoke } from "./orchestration/revoke.js";
+import { sweep } from "./orchestration/settle.js";
 import type {
   AdoptionRequest,
   AdoptionResult,
@@ -36,6 +37,7 @@ import type {
   ReconcileLoopResult,
   ReconcileOptions,
   ReconcileReport,
+  SweepResult,
 } from "./orchestration/types.js";
 import { updateKnown } from "./orchestration/update.js";
 
@@ -136,12 +138,13 @@ export class Orchestrator {
   }
 
   /**
-   * One sweep over abandoned creates: a cleanup pass each, under the app's
-   * lock. Never throws: failures stay on the records for the next pass.
-   * @returns how many records were swept, how many are gone, how many resources were revoked
+   * One background sweep: a cleanup pass over each abandoned create, then each
+   * live credential whose failed update's settle window has ended is brought
+   * back to its record — each under its app's lock. Never throws: failures
+   * stay on the records for the next pass.
    */
-  sweepAbandoned(): Promise<{ swept: number; deleted: number; revoked: number }> {
-    return sweepAbandoned(this.ctx);
+  sweepAbandoned(): Promise<SweepResult> {
+    return sweep(this.ctx);
   }
 
   /**

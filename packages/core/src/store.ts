@@ -49,6 +49,26 @@ export interface AbandonedInfo {
   lastErrors?: string[];
 }
 
+/**
+ * Gateways of a live credential where a failed update (or its rollback, or an
+ * update a crash interrupted) may still change something after credhook gave
+ * up on the call: a cloud may complete a write the client gave up on
+ * (cloud-facts.md). Once `settleUntil` has passed, a pass brings each such
+ * gateway back to the record — re-applying the record's API set where the
+ * credential is bound, revoking whatever carries its mark where it is not —
+ * and the field goes.
+ */
+export interface UnsettledInfo {
+  /** Each gateway with the API set the uncertain write asked for (what may have landed there). */
+  gateways: Array<{ gateway: string; attempted: GatewayApi[] }>;
+  /** ISO 8601 time after which the convergence pass runs (before it, a late write may still land). */
+  settleUntil: string;
+  /** Convergence attempts so far. */
+  attempts: number;
+  /** The last attempt's errors per gateway, secret-free. */
+  lastErrors?: string[];
+}
+
 /** What one gateway holds for a credential. */
 export interface GatewayBinding {
   /** Gateway name (key under `gateways:`). */
@@ -105,6 +125,8 @@ export interface CredentialRecord {
   pending?: PendingOperation;
   /** Set while status is `abandoned`. */
   abandoned?: AbandonedInfo;
+  /** Set while a failed or interrupted update's writes may still land on some gateways (status `active`). */
+  unsettled?: UnsettledInfo;
   /** Non-secret extras returned to the portal at create (token endpoint, scopes), kept for replayed creates. */
   customCredentials?: Record<string, string>;
   /** ISO 8601 creation time. */
@@ -188,6 +210,11 @@ export interface CredentialStore {
   findByAppKey(appKey: string, credentialType: CredentialType): Promise<CredentialRecord | undefined>;
   /** The `abandoned` records, of one app (any type) when `appKey` is given, else all; oldest first. */
   listAbandoned(appKey?: string): Promise<CredentialRecord[]>;
+  /**
+   * The records that carry {@link CredentialRecord.unsettled}, oldest first.
+   * Optional: without it core filters {@link list}.
+   */
+  listUnsettled?(): Promise<CredentialRecord[]>;
   /** Deletes a record; true when it existed. */
   delete(id: string): Promise<boolean>;
   /** Records with status `pending` or `revoking` last written before `before` (ISO 8601), oldest first. */

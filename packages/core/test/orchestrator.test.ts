@@ -165,6 +165,50 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
     expect((await store.list())[0]).toMatchObject({ status: "active", apis: [{ id: "a-1", usagePlans: ["gold"] }, { id: "b-1", usagePlans: ["gold"] }] });
   });
 
+  it("an update whose write lands after its rollback is brought back to the record once the settle window ends", async () => {
+    setup(200);
+    const { response } = await orch.create(req("a-1", "b-1"));
+    const apiKeyId = (response as { apiKeyId: string }).apiKeyId;
+    b.fail({ op: "update", when: "late", lateMs: 30 });
+    await expect(orch.update({ credentialType: "API_KEY", apiKeyId, apis: [{ id: "b-1", action: "NONE", usagePlans: [{ id: "silver", action: "ADDED" }] }] })).rejects.toMatchObject({ status: 504 });
+    await b.settled(); // the update lands after the rollback: 'silver' attached, the record says gold only
+    expect(b.marked()[0]!.apis).toEqual([{ id: "b-1", usagePlans: ["gold", "silver"] }]);
+    const [rec] = await store.list();
+    expect(rec).toMatchObject({ status: "active", unsettled: { gateways: [{ gateway: "b", attempted: [{ id: "b-1", usagePlans: ["gold", "silver"] }] }] } });
+    expect(await orch.sweepAbandoned()).toMatchObject({ settled: 0 }); // the window is still open
+    await new Promise((r) => setTimeout(r, 250));
+    expect(await orch.sweepAbandoned()).toMatchObject({ settled: 1 });
+    expect(b.marked()[0]!.apis).toEqual([{ id: "b-1", usagePlans: ["gold"] }]);
+    expect((await store.list())[0]!.unsettled).toBeUndefined();
+  });
+
+  it("a credential created late on a gateway a failed update was adding is revoked by the settle pass", async () => {
+    setup(0);
+    const { response } = await orch.create(req("a-1"));
+    b.fail({ op: "create", when: "late", lateMs: 30 });
+    await expect(
+      orch.update({ credentialType: "API_KEY", apiKeyId: (response as { apiKeyId: string }).apiKeyId, apis: [{ id: "b-1", action: "ADDED" }] }),
+    ).rejects.toMatchObject({ status: 504 });
+    await b.settled();
+    expect(b.marked()).toHaveLength(1); // landed after the rollback searched for it: live, and not the record's
+    expect(await orch.sweepAbandoned()).toMatchObject({ settled: 1, revoked: 1 });
+    expect(b.marked()).toEqual([]);
+    expect(a.marked()).toHaveLength(1);
+  });
+
+  it("the app's next update first brings an unsettled gateway back, then applies its own change", async () => {
+    setup(0);
+    const { response } = await orch.create(req("a-1", "b-1"));
+    const apiKeyId = (response as { apiKeyId: string }).apiKeyId;
+    b.fail({ op: "update", when: "late", lateMs: 10 });
+    await expect(orch.update({ credentialType: "API_KEY", apiKeyId, apis: [{ id: "b-1", action: "NONE", usagePlans: [{ id: "silver", action: "ADDED" }] }] })).rejects.toThrow();
+    await b.settled();
+    await orch.update({ credentialType: "API_KEY", apiKeyId, apis: [{ id: "a-1", action: "NONE", usagePlans: [{ id: "bronze", action: "ADDED" }] }] });
+    expect(b.marked()[0]!.apis).toEqual([{ id: "b-1", usagePlans: ["gold"] }]);
+    expect(a.marked()[0]!.apis).toEqual([{ id: "a-1", usagePlans: ["gold", "bronze"] }]);
+    expect((await store.list())[0]!.unsettled).toBeUndefined();
+  });
+
   it("a revoke of an id the store does not know leaves a resource without credhook's mark alone", async () => {
     setup();
     a.putForeign("someone-elses");

@@ -86,6 +86,12 @@ export class MemoryCredentialStore implements CredentialStore {
     return structuredClone(this.sorted("updatedAt").filter((x) => x.status === "abandoned" && (appKey === undefined || x.appKey === appKey)));
   }
 
+  /** {@inheritDoc CredentialStore.listUnsettled} */
+  async listUnsettled(): Promise<CredentialRecord[]> {
+    this.use("listUnsettled");
+    return structuredClone(this.sorted("updatedAt").filter((x) => x.unsettled !== undefined));
+  }
+
   /** {@inheritDoc CredentialStore.delete} */
   async delete(id: string): Promise<boolean> {
     this.use("delete");

@@ -159,6 +159,22 @@ export function storeConformance(test: ConformanceTest, factory: () => Promise<C
     expectEqual(await g1.get("cred:a"), undefined, "get after delete");
   });
 
+  t("lists the records with unsettled gateways (when it implements listUnsettled), with the field as written", async (store) => {
+    if (!store.listUnsettled) return;
+    await store.init();
+    const calm = rec();
+    const unsettled = rec({
+      appKey: `${app}-u`,
+      unsettled: { gateways: [{ gateway: "local", attempted: [{ id: "a", usagePlans: ["p3"] }] }], settleUntil: "2026-01-01T00:05:00.000Z", attempts: 0 },
+    });
+    await store.insert(calm);
+    await store.insert(unsettled);
+    const mine = (await store.listUnsettled()).filter((r) => r.id === calm.id || r.id === unsettled.id);
+    expectEqual(mine, [unsettled], "listUnsettled");
+    const { unsettled: _gone, ...settled } = unsettled;
+    await store.save(settled);
+    if ((await store.listUnsettled()).some((r) => r.id === unsettled.id)) fail("listUnsettled still lists a record saved without the field");
+  });
   t("health resolves on an open store", async (store) => {
     await store.health();
   });

@@ -387,12 +387,12 @@ function startBackgroundReconcile(credhook: CredhookApp, config: CredhookConfig)
   const pass = async () => {
     if (loopS > 0) {
       const r = await credhook.orchestrator.reconcileLoopPass();
-      if (r.finished.length > 0 || r.swept.swept > 0) {
-        credhook.logger.info({ finished: r.finished.length, inFlight: r.inFlight, swept: r.swept.swept, revoked: r.swept.revoked, deleted: r.swept.deleted }, "reconcile loop pass");
+      if (r.finished.length > 0 || r.swept.swept > 0 || r.swept.settled > 0) {
+        credhook.logger.info({ finished: r.finished.length, inFlight: r.inFlight, swept: r.swept.swept, revoked: r.swept.revoked, deleted: r.swept.deleted, settled: r.swept.settled }, "reconcile loop pass");
       }
     } else {
       const r = await credhook.orchestrator.sweepAbandoned();
-      if (r.swept > 0) credhook.logger.info({ swept: r.swept, revoked: r.revoked, deleted: r.deleted }, "abandoned creates swept");
+      if (r.swept > 0 || r.settled > 0) credhook.logger.info({ swept: r.swept, revoked: r.revoked, deleted: r.deleted, settled: r.settled }, "abandoned creates swept");
     }
   };
   let running: Promise<void> | undefined;

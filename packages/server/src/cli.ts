@@ -183,7 +183,7 @@ program
       await tracing?.shutdown();
       if (opts.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
       else process.stdout.write(`${formatReconcileReport(report, olderThanS).join("\n")}\n`);
-      process.exit([...report.unfinished, ...report.abandoned].some((u) => u.errors.length > 0) ? 1 : 0);
+      process.exit([...report.unfinished, ...report.abandoned, ...report.unsettled].some((u) => u.errors.length > 0) ? 1 : 0);
     } catch (err) {
       reportAndExit(err);
     }

@@ -8,7 +8,7 @@ import { ConfigError, createAjv, formatAjvErrors, type AdoptionRequest, type Rec
 /**
  * The reconcile report as lines for a terminal: unfinished operations, records
  * skipped as too recent (and how to include them), abandoned creates, garbage
- * revoked, drift reported.
+ * revoked, unsettled updates brought back, drift reported.
  * @param olderThanS the `--older-than` the report was made with, seconds
  */
 export function formatReconcileReport(report: ReconcileReport, olderThanS: number): string[] {
@@ -28,6 +28,11 @@ export function formatReconcileReport(report: ReconcileReport, olderThanS: numbe
   for (const a of report.abandoned) {
     out.push(`  - ${a.credentialId} (${a.appKey}) on ${a.gateways.join(", ") || "no gateway"}: ${a.action}`);
     for (const e of a.errors) out.push(`      error: ${e}`);
+  }
+  out.push(`updates whose late writes may have landed (each gateway brought back to the record once settled): ${report.unsettled.length}`);
+  for (const u of report.unsettled) {
+    out.push(`  - ${u.credentialId} (${u.appKey}) on ${u.gateways.join(", ")}: ${u.action}`);
+    for (const e of u.errors) out.push(`      error: ${e}`);
   }
   out.push(`${report.dryRun ? "garbage to revoke" : "garbage revoked"} (marked with a credential id whose record says it is not there): ${report.garbage.length}`);
   for (const g of report.garbage) out.push(`  - ${g.gateway}: ${g.nativeId} ${g.description}${g.credentialId ? ` [credential ${g.credentialId}]` : ""}`);

@@ -98,6 +98,25 @@ describe("Azure API Management faults through HTTP", () => {
     await invariant();
   });
 
+  it("an update's PUT slower than timeoutMs lands after its rollback; once settled, the sweep takes the key back to what the store says", async () => {
+    const created = await s.call("/v1/createCredentials", { appName: "LateUpdate", developer: dev, apis: gold });
+    expect(created.status).toBe(200);
+    const apiKeyId = created.json!.apiKeyId as string;
+    // Both attempts (the SDK retries once) time out after 1 s; ARM applies each 2.5 s after receiving it, after the rollback ran.
+    fake.inject({ delayMs: 2500, method: "PUT", path: "-p-silver", times: 2 });
+    expect((await errorOf(await s.post("/v1/updateCredentials", addSilver("LateUpdate", apiKeyId)))).status).toBe(504);
+    await fake.idle();
+    expect(live().map((x) => x.scope).sort()).toEqual(["/products/gold", "/products/silver"]); // silver: a grant the portal never got
+    const [rec] = await recordsOf("LateUpdate");
+    expect(rec).toMatchObject({ status: "active", unsettled: { gateways: [{ gateway: "azure" }] } });
+    expect(rec!.apis.flatMap((a) => a.usagePlans)).toEqual(["1el57v"]);
+    await settle();
+    expect(live().map((x) => x.scope)).toEqual(["/products/gold"]);
+    expect((await recordsOf("LateUpdate"))[0]!.unsettled).toBeUndefined();
+    expect((await revoke(apiKeyId)).status).toBe(204);
+    await invariant();
+  });
+
   it("a PUT refused 403 after another was accepted: 502 naming the RBAC fix, and no subscription survives", async () => {
     fake.inject({ status: 403, method: "PUT", path: "-p-silver" });
     const err = await errorOf(await s.post("/v1/createCredentials", { appName: "Denied", developer: dev, apis: goldSilver }));

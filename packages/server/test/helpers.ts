@@ -197,12 +197,12 @@ export function spawnCredhook(command: string[], options: SpawnOptions = {}): Cr
 export async function sweepUntilSettled(s: TestServer, options: { timeoutMs?: number; everyMs?: number } = {}): Promise<void> {
   let first = true;
   await until(
-    "abandoned records to settle",
+    "abandoned records and unsettled updates to settle",
     async () => {
       if (!first && options.everyMs) await new Promise((r) => setTimeout(r, options.everyMs));
       first = false;
       await s.credhook.orchestrator.sweepAbandoned();
-      return (await s.credhook.store.list()).every((r) => r.status !== "abandoned");
+      return (await s.credhook.store.list()).every((r) => r.status !== "abandoned" && !r.unsettled);
     },
     options.timeoutMs ?? 6000,
   );

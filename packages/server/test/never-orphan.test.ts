@@ -65,11 +65,11 @@ describe("outcome unknown is a state, not an error path", () => {
     expect(cloud.live()[0]!.mark).toEqual({ gateway: "mc", credentialId: rec!.id });
 
     const swept = await s.credhook.orchestrator.sweepAbandoned();
-    expect(swept).toEqual({ swept: 1, deleted: 0, revoked: 1 }); // within the settle window the record is kept (the first test: no other records)
+    expect(swept).toEqual({ swept: 1, deleted: 0, revoked: 1, settled: 0 }); // within the settle window the record is kept (the first test: no other records)
     expect(cloud.live()).toEqual([]);
     expect((await recordsOf("Late"))[0]!.status).toBe("abandoned");
     await sleep(1100); // settleS: 1
-    expect(await s.credhook.orchestrator.sweepAbandoned()).toEqual({ swept: 1, deleted: 1, revoked: 0 });
+    expect(await s.credhook.orchestrator.sweepAbandoned()).toEqual({ swept: 1, deleted: 1, revoked: 0, settled: 0 });
     expect(await recordsOf("Late")).toEqual([]);
     expect(await unexplainedKeys()).toEqual([]);
   });

@@ -327,6 +327,11 @@ export class PostgresCredentialStore implements CredentialStore {
       : this.many("SELECT record FROM credentials WHERE app_key = $1 AND status = 'abandoned' ORDER BY updated_at", [appKey]);
   }
 
+  /** {@inheritDoc CredentialStore.listUnsettled} */
+  listUnsettled(): Promise<CredentialRecord[]> {
+    return this.many("SELECT record FROM credentials WHERE record ? 'unsettled' ORDER BY updated_at");
+  }
+
   async delete(id: string): Promise<boolean> {
     return ((await this.pool.query("DELETE FROM credentials WHERE id = $1", [id])).rowCount ?? 0) > 0;
   }

@@ -256,6 +256,12 @@ export class SqliteCredentialStore implements CredentialStore {
     return rows.map((r) => this.parse(r)!);
   }
 
+  /** {@inheritDoc CredentialStore.listUnsettled} */
+  async listUnsettled(): Promise<CredentialRecord[]> {
+    const rows = this.db.prepare("SELECT record FROM credentials WHERE json_extract(record, '$.unsettled') IS NOT NULL ORDER BY updated_at").all() as Row[];
+    return rows.map((r) => this.parse(r)!);
+  }
+
   async countUnfinishedSince(since: string): Promise<number> {
     const row = this.db.prepare("SELECT COUNT(*) AS n FROM credentials WHERE status IN ('pending','revoking') AND updated_at >= ?").get(since) as { n: number };
     return row.n;

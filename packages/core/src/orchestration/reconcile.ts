@@ -10,6 +10,7 @@ import { uniq } from "./api-sets.js";
 import { revokeOne, sweepOne } from "./abandoned.js";
 import type { OrchestrationContext } from "./context.js";
 import { finishUnfinished } from "./recovery.js";
+import { settleRecord } from "./settle.js";
 import type { ReconcileEntry, ReconcileOptions, ReconcileReport } from "./types.js";
 
 /**
@@ -31,7 +32,7 @@ import type { ReconcileEntry, ReconcileOptions, ReconcileReport } from "./types.
 export async function reconcile(ctx: OrchestrationContext, options: ReconcileOptions = {}): Promise<ReconcileReport> {
   const dryRun = options.dryRun ?? false;
   const before = new Date(Date.now() - (options.olderThanMs ?? 60_000)).toISOString();
-  const report: ReconcileReport = { dryRun, unfinished: [], abandoned: [], skippedRecent: await ctx.store.countUnfinishedSince(before), orphans: [], garbage: [], unlistable: [] };
+  const report: ReconcileReport = { dryRun, unfinished: [], abandoned: [], unsettled: [], skippedRecent: await ctx.store.countUnfinishedSince(before), orphans: [], garbage: [], unlistable: [] };
   for (const rec of await ctx.store.listUnfinished(before)) {
     const entry = await ctx.lock.run(rec.appKey, async () => {
       const fresh = await ctx.store.get(rec.id);
@@ -57,6 +58,24 @@ export async function reconcile(ctx: OrchestrationContext, options: ReconcileOpt
           : `cleaned up (${r.revoked.length} resource(s) revoked); record kept until ${(await ctx.store.get(rec.id))?.abandoned?.settleUntil ?? "settled"} in case a late write lands`;
     }
     report.abandoned.push(entry);
+  }
+  // Failed or interrupted updates whose late writes may have landed: each gateway brought back to the record once settled.
+  const unsettled = ctx.store.listUnsettled ? await ctx.store.listUnsettled() : (await ctx.store.list()).filter((r) => r.unsettled);
+  for (const rec of unsettled) {
+    const info = rec.unsettled!;
+    const entry: ReconcileEntry = { credentialId: rec.id, appKey: rec.appKey, op: "update", action: "", gateways: info.gateways.map((g) => g.gateway), errors: [] };
+    if (new Date().toISOString() < info.settleUntil) entry.action = `a failed update's writes may still land until ${info.settleUntil}; checked after that`;
+    else if (dryRun) entry.action = "would bring these gateways back to the record (re-apply its API set; revoke its mark where it is not bound)";
+    else {
+      const r = await ctx.lock.run(rec.appKey, async () => {
+        const fresh = await ctx.store.get(rec.id);
+        return fresh?.status === "active" && fresh.unsettled ? settleRecord(ctx, fresh) : undefined;
+      });
+      if (!r) continue;
+      entry.errors.push(...r.errors);
+      entry.action = r.errors.length > 0 ? "brought back in part; run reconcile again" : `brought back to the record${r.revoked.length > 0 ? ` (${r.revoked.length} resource(s) revoked)` : ""}`;
+    }
+    report.unsettled.push(entry);
   }
   // Drift: what gateways hold under credhook's mark that no credential record explains (listed afresh).
   const records = await ctx.store.list();

@@ -9,9 +9,10 @@ import { UpstreamUnavailable } from "../errors.js";
 import type { OwnedResource } from "../provider.js";
 import type { CredentialRecord, GatewayApiWithGateway, GatewayBinding } from "../store.js";
 import { changesBetween, groupByGateway, uniq } from "./api-sets.js";
-import { cleanupAbandoned, findByCredential, revokeBindings, sweepAbandoned } from "./abandoned.js";
+import { cleanupAbandoned, findByCredential, revokeBindings } from "./abandoned.js";
 import type { OrchestrationContext } from "./context.js";
 import { markAbandoned } from "./journal.js";
+import { markUnsettled, sweep } from "./settle.js";
 import type { ReconcileEntry, ReconcileLoopResult } from "./types.js";
 
 export async function finishUnfinished(ctx: OrchestrationContext, rec: CredentialRecord, dryRun: boolean): Promise<ReconcileEntry> {
@@ -100,6 +101,13 @@ export async function finishUnfinished(ctx: OrchestrationContext, rec: Credentia
   if (entry.errors.length === 0) {
     rec.status = "active";
     delete rec.pending;
+    // Writes in flight at the crash may still land after this rollback: every gateway it touched settles later.
+    markUnsettled(
+      ctx,
+      rec,
+      uniq([...pending.createOn, ...keep.map((b) => b.gateway)]).map((g) => ({ gateway: g, attempted: newGroups.get(g) ?? [] })),
+      Date.parse(pending.startedAt),
+    );
     entry.action = "update rolled back";
   } else {
     entry.action = "rollback incomplete; run reconcile again";
@@ -138,7 +146,7 @@ export async function finishBeforeUse(ctx: OrchestrationContext, rec: Credential
  */
 export async function reconcileLoopPass(ctx: OrchestrationContext): Promise<ReconcileLoopResult> {
   const turn = await ctx.lock.tryRun("credhook:reconcile", async () => {
-    const result: ReconcileLoopResult = { ran: true, finished: [], inFlight: 0, swept: { swept: 0, deleted: 0, revoked: 0 } };
+    const result: ReconcileLoopResult = { ran: true, finished: [], inFlight: 0, swept: { swept: 0, deleted: 0, revoked: 0, settled: 0 } };
     for (const rec of await ctx.store.listUnfinished(new Date(Date.now() + 1000).toISOString())) {
       const r = await ctx.lock.tryRun(rec.appKey, async () => {
         const fresh = await ctx.store.get(rec.id);
@@ -151,8 +159,8 @@ export async function reconcileLoopPass(ctx: OrchestrationContext): Promise<Reco
         ctx.logger.warn({ credentialId: r.value.credentialId, op: r.value.op, action: r.value.action, errors: r.value.errors }, "reconcile loop finished an interrupted operation");
       }
     }
-    result.swept = await sweepAbandoned(ctx);
+    result.swept = await sweep(ctx);
     return result;
   });
-  return turn.ran ? turn.value : { ran: false, finished: [], inFlight: 0, swept: { swept: 0, deleted: 0, revoked: 0 } };
+  return turn.ran ? turn.value : { ran: false, finished: [], inFlight: 0, swept: { swept: 0, deleted: 0, revoked: 0, settled: 0 } };
 }

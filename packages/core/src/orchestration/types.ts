@@ -73,6 +73,8 @@ export interface ReconcileReport {
   unfinished: ReconcileEntry[];
   /** Abandoned creates cleaned up (or, with dryRun, to clean up): their records are kept until a search after the settle window finds nothing. */
   abandoned: ReconcileEntry[];
+  /** Live credentials whose failed or interrupted update may have left late writes, brought back to the record (or, with dryRun, to bring back) once their settle window ended. */
+  unsettled: ReconcileEntry[];
   /** Unfinished records skipped because they were written within `olderThanMs` (possibly a live request's); `--older-than 0` includes them. */
   skippedRecent: number;
   /** Resources marked as credhook's that belonged to an abandoned create, or to a live credential on a gateway it is not bound to: revoked (listed here) or, with dryRun, to revoke. */
@@ -141,6 +143,18 @@ export interface ReconcileLoopResult {
   finished: ReconcileEntry[];
   /** Interrupted operations left alone because a live instance holds their app. */
   inFlight: number;
-  /** The abandoned-create sweep of the same pass. */
-  swept: { swept: number; deleted: number; revoked: number };
+  /** The sweep of the same pass (see {@link SweepResult}). */
+  swept: SweepResult;
+}
+
+/** What one sweep did: abandoned creates cleaned up, unsettled updates brought back to their records. */
+export interface SweepResult {
+  /** Abandoned creates given a cleanup pass. */
+  swept: number;
+  /** Of those, records gone (settled). */
+  deleted: number;
+  /** Resources revoked, by both kinds of pass. */
+  revoked: number;
+  /** Live credentials whose unsettled gateways were all brought back to the record. */
+  settled: number;
 }

@@ -13,6 +13,7 @@ import { appKeyOf, changesBetween, uniq } from "./api-sets.js";
 import { findByCredential, revokeOne } from "./abandoned.js";
 import type { OrchestrationContext } from "./context.js";
 import { checkValueImportable, planUpdate } from "./plan.js";
+import { markUnsettled, settleRecord } from "./settle.js";
 import type { OperationOutcome } from "./types.js";
 
 /**
@@ -22,6 +23,8 @@ import type { OperationOutcome } from "./types.js";
  * @throws Unroutable | PolicyViolation (422) from {@link planUpdate}; InvalidReference (422), Throttled (503), UpstreamError (502), UpstreamTimeout (504) from a gateway, after the rollback
  */
 export async function updateKnown(ctx: OrchestrationContext, rec: CredentialRecord, req: UpdateCredentialsRequest): Promise<OperationOutcome> {
+  // Late writes of an earlier failed update, now settled: bring those gateways back to the record first.
+  if (rec.unsettled) await settleRecord(ctx, rec, true);
   const plan = planUpdate(ctx, rec, req);
   const { desiredApis, previousGroups, desiredGroups, desiredGateways, toCreate, toRemove, toUpdate, newApp, renamed, changesFor } = plan;
   let apiKey: string | undefined;
@@ -91,7 +94,12 @@ export async function updateKnown(ctx: OrchestrationContext, rec: CredentialReco
   ]);
 
   if (failures.length > 0) {
-    await compensateUpdate(ctx, rec, updated, created, uncertain, previousGroups, desiredGroups, newApp, oldApp);
+    const notUndone = await compensateUpdate(ctx, rec, updated, created, uncertain, previousGroups, desiredGroups, newApp, oldApp);
+    // Where a write of this update may still land (its outcome unknown, or its rollback failed), the gateway
+    // is brought back to the record once the settle window ends (see settle.ts).
+    const lateOn = (g: string) => failures.some((f) => f.gateway === g && ctx.mayHaveLanded(f));
+    const unsure = uniq([...updated.map((u) => u.gateway).filter(lateOn), ...uncertain, ...notUndone]);
+    markUnsettled(ctx, rec, unsure.map((g) => ({ gateway: g, attempted: desiredGroups.get(g) ?? [] })), Date.parse(rec.pending!.startedAt));
     rec.status = "active";
     delete rec.pending;
     await saver();
@@ -152,9 +160,8 @@ export async function readKeyValue(ctx: OrchestrationContext, rec: CredentialRec
  * failed one too: it may have applied part of the change), revokes of what it
  * created on new gateways, and — where a create's outcome is unknown — a
  * search for the credential's mark there, revoking what is found. Each call
- * has the request's bounded retries; what still fails is logged, and
- * `credhook reconcile` revokes marked resources on gateways the credential is
- * not bound to.
+ * has the request's bounded retries; what still fails is logged.
+ * @returns the gateways where the rollback failed (the caller marks them unsettled)
  */
 export async function compensateUpdate(ctx: OrchestrationContext,
   rec: CredentialRecord,
@@ -165,7 +172,8 @@ export async function compensateUpdate(ctx: OrchestrationContext,
   desiredGroups: Map<string, GatewayApi[]>,
   newApp: AppIdentity,
   oldApp: AppIdentity,
-): Promise<void> {
+): Promise<string[]> {
+  const gatewaysInOrder = [...updated.map((u) => u.gateway), ...created.map((b) => b.gateway), ...uncertain];
   const results = await Promise.allSettled([
     ...updated.map(async ({ gateway, before }) => {
       const b = rec.bindings.find((x) => x.gateway === gateway)!;
@@ -195,11 +203,12 @@ export async function compensateUpdate(ctx: OrchestrationContext,
       }
     }),
   ]);
-  const failed = results.filter((r) => r.status === "rejected");
+  const failed = results.flatMap((r, i) => (r.status === "rejected" ? [{ gateway: gatewaysInOrder[i]!, reason: r.reason as unknown }] : []));
   if (failed.length > 0) {
     ctx.logger.error(
-      { credentialId: rec.id, errors: failed.map((f) => String((f as PromiseRejectedResult).reason?.message ?? f)) },
-      "update rollback incomplete: see `credhook reconcile`",
+      { credentialId: rec.id, errors: failed.map((f) => `${f.gateway}: ${ctx.asTyped(f.reason, f.gateway).messages[0]}`) },
+      "update rollback incomplete: those gateways are brought back to the record by the sweep, the next update and `credhook reconcile`",
     );
   }
+  return uniq(failed.map((f) => f.gateway));
 }
