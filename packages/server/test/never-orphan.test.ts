@@ -261,14 +261,16 @@ describe("reconcile", () => {
   it("says how many records it skipped as too recent, and how to include them", async () => {
     const { apiKeyId } = (await (await create("Recent", [{ id: "mc-a" }])).json()) as { apiKeyId: string };
     const rec = (await s.credhook.store.findByPublicId("API_KEY", apiKeyId))!;
+    // Earlier cases of this file may have left recent unfinished records of their own: count this one on top.
+    const earlier = (await s.credhook.orchestrator.reconcile({ dryRun: true })).skippedRecent;
     await s.credhook.store.save({ ...rec, status: "revoking", updatedAt: new Date().toISOString() });
     const report = await s.credhook.orchestrator.reconcile({ dryRun: true });
-    expect(report.skippedRecent).toBe(1);
+    expect(report.skippedRecent).toBe(earlier + 1);
     expect(formatReconcileReport(report, 60)).toContain(
-      "skipped as too recent: 1 unfinished record(s) written in the last 60 s (possibly a running server's requests in flight); run again later, or with --older-than 0 when no server is running",
+      `skipped as too recent: ${earlier + 1} unfinished record(s) written in the last 60 s (possibly a running server's requests in flight); run again later, or with --older-than 0 when no server is running`,
     );
     const now = await s.credhook.orchestrator.reconcile({ olderThanMs: 0 });
-    expect(now.unfinished).toEqual([expect.objectContaining({ credentialId: rec.id, op: "revoke", action: "revoked and deleted" })]);
+    expect(now.unfinished).toContainEqual(expect.objectContaining({ credentialId: rec.id, op: "revoke", action: "revoked and deleted" }));
     expect(cloud.live()).toEqual([]);
   });
 
