@@ -77,7 +77,7 @@ export function jsonBody(limitBytes: number): RequestHandler {
     }
     continueIfAwaited(req, res);
     // The body arrives in the socket's async context: the rest of the request runs in the request's (its id on log lines, its trace).
-    getRawBody(req, { limit: limitBytes, length: coding === "identity" ? req.headers["content-length"] : null }, AsyncResource.bind((err: Error | null, wire: Buffer) => {
+    getRawBody(req, { limit: limitBytes, length: coding === "identity" ? req.headers["content-length"] : null }, AsyncResource.bind((err: (Error & { type?: string }) | null, wire: Buffer) => {
       if (err) return next(readError(req, err, limitBytes));
       const decoded = decode ? decode(wire, { maxOutputLength: limitBytes }) : Promise.resolve(wire);
       decoded.then(
