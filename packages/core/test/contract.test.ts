@@ -7,7 +7,7 @@ describe("the OpenAPI document", () => {
     expect(doc.openapi).toBe("3.1.0");
     expect(Object.keys(doc.paths).sort()).toEqual(["/v1/createCredentials", "/v1/health", "/v1/revokeCredentials", "/v1/updateCredentials"]);
     expect(doc.components.securitySchemes).toEqual({ basicAuth: expect.objectContaining({ type: "http", scheme: "basic" }) });
-    expect(Object.keys(doc.paths["/v1/createCredentials"]!.post!.responses)).toEqual(["200", "400", "401", "413", "415", "422", "429", "502", "503", "504"]);
+    expect(Object.keys(doc.paths["/v1/createCredentials"]!.post!.responses)).toEqual(["200", "400", "401", "408", "413", "415", "417", "422", "429", "431", "500", "501", "502", "503", "504"]);
     expect(Object.keys(doc.paths["/v1/updateCredentials"]!.post!.responses)).toContain("404");
     expect(Object.keys(doc.paths["/v1/revokeCredentials"]!.post!.responses)[0]).toBe("204");
     expect(Object.keys(doc.components.schemas)).toEqual(
