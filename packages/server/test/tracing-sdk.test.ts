@@ -7,9 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SpanKind } from "@opentelemetry/api";
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-node";
-import { startAwsFake, type AwsFake } from "@credhook/provider-aws/fake";
-import { startApimFake, type ApimFake } from "@credhook/provider-azure/fake";
-import { startApiKeysFake, type ApiKeysFake } from "@credhook/provider-gcp/fake";
+import { startAwsFake } from "@credhook/provider-aws/fake";
+import { startApimFake } from "@credhook/provider-azure/fake";
+import { startApiKeysFake } from "@credhook/provider-gcp/fake";
 import { cloudRequestIdIn, startTracing, type Tracing } from "../src/index.js";
 import { startExampleServer, type TestServer } from "./helpers.js";
 
@@ -37,72 +37,68 @@ async function tracedCreate(server: TestServer, body: unknown) {
   return { root: root!, gatewaySpans, httpOf: (g: ReadableSpan) => childrenOf(g).filter(isHttp) };
 }
 
-describe("AWS (API Gateway through node:http)", () => {
-  let fake: AwsFake;
-  let server: TestServer;
-  beforeAll(async () => {
-    fake = await startAwsFake();
-    fake.apiGateway.addUsagePlan({ id: "1el57v", name: "Orders Gold", apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }] });
-    server = await startExampleServer("aws", { FAKE_URL: fake.url });
-  });
-  afterAll(async () => {
-    await server?.close();
-    await fake?.close();
-  });
+/** One cloud: its fake (as the operator set it up), the example config that points at it, and whether the fake sends request ids. */
+interface Cloud {
+  provider: string;
+  transport: string;
+  start(): Promise<{ url: string; close(): Promise<void> }>;
+  /** The least number of HTTP requests a create sends. */
+  minRequests: number;
+  /** The fake answers with the cloud's request id header, as the cloud does. */
+  sendsRequestIds: boolean;
+}
 
-  it("each gateway call has one HTTP child per SDK request, and the successful call records AWS's request id", async () => {
-    const { gatewaySpans, httpOf } = await tracedCreate(server, { ...app, apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] });
-    const create = gatewaySpans.find((g) => g.attributes["credhook.operation"] === "create");
-    expect(create?.attributes).toMatchObject({ "credhook.provider": "aws", "credhook.outcome": "ok" });
-    const http = httpOf(create!);
-    // CreateApiKey, then CreateUsagePlanKey: each a request of its own, to the fake.
-    expect(http.length).toBeGreaterThanOrEqual(2);
-    for (const h of http) expect(String(h.attributes["server.port"] ?? h.attributes["net.peer.port"])).toBe(new URL(fake.url).port);
-    const ids = http.map((h) => h.attributes["credhook.cloud_request_id"]);
-    for (const id of ids) expect(id).toMatch(/^[0-9a-zA-Z-]{16,}$/);
-    expect(ids).toContain(create!.attributes["credhook.cloud_request_id"]);
-  });
+const CLOUDS: Record<"aws" | "azure" | "gcp", Cloud> = {
+  aws: {
+    provider: "aws",
+    transport: "API Gateway through node:http",
+    async start() {
+      const fake = await startAwsFake();
+      fake.apiGateway.addUsagePlan({ id: "1el57v", name: "Orders Gold", apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }] });
+      return fake;
+    },
+    minRequests: 2, // CreateApiKey, then CreateUsagePlanKey
+    sendsRequestIds: true,
+  },
+  azure: { provider: "azure", transport: "API Management through node:http", start: () => startApimFake({ products: ["gold", "silver", "bronze"], apis: ["orders"] }), minRequests: 1, sendsRequestIds: false },
+  gcp: { provider: "gcp", transport: "API Keys REST transport through fetch", start: () => startApiKeysFake(), minRequests: 1, sendsRequestIds: false },
+};
+
+const running: Array<{ fake: { close(): Promise<void> }; server?: TestServer }> = [];
+const servers: Partial<Record<keyof typeof CLOUDS, { server: TestServer; port: string }>> = {};
+beforeAll(async () => {
+  for (const [example, cloud] of Object.entries(CLOUDS) as Array<[keyof typeof CLOUDS, Cloud]>) {
+    const fake = await cloud.start();
+    const entry: (typeof running)[number] = { fake };
+    running.push(entry);
+    entry.server = await startExampleServer(example, { FAKE_URL: fake.url });
+    servers[example] = { server: entry.server, port: new URL(fake.url).port };
+  }
+});
+afterAll(async () => {
+  for (const { fake, server } of running.reverse()) {
+    await server?.close();
+    await fake.close();
+  }
 });
 
-describe("Azure (API Management through node:https/http)", () => {
-  let fake: ApimFake;
-  let server: TestServer;
-  beforeAll(async () => {
-    fake = await startApimFake({ products: ["gold", "silver", "bronze"], apis: ["orders"] });
-    server = await startExampleServer("azure", { FAKE_URL: fake.url });
+for (const [example, cloud] of Object.entries(CLOUDS) as Array<[keyof typeof CLOUDS, Cloud]>) {
+  describe(`${cloud.provider} (${cloud.transport})`, () => {
+    it(`the create's gateway span has a CLIENT child per HTTP request the SDK sent to the fake${cloud.sendsRequestIds ? ", and the cloud's request id on success" : ""}`, async () => {
+      const { server, port } = servers[example]!;
+      const { gatewaySpans, httpOf } = await tracedCreate(server, { ...app, apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] });
+      const create = gatewaySpans.find((g) => g.attributes["credhook.operation"] === "create");
+      expect(create?.attributes).toMatchObject({ "credhook.provider": cloud.provider, "credhook.outcome": "ok" });
+      const http = httpOf(create!);
+      expect(http.length).toBeGreaterThanOrEqual(cloud.minRequests);
+      for (const h of http) expect(String(h.attributes["server.port"] ?? h.attributes["net.peer.port"])).toBe(port);
+      if (!cloud.sendsRequestIds) return;
+      const ids = http.map((h) => h.attributes["credhook.cloud_request_id"]);
+      for (const id of ids) expect(id).toMatch(/^[0-9a-zA-Z-]{16,}$/);
+      expect(ids).toContain(create!.attributes["credhook.cloud_request_id"]);
+    });
   });
-  afterAll(async () => {
-    await server?.close();
-    await fake?.close();
-  });
-
-  it("each gateway call has HTTP children for the SDK's requests", async () => {
-    const { gatewaySpans, httpOf } = await tracedCreate(server, { ...app, apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] });
-    const create = gatewaySpans.find((g) => g.attributes["credhook.operation"] === "create");
-    expect(create?.attributes).toMatchObject({ "credhook.provider": "azure", "credhook.outcome": "ok" });
-    expect(httpOf(create!).length).toBeGreaterThanOrEqual(1);
-  });
-});
-
-describe("Google (API Keys REST transport through fetch)", () => {
-  let fake: ApiKeysFake;
-  let server: TestServer;
-  beforeAll(async () => {
-    fake = await startApiKeysFake();
-    server = await startExampleServer("gcp", { FAKE_URL: fake.url });
-  });
-  afterAll(async () => {
-    await server?.close();
-    await fake?.close();
-  });
-
-  it("each gateway call has HTTP children for the SDK's requests", async () => {
-    const { gatewaySpans, httpOf } = await tracedCreate(server, { ...app, apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] });
-    const create = gatewaySpans.find((g) => g.attributes["credhook.operation"] === "create");
-    expect(create?.attributes).toMatchObject({ "credhook.provider": "gcp", "credhook.outcome": "ok" });
-    expect(httpOf(create!).length).toBeGreaterThanOrEqual(1);
-  });
-});
+}
 
 describe("the instrumentation", () => {
   it("is on only with tracing: node:http is patched now (the tracing-off counterpart is in tracing.test.ts)", async () => {
