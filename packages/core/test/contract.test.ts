@@ -16,6 +16,27 @@ describe("the OpenAPI document", () => {
   });
 });
 
+describe("the OpenAPI document's answers", () => {
+  it("every answer of every operation declares X-Request-Id, and every 4xx/5xx has the ErrorResponse body", () => {
+    const doc = openApiDocument() as {
+      paths: Record<string, Record<string, { responses: Record<string, Answer> }>>;
+      components: { responses: Record<string, Answer> };
+    };
+    type Answer = { $ref?: string; headers?: Record<string, unknown>; content?: Record<string, { schema?: { $ref?: string } }> };
+    const problems: string[] = [];
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        for (const [status, raw] of Object.entries(op.responses)) {
+          const answer = raw.$ref ? doc.components.responses[raw.$ref.split("/").pop()!]! : raw;
+          if (!answer.headers?.["X-Request-Id"]) problems.push(`${method} ${path} ${status}: no X-Request-Id`);
+          if (Number(status) >= 400 && answer.content?.["application/json"]?.schema?.$ref !== "#/components/schemas/ErrorResponse") problems.push(`${method} ${path} ${status}: not an ErrorResponse`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+});
+
 describe("compileContractValidator", () => {
   const v = compileContractValidator();
   it("accepts the contract's example create body and keeps unknown fields", () => {
