@@ -33,6 +33,21 @@ export interface ServerConfig {
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   /** express `trust proxy` setting (for the client address of the failed-login limit). @default false */
   trustProxy: boolean | number | string;
+  /**
+   * Time a client has to send a request's headers, ms; then 408 and the connection closed
+   * (Node's `headersTimeout`: https://nodejs.org/docs/latest-v20.x/api/http.html#serverheaderstimeout).
+   * 100 to 600000. @default 10000
+   */
+  headersTimeoutMs: number;
+  /**
+   * Time a client has to send a whole request, headers and body, ms; then 408 and the connection
+   * closed (Node's `requestTimeout`). At least {@link headersTimeoutMs}; 100 to 3600000. @default 10000
+   */
+  requestTimeoutMs: number;
+  /** Largest request line plus headers, bytes; beyond it 431 (Node's `maxHeaderSize`). 1024 to 65536. @default 16384 */
+  maxHeaderBytes: number;
+  /** How long an idle keep-alive connection is kept open, ms (Node's `keepAliveTimeout`). 100 to 600000. @default 5000 */
+  keepAliveTimeoutMs: number;
   auth: {
     users: AuthUser[];
     /** Realm in `WWW-Authenticate`. @default "credhook" */
@@ -41,6 +56,14 @@ export interface ServerConfig {
     maxFailures: number;
     /** Window of {@link maxFailures}, seconds. @default 60 */
     failureWindowS: number;
+    /** Failed logins from all client addresses together allowed per window before 429 (every credential not remembered). @default 10 × maxFailures */
+    maxGlobalFailures: number;
+    /** Password-hash (scrypt, ≈ 32 MiB and tens of ms each) checks running at once; one more is answered 503 with `Retry-After: 1`. 1 to 64. @default 1 */
+    maxConcurrentPasswordChecks: number;
+    /** How long a verified login is remembered (accepted at once, never locked out) after its last use, ms; 0: never remembered. 0 to 86400000. @default 300000 */
+    rememberLoginMs: number;
+    /** Most logins remembered at once (the least recently used is forgotten first). 1 to 100000. @default 1000 */
+    maxRememberedLogins: number;
   };
 }
 
@@ -126,6 +149,10 @@ export const configSchema = {
         shutdownTimeoutMs: { type: "integer", minimum: 0, maximum: 600000, default: 10000 },
         logLevel: { enum: ["fatal", "error", "warn", "info", "debug", "trace", "silent"], default: "info" },
         trustProxy: { type: ["boolean", "integer", "string"], default: false },
+        headersTimeoutMs: { type: "integer", minimum: 100, maximum: 600000, default: 10000 },
+        requestTimeoutMs: { type: "integer", minimum: 100, maximum: 3600000, default: 10000 },
+        maxHeaderBytes: { type: "integer", minimum: 1024, maximum: 65536, default: 16384 },
+        keepAliveTimeoutMs: { type: "integer", minimum: 100, maximum: 600000, default: 5000 },
         auth: {
           type: "object",
           additionalProperties: false,
@@ -148,6 +175,10 @@ export const configSchema = {
             realm: { type: "string", minLength: 1, pattern: '^[^"\\\\]+$', default: "credhook" },
             maxFailures: { type: "integer", minimum: 1, default: 10 },
             failureWindowS: { type: "integer", minimum: 1, default: 60 },
+            maxGlobalFailures: { type: "integer", minimum: 1 },
+            maxConcurrentPasswordChecks: { type: "integer", minimum: 1, maximum: 64, default: 1 },
+            rememberLoginMs: { type: "integer", minimum: 0, maximum: 86400000, default: 300000 },
+            maxRememberedLogins: { type: "integer", minimum: 1, maximum: 100000, default: 1000 },
           },
         },
       },
@@ -233,6 +264,10 @@ export function validateConfig(raw: unknown): CredhookConfig {
   if (!validate(copy)) throw new ConfigError(formatConfigErrors(validate.errors, ""));
   const config = copy as unknown as CredhookConfig & { server: Partial<ServerConfig> };
   const problems: string[] = [];
+  if (config.server.requestTimeoutMs! < config.server.headersTimeoutMs!) {
+    problems.push(`server.requestTimeoutMs (${config.server.requestTimeoutMs}) must be >= server.headersTimeoutMs (${config.server.headersTimeoutMs}): the whole request includes its headers`);
+  }
+  if (config.server.auth) config.server.auth.maxGlobalFailures ??= 10 * config.server.auth.maxFailures;
   if (!config.server.auth) problems.push("server.auth must be set: at least one user, e.g. { users: [{ username: portal, password: \"${CREDHOOK_PASSWORD}\" }] }");
   config.server.auth?.users.forEach((u, i) => {
     if (u.password !== undefined && u.passwordHash !== undefined) problems.push(`server.auth.users[${i}] must have only one of password and passwordHash`);

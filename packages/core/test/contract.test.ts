@@ -7,12 +7,33 @@ describe("the OpenAPI document", () => {
     expect(doc.openapi).toBe("3.1.0");
     expect(Object.keys(doc.paths).sort()).toEqual(["/v1/createCredentials", "/v1/health", "/v1/revokeCredentials", "/v1/updateCredentials"]);
     expect(doc.components.securitySchemes).toEqual({ basicAuth: expect.objectContaining({ type: "http", scheme: "basic" }) });
-    expect(Object.keys(doc.paths["/v1/createCredentials"]!.post!.responses)).toEqual(["200", "400", "401", "413", "415", "422", "429", "502", "503", "504"]);
+    expect(Object.keys(doc.paths["/v1/createCredentials"]!.post!.responses)).toEqual(["200", "400", "401", "408", "413", "415", "417", "422", "429", "431", "500", "501", "502", "503", "504"]);
     expect(Object.keys(doc.paths["/v1/updateCredentials"]!.post!.responses)).toContain("404");
     expect(Object.keys(doc.paths["/v1/revokeCredentials"]!.post!.responses)[0]).toBe("204");
     expect(Object.keys(doc.components.schemas)).toEqual(
       expect.arrayContaining(["CreateCredentialsRequest", "CreateCredentialsResponse", "UpdateCredentialsRequest", "RevokeCredentialsRequest", "ErrorResponse"]),
     );
+  });
+});
+
+describe("the OpenAPI document's answers", () => {
+  it("every answer of every operation declares X-Request-Id, and every 4xx/5xx has the ErrorResponse body", () => {
+    const doc = openApiDocument() as {
+      paths: Record<string, Record<string, { responses: Record<string, Answer> }>>;
+      components: { responses: Record<string, Answer> };
+    };
+    type Answer = { $ref?: string; headers?: Record<string, unknown>; content?: Record<string, { schema?: { $ref?: string } }> };
+    const problems: string[] = [];
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        for (const [status, raw] of Object.entries(op.responses)) {
+          const answer = raw.$ref ? doc.components.responses[raw.$ref.split("/").pop()!]! : raw;
+          if (!answer.headers?.["X-Request-Id"]) problems.push(`${method} ${path} ${status}: no X-Request-Id`);
+          if (Number(status) >= 400 && answer.content?.["application/json"]?.schema?.$ref !== "#/components/schemas/ErrorResponse") problems.push(`${method} ${path} ${status}: not an ErrorResponse`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
   });
 });
 

@@ -30,7 +30,7 @@ import { LocalProvider } from "@credhook/provider-local";
 import { EMBEDDED_GATEWAY_STATE, EmbeddedGateway, OAUTH_PATHS, parseEmbeddedGatewayConfig, type SharedLimitsBackend } from "@credhook/provider-local/gateway";
 import { basicAuth } from "./auth.js";
 import { jsonBody } from "./body.js";
-import { createEdgeServer, edgeChecks, EDGE_DEFAULTS } from "./edge.js";
+import { createEdgeServer, edgeChecks } from "./edge.js";
 import { errorHandler, sendError } from "./http-errors.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { createLogger, requestLogger } from "./logging.js";
@@ -61,19 +61,23 @@ export interface AppOptions {
   limits?: ServerLimits;
 }
 
-/** Limits of the HTTP edge and of authentication (see the README, "The HTTP edge"). */
+/**
+ * Limits of the HTTP edge and of authentication (see the README, "The HTTP edge"), for
+ * embedding: each one given here overrides the config file's (`server.*`, `server.auth.*`),
+ * whose values (and defaults) are used otherwise. Not validated: the config schema is.
+ */
 export interface ServerLimits {
-  /** Time to receive a request's headers, ms; then 408. @default 10000 */
+  /** Time to receive a request's headers, ms; then 408. @default server.headersTimeoutMs (10000) */
   headersTimeoutMs?: number;
-  /** Time to receive a whole request (headers and body), ms; then 408. @default 10000 */
+  /** Time to receive a whole request (headers and body), ms; then 408. @default server.requestTimeoutMs (10000) */
   requestTimeoutMs?: number;
-  /** Largest request line + headers, bytes; beyond → 431. @default 16384 */
+  /** Largest request line + headers, bytes; beyond → 431. @default server.maxHeaderBytes (16384) */
   maxHeaderBytes?: number;
-  /** Failed logins across all client addresses per `server.auth.failureWindowS`; then 429 for every credential not remembered. @default 10 × server.auth.maxFailures */
+  /** Failed logins across all client addresses per `server.auth.failureWindowS`; then 429 for every credential not remembered. @default server.auth.maxGlobalFailures (10 × server.auth.maxFailures) */
   maxGlobalFailures?: number;
-  /** Password-hash (scrypt) checks at once; more → 503 with Retry-After: 1. @default 1 */
+  /** Password-hash (scrypt) checks at once; more → 503 with Retry-After: 1. @default server.auth.maxConcurrentPasswordChecks (1) */
   maxConcurrentPasswordChecks?: number;
-  /** How long a verified login is remembered after its last use, ms. @default 300000 */
+  /** How long a verified login is remembered after its last use, ms. @default server.auth.rememberLoginMs (300000) */
   rememberLoginMs?: number;
 }
 
@@ -274,9 +278,10 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
       realm: config.server.auth.realm,
       maxFailures: config.server.auth.maxFailures,
       failureWindowS: config.server.auth.failureWindowS,
-      ...(limits.maxGlobalFailures !== undefined ? { maxGlobalFailures: limits.maxGlobalFailures } : {}),
-      ...(limits.maxConcurrentPasswordChecks !== undefined ? { maxConcurrentChecks: limits.maxConcurrentPasswordChecks } : {}),
-      ...(limits.rememberLoginMs !== undefined ? { rememberMs: limits.rememberLoginMs } : {}),
+      maxGlobalFailures: limits.maxGlobalFailures ?? config.server.auth.maxGlobalFailures,
+      maxConcurrentChecks: limits.maxConcurrentPasswordChecks ?? config.server.auth.maxConcurrentPasswordChecks,
+      rememberMs: limits.rememberLoginMs ?? config.server.auth.rememberLoginMs,
+      maxRemembered: config.server.auth.maxRememberedLogins,
     }),
   );
   app.use((req: Request, res: Response, next: NextFunction) => {
@@ -442,9 +447,9 @@ export async function startServer(config: CredhookConfig, options: AppOptions & 
   const server = createEdgeServer(credhook.app, {
     limits: {
       bodyLimitBytes: config.server.bodyLimitBytes,
-      headersTimeoutMs: limits.headersTimeoutMs ?? EDGE_DEFAULTS.headersTimeoutMs,
-      requestTimeoutMs: limits.requestTimeoutMs ?? EDGE_DEFAULTS.requestTimeoutMs,
-      maxHeaderBytes: limits.maxHeaderBytes ?? EDGE_DEFAULTS.maxHeaderBytes,
+      headersTimeoutMs: limits.headersTimeoutMs ?? config.server.headersTimeoutMs,
+      requestTimeoutMs: limits.requestTimeoutMs ?? config.server.requestTimeoutMs,
+      maxHeaderBytes: limits.maxHeaderBytes ?? config.server.maxHeaderBytes,
     },
     logger: credhook.logger,
     onRefused: (status, reason) => credhook.metrics.refused(status, reason),
@@ -457,7 +462,7 @@ export async function startServer(config: CredhookConfig, options: AppOptions & 
     await credhook.close();
     throw err;
   });
-  server.keepAliveTimeout = 5_000;
+  server.keepAliveTimeout = config.server.keepAliveTimeoutMs;
   const port = (server.address() as AddressInfo).port;
   const stopSweep = startBackgroundReconcile(credhook, config);
   const shownHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;

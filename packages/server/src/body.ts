@@ -6,6 +6,7 @@
  * so a 100 GB chunked body was read to its end.) `Content-Encoding` gzip,
  * deflate and br are decompressed up to the same limit.
  */
+import { AsyncResource } from "node:async_hooks";
 import { promisify } from "node:util";
 import { brotliDecompress, gunzip, inflate } from "node:zlib";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
@@ -58,7 +59,11 @@ export function jsonBody(limitBytes: number): RequestHandler {
     if (refusal) return next(refusal);
     if (req.method !== "POST") {
       continueIfAwaited(req, res);
-      getRawBody(req, { limit: limitBytes, length: req.headers["content-length"] }, (err) => next(err ? readError(req, err, limitBytes) : undefined));
+      getRawBody(
+        req,
+        { limit: limitBytes, length: req.headers["content-length"] },
+        AsyncResource.bind((err) => next(err ? readError(req, err, limitBytes) : undefined)),
+      );
       return;
     }
     const coding = printable(String(req.headers["content-encoding"] ?? "identity"), 40).trim().toLowerCase();
@@ -71,7 +76,8 @@ export function jsonBody(limitBytes: number): RequestHandler {
       return next(new EdgeError(415, "CHARSET_UNSUPPORTED", "body must be JSON encoded as UTF-8 (Content-Type: application/json)"));
     }
     continueIfAwaited(req, res);
-    getRawBody(req, { limit: limitBytes, length: coding === "identity" ? req.headers["content-length"] : null }, (err, wire) => {
+    // The body arrives in the socket's async context: the rest of the request runs in the request's (its id on log lines, its trace).
+    getRawBody(req, { limit: limitBytes, length: coding === "identity" ? req.headers["content-length"] : null }, AsyncResource.bind((err: (Error & { type?: string }) | null, wire: Buffer) => {
       if (err) return next(readError(req, err, limitBytes));
       const decoded = decode ? decode(wire, { maxOutputLength: limitBytes }) : Promise.resolve(wire);
       decoded.then(
@@ -92,6 +98,6 @@ export function jsonBody(limitBytes: number): RequestHandler {
           next(new CredhookError(400, ErrorCodes.VALIDATION_FAILED, `body is not valid ${coding} data (Content-Encoding: ${coding})`));
         },
       );
-    });
+    }));
   };
 }

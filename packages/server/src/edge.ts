@@ -23,6 +23,7 @@ import type { Socket } from "node:net";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Logger as PinoLogger } from "pino";
 import { EdgeError, errorBody } from "./http-errors.js";
+import { requestIdFor } from "./logging.js";
 
 /** Limits of the HTTP edge. */
 export interface EdgeLimits {
@@ -89,8 +90,8 @@ function pathIn(packet: unknown): string {
   return m ? m[1]!.split("?")[0]! : "";
 }
 
-/** An ErrorResponse written straight to a socket (no request object exists for it), closing the connection. */
-function rawErrorResponse(refusal: EdgeError, path: string): Buffer {
+/** An ErrorResponse written straight to a socket (no request object exists for it), with its request id, closing the connection. */
+function rawErrorResponse(refusal: EdgeError, path: string, requestId: string): Buffer {
   const body = JSON.stringify(errorBody(refusal.status, refusal.messages, path));
   const head = [
     `HTTP/1.1 ${refusal.status} ${errorBody(refusal.status, [], "").error}`,
@@ -98,6 +99,7 @@ function rawErrorResponse(refusal: EdgeError, path: string): Buffer {
     `Content-Length: ${Buffer.byteLength(body)}`,
     "Cache-Control: no-store",
     "Connection: close",
+    `X-Request-Id: ${requestId}`,
     `Date: ${new Date().toUTCString()}`,
   ];
   return Buffer.from(`${head.join("\r\n")}\r\n\r\n${body}`, "utf8");
@@ -107,6 +109,8 @@ function rawErrorResponse(refusal: EdgeError, path: string): Buffer {
 interface ConnectionState {
   inFlight: Set<ServerResponse>;
   refusal?: EdgeError;
+  /** Node's error code of the refusal. */
+  code?: string;
   path?: string;
   flushed?: boolean;
 }
@@ -145,14 +149,19 @@ export function createEdgeServer(handler: (req: IncomingMessage, res: ServerResp
     return s;
   };
 
-  /** Writes `refusal` straight to the socket and closes it (giving the client a moment to read it). */
-  const refuseRaw = (socket: Socket, refusal: EdgeError, path: string) => {
+  /**
+   * Logs `refusal` (with `fields` and a new request id, the one its answer carries), writes it
+   * straight to the socket and closes it (giving the client a moment to read it).
+   */
+  const refuseRaw = (socket: Socket, refusal: EdgeError, path: string, fields: Record<string, unknown>) => {
+    const requestId = requestIdFor(undefined);
+    logger.warn({ requestId, status: refusal.status, reason: refusal.reason, ...fields, remoteAddress: socket.remoteAddress }, "request refused by the HTTP layer");
     options.onRefused?.(refusal.status, refusal.reason);
     if (!socket.writable) {
       socket.destroy();
       return;
     }
-    socket.end(rawErrorResponse(refusal, path));
+    socket.end(rawErrorResponse(refusal, path, requestId));
     setTimeout(() => socket.destroy(), 1000).unref();
   };
 
@@ -160,7 +169,7 @@ export function createEdgeServer(handler: (req: IncomingMessage, res: ServerResp
   const flush = (socket: Socket, state: ConnectionState) => {
     if (!state.refusal || state.flushed || state.inFlight.size > 0) return;
     state.flushed = true;
-    refuseRaw(socket, state.refusal, state.path ?? "");
+    refuseRaw(socket, state.refusal, state.path ?? "", { code: state.code });
   };
 
   server.prependListener("request", (req: IncomingMessage, res: ServerResponse) => {
@@ -183,14 +192,18 @@ export function createEdgeServer(handler: (req: IncomingMessage, res: ServerResp
       return;
     }
     const refusal = refusalFor(err, limits);
-    logger.warn({ status: refusal.status, reason: refusal.reason, code: err.code, remoteAddress: socket.remoteAddress }, "request refused by the HTTP layer");
     state.refusal = refusal;
+    state.code = err.code;
     socket.pause(); // nothing more is read
     const receiving = [...state.inFlight].find((res) => !(res as ServerResponse & { req: IncomingMessage }).req.complete);
     if (receiving && !receiving.headersSent) {
       // The failure is this request's own (in its body, or its timeout): the app answers it, then closes.
       state.flushed = true;
-      const req = (receiving as ServerResponse & { req: EdgeRequest }).req;
+      const req = (receiving as ServerResponse & { req: EdgeRequest & { id?: unknown } }).req;
+      logger.warn(
+        { requestId: String(req.id), status: refusal.status, reason: refusal.reason, code: err.code, remoteAddress: socket.remoteAddress },
+        "request refused by the HTTP layer",
+      );
       req[kRefusal] = refusal;
       if (req.listenerCount("error") > 0) req.emit("error", refusal); // the body reader stops with it
       return;
@@ -202,8 +215,7 @@ export function createEdgeServer(handler: (req: IncomingMessage, res: ServerResp
 
   // Without a listener Node drops a CONNECT request's connection without a word.
   server.on("connect", (_req: IncomingMessage, socket: Socket) => {
-    logger.warn({ status: 501, reason: "CONNECT_UNSUPPORTED", remoteAddress: socket.remoteAddress }, "request refused by the HTTP layer");
-    refuseRaw(socket, new EdgeError(501, "CONNECT_UNSUPPORTED", "CONNECT is not supported: credhook is not a proxy"), "");
+    refuseRaw(socket, new EdgeError(501, "CONNECT_UNSUPPORTED", "CONNECT is not supported: credhook is not a proxy"), "", {});
   });
 
   server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {

@@ -6,12 +6,20 @@
  *   with the attributes `credhook.gateway`, `credhook.provider`, `credhook.operation`,
  *   `credhook.outcome` (`ok` or the error code) and `credhook.cloud_request_id` where the
  *   cloud's answer carried one;
- * - {@link startTracing}: the SDK and exporter, loaded only when the standard `OTEL_*`
+ * - the cloud SDKs' own HTTP requests: with traces on, the OpenTelemetry HTTP (node:http/https:
+ *   AWS SDK, Azure SDK) and undici (global `fetch`: Google's REST transport) instrumentations
+ *   make one CLIENT span per request the SDK sends inside a gateway call, a child of the
+ *   gateway's span; the cloud's request id in the answer (AWS `x-amzn-RequestId`, Azure
+ *   `x-ms-request-id`, Google `x-goog-request-id`…, see {@link CLOUD_REQUEST_ID_HEADERS}) is
+ *   recorded on that span and on the gateway span, on success as on failure;
+ * - {@link startTracing}: the SDK, exporter and instrumentations, loaded only when the standard `OTEL_*`
  *   variables ask for traces ({@link tracingRequested}); otherwise the API is a no-op and
  *   nothing of the SDK is loaded.
  *
  * Environment variables: https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/
  */
+import { createRequire, syncBuiltinESMExports } from "node:module";
+import type { IncomingHttpHeaders } from "node:http";
 import type { NextFunction, Request, Response } from "express";
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from "@opentelemetry/api";
 import type { SpanExporter } from "@opentelemetry/sdk-trace-node";
@@ -103,14 +111,92 @@ export async function startTracing(options: StartTracingOptions = {}): Promise<T
     .merge(detectResources({ detectors: [envDetector] }));
   const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
   provider.register();
+  const stopInstrumentations = await instrumentCloudHttp(provider);
   return {
     async shutdown() {
+      stopInstrumentations();
       await provider.shutdown();
       trace.disable();
       context.disable();
       propagation.disable();
     },
   };
+}
+
+/**
+ * Response headers that carry a cloud's request id, in the order they are looked for:
+ * AWS (`x-amzn-RequestId`: https://docs.aws.amazon.com/apigateway/latest/api/CommonErrors.html,
+ * `x-amz-request-id`), Azure (`x-ms-request-id`: https://learn.microsoft.com/en-us/rest/api/azure/#response-headers),
+ * Google (`x-goog-request-id`, and `x-request-id` as a last resort).
+ */
+export const CLOUD_REQUEST_ID_HEADERS = ["x-amzn-requestid", "x-amz-request-id", "x-ms-request-id", "x-goog-request-id", "x-request-id"] as const;
+
+/**
+ * The cloud request id among response headers: node:http's `IncomingHttpHeaders`
+ * (lower-case names) or undici's raw list (`[name, value, name, value…]` as Buffers or strings).
+ */
+export function cloudRequestIdIn(headers: IncomingHttpHeaders | ReadonlyArray<Buffer | string> | undefined): string | undefined {
+  if (!headers) return undefined;
+  let found: Partial<Record<string, string>>;
+  if (Array.isArray(headers)) {
+    found = {};
+    for (let i = 0; i + 1 < headers.length; i += 2) found[String(headers[i]).toLowerCase()] ??= String(headers[i + 1]);
+  } else found = headers as Partial<Record<string, string>>;
+  for (const name of CLOUD_REQUEST_ID_HEADERS) {
+    const v = found[name];
+    if (typeof v === "string" && v) return v.slice(0, 200);
+  }
+  return undefined;
+}
+
+/** The gateway spans in progress, by span id: the parents the cloud SDKs' HTTP spans report request ids to. */
+const gatewaySpans = new Map<string, Span>();
+
+/** Records a cloud request id found in an HTTP answer on its span and on the gateway span it belongs to. */
+function noteCloudAnswer(httpSpan: Span, headers: Parameters<typeof cloudRequestIdIn>[0]): void {
+  const id = cloudRequestIdIn(headers);
+  if (!id) return;
+  httpSpan.setAttribute("credhook.cloud_request_id", id);
+  const parentId = (httpSpan as unknown as { parentSpanContext?: { spanId: string } }).parentSpanContext?.spanId;
+  const gateway = parentId ? gatewaySpans.get(parentId) : undefined;
+  gateway?.setAttribute("credhook.cloud_request_id", id);
+}
+
+/**
+ * Loads and enables the HTTP (node:http/https) and undici (fetch) instrumentations for
+ * `provider`: CLIENT spans only for requests made inside a span (a gateway call; never for
+ * the OTLP exporter's own requests), no span for incoming requests (credhook makes its own),
+ * and the cloud request id of each answer recorded ({@link noteCloudAnswer}). The SDKs hold
+ * `node:http`'s functions from ESM imports too, so the patched functions are synced into
+ * the ESM bindings (`module.syncBuiltinESMExports`).
+ * @returns a function that disables them again
+ */
+async function instrumentCloudHttp(provider: import("@opentelemetry/sdk-trace-node").NodeTracerProvider): Promise<() => void> {
+  const [{ registerInstrumentations }, { HttpInstrumentation }, { UndiciInstrumentation }] = await Promise.all([
+    import("@opentelemetry/instrumentation"),
+    import("@opentelemetry/instrumentation-http"),
+    import("@opentelemetry/instrumentation-undici"),
+  ]);
+  const disable = registerInstrumentations({
+    tracerProvider: provider,
+    instrumentations: [
+      new HttpInstrumentation({
+        disableIncomingRequestInstrumentation: true,
+        requireParentforOutgoingSpans: true,
+        responseHook: (span, response) => noteCloudAnswer(span, "headers" in response ? response.headers : undefined),
+      }),
+      new UndiciInstrumentation({
+        requireParentforSpans: true,
+        responseHook: (span, { response }) => noteCloudAnswer(span, response.headers),
+      }),
+    ],
+  });
+  // The http instrumentation patches node:http / node:https when they are next required; ESM importers see it once synced.
+  const require = createRequire(import.meta.url);
+  require("node:http");
+  require("node:https");
+  syncBuiltinESMExports();
+  return disable;
 }
 
 /** The active span's trace and span ids, for log lines; empty when no span is being recorded or propagated. */
@@ -190,6 +276,8 @@ async function inGatewaySpan<T>(gateway: Gateway, operation: string, fn: () => P
       attributes: { "credhook.gateway": gateway.name, "credhook.provider": gateway.providerType, "credhook.operation": operation },
     },
     async (span: Span) => {
+      const spanId = span.isRecording() ? span.spanContext().spanId : undefined;
+      if (spanId) gatewaySpans.set(spanId, span);
       try {
         const out = await fn();
         span.setAttribute("credhook.outcome", "ok");
@@ -201,6 +289,7 @@ async function inGatewaySpan<T>(gateway: Gateway, operation: string, fn: () => P
         span.setStatus({ code: SpanStatusCode.ERROR, message: isCredhookError(err) ? err.code : "unexpected error" });
         throw err;
       } finally {
+        if (spanId) gatewaySpans.delete(spanId);
         span.end();
       }
     },

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
+import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ConfigError } from "@credhook/core";
-import { createApp, embeddedConfigText, EMBEDDED_CONFIG_FILE, interpolate, loadConfigFile, MAX_SECRET_FILE_BYTES } from "../src/index.js";
+import { createApp, EDGE_DEFAULTS, embeddedConfigText, EMBEDDED_CONFIG_FILE, interpolate, loadConfigFile, MAX_SECRET_FILE_BYTES } from "../src/index.js";
 
 const write = (yaml: string) => {
   const dir = mkdtempSync(join(tmpdir(), "credhook-cfg-"));
@@ -23,6 +24,11 @@ gateways:
 routes:
   - default: local
 `;
+
+/** BASE with `lines` added under `server:`, or inside `server.auth` (flow mapping). */
+const withServer = (lines: string) => BASE.replace("server:\n", `server:\n${lines}`);
+const withAuth = (entries: string) => BASE.replace("auth: {", `auth: { ${entries.trim().replace(/\n\s*/g, ", ")},`);
+const CLI = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
 
 async function configErrors(yaml: string, env: Record<string, string> = { CREDHOOK_PASSWORD: "pw" }): Promise<string[]> {
   const { file } = write(yaml);
@@ -170,5 +176,52 @@ describe("config loading", () => {
   it("invalid YAML and a missing file are clear errors", async () => {
     expect(await configErrors("server: [unclosed")).toEqual([expect.stringMatching(/not valid YAML/)]);
     await expect(loadConfigFile("/nonexistent/webhook.config.yaml")).rejects.toThrow(/does not exist/);
+  });
+});
+
+describe("server limits in the config", () => {
+  it("default to the values credhook has always used", async () => {
+    const { server } = await loadConfigFile(write(BASE).file, { env: { CREDHOOK_PASSWORD: "pw" } });
+    expect(server).toMatchObject({ bodyLimitBytes: 65536, headersTimeoutMs: 10000, requestTimeoutMs: 10000, maxHeaderBytes: 16384, keepAliveTimeoutMs: 5000 });
+    expect(server.auth).toMatchObject({ maxFailures: 10, failureWindowS: 60, maxGlobalFailures: 100, maxConcurrentPasswordChecks: 1, rememberLoginMs: 300000, maxRememberedLogins: 1000 });
+    // The edge's own defaults (for embedding it without a config) are the same.
+    expect(EDGE_DEFAULTS).toEqual({ headersTimeoutMs: server.headersTimeoutMs, requestTimeoutMs: server.requestTimeoutMs, maxHeaderBytes: server.maxHeaderBytes });
+    // The global failure budget follows maxFailures unless set.
+    const { server: s2 } = await loadConfigFile(write(withAuth("    maxFailures: 3\n")).file, { env: { CREDHOOK_PASSWORD: "pw" } });
+    expect(s2.auth.maxGlobalFailures).toBe(30);
+  });
+
+  it("bad values are named by their YAML path, all at once", async () => {
+    expect(
+      await configErrors(withServer("  headersTimeoutMs: 5\n  maxHeaderBytes: 1000000\n  keepAliveTimeoutMs: 0\n")),
+    ).toEqual(
+      expect.arrayContaining(["server.headersTimeoutMs must be >= 100", "server.maxHeaderBytes must be <= 65536", "server.keepAliveTimeoutMs must be >= 100"]),
+    );
+    expect(await configErrors(withAuth("    maxConcurrentPasswordChecks: 0\n    rememberLoginMs: -1\n    maxGlobalFailures: many\n"))).toEqual(
+      expect.arrayContaining([
+        "server.auth.maxConcurrentPasswordChecks must be >= 1",
+        "server.auth.rememberLoginMs must be >= 0",
+        "server.auth.maxGlobalFailures must be integer",
+      ]),
+    );
+    expect(await configErrors(withServer("  headersTimeoutMs: 20000\n  requestTimeoutMs: 15000\n"))).toEqual([
+      "server.requestTimeoutMs (15000) must be >= server.headersTimeoutMs (20000): the whole request includes its headers",
+    ]);
+  });
+
+  it("`credhook check-config` reports them with their path and exits 1", async () => {
+    const { dir, file } = write(withServer("  requestTimeoutMs: 50\n").replace("auth: {", "auth: { maxRememberedLogins: 0,"));
+    const { code, out } = await new Promise<{ code: number | null; out: string }>((resolve) => {
+      const child = spawn(process.execPath, [CLI, "check-config", "--config", file], {
+        env: { ...process.env, CREDHOOK_PASSWORD: "pw", CREDHOOK_DATA_DIR: dir, CREDHOOK_FROM_SOURCE: "1" },
+      });
+      let text = "";
+      child.stdout.on("data", (d) => (text += String(d)));
+      child.stderr.on("data", (d) => (text += String(d)));
+      child.once("exit", (c) => resolve({ code: c, out: text }));
+    });
+    expect(code).toBe(1);
+    expect(out).toContain("server.requestTimeoutMs must be >= 100");
+    expect(out).toContain("server.auth.maxRememberedLogins must be >= 1");
   });
 });

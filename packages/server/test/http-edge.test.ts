@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gzipSync } from "node:zlib";
+import { openApiDocument } from "@credhook/core";
 import { AUTH, errorResponseProblem, LOCAL_YAML, startTestServer, type TestServer } from "./helpers.js";
 import { rawExchange, type RawResponse } from "./raw-http.js";
 
@@ -15,11 +16,15 @@ beforeAll(async () => {
 });
 afterAll(() => s.close());
 
+/** Every ErrorResponse these tests saw: its status and `path` (checked against the OpenAPI document at the end). */
+const observed: Array<{ status: number; path: string }> = [];
+
 /** Asserts an ErrorResponse with `status`, returns its messages. */
 function refusal(r: RawResponse | undefined, status: number): string[] {
   expect(r, "a response").toBeDefined();
   expect(r!.status).toBe(status);
   expect(errorResponseProblem(r!.status, r!.headers["content-type"], r!.body)).toBeUndefined();
+  observed.push({ status: r!.status, path: String(r!.json!.path) });
   return r!.json!.messages as string[];
 }
 
@@ -203,5 +208,23 @@ describe("an answer in flight is written before a protocol-error close", () => {
     expect(x.responses.map((r) => r.status)).toEqual([204, 204, 400]);
     refusal(x.responses[2], 400);
     expect(x.closed).toBe(true);
+  });
+});
+
+describe("the OpenAPI document lists what the edge answers", () => {
+  it("every status observed above is documented, with the ErrorResponse body, on its path's operations (on every operation when the request had no readable path)", () => {
+    const doc = openApiDocument() as { paths: Record<string, Record<string, { responses: Record<string, { $ref?: string }> }>>; components: { responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }> } };
+    const operations = (path: string) => Object.entries(doc.paths).filter(([p]) => path === "" || p === path).flatMap(([p, ops]) => Object.entries(ops).map(([m, op]) => ({ at: `${m.toUpperCase()} ${p}`, op })));
+    const statuses = new Set(observed.map((o) => o.status));
+    expect([...statuses].sort()).toEqual(expect.arrayContaining([400, 401, 408, 413, 417, 431, 501]));
+    const missing: string[] = [];
+    for (const { status, path } of observed) {
+      for (const { at, op } of operations(path)) {
+        const ref = op.responses[String(status)]?.$ref;
+        const body = ref ? doc.components.responses[ref.split("/").pop()!]?.content?.["application/json"]?.schema?.$ref : undefined;
+        if (body !== "#/components/schemas/ErrorResponse") missing.push(`${at} ${status}`);
+      }
+    }
+    expect([...new Set(missing)]).toEqual([]);
   });
 });

@@ -24,6 +24,12 @@ describe("tracingRequested: the standard OTEL_* variables", () => {
     expect(tracingRequested({ OTEL_SDK_DISABLED: "true", OTEL_TRACES_EXPORTER: "otlp" })).toBeUndefined();
   });
 
+  it("off, startTracing loads nothing and patches nothing: node:http's request stays Node's own", async () => {
+    expect(await startTracing({ env: {} })).toBeUndefined();
+    expect((request as { __wrapped?: boolean }).__wrapped).toBeUndefined();
+    expect(((await import("node:https")).request as { __wrapped?: boolean }).__wrapped).toBeUndefined();
+  });
+
   it("names what it does not support instead of ignoring it", () => {
     expect(() => tracingRequested({ OTEL_TRACES_EXPORTER: "zipkin" })).toThrow(ConfigError);
     expect(() => tracingRequested({ OTEL_TRACES_EXPORTER: "zipkin" })).toThrow("OTEL_TRACES_EXPORTER: zipkin is not supported by credhook; use otlp, console or none");

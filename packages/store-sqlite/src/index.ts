@@ -369,8 +369,11 @@ export type SqliteStoreConfig = string | SqliteStoreOptions;
  * `node::ObjectWrap` registers environment cleanup hooks, and better-sqlite3 < 13
  * (whose Statement is an ObjectWrap) aborts the process (`Assertion failed:
  * (env) != nullptr` in RemoveEnvironmentCleanupHook) when a background GC
- * collects a statement. better-sqlite3 13 fixes it but needs Node ≥ 22.
- * Source: https://github.com/WiseLibs/better-sqlite3/issues/1515 and the crash seen here on 24.21.
+ * collects a statement outside JavaScript. No release fits both ends: every 12.x (the
+ * last, 12.11.1, declares Node 20–26) still uses ObjectWrap and aborts (reproduced with
+ * 12.11.1 on 24.21 by `scripts/node24-gc-abort.mjs`), and 13.x, on Node-API, needs Node ≥ 22.
+ * Sources: https://github.com/WiseLibs/better-sqlite3/issues/1515 (closed, no 12.x fix),
+ * https://github.com/nodejs/node/issues/65446, `npm view better-sqlite3 versions engines`.
  * @param version a `process.version` string, e.g. `v24.21.0`
  */
 export function sqliteRunsOn(version: string): boolean {
