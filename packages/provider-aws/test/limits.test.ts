@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { SlidingWindowLimiter } from "../src/limits.js";
-import type { AwsFake } from "../src/fake/index.js";
+import type { AwsFake } from "@credhook/fakes/aws";
 import { makeProvider, seededFake, testApp, type Seed } from "./helpers.js";
 
 describe("SlidingWindowLimiter", () => {
