@@ -10,7 +10,7 @@
 //   node scripts/pack.mjs install <packDir> <targetDir>
 //     Installs @credhook/server and the @credhook packages it depends on from those
 //     tarballs into <targetDir> with npm (production dependencies only; not the
-//     provider testkit, which only the tests and the demo's cloud fakes need).
+//     cloud fakes (@credhook/fakes) nor the provider testkit, which only the tests and the demo need).
 //     <targetDir>/package.json allows exactly one dependency install script,
 //     better-sqlite3's (its native addon: a prebuilt binary, else compiled with
 //     python3/make/g++), and denies protobufjs's (not needed at run time); npm runs

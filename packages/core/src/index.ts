@@ -13,3 +13,4 @@ export * from "./keyed-lock.js";
 export * from "./orchestrator.js";
 export * from "./shared-pool.js";
 export * from "./memory-state.js";
+export * from "./provider-kit/index.js";

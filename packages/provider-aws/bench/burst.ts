@@ -19,7 +19,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { silentLogger, type CredentialType, type GatewayApi } from "@credhook/core";
 import { memoryStateStore } from "@credhook/provider-testkit";
 import awsProviderFactory from "../src/index.js";
-import { startAwsFake } from "../src/fake/index.js";
+import { startAwsFake } from "@credhook/fakes/aws";
 
 const count = Number(process.argv[2] ?? 50);
 

@@ -38,6 +38,10 @@ import {
   type ProviderUpdateInput,
   type ProviderUpdateResult,
   type RevokeOutcome,
+  gatewayError,
+  gatewayMessage,
+  rejectionsOf,
+  settleAll,
 } from "@credhook/core";
 import { awsErrorName, isAwsConflict, isAwsNotFound, mapAwsError, reportPartial } from "./errors.js";
 import { apiKeyName, apiKeyTags, describeCredential, ownsApiKey, TAGS, tagValue } from "./naming.js";
@@ -122,7 +126,7 @@ export class ApiKeyIssuer {
     const plans = plansOf(input.apis);
     const attached: string[] = [];
     const partial = () => ({ nativeId: keyId, resources: this.resources({ id: keyId, name }, attached) });
-    if (!value) throw new UpstreamError(`[gateway ${this.gw}] CreateApiKey returned no key value`, { gateway: this.gw, partial: partial(), outcomeUnknown: false });
+    if (!value) throw gatewayError(this.gw, UpstreamError, `CreateApiKey returned no key value`, { partial: partial(), outcomeUnknown: false });
     try {
       await this.attachAll(keyId, plans, input.apis, attached);
     } catch (err) {
@@ -150,8 +154,7 @@ export class ApiKeyIssuer {
       throw reportPartial(mapAwsError(err, `GetApiKeys "${name}"`, this.gw, [value]), undefined, true);
     }
     if (!own) {
-      throw new Conflict(`[gateway ${this.gw}] an API key with the imported value already exists in ${this.rt.options.region} (owned by another app)`, {
-        gateway: this.gw,
+      throw gatewayError(this.gw, Conflict, `an API key with the imported value already exists in ${this.rt.options.region} (owned by another app)`, {
         cause: conflict,
         outcomeUnknown: false,
       });
@@ -175,7 +178,7 @@ export class ApiKeyIssuer {
 
   /** Attaches `keyId` to every plan in parallel (each attempt rate-limited); records successes in `attached`; throws the most telling failure. */
   private async attachAll(keyId: string, plans: string[], apis: GatewayApi[], attached: string[] = []): Promise<void> {
-    await this.settleAll(
+    await this.allOrFirstFailure(
       plans.map(async (p) => {
         await this.attach(keyId, p, apis);
         attached.push(p);
@@ -198,12 +201,12 @@ export class ApiKeyIssuer {
       if (isAwsConflict(err) && (await this.isAttached(keyId, planId))) return;
       if (isAwsNotFound(err)) {
         // 404 names either the plan or the key: ask which.
-        if (!(await this.planStages(planId))) throw new InvalidReference(`[gateway ${this.gw}] ${where} does not exist`, { gateway: this.gw, cause: err });
-        throw new NotFound(`[gateway ${this.gw}] API key ${keyId} does not exist`, { gateway: this.gw, cause: err });
+        if (!(await this.planStages(planId))) throw gatewayError(this.gw, InvalidReference, `${where} does not exist`, { cause: err });
+        throw gatewayError(this.gw, NotFound, `API key ${keyId} does not exist`, { cause: err });
       }
       if (awsErrorName(err) === "BadRequestException" || isAwsConflict(err)) {
         // e.g. two plans on one API stage, or more than 10 plans for one key
-        throw new InvalidReference(`[gateway ${this.gw}] cannot attach the key to ${where}: ${(err as Error).message}`, { gateway: this.gw, cause: err });
+        throw gatewayError(this.gw, InvalidReference, `cannot attach the key to ${where}: ${(err as Error).message}`, { cause: err });
       }
       throw mapAwsError(err, `CreateUsagePlanKey ${where}`, this.gw);
     }
@@ -249,16 +252,13 @@ export class ApiKeyIssuer {
   private async ownedKey(ref: ProviderCredentialRef, includeValue: boolean): Promise<ApiKey> {
     const keyId = ref.nativeId;
     const key = await this.getKey(keyId, includeValue);
-    if (!key) throw new NotFound(`[gateway ${this.gw}] API key ${keyId} does not exist`, { gateway: this.gw });
+    if (!key) throw gatewayError(this.gw, NotFound, `API key ${keyId} does not exist`);
     if (!ownsApiKey(key.tags, this.gw, ref.credentialId)) {
       this.rt.logger.warn({ keyId, credentialId: ref.credentialId }, "API key lacks this gateway's or this credential's mark: left untouched");
-      throw new NotFound(
-        `[gateway ${this.gw}] API key ${keyId} is not credhook's key of this ${ref.credentialId ? "credential" : "gateway"} (no matching credhook:gateway / credhook:credential-id tags); bring it under credhook with \`credhook adopt\``,
-        { gateway: this.gw },
-      );
+      throw gatewayError(this.gw, NotFound, `API key ${keyId} is not credhook's key of this ${ref.credentialId ? "credential" : "gateway"} (no matching credhook:gateway / credhook:credential-id tags); bring it under credhook with \`credhook adopt\``);
     }
     if (key.enabled === false && this.rt.options.revokeMode === "disable") {
-      throw new NotFound(`[gateway ${this.gw}] API key ${keyId} is disabled (revoked)`, { gateway: this.gw });
+      throw gatewayError(this.gw, NotFound, `API key ${keyId} is disabled (revoked)`);
     }
     return key;
   }
@@ -310,7 +310,7 @@ export class ApiKeyIssuer {
     const addStages = await Promise.all(toAdd.map(async (p) => [p, await this.planStages(p)] as const));
     const missing = addStages.filter(([, s]) => !s).map(([p]) => p);
     if (missing.length > 0) {
-      const msgs = missing.map((p) => `[gateway ${this.gw}] usage plan ${p} does not exist`);
+      const msgs = missing.map((p) => gatewayMessage(this.gw, `usage plan ${p} does not exist`));
       throw new InvalidReference(msgs[0]!, { gateway: this.gw, messages: msgs.slice(1) });
     }
     for (const [p, s] of addStages) stages.set(p, s!);
@@ -333,10 +333,10 @@ export class ApiKeyIssuer {
       }
     }
 
-    await this.settleAll(targets.filter((p) => !attachLate.has(p)).map((p) => this.attach(keyId, p, input.desired)));
-    await this.settleAll([...detachFirst].map((p) => this.detach(keyId, p)));
-    await this.settleAll([...attachLate].map((p) => this.attach(keyId, p, input.desired)));
-    await this.settleAll([...removed].filter((p) => !detachFirst.has(p)).map((p) => this.detach(keyId, p)));
+    await this.allOrFirstFailure(targets.filter((p) => !attachLate.has(p)).map((p) => this.attach(keyId, p, input.desired)));
+    await this.allOrFirstFailure([...detachFirst].map((p) => this.detach(keyId, p)));
+    await this.allOrFirstFailure([...attachLate].map((p) => this.attach(keyId, p, input.desired)));
+    await this.allOrFirstFailure([...removed].filter((p) => !detachFirst.has(p)).map((p) => this.detach(keyId, p)));
     if (drifted.length > 0) this.rt.logger.warn({ keyId, usagePlans: drifted }, "API key was missing from usage plans it should be in: re-attached (drift repaired)");
 
     const name = apiKeyName(this.rt.options.namePrefix, input.app);
@@ -365,10 +365,9 @@ export class ApiKeyIssuer {
     });
   }
 
-  /** Waits for every promise; throws the first failure (an InvalidReference first, with the others' messages) once all settled. */
-  private async settleAll(promises: Array<Promise<unknown>>): Promise<void> {
-    const results = await Promise.allSettled(promises);
-    const errors = results.filter((r): r is PromiseRejectedResult => r.status === "rejected").map((r) => r.reason as CredhookError);
+  /** Waits for every promise (core's settleAll); throws the first failure (an InvalidReference first, with the others' messages) once all settled. */
+  private async allOrFirstFailure(promises: Array<Promise<unknown>>): Promise<void> {
+    const errors = rejectionsOf(await settleAll(promises, (p) => p)) as CredhookError[];
     if (errors.length === 0) return;
     const invalid = errors.filter((e) => e instanceof InvalidReference);
     if (invalid.length > 1) throw new InvalidReference(invalid[0]!.message, { gateway: this.gw, messages: invalid.slice(1).map((e) => e.message), cause: invalid[0] });
@@ -411,7 +410,7 @@ export class ApiKeyIssuer {
   /** GetApiKey includeValue=true of a key with this gateway's and the credential's mark. @throws NotFound the key is gone, not ours, or disabled under revokeMode disable */
   async readSecret(ref: ProviderCredentialRef): Promise<{ apiKey: string }> {
     const key = await this.ownedKey(ref, true);
-    if (!key.value) throw new UpstreamError(`[gateway ${this.gw}] GetApiKey ${ref.nativeId} returned no value`, { gateway: this.gw });
+    if (!key.value) throw gatewayError(this.gw, UpstreamError, `GetApiKey ${ref.nativeId} returned no value`);
     return { apiKey: key.value };
   }
 
@@ -441,17 +440,14 @@ export class ApiKeyIssuer {
    * @throws Conflict the key carries another gateway's or another credential's mark
    */
   async adopt(ref: ProviderCredentialRef & { apis: GatewayApi[] }): Promise<ProviderUpdateResult> {
-    if (!ref.credentialId) throw new ValidationError([`[gateway ${this.gw}] adopt needs the credential id to mark the key with`]);
+    if (!ref.credentialId) throw new ValidationError([gatewayMessage(this.gw, `adopt needs the credential id to mark the key with`)]);
     const keyId = ref.nativeId;
     const key = await this.getKey(keyId, false);
-    if (!key) throw new NotFound(`[gateway ${this.gw}] API key ${keyId} does not exist`, { gateway: this.gw });
+    if (!key) throw gatewayError(this.gw, NotFound, `API key ${keyId} does not exist`);
     const gatewayTag = key.tags?.[TAGS.gateway];
     const credentialTag = key.tags?.[TAGS.credentialId];
     if ((gatewayTag !== undefined && gatewayTag !== tagValue(this.gw)) || (credentialTag !== undefined && credentialTag !== ref.credentialId)) {
-      throw new Conflict(
-        `[gateway ${this.gw}] API key ${keyId} already carries credhook's mark of ${gatewayTag !== tagValue(this.gw) ? `gateway '${gatewayTag}'` : `credential ${credentialTag}`}: it is not free to adopt`,
-        { gateway: this.gw },
-      );
+      throw gatewayError(this.gw, Conflict, `API key ${keyId} already carries credhook's mark of ${gatewayTag !== tagValue(this.gw) ? `gateway '${gatewayTag}'` : `credential ${credentialTag}`}: it is not free to adopt`);
     }
     await this.tag(keyId, apiKeyTags(ref.app, this.gw, ref.credentialId));
     const plans = plansOf(ref.apis);

@@ -37,6 +37,8 @@ import {
   type ProviderUpdateInput,
   type ProviderUpdateResult,
   type RevokeOutcome,
+  gatewayError,
+  gatewayMessage,
 } from "@credhook/core";
 import { awsErrorName, isAwsNotFound, mapAwsError, reportPartial } from "./errors.js";
 import { clientName, gatewayMark, markedClientName, ownsClient, parseClientMark } from "./naming.js";
@@ -136,7 +138,7 @@ export class ClientCredentialsIssuer {
   private async ensureScopes(apis: GatewayApi[]): Promise<string[]> {
     const full = this.scopesOf(apis);
     if (full.length > MAX_SCOPES_PER_CLIENT) {
-      throw new InvalidReference(`[gateway ${this.gw}] the app's APIs need ${full.length} scopes; a Cognito app client can have at most ${MAX_SCOPES_PER_CLIENT}`, { gateway: this.gw });
+      throw gatewayError(this.gw, InvalidReference, `the app's APIs need ${full.length} scopes; a Cognito app client can have at most ${MAX_SCOPES_PER_CLIENT}`);
     }
     const names = full.map((s) => s.slice(this.rs.length + 1));
     await ClientCredentialsIssuer.scopeLock.run(`${this.poolId}|${this.rs}`, async () => {
@@ -145,10 +147,7 @@ export class ClientCredentialsIssuer {
         ({ ResourceServer: server } = await this.client.send(new DescribeResourceServerCommand({ UserPoolId: this.poolId, Identifier: this.rs })));
       } catch (err) {
         if (isAwsNotFound(err)) {
-          throw new UpstreamError(`[gateway ${this.gw}] resource server ${this.rs} or user pool ${this.poolId} does not exist (check options.resourceServer and options.userPoolId)`, {
-            gateway: this.gw,
-            cause: err,
-          });
+          throw gatewayError(this.gw, UpstreamError, `resource server ${this.rs} or user pool ${this.poolId} does not exist (check options.resourceServer and options.userPoolId)`, { cause: err });
         }
         throw mapAwsError(err, `DescribeResourceServer ${this.rs}`, this.gw);
       }
@@ -156,13 +155,13 @@ export class ClientCredentialsIssuer {
       const missing = names.filter((n) => !existing.some((s) => s.ScopeName === n));
       if (missing.length === 0) return;
       if (!this.rt.options.createMissingScopes) {
-        const msgs = missing.map((n) => `[gateway ${this.gw}] scope ${this.rs}/${n} (API ${this.scopeOwner(apis, n) ?? "?"}) does not exist on the resource server`);
+        const msgs = missing.map((n) => gatewayMessage(this.gw, `scope ${this.rs}/${n} (API ${this.scopeOwner(apis, n) ?? "?"}) does not exist on the resource server`));
         throw new InvalidReference(msgs[0]!, { gateway: this.gw, messages: msgs.slice(1) });
       }
       const scopes = [...existing, ...missing.map((n) => ({ ScopeName: n, ScopeDescription: `API ${this.scopeOwner(apis, n) ?? n} (added by credhook)`.slice(0, 256) }))];
       await this.client.send(new UpdateResourceServerCommand({ UserPoolId: this.poolId, Identifier: this.rs, Name: server?.Name ?? this.rs, Scopes: scopes })).catch((err: unknown) => {
         if (awsErrorName(err) === "LimitExceededException") {
-          throw new InvalidReference(`[gateway ${this.gw}] resource server ${this.rs} cannot hold more scopes (${scopes.length} needed)`, { gateway: this.gw, cause: err });
+          throw gatewayError(this.gw, InvalidReference, `resource server ${this.rs} cannot hold more scopes (${scopes.length} needed)`, { cause: err });
         }
         throw mapAwsError(err, `UpdateResourceServer ${this.rs}`, this.gw);
       });
@@ -184,10 +183,10 @@ export class ClientCredentialsIssuer {
           continue;
         }
         if (awsErrorName(err) === "ScopeDoesNotExistException") {
-          throw new InvalidReference(`[gateway ${this.gw}] ${what}: a scope does not exist on resource server ${this.rs}`, { gateway: this.gw, cause: err });
+          throw gatewayError(this.gw, InvalidReference, `${what}: a scope does not exist on resource server ${this.rs}`, { cause: err });
         }
         if (awsErrorName(err) === "LimitExceededException") {
-          throw new UpstreamError(`[gateway ${this.gw}] ${what}: user pool ${this.poolId} reached a Cognito quota (app clients per pool: 1,000)`, { gateway: this.gw, cause: err });
+          throw gatewayError(this.gw, UpstreamError, `${what}: user pool ${this.poolId} reached a Cognito quota (app clients per pool: 1,000)`, { cause: err });
         }
         throw mapAwsError(err, what, this.gw);
       }
@@ -252,8 +251,7 @@ export class ClientCredentialsIssuer {
     }
     const c = created.client;
     if (!c?.ClientId || !c.ClientSecret) {
-      throw new UpstreamError(`[gateway ${this.gw}] CreateUserPoolClient returned no client id or secret`, {
-        gateway: this.gw,
+      throw gatewayError(this.gw, UpstreamError, `CreateUserPoolClient returned no client id or secret`, {
         ...(c?.ClientId ? { partial: { nativeId: c.ClientId, resources: this.resources({ ClientId: c.ClientId, ClientName: name }, created.scopes) } } : {}),
         outcomeUnknown: !c?.ClientId,
       });
@@ -298,13 +296,10 @@ export class ClientCredentialsIssuer {
   private async ownedClient(ref: ProviderCredentialRef): Promise<UserPoolClientType> {
     const clientId = ref.nativeId;
     const c = await this.describe(clientId);
-    if (!c) throw new NotFound(`[gateway ${this.gw}] app client ${clientId} does not exist in user pool ${this.poolId}`, { gateway: this.gw });
+    if (!c) throw gatewayError(this.gw, NotFound, `app client ${clientId} does not exist in user pool ${this.poolId}`);
     if (!this.owns(c, ref)) {
       this.rt.logger.warn({ clientId, credentialId: ref.credentialId }, "app client lacks this gateway's or this credential's mark: left untouched");
-      throw new NotFound(
-        `[gateway ${this.gw}] app client ${clientId} is not credhook's client of this ${ref.credentialId ? "credential" : "gateway"} (its name carries no matching mark); bring it under credhook with \`credhook adopt\``,
-        { gateway: this.gw },
-      );
+      throw gatewayError(this.gw, NotFound, `app client ${clientId} is not credhook's client of this ${ref.credentialId ? "credential" : "gateway"} (its name carries no matching mark); bring it under credhook with \`credhook adopt\``);
     }
     return c;
   }
@@ -371,7 +366,7 @@ export class ClientCredentialsIssuer {
   /** DescribeUserPoolClient's ClientSecret, of a client with this gateway's and the credential's mark. @throws NotFound the client is gone or not ours */
   async readSecret(ref: ProviderCredentialRef): Promise<{ clientSecret: string }> {
     const c = await this.ownedClient(ref);
-    if (!c.ClientSecret) throw new UpstreamError(`[gateway ${this.gw}] app client ${ref.nativeId} has no secret`, { gateway: this.gw });
+    if (!c.ClientSecret) throw gatewayError(this.gw, UpstreamError, `app client ${ref.nativeId} has no secret`);
     return { clientSecret: c.ClientSecret };
   }
 
@@ -419,15 +414,14 @@ export class ClientCredentialsIssuer {
    * @throws Conflict the name carries another gateway's or another credential's mark
    */
   async adopt(ref: ProviderCredentialRef & { apis: GatewayApi[] }): Promise<ProviderUpdateResult> {
-    if (!ref.credentialId) throw new ValidationError([`[gateway ${this.gw}] adopt needs the credential id to mark the app client with`]);
+    if (!ref.credentialId) throw new ValidationError([gatewayMessage(this.gw, `adopt needs the credential id to mark the app client with`)]);
     const clientId = ref.nativeId;
     const described = await this.describe(clientId);
-    if (!described) throw new NotFound(`[gateway ${this.gw}] app client ${clientId} does not exist in user pool ${this.poolId}`, { gateway: this.gw });
+    if (!described) throw gatewayError(this.gw, NotFound, `app client ${clientId} does not exist in user pool ${this.poolId}`);
     const current = described.ClientName ?? "";
     const mark = parseClientMark(current);
     if (mark && !ownsClient(current, this.gw, ref.credentialId)) {
-      throw new Conflict(`[gateway ${this.gw}] app client ${clientId} already carries credhook's mark of another ${mark.gatewayHash !== gatewayMark(this.gw) ? "gateway" : "credential"}: it is not free to adopt`, {
-        gateway: this.gw,
+      throw gatewayError(this.gw, Conflict, `app client ${clientId} already carries credhook's mark of another ${mark.gatewayHash !== gatewayMark(this.gw) ? "gateway" : "credential"}: it is not free to adopt`, {
       });
     }
     const name = markedClientName(mark ? mark.readable : current, this.gw, ref.credentialId);
@@ -447,7 +441,7 @@ export class ClientCredentialsIssuer {
     try {
       await this.client.send(new DescribeResourceServerCommand({ UserPoolId: this.poolId, Identifier: this.rs }));
     } catch (err) {
-      if (isAwsNotFound(err)) throw new UpstreamError(`[gateway ${this.gw}] resource server ${this.rs} or user pool ${this.poolId} does not exist`, { gateway: this.gw, cause: err });
+      if (isAwsNotFound(err)) throw gatewayError(this.gw, UpstreamError, `resource server ${this.rs} or user pool ${this.poolId} does not exist`, { cause: err });
       throw mapAwsError(err, "DescribeResourceServer (health)", this.gw);
     }
   }

@@ -5,7 +5,10 @@
  */
 import {
   Conflict,
+  GatewayErrors,
   isCredhookError,
+  parseRetryAfter,
+  redactSecrets,
   NotFound,
   Throttled,
   UpstreamError,
@@ -46,22 +49,10 @@ export function isAwsConflict(err: unknown): boolean {
   return awsErrorName(err) === "ConflictException";
 }
 
-/** Seconds from the error's Retry-After (header or modelled `retryAfterSeconds`), if any. */
+/** Seconds from the error's Retry-After (header or modelled `retryAfterSeconds`, read by core's `parseRetryAfter`), if any. */
 export function retryAfterSeconds(err: unknown): number | undefined {
   const e = err as SdkErrorLike | null;
-  const raw = e?.retryAfterSeconds ?? e?.$response?.headers?.["retry-after"] ?? e?.$response?.headers?.["Retry-After"];
-  if (raw === undefined) return undefined;
-  const n = Number(raw);
-  if (Number.isFinite(n)) return Math.max(0, n);
-  const date = Date.parse(raw);
-  return Number.isNaN(date) ? undefined : Math.max(0, (date - Date.now()) / 1000);
-}
-
-/** Replaces every occurrence of each secret in `text` with `***`. */
-export function redact(text: string, secrets: Array<string | undefined>): string {
-  let out = text;
-  for (const s of secrets) if (s && s.length >= 8) out = out.split(s).join("***");
-  return out;
+  return parseRetryAfter(e?.retryAfterSeconds ?? e?.$response?.headers?.["retry-after"] ?? e?.$response?.headers?.["Retry-After"]);
 }
 
 /**
@@ -79,37 +70,37 @@ export function redact(text: string, secrets: Array<string | undefined>): string
  * @param err what the SDK threw (a credhook error is returned unchanged)
  * @param what the action and its target, e.g. `CreateApiKey for app "Orders"`, for the message
  * @param gateway the gateway's name, prefixed to the message as `[gateway <name>]`
- * @param secrets values that must never appear in a message (the imported key value)
+ * @param secrets values that must never appear in a message (the imported key value), redacted whatever their length
  */
 export function mapAwsError(err: unknown, what: string, gateway: string, secrets: Array<string | undefined> = []): CredhookError {
   if (isCredhookError(err)) return err;
   const e = (err ?? {}) as SdkErrorLike;
   const name = e.name ?? "Error";
   const status = e.$metadata?.httpStatusCode;
-  const awsMessage = redact(String(e.message ?? ""), secrets).slice(0, 300);
-  const prefix = `[gateway ${gateway}] ${what}`;
-  const opts = { cause: err, gateway };
+  const awsMessage = redactSecrets(String(e.message ?? ""), secrets).slice(0, 300);
+  const g = new GatewayErrors(gateway);
+  const opts = { cause: err };
 
-  if (name === "NotFoundException" || name === "ResourceNotFoundException") return new NotFound(`${prefix}: not found (${awsMessage})`, opts);
-  if (name === "ConflictException") return new Conflict(`${prefix}: conflict (${awsMessage})`, opts);
+  if (name === "NotFoundException" || name === "ResourceNotFoundException") return g.error(NotFound, `${what}: not found (${awsMessage})`, opts);
+  if (name === "ConflictException") return g.error(Conflict, `${what}: conflict (${awsMessage})`, opts);
   if (THROTTLING.has(name) || status === 429) {
-    return new Throttled(`${prefix}: AWS is still throttling after retries; try again later`, retryAfterSeconds(err) ?? 1, opts);
+    return g.error(Throttled, `${what}: AWS is still throttling after retries; try again later`, retryAfterSeconds(err) ?? 1, opts);
   }
   if (name === "TimeoutError" || name === "AbortError" || e.code === "ETIMEDOUT" || e.code === "ESOCKETTIMEDOUT") {
-    return new UpstreamTimeout(`${prefix}: AWS did not answer in time`, opts);
+    return g.error(UpstreamTimeout, `${what}: AWS did not answer in time`, opts);
   }
   if (name === "ServiceUnavailableException" || name === "ServiceUnavailable" || status === 503) {
-    return new UpstreamUnavailable(`${prefix}: AWS is unavailable (${name})`, retryAfterSeconds(err) ?? 5, opts);
+    return g.error(UpstreamUnavailable, `${what}: AWS is unavailable (${name})`, retryAfterSeconds(err) ?? 5, opts);
   }
-  if (NETWORK.has(e.code ?? "") || NETWORK.has(name)) return new UpstreamError(`${prefix}: cannot reach AWS (${e.code ?? name})`, opts);
+  if (NETWORK.has(e.code ?? "") || NETWORK.has(name)) return g.error(UpstreamError, `${what}: cannot reach AWS (${e.code ?? name})`, opts);
   if (name === "CredentialsProviderError" || name === "ExpiredTokenException" || name === "UnrecognizedClientException" || name === "InvalidSignatureException") {
-    return new UpstreamError(`${prefix}: AWS credentials are missing, expired or invalid (${name})`, opts);
+    return g.error(UpstreamError, `${what}: AWS credentials are missing, expired or invalid (${name})`, opts);
   }
   if (name === "AccessDeniedException" || name === "UnauthorizedException" || name === "NotAuthorizedException" || status === 403) {
-    return new UpstreamError(`${prefix}: AWS denied the call (${name}); check the IAM policy in the provider-aws README`, opts);
+    return g.error(UpstreamError, `${what}: AWS denied the call (${name}); check the IAM policy in the provider-aws README`, opts);
   }
-  if (status !== undefined && status >= 500) return new UpstreamError(`${prefix}: AWS failed with ${status} ${name}`, opts);
-  return new UpstreamError(`${prefix}: AWS refused the call: ${name}${awsMessage ? ` (${awsMessage})` : ""}`, opts);
+  if (status !== undefined && status >= 500) return g.error(UpstreamError, `${what}: AWS failed with ${status} ${name}`, opts);
+  return g.error(UpstreamError, `${what}: AWS refused the call: ${name}${awsMessage ? ` (${awsMessage})` : ""}`, opts);
 }
 
 /**

@@ -10,166 +10,55 @@
  *   UserPoolClient/ResourceServer categories).
  *
  * Limits apply to every HTTP **attempt**, not to every SDK call: the provider
- * installs {@link RateLimiter.acquire} as SDK middleware after the retry step
+ * installs {@link acquireAttempt} as SDK middleware after the retry step
  * (runtime.ts), so the SDK's own retries queue here like first attempts and
  * never exceed the quota (cloud-facts.md: "SDK retries count against quotas").
  *
- * The "N per second" quotas use a strict sliding window ({@link SlidingWindowLimiter}):
+ * The limiters are core's (provider-kit). The "N per second" quotas use a strict sliding window (`SlidingWindowLimiter`):
  * at most N attempts leave in any window of 1 s + `windowMarginMs`, measured
  * when each attempt is released. The margin absorbs network and event-loop
  * jitter between this process and AWS, whose own window is measured on arrival.
- * The 10 rps / burst 40 quota is a token bucket (bottleneck).
+ * The 10 rps / burst 40 quota is a token bucket (`TokenBucketLimiter`).
  *
  * Quotas are per account and region, so gateways of one process that share an
  * account, region and endpoint share one set of limiters.
  */
-import Bottleneck from "bottleneck";
-import { SharedResourcePool, Throttled } from "@credhook/core";
-
-/** What every limiter offers: a slot for one HTTP attempt, FIFO. */
-export interface RateLimiter {
-  /** The AWS operation (or group) it limits, for messages. */
-  readonly name: string;
-  /** Steady requests per second it lets through. */
-  readonly rps: number;
-  /**
-   * Spacing between two attempts across every credhook instance sharing the
-   * store, ms (the shared call slots of `ProviderContext.rateSlots`): the
-   * window divided by its limit, so N instances together keep the quota.
-   */
-  readonly spacingMs: number;
-  /**
-   * Resolves when one more attempt may be sent now.
-   * @param maxQueueWaitMs longest acceptable wait, in milliseconds
-   * @param gateway gateway name for the error message
-   * @throws Throttled (503, Retry-After = the estimated wait in seconds) when the wait would exceed `maxQueueWaitMs`
-   */
-  acquire(maxQueueWaitMs: number, gateway: string): Promise<void>;
-  /** Stops timers; attempts still waiting are released at once. */
-  stop(): Promise<void>;
-}
-
-function refuse(gateway: string, ahead: number, name: string, rps: number, waitMs: number): Throttled {
-  return new Throttled(`[gateway ${gateway}] ${ahead} ${name} calls are already queued to stay under AWS's ${rps} requests/s quota; try again later`, waitMs / 1000, { gateway });
-}
+import {
+  gatewayError,
+  RateLimitQueueFull,
+  SharedResourcePool,
+  SlidingWindowLimiter,
+  Throttled,
+  TokenBucketLimiter,
+  type RateLimiter,
+  type SharedSlots,
+} from "@credhook/core";
 
 /**
- * At most `limit` attempts in any sliding window of `windowMs` milliseconds,
- * released first-in first-out. Release times are the moments attempts actually
- * leave (not planned times), so a late timer never squeezes two attempts
- * closer than the window allows.
+ * Waits for `limiter`'s slot for one HTTP attempt (core's limiters, see
+ * `@credhook/core` provider-kit), and, with `shared`, for its slot among every
+ * instance on the store.
+ * @param maxQueueWaitMs longest acceptable wait, ms
+ * @param gateway gateway name for the error message
+ * @throws Throttled (503, Retry-After = the estimated wait in seconds) when the
+ *   wait would exceed `maxQueueWaitMs`; a refusal by this process's sliding
+ *   window is thrown synchronously
  */
-export class SlidingWindowLimiter implements RateLimiter {
-  /** Release times (performance.now(), ms) of the last `limit` attempts, oldest first. */
-  private readonly released: number[] = [];
-  private readonly waiting: Array<() => void> = [];
-  private timer: NodeJS.Timeout | undefined;
-  readonly rps: number;
-  readonly spacingMs: number;
-
-  /**
-   * @param limit attempts per window (the quota's requests per second)
-   * @param windowMs window length in milliseconds (1,000 + a safety margin)
-   * @param name the operation it limits, for messages
-   */
-  constructor(
-    readonly limit: number,
-    readonly windowMs: number,
-    readonly name: string,
-  ) {
-    this.rps = limit;
-    this.spacingMs = windowMs / limit;
+export function acquireAttempt(limiter: RateLimiter, maxQueueWaitMs: number, gateway: string, shared?: SharedSlots): Promise<void> {
+  const refuse = (err: unknown): never => {
+    if (!(err instanceof RateLimitQueueFull)) throw err;
+    const quota = `to stay under AWS's ${err.perSecond} requests/s quota; try again later`;
+    throw err.acrossInstances
+      ? gatewayError(gateway, Throttled, `${err.limiter} calls of every instance are queued ${Math.ceil(err.waitMs / 1000)} s ahead ${quota}`, err.waitMs / 1000)
+      : gatewayError(gateway, Throttled, `${err.queued} ${err.limiter} calls are already queued ${quota}`, err.waitMs / 1000);
+  };
+  let waiting: Promise<void>;
+  try {
+    waiting = limiter.acquire(maxQueueWaitMs, shared);
+  } catch (err) {
+    return refuse(err);
   }
-
-  /** Milliseconds the next attempt to join the queue would wait (an estimate for the queue check). */
-  estimateWaitMs(now = performance.now()): number {
-    const ahead = this.waiting.length;
-    const free = this.limit - this.released.filter((t) => t > now - this.windowMs).length;
-    if (ahead < free) return 0;
-    const rounds = Math.floor((ahead - free) / this.limit) + 1;
-    const firstFree = this.released.length > 0 ? Math.max(0, this.released[0]! + this.windowMs - now) : 0;
-    return firstFree + (rounds - 1) * this.windowMs;
-  }
-
-  /** @inheritdoc */
-  acquire(maxQueueWaitMs: number, gateway: string): Promise<void> {
-    const waitMs = this.estimateWaitMs();
-    if (waitMs > maxQueueWaitMs) throw refuse(gateway, this.waiting.length, this.name, this.rps, waitMs);
-    return new Promise<void>((resolve) => {
-      this.waiting.push(resolve);
-      this.pump();
-    });
-  }
-
-  private pump(): void {
-    if (this.timer) return;
-    for (;;) {
-      if (this.waiting.length === 0) return;
-      const now = performance.now();
-      while (this.released.length > 0 && this.released[0]! <= now - this.windowMs) this.released.shift();
-      if (this.released.length < this.limit) {
-        this.released.push(now);
-        this.waiting.shift()!();
-        continue;
-      }
-      const delay = Math.max(1, Math.ceil(this.released[0]! + this.windowMs - now));
-      this.timer = setTimeout(() => {
-        this.timer = undefined;
-        this.pump();
-      }, delay);
-      return;
-    }
-  }
-
-  /** @inheritdoc */
-  async stop(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    for (const release of this.waiting.splice(0)) release();
-  }
-}
-
-/** A token bucket of `rps` requests per second and `burst` tokens (bottleneck), for quotas with a documented burst. */
-export class TokenBucketLimiter implements RateLimiter {
-  private readonly limiter: Bottleneck;
-  /** Across instances the bucket's burst is not shared: slots are spaced at its steady rate. */
-  readonly spacingMs: number;
-
-  /**
-   * @param rps steady requests per second
-   * @param burst tokens available at once
-   * @param name the operation group it limits, for messages
-   */
-  constructor(
-    readonly rps: number,
-    burst: number,
-    readonly name: string,
-  ) {
-    const interval = 1000 / rps;
-    this.spacingMs = interval;
-    this.limiter = new Bottleneck({
-      reservoir: burst,
-      reservoirIncreaseAmount: 1,
-      reservoirIncreaseInterval: interval,
-      reservoirIncreaseMaximum: burst,
-      // bottleneck refills on its heartbeat: tick at least twice per token
-      heartbeatInterval: Math.max(10, Math.floor(interval / 2)),
-    });
-  }
-
-  /** @inheritdoc */
-  async acquire(maxQueueWaitMs: number, gateway: string): Promise<void> {
-    const counts = this.limiter.counts();
-    const ahead = (counts.QUEUED ?? 0) + (counts.RECEIVED ?? 0);
-    const waitMs = (ahead / this.rps) * 1000;
-    if (waitMs > maxQueueWaitMs) throw refuse(gateway, ahead, this.name, this.rps, waitMs);
-    await this.limiter.schedule(async () => undefined);
-  }
-
-  /** @inheritdoc */
-  async stop(): Promise<void> {
-    await this.limiter.disconnect();
-  }
+  return waiting.catch(refuse);
 }
 
 /** Rates of one limiter set. */

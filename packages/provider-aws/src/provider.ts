@@ -4,7 +4,10 @@
  * gateway's `credentialType`.
  */
 import {
+  CachedHealthProbe,
   ConfigError,
+  gatewayError,
+  gatewayMessage,
   isCredhookError,
   retryAfterOf,
   UpstreamUnavailable,
@@ -37,8 +40,7 @@ export class AwsProvider implements Provider {
   private readonly issuer: Issuer;
   private readonly releaseLimiters: () => Promise<void>;
   private readonly options: ResolvedOptions;
-  private healthyUntil = 0;
-  private healthInFlight: Promise<void> | undefined;
+  private readonly healthProbe: CachedHealthProbe;
 
   /**
    * @throws ConfigError CLIENT_CREDENTIALS without `userPoolId` or `resourceServer` (names the YAML path)
@@ -60,6 +62,16 @@ export class AwsProvider implements Provider {
     this.releaseLimiters = release;
     const rt: Runtime = { gateway: context.gateway, options: o, logger: context.logger, limiters: set, quotaScope, ...(context.rateSlots ? { rateSlots: context.rateSlots } : {}) };
     this.issuer = type === "API_KEY" ? new ApiKeyIssuer(rt) : new ClientCredentialsIssuer(rt);
+    const gateway = context.gateway;
+    this.healthProbe = new CachedHealthProbe(
+      () =>
+        this.issuer.probe().catch((err: unknown) => {
+          throw isCredhookError(err)
+            ? new UpstreamUnavailable(err.message, retryAfterOf(err) ?? 5, { gateway, cause: err })
+            : gatewayError(gateway, UpstreamUnavailable, "health check failed", 5, { cause: err });
+        }),
+      { successTtlMs: o.healthCacheMs, failureTtlMs: 0 },
+    );
     this.capabilities = {
       credentialTypes: [type],
       importsApiKeyValue: type === "API_KEY",
@@ -72,7 +84,7 @@ export class AwsProvider implements Provider {
 
   private check(type: CredentialType): void {
     if (type !== this.context.credentialType) {
-      throw new ValidationError([`[gateway ${this.context.gateway}] issues ${this.context.credentialType}, not ${type}`]);
+      throw new ValidationError([gatewayMessage(this.context.gateway, `issues ${this.context.credentialType}, not ${type}`)]);
     }
   }
 
@@ -123,25 +135,13 @@ export class AwsProvider implements Provider {
 
   /**
    * One cheap read (API Gateway GetApiKeys limit=1, or Cognito
-   * DescribeResourceServer); a success is reused for `healthCacheMs`, and
-   * concurrent checks share one call.
+   * DescribeResourceServer), through core's {@link CachedHealthProbe}: a
+   * success is reused for `healthCacheMs`; a failure is not reused (its TTL is
+   * 0: the next check probes again); concurrent checks share one call.
    * @throws UpstreamUnavailable the probe failed (the cause says why)
    */
-  async health(): Promise<void> {
-    if (Date.now() < this.healthyUntil) return;
-    this.healthInFlight ??= this.issuer
-      .probe()
-      .then(() => {
-        this.healthyUntil = Date.now() + this.options.healthCacheMs;
-      })
-      .catch((err: unknown) => {
-        const message = isCredhookError(err) ? err.message : `[gateway ${this.context.gateway}] health check failed`;
-        throw new UpstreamUnavailable(message, retryAfterOf(err) ?? 5, { gateway: this.context.gateway, cause: err });
-      })
-      .finally(() => {
-        this.healthInFlight = undefined;
-      });
-    return this.healthInFlight;
+  health(): Promise<void> {
+    return this.healthProbe.check();
   }
 
   /** Destroys the SDK client and releases the shared rate limiters. */

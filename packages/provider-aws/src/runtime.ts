@@ -5,8 +5,8 @@
  */
 import { fromTemporaryCredentials } from "@aws-sdk/credential-providers";
 import { StandardRetryStrategy } from "@smithy/core/retry";
-import { isCredhookError, Throttled, type Logger, type RateSlots } from "@credhook/core";
-import type { LimiterSet, RateLimiter } from "./limits.js";
+import { isCredhookError, type Logger, type RateLimiter, type RateSlots } from "@credhook/core";
+import { acquireAttempt, type LimiterSet } from "./limits.js";
 import type { AwsProviderOptions, RateLimitOptions } from "./types.js";
 
 /** Options with every default applied. */
@@ -149,13 +149,8 @@ export function limitEveryAttempt(client: SdkClientLike, rt: Runtime, pick: (ope
     async (args: unknown): Promise<unknown> => {
       const operation = String(context.commandName ?? "").replace(/Command$/, "");
       const limiter = pick(operation);
-      await limiter.acquire(rt.options.maxQueueWaitMs, rt.gateway);
-      if (rt.rateSlots) {
-        // Several instances: the quota is the account's, so the attempt also waits for its slot among all of them.
-        const waitMs = await rt.rateSlots.reserve(`aws|${rt.quotaScope}|${limiter.name}`, limiter.spacingMs);
-        if (waitMs > rt.options.maxQueueWaitMs) throw new Throttled(`[gateway ${rt.gateway}] ${limiter.name} calls of every instance are queued ${Math.ceil(waitMs / 1000)} s ahead to stay under AWS's ${limiter.rps} requests/s quota; try again later`, waitMs / 1000, { gateway: rt.gateway });
-        if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
-      }
+      // Several instances: the quota is the account's, so the attempt also waits for its slot among all of them.
+      await acquireAttempt(limiter, rt.options.maxQueueWaitMs, rt.gateway, rt.rateSlots ? { slots: rt.rateSlots, key: `aws|${rt.quotaScope}|${limiter.name}` } : undefined);
       return next(args);
     };
   client.middlewareStack.addRelativeTo(middleware, { relation: "before", toMiddleware: "httpSigningMiddleware", name: "credhookRateLimitMiddleware", override: true });

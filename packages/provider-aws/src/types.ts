@@ -56,7 +56,7 @@ export interface AwsProviderOptions {
   maxQueueWaitMs?: number;
   /** Client-side rate limits (requests per second), below AWS's control-plane quotas. */
   rateLimits?: RateLimitOptions;
-  /** How long a successful health check is reused, in milliseconds. @default 15000 */
+  /** How long a successful health check is reused, in milliseconds (a failure is not reused). @default 15000 */
   healthCacheMs?: number;
 
   /**

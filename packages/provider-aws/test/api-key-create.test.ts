@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { CreateApiKeyCommand } from "@aws-sdk/client-api-gateway";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { CredhookError, Provider, ProviderCredentialRef } from "@credhook/core";
-import type { AwsFake } from "../src/fake/index.js";
+import type { AwsFake } from "@credhook/fakes/aws";
 import { createCredential, makeProvider, sdkClients, seededFake, testApp, type Seed } from "./helpers.js";
 
 let fake: AwsFake;

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { AwsFake } from "../src/fake/index.js";
+import type { AwsFake } from "@credhook/fakes/aws";
 import { makeProvider, seededFake, testApp, type Seed } from "./helpers.js";
 
 let fake: AwsFake;

@@ -2,7 +2,7 @@
 import { DescribeUserPoolClientCommand, UpdateUserPoolClientCommand } from "@aws-sdk/client-cognito-identity-provider";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { GatewayApi, Provider, ProviderUpdateInput } from "@credhook/core";
-import type { AwsFake } from "../src/fake/index.js";
+import type { AwsFake } from "@credhook/fakes/aws";
 import { gatewayMark } from "../src/naming.js";
 import { createCredential, makeProvider, sdkClients, seededFake, type Seed } from "./helpers.js";
 

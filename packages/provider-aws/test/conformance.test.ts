@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, it } from "vitest";
 import type { CredentialType } from "@credhook/core";
 import { providerConformance } from "@credhook/provider-testkit";
-import type { AwsFake } from "../src/fake/index.js";
+import type { AwsFake } from "@credhook/fakes/aws";
 import { makeProvider, seededFake, type Seed } from "./helpers.js";
 
 let fake: AwsFake;

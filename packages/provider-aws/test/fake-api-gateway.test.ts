@@ -12,7 +12,7 @@ import {
   UpdateApiKeyCommand,
 } from "@aws-sdk/client-api-gateway";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { AwsFake } from "../src/fake/index.js";
+import type { AwsFake } from "@credhook/fakes/aws";
 import { dummyCredentials, seededFake, sdkClients, type Seed } from "./helpers.js";
 
 let fake: AwsFake;

@@ -10,7 +10,7 @@ import {
   UpdateUserPoolClientCommand,
 } from "@aws-sdk/client-cognito-identity-provider";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { AwsFake } from "../src/fake/index.js";
+import type { AwsFake } from "@credhook/fakes/aws";
 import { seededFake, sdkClients, type Seed } from "./helpers.js";
 
 let fake: AwsFake;

@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isCredhookError, type CredentialType, type CredhookError, type GatewayApi, type Provider, type ProviderCredentialRef, type ProviderUpdateInput } from "@credhook/core";
-import type { AwsFake, ForeignResource } from "../src/fake/index.js";
+import type { AwsFake, ForeignResource } from "@credhook/fakes/aws";
 import { clientMark } from "../src/naming.js";
 import { makeProvider, seededFake, testApp, type Seed } from "./helpers.js";
 

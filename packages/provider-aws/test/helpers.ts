@@ -6,7 +6,7 @@ import { memoryStateStore } from "@credhook/provider-testkit";
 import awsProviderFactory, { type AwsProviderOptions } from "../src/index.js";
 import { APIGatewayClient } from "@aws-sdk/client-api-gateway";
 import { CognitoIdentityProviderClient } from "@aws-sdk/client-cognito-identity-provider";
-import { startAwsFake, type AwsFake, type AwsFakeOptions } from "../src/fake/index.js";
+import { startAwsFake, type AwsFake, type AwsFakeOptions } from "@credhook/fakes/aws";
 
 /** Dummy static credentials (the fake checks that requests are signed, not the signature). */
 export const dummyCredentials = { accessKeyId: "AKIDFAKE", secretAccessKey: "fake-secret" };

@@ -7,15 +7,16 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
-import { SlidingWindowLimiter } from "../src/limits.js";
-import type { AwsFake } from "../src/fake/index.js";
+import { SlidingWindowLimiter } from "@credhook/core";
+import { acquireAttempt } from "../src/limits.js";
+import type { AwsFake } from "@credhook/fakes/aws";
 import { makeProvider, seededFake, testApp, type Seed } from "./helpers.js";
 
 describe("SlidingWindowLimiter", () => {
   it("releases at most `limit` attempts in any window, first in first out", async () => {
     const limiter = new SlidingWindowLimiter(3, 200, "Op");
     const released: Array<{ i: number; t: number }> = [];
-    await Promise.all(Array.from({ length: 10 }, (_, i) => limiter.acquire(10_000, "gw").then(() => released.push({ i, t: performance.now() }))));
+    await Promise.all(Array.from({ length: 10 }, (_, i) => limiter.acquire(10_000).then(() => released.push({ i, t: performance.now() }))));
     expect(released.map((r) => r.i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     for (let k = 3; k < released.length; k++) expect(released[k]!.t - released[k - 3]!.t).toBeGreaterThanOrEqual(199);
     await limiter.stop();
@@ -23,9 +24,9 @@ describe("SlidingWindowLimiter", () => {
 
   it("refuses at once with 503 + Retry-After when the queue would wait longer than maxQueueWaitMs", async () => {
     const limiter = new SlidingWindowLimiter(2, 1000, "CreateApiKey");
-    const queued = Array.from({ length: 6 }, () => limiter.acquire(60_000, "gw"));
+    const queued = Array.from({ length: 6 }, () => limiter.acquire(60_000));
     expect(limiter.estimateWaitMs()).toBeGreaterThan(1500);
-    expect(() => limiter.acquire(1000, "gw")).toThrow(expect.objectContaining({ status: 503, code: "THROTTLED" }));
+    expect(() => acquireAttempt(limiter, 1000, "gw")).toThrow(expect.objectContaining({ status: 503, code: "THROTTLED" }));
     await limiter.stop();
     await Promise.all(queued);
   });

@@ -12,7 +12,7 @@
 import { randomUUID } from "node:crypto";
 import { isCredhookError, memoryStateStore, silentLogger } from "@credhook/core";
 import { createAzureProvider } from "../src/index.js";
-import { startApimFake } from "../src/fake/index.js";
+import { startApimFake } from "@credhook/fakes/azure";
 
 const apps = Number(process.argv[2] ?? 100);
 const apis = [{ id: "orders", usagePlans: ["gold", "silver"] }, { id: "echo-api", usagePlans: [] }];

@@ -1,7 +1,7 @@
 /**
  * Maps what the Azure SDK throws (RestError, AbortError, identity errors, the
  * Retry-After cap) to core's typed errors. Messages say what and where and
- * never carry a key value: every known secret is masked before use.
+ * never carry a key value: every known secret is redacted (core's redactSecrets) before use.
  *
  * ARM error shape: `{"error":{"code","message","details":[{code,target,message}]}}`
  * https://learn.microsoft.com/azure/azure-resource-manager/management/common-deployment-errors
@@ -13,11 +13,15 @@ import {
   UpstreamError,
   UpstreamTimeout,
   UpstreamUnavailable,
+  containsSecret,
+  GatewayErrors,
   isCredhookError,
+  redactSecrets,
+  retryAfterFromHeaders,
   type CredhookError,
 } from "@credhook/core";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
-import { RetryAfterTooLong, attemptsOf, retryAfterSeconds } from "./client.js";
+import { RetryAfterTooLong, attemptsOf } from "./client.js";
 import { RateLimitQueueFull } from "./rate-limit.js";
 
 /** What the SDK's RestError looks like to us. */
@@ -49,13 +53,6 @@ export function armDetailsOf(err: unknown): Array<{ target?: string; message?: s
   return Array.isArray(list) ? (list as Array<{ target?: string; message?: string }>) : [];
 }
 
-/** Replaces every occurrence of each secret in `text` by `***`. */
-export function mask(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) if (s.length > 0) out = out.split(s).join("***");
-  return out;
-}
-
 /** ARM's message of an error with its details, masked and on one line. */
 export function armMessageOf(err: unknown, secrets: readonly string[]): string {
   const base = String((err as RestErrorLike | null)?.message ?? "").trim();
@@ -63,7 +60,7 @@ export function armMessageOf(err: unknown, secrets: readonly string[]): string {
     .map((d) => [d.target, d.message].filter(Boolean).join(": "))
     .filter((s) => s.length > 0);
   const text = details.length > 0 ? `${base} ${details.join("; ")}` : base;
-  return mask(text.replace(/\s+/g, " "), secrets).slice(0, 500);
+  return redactSecrets(text.replace(/\s+/g, " "), secrets).slice(0, 500);
 }
 
 /**
@@ -96,9 +93,9 @@ export function isAbort(err: unknown): boolean {
  */
 function safeCause(err: unknown, secrets: readonly string[]): unknown {
   const message = (err as { message?: unknown } | null)?.message;
-  if (typeof message !== "string" || !secrets.some((s) => s.length > 0 && message.includes(s))) return err;
+  if (typeof message !== "string" || !containsSecret(message, secrets)) return err;
   const e = err as RestErrorLike;
-  const copy = new Error(mask(message, secrets));
+  const copy = new Error(redactSecrets(message, secrets));
   copy.name = e.name;
   return Object.assign(copy, { statusCode: e.statusCode, code: e.code });
 }
@@ -127,20 +124,19 @@ export interface MapContext {
 export function toTyped(err: unknown, ctx: MapContext): CredhookError {
   if (isCredhookError(err)) return err;
   const secrets = ctx.secrets ?? [];
-  const where = `[gateway ${ctx.gateway}]`;
-  const opts = { cause: safeCause(err, secrets), gateway: ctx.gateway };
+  const g = new GatewayErrors(ctx.gateway);
+  const opts = { cause: safeCause(err, secrets) };
   if (err instanceof RetryAfterTooLong || (err as { name?: string } | null)?.name === "RetryAfterTooLong") {
     const s = (err as RetryAfterTooLong).retryAfterS;
-    return new Throttled(`${where} Azure Resource Manager throttled ${ctx.what} and asked to wait ${Math.ceil(s)} s`, s, opts);
+    return g.error(Throttled, `Azure Resource Manager throttled ${ctx.what} and asked to wait ${Math.ceil(s)} s`, s, opts);
   }
   if (err instanceof RateLimitQueueFull) {
-    return new Throttled(
-      `${where} ${ctx.what}: too many ARM ${err.kind}s are queued to stay under ARM's ${err.perSecond}/s; try again in ${Math.ceil(err.waitS)} s`,
+    return g.error(Throttled, `${ctx.what}: too many ARM ${err.kind}s are queued to stay under ARM's ${err.perSecond}/s; try again in ${Math.ceil(err.waitS)} s`,
       err.waitS,
       opts,
     );
   }
-  if (isAbort(err)) return new UpstreamTimeout(`${where} ${ctx.what} did not finish within ${ctx.timeoutMs} ms`, opts);
+  if (isAbort(err)) return g.error(UpstreamTimeout, `${ctx.what} did not finish within ${ctx.timeoutMs} ms`, opts);
   const status = statusOf(err);
   const code = armCodeOf(err);
   const arm = armMessageOf(err, secrets);
@@ -148,28 +144,27 @@ export function toTyped(err: unknown, ctx: MapContext): CredhookError {
   if (status === undefined) {
     const name = (err as { name?: string } | null)?.name ?? "Error";
     if (/Credential|Authentication/i.test(name)) {
-      return new UpstreamError(`${where} could not get an Azure AD token for ${ctx.what} (${name}); check the gateway's credential option`, opts);
+      return g.error(UpstreamError, `could not get an Azure AD token for ${ctx.what} (${name}); check the gateway's credential option`, opts);
     }
     const sys = (err as { code?: string } | null)?.code;
-    return new UpstreamError(`${where} ${ctx.what} failed: Azure Resource Manager is not reachable${sys ? ` (${sys})` : ""}`, opts);
+    return g.error(UpstreamError, `${ctx.what} failed: Azure Resource Manager is not reachable${sys ? ` (${sys})` : ""}`, opts);
   }
   if (status === 429) {
     const headers = (err as RestErrorLike).response?.headers;
-    const s = headers ? retryAfterSeconds((n) => headers.get(n)) : undefined;
-    return new Throttled(`${where} Azure Resource Manager still throttled ${ctx.what} after retries`, s ?? 1, opts);
+    const s = headers ? retryAfterFromHeaders((n) => headers.get(n)) : undefined;
+    return g.error(Throttled, `Azure Resource Manager still throttled ${ctx.what} after retries`, s ?? 1, opts);
   }
-  if (status === 404) return new NotFound(`${where} ${ctx.what}: not found${tail}`, opts);
-  if (status === 409 || status === 412) return new Conflict(`${where} ${ctx.what}: the resource changed or exists already${tail}`, opts);
+  if (status === 404) return g.error(NotFound, `${ctx.what}: not found${tail}`, opts);
+  if (status === 409 || status === 412) return g.error(Conflict, `${ctx.what}: the resource changed or exists already${tail}`, opts);
   if (status === 401 || status === 403) {
-    return new UpstreamError(
-      `${where} Azure Resource Manager refused ${ctx.what}${tail}; grant the principal the provider's role on the service (README: RBAC), or "API Management Service Contributor"`,
+    return g.error(UpstreamError, `Azure Resource Manager refused ${ctx.what}${tail}; grant the principal the provider's role on the service (README: RBAC), or "API Management Service Contributor"`,
       opts,
     );
   }
   if (status === 503 || status === 408) {
     const headers = (err as RestErrorLike).response?.headers;
-    const s = headers ? retryAfterSeconds((n) => headers.get(n)) : undefined;
-    return new UpstreamUnavailable(`${where} ${ctx.what} failed: the service is unavailable (HTTP ${status})${tail}`, s ?? 5, opts);
+    const s = headers ? retryAfterFromHeaders((n) => headers.get(n)) : undefined;
+    return g.error(UpstreamUnavailable, `${ctx.what} failed: the service is unavailable (HTTP ${status})${tail}`, s ?? 5, opts);
   }
-  return new UpstreamError(`${where} ${ctx.what} failed with HTTP ${status}${tail}`, opts);
+  return g.error(UpstreamError, `${ctx.what} failed with HTTP ${status}${tail}`, opts);
 }

@@ -11,6 +11,7 @@ import {
   type PipelineRequest,
 } from "@azure/core-rest-pipeline";
 import { ClientSecretCredential, DefaultAzureCredential, ManagedIdentityCredential } from "@azure/identity";
+import { retryAfterFromHeaders } from "@credhook/core";
 import { RateLimitQueueFull } from "./rate-limit.js";
 import type { AzureCredentialOption } from "./types.js";
 
@@ -80,17 +81,6 @@ export function attemptTrackingPolicy(): PipelinePolicy {
   };
 }
 
-/** Reads `Retry-After` (seconds or HTTP date) or `retry-after-ms` from a header getter; undefined when absent. */
-export function retryAfterSeconds(get: (name: string) => string | undefined | null): number | undefined {
-  const ms = get("retry-after-ms") ?? get("x-ms-retry-after-ms");
-  if (ms && Number.isFinite(Number(ms))) return Number(ms) / 1000;
-  const v = get("retry-after");
-  if (!v) return undefined;
-  if (Number.isFinite(Number(v))) return Number(v);
-  const date = Date.parse(v);
-  return Number.isFinite(date) ? Math.max(0, (date - Date.now()) / 1000) : undefined;
-}
-
 /** A pipeline policy (per retry) that stops the SDK from sleeping through a `Retry-After` above `maxS` seconds. */
 export function retryAfterCapPolicy(maxS: number): PipelinePolicy {
   return {
@@ -98,7 +88,7 @@ export function retryAfterCapPolicy(maxS: number): PipelinePolicy {
     async sendRequest(request, next) {
       const response = await next(request);
       if (response.status === 429 || response.status === 503) {
-        const s = retryAfterSeconds((n) => response.headers.get(n));
+        const s = retryAfterFromHeaders((n) => response.headers.get(n));
         if (s !== undefined && s > maxS) throw new RetryAfterTooLong(s, response.status, request);
       }
       return response;

@@ -32,6 +32,9 @@ import {
   type ProviderUpdateResult,
   type RevokeOutcome,
   type RotatedSecret,
+  CachedHealthProbe,
+  GatewayErrors,
+  settleAll,
 } from "@credhook/core";
 import { armDetailsOf, armMessageOf, statusOf, toTyped, writeRefused } from "./azure-errors.js";
 import {
@@ -98,24 +101,6 @@ function storedOf(resources: ProviderResources): StoredSubscription[] {
   });
 }
 
-/** Runs `fn` on every item, at most `limit` at once; resolves with every outcome. */
-async function settleAll<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<Array<PromiseSettledResult<R>>> {
-  const out: Array<PromiseSettledResult<R>> = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      try {
-        out[i] = { status: "fulfilled", value: await fn(items[i]!) };
-      } catch (reason) {
-        out[i] = { status: "rejected", reason };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
-
 /** Parallel ARM writes per provider operation (ARM allows a burst of 200 writes). */
 const WRITE_CONCURRENCY = 4;
 
@@ -149,8 +134,8 @@ export class AzureApimProvider implements Provider {
   /** API keys only; a caller-chosen value is imported; the key reads back with listSecrets. */
   readonly capabilities: ProviderCapabilities = { credentialTypes: ["API_KEY"], importsApiKeyValue: true, readsBackSecret: true };
 
-  private healthCache: { until: number; error?: CredhookError } | undefined;
-  private healthInFlight: Promise<void> | undefined;
+  private readonly healthProbe: CachedHealthProbe;
+  private readonly errors: GatewayErrors;
 
   constructor(
     private readonly client: ApiManagementClient,
@@ -159,7 +144,10 @@ export class AzureApimProvider implements Provider {
     private readonly logger: Logger,
     private readonly ownership: OwnershipContext,
     private readonly releaseResources: () => Promise<void> = async () => {},
-  ) {}
+  ) {
+    this.errors = new GatewayErrors(gateway);
+    this.healthProbe = new CachedHealthProbe(() => this.probe(), { successTtlMs: opts.healthCacheMs });
+  }
 
   /** Releases this gateway's share of the ARM rate-limit buckets and its prefix claim. */
   async close(): Promise<void> {
@@ -230,7 +218,7 @@ export class AzureApimProvider implements Provider {
     const why = owner
       ? `it carries the mark of credhook credential ${owner.credentialId}, not ${ref.credentialId}`
       : `its id does not have this gateway's form '${this.prefix}<credential id>' and it was not adopted (credhook adopt)`;
-    return new NotFound(`[gateway ${this.gateway}] credential ${ref.nativeId} is not this gateway's on service ${this.service}: ${why}; nothing was changed`, { gateway: this.gateway });
+    return this.errors.error(NotFound, `credential ${ref.nativeId} is not this gateway's on service ${this.service}: ${why}; nothing was changed`);
   }
 
 
@@ -271,7 +259,7 @@ export class AzureApimProvider implements Provider {
   /** Every subscription of an owned credential: its own ids under the stem, and the adopted ones that still exist. */
   private async membersOf(owner: Owned): Promise<ListedSubscription[]> {
     const [adopted, own] = await Promise.all([
-      settleAll(owner.adopted?.sids ?? [], WRITE_CONCURRENCY, (sid) => this.getOne(sid)),
+      settleAll(owner.adopted?.sids ?? [], (sid) => this.getOne(sid), WRITE_CONCURRENCY),
       this.listOf(owner.stem),
     ]);
     const failed = adopted.find((r): r is PromiseRejectedResult => r.status === "rejected");
@@ -298,11 +286,11 @@ export class AzureApimProvider implements Provider {
   /** The key of a credential, read from one of its live subscriptions. @throws NotFound none is live */
   private async keyOf(nativeId: string, live: ListedSubscription[]): Promise<string> {
     const source = live.find((s) => s.state === "active") ?? live[0];
-    if (!source) throw new NotFound(`[gateway ${this.gateway}] credential ${nativeId} has no live subscription on service ${this.service}`, { gateway: this.gateway });
+    if (!source) throw this.errors.error(NotFound, `credential ${nativeId} has no live subscription on service ${this.service}`);
     const secrets = await this.call(`reading the key of subscription ${source.sid} on service ${this.service}`, (abortSignal) =>
       this.client.subscription.listSecrets(this.opts.resourceGroup, this.opts.serviceName, source.sid, { abortSignal }),
     );
-    if (!secrets.primaryKey) throw new NotFound(`[gateway ${this.gateway}] subscription ${source.sid} on service ${this.service} has no primary key`, { gateway: this.gateway });
+    if (!secrets.primaryKey) throw this.errors.error(NotFound, `subscription ${source.sid} on service ${this.service} has no primary key`);
     return secrets.primaryKey;
   }
 
@@ -315,7 +303,7 @@ export class AzureApimProvider implements Provider {
     const email = developer.trim();
     const m = /^([^@\s]{1,100})[^@\s]*@([^@\s]+\.[^@\s]+)$/.exec(email);
     if (!m || email.length > 254) {
-      throw new InvalidReference(`[gateway ${this.gateway}] ownerMode developer-user needs the developer to be an e-mail address`, { gateway: this.gateway });
+      throw this.errors.error(InvalidReference, `ownerMode developer-user needs the developer to be an e-mail address`);
     }
     const found = await this.call(`looking up the APIM user of the developer on service ${this.service}`, async (abortSignal) => {
       for await (const u of this.client.user.listByService(this.opts.resourceGroup, this.opts.serviceName, { filter: `email eq '${odataString(email)}'`, abortSignal })) {
@@ -379,26 +367,24 @@ export class AzureApimProvider implements Provider {
 
   private async classifyPutError(err: unknown, sid: string, scope: Scope, key: string, ownerId: string | undefined, first: boolean): Promise<CredhookError> {
     const status = statusOf(err);
-    const where = `[gateway ${this.gateway}]`;
-    const opts = { cause: err, gateway: this.gateway };
+    const opts = { cause: err };
     if (status === 400 || status === 404 || status === 409) {
       const exists = await this.scopeExists(scope);
       if (exists === false) {
         const what = scope.kind === "product" ? `product ${scope.id}` : `API ${scope.id}`;
-        return new InvalidReference(`${where} ${what} does not exist on service ${this.service} (${scope.origin})`, opts);
+        return this.errors.error(InvalidReference, `${what} does not exist on service ${this.service} (${scope.origin})`, opts);
       }
       const text = armMessageOf(err, [key]);
       const aboutKey = armDetailsOf(err).some((d) => /key/i.test(d.target ?? "")) || /\bkey\b/i.test(text);
       if (aboutKey && (status === 400 || status === 409)) {
-        if (first) return new Conflict(`${where} service ${this.service} refuses the API key value: another subscription uses it already`, opts);
-        return new InvalidReference(
-          `${where} service ${this.service} refuses one key on several subscriptions, and this app needs one per product/API; ` +
+        if (first) return this.errors.error(Conflict, `service ${this.service} refuses the API key value: another subscription uses it already`, opts);
+        return this.errors.error(InvalidReference, `service ${this.service} refuses one key on several subscriptions, and this app needs one per product/API; ` +
             `put the app's APIs into one APIM product (see productMap) so that a single subscription serves them`,
           opts,
         );
       }
       if (/subscriptions limit/i.test(text)) {
-        return new Conflict(`${where} ${scope.kind} ${scope.id} on service ${this.service} allows no more subscriptions for the developer's APIM user ${ownerId ?? ""}`.trim(), opts);
+        return this.errors.error(Conflict, `${scope.kind} ${scope.id} on service ${this.service} allows no more subscriptions for the developer's APIM user ${ownerId ?? ""}`.trim(), opts);
       }
     }
     return this.mapped(err, `creating subscription ${sid} (${scope.path}) on service ${this.service}`, [key]);
@@ -477,7 +463,7 @@ export class AzureApimProvider implements Provider {
       }
       rest = scopes.slice(1);
     }
-    const results = await settleAll(rest, WRITE_CONCURRENCY, (s) => this.put(stem, s, key, displayName, ownerId, state, false));
+    const results = await settleAll(rest, (s) => this.put(stem, s, key, displayName, ownerId, state, false), WRITE_CONCURRENCY);
     const failures: CredhookError[] = [];
     for (const r of results) {
       if (r.status === "fulfilled") done.push(r.value);
@@ -511,17 +497,17 @@ export class AzureApimProvider implements Provider {
    */
   async create(input: ProviderCreateInput): Promise<ProviderCredential> {
     if (input.credentialType !== "API_KEY") {
-      throw new ValidationError([`[gateway ${this.gateway}] Azure API Management issues API_KEY credentials only, not ${input.credentialType}`], { gateway: this.gateway });
+      throw new ValidationError([this.errors.message(`Azure API Management issues API_KEY credentials only, not ${input.credentialType}`)]);
     }
     if (!isCredentialId(input.credentialId)) {
-      throw new ValidationError([`[gateway ${this.gateway}] credential id '${input.credentialId}' is not a UUID: the subscription ids that mark credhook's ownership need one`], { gateway: this.gateway });
+      throw new ValidationError([this.errors.message(`credential id '${input.credentialId}' is not a UUID: the subscription ids that mark credhook's ownership need one`)]);
     }
     const key = input.apiKeyValue ?? generateApiKeyValue();
     if (key.length < 1 || key.length > 256) {
-      throw new ValidationError([`[gateway ${this.gateway}] an APIM subscription key has 1–256 characters`], { gateway: this.gateway });
+      throw new ValidationError([this.errors.message(`an APIM subscription key has 1–256 characters`)]);
     }
     const scopes = scopesOf(input.apis, this.opts.productMap, this.opts.apiMap);
-    if (scopes.length === 0) throw new InvalidReference(`[gateway ${this.gateway}] the app has no API on this gateway`, { gateway: this.gateway });
+    if (scopes.length === 0) throw this.errors.error(InvalidReference, `the app has no API on this gateway`);
     const nativeId = nativeIdOf(this.prefix, lower(input.credentialId));
     const ownerId = this.opts.ownerMode === "developer-user" ? await this.ownerOfDeveloper(input.app.developer) : undefined;
     const { done, failure } = await this.putAll(nativeId, scopes, key, displayNameOf(input.app), ownerId, "active", true);
@@ -574,7 +560,7 @@ export class AzureApimProvider implements Provider {
     // Add before remove: a failure here leaves at least the access the credential had.
     const { done: added, failure } = await this.putAll(owner.stem, toAdd, key, displayName, ownerId, state, false);
     if (failure) throw this.reported(failure, input.nativeId, [...live.map(asStored), ...added], ownerId);
-    const removed = await settleAll(toRemove, WRITE_CONCURRENCY, (s) => this.remove({ sid: s.sid, etag: etagOf(s.sid) }));
+    const removed = await settleAll(toRemove, (s) => this.remove({ sid: s.sid, etag: etagOf(s.sid) }), WRITE_CONCURRENCY);
     const removeFailure = removed.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (removeFailure) {
       const stillThere = toRemove.filter((_, i) => removed[i]!.status === "rejected");
@@ -619,7 +605,7 @@ export class AzureApimProvider implements Provider {
     const members = await this.membersOf(owner);
     const stored = new Map(storedOf(ref.resources).map((s) => [lower(s.sid), s.etag]));
     const targets = this.opts.revokeMode === "delete" ? members : members.filter((s) => LIVE_STATES.has(s.state));
-    const results = await settleAll(targets, WRITE_CONCURRENCY, async (s) => {
+    const results = await settleAll(targets, async (s) => {
       const etag = stored.get(lower(s.sid)) ?? s.etag;
       if (this.opts.revokeMode === "delete") return this.remove({ sid: s.sid, etag });
       const what = `cancelling subscription ${s.sid} on service ${this.service}`;
@@ -630,7 +616,7 @@ export class AzureApimProvider implements Provider {
         if (!isCredhookError(err) || err.status !== 409) throw err;
         return (await this.patch({ sid: s.sid, etag: "*" }, { state: "cancelled" }, what)) !== undefined;
       }
-    });
+    }, WRITE_CONCURRENCY);
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed) throw failed.reason;
     if (owner.adopted && this.opts.revokeMode === "delete") await this.ownership.adoptions.delete(owner.adopted.nativeId);
@@ -666,8 +652,7 @@ export class AzureApimProvider implements Provider {
    *   was adopted for another credential, or its scope is none of `ref.apis`' (the next update would delete it)
    */
   async adopt(ref: ProviderCredentialRef & { apis: GatewayApi[] }): Promise<ProviderUpdateResult> {
-    const where = `[gateway ${this.gateway}]`;
-    if (!isCredentialId(ref.credentialId)) throw new ValidationError([`${where} adopt needs credhook's credential id (a UUID), got '${ref.credentialId}'`], { gateway: this.gateway });
+    if (!isCredentialId(ref.credentialId)) throw new ValidationError([this.errors.message(`adopt needs credhook's credential id (a UUID), got '${ref.credentialId}'`)]);
     const credentialId = lower(ref.credentialId);
     const sid = ref.nativeId;
     const own = credentialIdOfNativeId(this.prefix, sid) ?? parseSubscriptionId(this.prefix, sid)?.credentialId;
@@ -675,32 +660,28 @@ export class AzureApimProvider implements Provider {
       if (own === credentialId && credentialIdOfNativeId(this.prefix, sid)) {
         const owner: Owned = { credentialId, stem: nativeIdOf(this.prefix, credentialId), matches: true };
         const live = (await this.membersOf(owner)).filter((s) => LIVE_STATES.has(s.state));
-        if (live.length === 0) throw new NotFound(`${where} credential ${sid} has no live subscription on service ${this.service}`, { gateway: this.gateway });
+        if (live.length === 0) throw this.errors.error(NotFound, `credential ${sid} has no live subscription on service ${this.service}`);
         return { resources: this.resources(live.map((s) => ({ sid: s.sid, scope: s.scope, ...(s.etag ? { etag: s.etag } : {}) })), live[0]?.ownerId) };
       }
-      throw new Conflict(`${where} subscription ${sid} was made by this gateway for credhook credential ${own}; it cannot be adopted for ${credentialId}`, { gateway: this.gateway });
+      throw this.errors.error(Conflict, `subscription ${sid} was made by this gateway for credhook credential ${own}; it cannot be adopted for ${credentialId}`);
     }
     const otherGateway = this.ownership.otherGatewayOwning(sid);
     const otherPrefix = markPrefixOf(sid);
     if (otherGateway || otherPrefix) {
-      throw new Conflict(
-        `${where} subscription ${sid} carries the mark of another credhook gateway (${otherGateway ? `gateway '${otherGateway}'` : `prefix '${otherPrefix}'`}) on service ${this.service}; it is not adopted`,
-        { gateway: this.gateway },
+      throw this.errors.error(Conflict, `subscription ${sid} carries the mark of another credhook gateway (${otherGateway ? `gateway '${otherGateway}'` : `prefix '${otherPrefix}'`}) on service ${this.service}; it is not adopted`,
       );
     }
     const previous = await this.ownership.adoptions.get(sid);
     if (previous && lower(previous.credentialId) !== credentialId) {
-      throw new Conflict(`${where} subscription ${sid} was adopted for credhook credential ${previous.credentialId} already`, { gateway: this.gateway });
+      throw this.errors.error(Conflict, `subscription ${sid} was adopted for credhook credential ${previous.credentialId} already`);
     }
     const found = await this.getOne(sid);
-    if (!found) throw new NotFound(`${where} there is no subscription ${sid} on service ${this.service} to adopt`, { gateway: this.gateway });
-    if (!LIVE_STATES.has(found.state)) throw new NotFound(`${where} subscription ${sid} on service ${this.service} is ${found.state}; only a live subscription can be adopted`, { gateway: this.gateway });
+    if (!found) throw this.errors.error(NotFound, `there is no subscription ${sid} on service ${this.service} to adopt`);
+    if (!LIVE_STATES.has(found.state)) throw this.errors.error(NotFound, `subscription ${sid} on service ${this.service} is ${found.state}; only a live subscription can be adopted`);
     const scopes = scopesOf(ref.apis, this.opts.productMap, this.opts.apiMap);
     if (!scopes.some((s) => scopeKey(s.path) === scopeKey(found.scope))) {
-      throw new Conflict(
-        `${where} subscription ${sid} is scoped to ${found.scope}, which none of the app's APIs on this gateway maps to (${scopes.map((s) => s.path).join(", ") || "none"}); ` +
+      throw this.errors.error(Conflict, `subscription ${sid} is scoped to ${found.scope}, which none of the app's APIs on this gateway maps to (${scopes.map((s) => s.path).join(", ") || "none"}); ` +
           `adopting it would let the next update delete it: fix the app's APIs or productMap/apiMap first`,
-        { gateway: this.gateway },
       );
     }
     await this.ownership.adoptions.put({ nativeId: found.sid, credentialId, sids: [found.sid], adoptedAt: previous?.adoptedAt ?? new Date().toISOString() });
@@ -721,11 +702,13 @@ export class AzureApimProvider implements Provider {
     const owner = await this.ownerOf(ref);
     if (!owner || !owner.matches) throw this.notOurs(ref, owner);
     const live = (await this.membersOf(owner)).filter((s) => LIVE_STATES.has(s.state));
-    if (live.length === 0) throw new NotFound(`[gateway ${this.gateway}] credential ${ref.nativeId} has no live subscription on service ${this.service}`, { gateway: this.gateway });
+    if (live.length === 0) throw this.errors.error(NotFound, `credential ${ref.nativeId} has no live subscription on service ${this.service}`);
     const key = apiKeyValue ?? generateApiKeyValue();
     const stored = new Map(storedOf(ref.resources).map((s) => [lower(s.sid), s.etag]));
-    const results = await settleAll(live, WRITE_CONCURRENCY, (s) =>
-      this.patch({ sid: s.sid, etag: stored.get(lower(s.sid)) }, { primaryKey: key }, `setting the key of subscription ${s.sid} on service ${this.service}`, [key]),
+    const results = await settleAll(
+      live,
+      (s) => this.patch({ sid: s.sid, etag: stored.get(lower(s.sid)) }, { primaryKey: key }, `setting the key of subscription ${s.sid} on service ${this.service}`, [key]),
+      WRITE_CONCURRENCY,
     );
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed) throw failed.reason;
@@ -753,7 +736,7 @@ export class AzureApimProvider implements Provider {
     const out: OwnedResource[] = [];
     for (const record of await this.ownership.adoptions.list()) {
       const owner: Owned = { credentialId: lower(record.credentialId), stem: nativeIdOf(prefix, lower(record.credentialId)), adopted: record, matches: true };
-      const adopted = (await settleAll(record.sids, WRITE_CONCURRENCY, (sid) => this.getOne(sid))).flatMap((r) => {
+      const adopted = (await settleAll(record.sids, (sid) => this.getOne(sid), WRITE_CONCURRENCY)).flatMap((r) => {
         if (r.status === "rejected") throw r.reason;
         return r.value ? [r.value] : [];
       });
@@ -767,20 +750,13 @@ export class AzureApimProvider implements Provider {
   }
 
   /**
-   * Reads the API Management service (one cheap ARM GET), cached for `healthCacheMs`
-   * (failures for at most 5 s); concurrent calls share one probe.
+   * Reads the API Management service (one cheap ARM GET), through core's
+   * {@link CachedHealthProbe}: a success is reused for `healthCacheMs`, a failure
+   * for min(5 s, `healthCacheMs`); concurrent calls share one probe.
    * @throws UpstreamUnavailable ARM or the service cannot be read, or the service is not in state Succeeded
    */
-  async health(): Promise<void> {
-    const now = Date.now();
-    if (this.healthCache && now < this.healthCache.until) {
-      if (this.healthCache.error) throw this.healthCache.error;
-      return;
-    }
-    this.healthInFlight ??= this.probe().finally(() => {
-      this.healthInFlight = undefined;
-    });
-    return this.healthInFlight;
+  health(): Promise<void> {
+    return this.healthProbe.check();
   }
 
   private async probe(): Promise<void> {
@@ -790,9 +766,8 @@ export class AzureApimProvider implements Provider {
       const cause = this.mapped(r.error, `reading service ${this.service}`);
       error = cause instanceof UpstreamUnavailable ? cause : new UpstreamUnavailable(cause.message, 5, { cause: r.error, gateway: this.gateway });
     } else if (r.value.provisioningState && r.value.provisioningState !== "Succeeded") {
-      error = new UpstreamUnavailable(`[gateway ${this.gateway}] API Management service ${this.service} is ${r.value.provisioningState}`, 30, { gateway: this.gateway });
+      error = this.errors.error(UpstreamUnavailable, `API Management service ${this.service} is ${r.value.provisioningState}`, 30);
     }
-    this.healthCache = { until: Date.now() + (error ? Math.min(5_000, this.opts.healthCacheMs) : this.opts.healthCacheMs), ...(error ? { error } : {}) };
     if (error) throw error;
   }
 }

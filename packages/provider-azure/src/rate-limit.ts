@@ -1,5 +1,5 @@
 /**
- * Client-side token buckets (with `bottleneck`) mirroring ARM's throttling, so
+ * Client-side token buckets (core's `TokenBucketLimiter`) mirroring ARM's throttling, so
  * that a burst of portal requests queues inside credhook instead of drawing a
  * storm of 429s whose retries all wake at the same second.
  *
@@ -10,9 +10,8 @@
  * Gateways of one process that share an endpoint, Azure subscription and
  * credential share one set of buckets (ARM counts them together).
  */
-import Bottleneck from "bottleneck";
 import type { PipelinePolicy, PipelineRequest } from "@azure/core-rest-pipeline";
-import { SharedResourcePool, type RateSlots } from "@credhook/core";
+import { RateLimitQueueFull as CoreQueueFull, SharedResourcePool, TokenBucketLimiter, type RateSlots } from "@credhook/core";
 
 /** Bucket sizes and refill rates; a rate of 0 turns that bucket off. */
 export interface ArmRateLimit {
@@ -48,39 +47,13 @@ export class RateLimitQueueFull extends Error {
   }
 }
 
-/** One token bucket and its refill rate. */
-class Bucket {
-  readonly limiter: Bottleneck;
-  constructor(
-    readonly perSecond: number,
-    burst: number,
-  ) {
-    const interval = 1000 / perSecond;
-    this.limiter = new Bottleneck({
-      reservoir: burst,
-      reservoirIncreaseAmount: 1,
-      reservoirIncreaseInterval: interval,
-      reservoirIncreaseMaximum: burst,
-      heartbeatInterval: Math.max(10, Math.floor(interval / 2)),
-    });
-  }
-
-  /** Seconds a call scheduled now would wait for its token. */
-  async waitS(): Promise<number> {
-    const c = this.limiter.counts();
-    const ahead = (c.RECEIVED ?? 0) + (c.QUEUED ?? 0);
-    const tokens = (await this.limiter.currentReservoir()) ?? 0;
-    return Math.max(0, ahead + 1 - tokens) / this.perSecond;
-  }
-}
-
-/** The read and write buckets of one ARM principal. */
+/** The read and write buckets of one ARM principal (core's {@link TokenBucketLimiter}s). */
 export class ArmBuckets {
-  private readonly writes: Bucket | undefined;
-  private readonly reads: Bucket | undefined;
+  private readonly writes: TokenBucketLimiter | undefined;
+  private readonly reads: TokenBucketLimiter | undefined;
   constructor(limits: ArmRateLimit) {
-    this.writes = limits.writesPerSecond > 0 ? new Bucket(limits.writesPerSecond, Math.max(1, limits.writeBurst)) : undefined;
-    this.reads = limits.readsPerSecond > 0 ? new Bucket(limits.readsPerSecond, Math.max(1, limits.readBurst)) : undefined;
+    this.writes = limits.writesPerSecond > 0 ? new TokenBucketLimiter(limits.writesPerSecond, Math.max(1, limits.writeBurst), "write") : undefined;
+    this.reads = limits.readsPerSecond > 0 ? new TokenBucketLimiter(limits.readsPerSecond, Math.max(1, limits.readBurst), "read") : undefined;
   }
 
   /**
@@ -95,25 +68,23 @@ export class ArmBuckets {
       name: "credhookArmRateLimit",
       sendRequest: async (request, next) => {
         const read = request.method === "GET" || request.method === "HEAD";
+        const kind = read ? "read" : "write";
         const bucket = read ? this.reads : this.writes;
         if (!bucket) return next(request);
-        const waitS = await bucket.waitS();
-        if (waitS > maxWaitS) throw new RateLimitQueueFull(waitS, read ? "read" : "write", bucket.perSecond, request);
-        return bucket.limiter.schedule(async () => {
-          if (shared) {
-            const slotMs = await shared.slots.reserve(`azure|${shared.key}|${read ? "read" : "write"}`, 1000 / bucket.perSecond);
-            if (slotMs > maxWaitS * 1000) throw new RateLimitQueueFull(slotMs / 1000, read ? "read" : "write", bucket.perSecond, request);
-            if (slotMs > 0) await new Promise((r) => setTimeout(r, slotMs));
-          }
-          return next(request);
-        });
+        try {
+          await bucket.acquire(maxWaitS * 1000, shared ? { slots: shared.slots, key: `azure|${shared.key}|${kind}` } : undefined);
+        } catch (err) {
+          if (err instanceof CoreQueueFull) throw new RateLimitQueueFull(err.waitMs / 1000, kind, bucket.perSecond, request);
+          throw err;
+        }
+        return next(request);
       },
     };
   }
 
   /** Stops the buckets' timers. */
   async stop(): Promise<void> {
-    await Promise.allSettled([this.writes?.limiter.disconnect(false), this.reads?.limiter.disconnect(false)]);
+    await Promise.allSettled([this.writes?.stop(), this.reads?.stop()]);
   }
 }
 

@@ -1,7 +1,7 @@
 // The provider-testkit conformance suite against the APIM fake.
 import { afterAll, beforeAll, it } from "vitest";
 import { providerConformance } from "@credhook/provider-testkit";
-import type { ApimFake } from "../src/fake/index.js";
+import type { ApimFake } from "@credhook/fakes/azure";
 import type { AzureApimProvider, AzureProviderOptions } from "../src/index.js";
 import { setup, subsOf } from "./helpers.js";
 

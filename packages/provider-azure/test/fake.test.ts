@@ -2,7 +2,7 @@
 import type { ApiManagementClient } from "@azure/arm-apimanagement";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { buildArmClient, staticTokenCredential } from "../src/client.js";
-import { startApimFake, type ApimFake, type ApimFakeOptions } from "../src/fake/index.js";
+import { startApimFake, type ApimFake, type ApimFakeOptions } from "@credhook/fakes/azure";
 
 let fake: ApimFake;
 let client: ApiManagementClient;

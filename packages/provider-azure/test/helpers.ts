@@ -3,7 +3,7 @@ import { afterEach, beforeEach } from "vitest";
 import { randomUUID } from "node:crypto";
 import { isCredhookError, memoryStateStore, silentLogger, type CredhookError, type GatewayApi, type ProviderCredentialRef, type ProviderStateStore } from "@credhook/core";
 import { createAzureProvider, type AzureApimProvider, type AzureProviderOptions } from "../src/index.js";
-import { startApimFake, type ApimFake, type ApimFakeOptions } from "../src/fake/index.js";
+import { startApimFake, type ApimFake, type ApimFakeOptions } from "@credhook/fakes/azure";
 
 /** The gateway name every test provider uses. */
 export const GATEWAY = "azure-test";

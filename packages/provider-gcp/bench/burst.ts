@@ -12,7 +12,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { GcpProviderOptions } from "../src/index.js";
-import { startApiKeysFake, type ApiKeysFake } from "../src/fake/index.js";
+import { startApiKeysFake, type ApiKeysFake } from "@credhook/fakes/gcp";
 import { compensate, liveOrphans, makeProvider } from "../test/helpers.js";
 
 const burst = Number(process.argv[2] ?? 40);

@@ -11,7 +11,7 @@
  * - a system error (`ECONNREFUSED`, `ECONNRESET`, …) when the endpoint cannot be reached.
  * Google's error model: https://cloud.google.com/apis/design/errors
  */
-import { Conflict, CredhookError, NotFound, Throttled, UpstreamError, UpstreamTimeout } from "@credhook/core";
+import { Conflict, CredhookError, GatewayErrors, NotFound, parseRetryAfter, Throttled, UpstreamError, UpstreamTimeout } from "@credhook/core";
 
 /** gRPC status names by number (https://github.com/googleapis/googleapis/blob/master/google/rpc/code.proto). */
 const GRPC_NAMES = [
@@ -138,8 +138,7 @@ export function readFailure(err: unknown): GoogleFailure {
     } catch {
       body = undefined;
     }
-    const header = e.response?.headers?.get?.("retry-after");
-    const headerS = header && /^\d+$/.test(header) ? Number(header) : undefined;
+    const headerS = parseRetryAfter(e.response?.headers?.get?.("retry-after"));
     const retryAfterS = headerS ?? retryDelayOf(body?.error?.details);
     return {
       status: body?.error?.status ?? grpcNameOfHttp(httpStatus),
@@ -189,8 +188,9 @@ function summary(f: GoogleFailure): string {
 }
 
 /**
- * Maps a failed call to core's typed errors. `what` names the call and its
- * object (`createKey credhook-abc…`), `prefix` the gateway (`[gateway gcp]`).
+ * Maps a failed call to core's typed errors of `gateway` (message prefixed
+ * `[gateway <name>]` by core's GatewayErrors). `what` names the call and its
+ * object (`createKey credhook-abc…`).
  * - NOT_FOUND → NotFound (404); ALREADY_EXISTS, ABORTED, FAILED_PRECONDITION → Conflict (409)
  * - RESOURCE_EXHAUSTED / 429 → Throttled (503 + Retry-After)
  * - TIMEOUT, DEADLINE_EXCEEDED → UpstreamTimeout (504)
@@ -198,35 +198,35 @@ function summary(f: GoogleFailure): string {
  * The `cause` kept for logs is a plain Error with the same safe text — never the
  * client's error, whose request config carries the access token.
  */
-export function toTypedError(err: unknown, what: string, prefix: string): CredhookError {
+export function toTypedError(err: unknown, what: string, gateway: string): CredhookError {
   if (err instanceof CredhookError) return err;
   const f = readFailure(err);
   const cause = new Error(`${what}: ${f.status}${f.httpStatus ? ` (HTTP ${f.httpStatus})` : ""}: ${f.message.slice(0, 500)}`);
   const opts = { cause };
+  const g = new GatewayErrors(gateway);
   switch (f.status) {
     case "NOT_FOUND":
-      return new NotFound(`${prefix} ${what}: the key does not exist`, opts);
+      return g.error(NotFound, `${what}: the key does not exist`, opts);
     case "ALREADY_EXISTS":
-      return new Conflict(`${prefix} ${what}: the key exists already`, opts);
+      return g.error(Conflict, `${what}: the key exists already`, opts);
     case "ABORTED":
     case "FAILED_PRECONDITION":
-      return new Conflict(`${prefix} ${what}: the key changed concurrently (${f.status})`, opts);
+      return g.error(Conflict, `${what}: the key changed concurrently (${f.status})`, opts);
     case "RESOURCE_EXHAUSTED":
-      return new Throttled(`${prefix} ${what}: Google API Keys quota exceeded (429), try again later`, f.retryAfterS ?? DEFAULT_THROTTLE_RETRY_AFTER_S, opts);
+      return g.error(Throttled, `${what}: Google API Keys quota exceeded (429), try again later`, f.retryAfterS ?? DEFAULT_THROTTLE_RETRY_AFTER_S, opts);
     case "TIMEOUT":
-      return new UpstreamTimeout(`${prefix} ${what}: Google API Keys did not answer in time (${f.message})`, opts);
+      return g.error(UpstreamTimeout, `${what}: Google API Keys did not answer in time (${f.message})`, opts);
     case "DEADLINE_EXCEEDED":
-      return new UpstreamTimeout(`${prefix} ${what}: ${f.httpStatus ? "Google API Keys timed out" : f.message}`, opts);
+      return g.error(UpstreamTimeout, `${what}: ${f.httpStatus ? "Google API Keys timed out" : f.message}`, opts);
     case "UNAUTHENTICATED":
-      return new UpstreamError(`${prefix} ${what}: Google rejected the credentials (${summary(f)}); check the gateway's credentials option`, opts);
+      return g.error(UpstreamError, `${what}: Google rejected the credentials (${summary(f)}); check the gateway's credentials option`, opts);
     case "PERMISSION_DENIED":
-      return new UpstreamError(
-        `${prefix} ${what}: permission denied (${summary(f)}); the principal needs roles/serviceusage.apiKeysAdmin on the project`,
+      return g.error(UpstreamError, `${what}: permission denied (${summary(f)}); the principal needs roles/serviceusage.apiKeysAdmin on the project`,
         opts,
       );
     case "NETWORK":
-      return new UpstreamError(`${prefix} ${what}: Google API Keys could not be reached (${f.message})`, opts);
+      return g.error(UpstreamError, `${what}: Google API Keys could not be reached (${f.message})`, opts);
     default:
-      return new UpstreamError(`${prefix} ${what} failed: ${summary(f)}`, opts);
+      return g.error(UpstreamError, `${what} failed: ${summary(f)}`, opts);
   }
 }

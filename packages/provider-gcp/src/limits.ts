@@ -9,8 +9,7 @@
  * buckets live in core's {@link SharedResourcePool} and stop when the last
  * gateway using them closes.
  */
-import Bottleneck from "bottleneck";
-import { SharedResourcePool } from "@credhook/core";
+import { SharedResourcePool, TokenBucketLimiter } from "@credhook/core";
 
 /** Rates of one project's buckets (see `GcpRateLimitOptions` for meanings). */
 export interface QuotaRates {
@@ -26,29 +25,16 @@ export interface QuotaRates {
   maxQueueWaitMs: number;
 }
 
-/** One token bucket: a Bottleneck limiter and the interval (ms) between two tokens. */
+/** One quota's token bucket (core's {@link TokenBucketLimiter}) and its rate per minute, for messages. */
 export interface QuotaBucket {
-  limiter: Bottleneck;
-  /** Milliseconds between two tokens (60 000 / per-minute rate). */
-  intervalMs: number;
-  /** The sustained rate, per minute (for messages). */
+  limiter: TokenBucketLimiter;
+  /** The sustained rate, per minute. */
   perMinute: number;
 }
 
-/** A token bucket for one quota: `burst` tokens, refilled one per `60000 / perMinute` ms; overflow beyond `maxQueueWaitMs` is refused. */
-function bucket(perMinute: number, burst: number, maxQueueWaitMs: number): QuotaBucket {
-  const intervalMs = Math.max(1, Math.ceil(60_000 / perMinute));
-  const limiter = new Bottleneck({
-    reservoir: burst,
-    reservoirIncreaseAmount: 1,
-    reservoirIncreaseInterval: intervalMs,
-    reservoirIncreaseMaximum: burst,
-    // bottleneck adds tokens on its heartbeat: a heartbeat dividing the interval keeps the rate exact
-    heartbeatInterval: intervalMs / Math.ceil(intervalMs / 250),
-    highWater: Math.max(0, Math.floor(maxQueueWaitMs / intervalMs)),
-    strategy: Bottleneck.strategy.OVERFLOW,
-  });
-  return { limiter, intervalMs, perMinute };
+/** A token bucket for one quota: `burst` tokens, refilled one per `60000 / perMinute` ms. */
+function bucket(perMinute: number, burst: number, name: string): QuotaBucket {
+  return { limiter: new TokenBucketLimiter(perMinute / 60, burst, name), perMinute };
 }
 
 /** The read and write buckets of one project. */
@@ -57,13 +43,13 @@ export class ProjectLimiters {
   readonly writes: QuotaBucket;
 
   constructor(rates: QuotaRates) {
-    this.reads = bucket(rates.readsPerMinute, rates.readBurst, rates.maxQueueWaitMs);
-    this.writes = bucket(rates.writesPerMinute, rates.writeBurst, rates.maxQueueWaitMs);
+    this.reads = bucket(rates.readsPerMinute, rates.readBurst, "read");
+    this.writes = bucket(rates.writesPerMinute, rates.writeBurst, "write");
   }
 
-  /** Stops the buckets' timers (queued calls are dropped). */
+  /** Stops the buckets' timers (queued calls are released). */
   async stop(): Promise<void> {
-    await Promise.allSettled([this.reads.limiter.disconnect(false), this.writes.limiter.disconnect(false)]);
+    await Promise.allSettled([this.reads.limiter.stop(), this.writes.limiter.stop()]);
   }
 }
 

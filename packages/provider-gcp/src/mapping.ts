@@ -5,7 +5,7 @@
  * Key fields: https://cloud.google.com/api-keys/docs/reference/rest/v2/projects.locations.keys
  */
 import { createHash } from "node:crypto";
-import { InvalidReference, type AppIdentity, type GatewayApi } from "@credhook/core";
+import { gatewayError, InvalidReference, type AppIdentity, type GatewayApi } from "@credhook/core";
 
 /** A Google `keyId`: `[a-z]([a-z0-9-]{0,61}[a-z0-9])?`, unique per project (https://cloud.google.com/api-keys/docs/reference/rest/v2/projects.locations.keys/create). */
 export const KEY_ID_PATTERN = /^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -112,8 +112,8 @@ export interface TargetMapping {
   serviceTemplate?: string;
   /** Usage plan id → methods (`[]`: all). When present, an unlisted plan is unknown. */
   usagePlans?: Record<string, string[]>;
-  /** Prefix of error messages, e.g. `[gateway gcp]`. */
-  prefix: string;
+  /** The gateway's name, for its errors (`[gateway <name>] …`). */
+  gateway: string;
   /** YAML path of the options, e.g. `gateways.gcp.options`, for hints. */
   configPath: string;
 }
@@ -123,7 +123,7 @@ export function serviceFor(apiId: string, m: TargetMapping): string {
   const direct = m.services?.[apiId];
   if (direct) return direct;
   if (m.serviceTemplate) return m.serviceTemplate.replaceAll("{apiId}", apiId);
-  throw new InvalidReference(`${m.prefix} API '${apiId}' is not mapped to a Google service`, {
+  throw gatewayError(m.gateway, InvalidReference, `API '${apiId}' is not mapped to a Google service`, {
     messages: [`add it to ${m.configPath}.services, or set ${m.configPath}.serviceTemplate`],
   });
 }
@@ -147,7 +147,7 @@ export function apiTargetsFor(apis: GatewayApi[], m: TargetMapping): ApiTarget[]
       for (const plan of api.usagePlans) {
         const planMethods = m.usagePlans[plan];
         if (planMethods === undefined) {
-          throw new InvalidReference(`${m.prefix} usage plan '${plan}' of API '${api.id}' does not exist`, {
+          throw gatewayError(m.gateway, InvalidReference, `usage plan '${plan}' of API '${api.id}' does not exist`, {
             messages: [`the usage plans this gateway knows are the keys of ${m.configPath}.usagePlans`],
           });
         }

@@ -30,7 +30,6 @@
  * retried per retry.ts (429 with back-off within a budget, transient failures).
  * API reference: https://cloud.google.com/api-keys/docs/reference/rest/v2/projects.locations.keys
  */
-import Bottleneck from "bottleneck";
 import { TaskCancelledError, timeout, TimeoutStrategy, type TimeoutPolicy } from "cockatiel";
 import {
   Conflict,
@@ -54,6 +53,9 @@ import {
   type ProviderUpdateInput,
   type ProviderUpdateResult,
   type RevokeOutcome,
+  CachedHealthProbe,
+  GatewayErrors,
+  RateLimitQueueFull,
 } from "@credhook/core";
 import type { ApiKeysClient, protos } from "@google-cloud/apikeys";
 import type { Operation } from "google-gax";
@@ -108,8 +110,6 @@ export interface ResolvedGcpOptions {
 
 /** Longest delay between two operation polls (ms). */
 const POLL_MAX_DELAY_MS = 5000;
-/** How long a failed health() answer is reused at most (ms). */
-const HEALTH_FAILURE_CACHE_MS = 5000;
 /** Attempts of an etag-checked read-modify-write before giving up with Conflict. */
 const ETAG_ATTEMPTS = 3;
 /** Page size of listKeys (the API's maximum, https://cloud.google.com/api-keys/docs/reference/rest/v2/projects.locations.keys/list). */
@@ -130,7 +130,7 @@ export class GcpApiKeysProvider implements Provider {
     generatedApiKeyFormat: { characters: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", length: 39 },
   };
 
-  private readonly prefix: string;
+  private readonly errors: GatewayErrors;
   private readonly log: Logger;
   private readonly mapping: TargetMapping;
   private readonly parent: string;
@@ -138,7 +138,7 @@ export class GcpApiKeysProvider implements Provider {
   private readonly releaseLimiters: () => Promise<void>;
   private readonly retrySettings: RetrySettings;
   private readonly timeoutPolicy: TimeoutPolicy;
-  private healthState: { at: number; ok: boolean; error?: CredhookError; inflight?: Promise<void> } = { at: 0, ok: false };
+  private readonly healthProbe: CachedHealthProbe;
   private closed = false;
 
   constructor(
@@ -146,14 +146,15 @@ export class GcpApiKeysProvider implements Provider {
     private readonly o: ResolvedGcpOptions,
     private readonly ctx: ProviderContext,
   ) {
-    this.prefix = `[gateway ${ctx.gateway}]`;
+    this.errors = new GatewayErrors(ctx.gateway);
+    this.healthProbe = new CachedHealthProbe(() => this.probeHealth(), { successTtlMs: o.healthCacheMs });
     this.log = ctx.logger;
     this.parent = `projects/${o.projectId}/locations/global`;
     this.mapping = {
       ...(o.services ? { services: o.services } : {}),
       ...(o.serviceTemplate ? { serviceTemplate: o.serviceTemplate } : {}),
       ...(o.usagePlans ? { usagePlans: o.usagePlans } : {}),
-      prefix: this.prefix,
+      gateway: ctx.gateway,
       configPath: ctx.configPath,
     };
     const { limiters, release } = acquireProjectLimiters(`${o.endpointKey}|${o.projectId}`, {
@@ -182,7 +183,7 @@ export class GcpApiKeysProvider implements Provider {
   }
 
   private checkOpen(): void {
-    if (this.closed) throw new UpstreamUnavailable(`${this.prefix} the gcp provider is shutting down`, 5, { gateway: this.ctx.gateway });
+    if (this.closed) throw this.errors.error(UpstreamUnavailable, `the gcp provider is shutting down`, 5);
   }
 
   /** A fresh retry budget for one provider operation. */
@@ -190,46 +191,35 @@ export class GcpApiKeysProvider implements Provider {
     return new RetryBudget(this.o.retryBudgetMs);
   }
 
-  /** One HTTP call: waits for the project's quota limiter, then runs `fn` with the request time-out (cancelling the call on expiry). */
+  /**
+   * One HTTP call: waits for the project's quota limiter (and, with several
+   * credhook instances on one store, for its slot among all of them:
+   * `ProviderContext.rateSlots`, spaced at the bucket's steady rate), then runs
+   * `fn` with the request time-out (cancelling the call on expiry).
+   * @throws Throttled when the local or shared queue is longer than `maxQueueWaitMs`
+   */
   private async limited<T>(kind: "read" | "write", what: string, fn: () => Cancellable<T>): Promise<T> {
     this.checkOpen();
     const q: QuotaBucket = kind === "read" ? this.limiters.reads : this.limiters.writes;
     try {
-      return await q.limiter.schedule(async () => {
-        await this.sharedSlot(kind, what, q);
-        return this.timeoutPolicy.execute(({ signal }) => {
-          const p = fn();
-          signal.addEventListener("abort", () => p.cancel?.(), { once: true });
-          return p;
-        });
+      await q.limiter.acquire(this.o.maxQueueWaitMs, this.ctx.rateSlots ? { slots: this.ctx.rateSlots, key: `gcp|${this.o.endpointKey}|${this.o.projectId}|${kind}` } : undefined);
+    } catch (err) {
+      if (!(err instanceof RateLimitQueueFull)) throw err;
+      const limit = `limit ${q.perMinute}/minute for project ${this.o.projectId}`;
+      throw err.acrossInstances
+        ? this.errors.error(Throttled, `${what}: every instance's Google API Keys ${kind}s are queued ${Math.ceil(err.waitMs / 1000)} s ahead (${limit})`, err.waitMs / 1000)
+        : this.errors.error(Throttled, `${what}: too many Google API Keys ${kind}s queued (client-side ${limit})`, err.waitMs / 1000);
+    }
+    try {
+      return await this.timeoutPolicy.execute(({ signal }) => {
+        const p = fn();
+        signal.addEventListener("abort", () => p.cancel?.(), { once: true });
+        return p;
       });
     } catch (err) {
       if (err instanceof TaskCancelledError) throw new RequestTimeout(this.o.requestTimeoutMs);
-      if (err instanceof Bottleneck.BottleneckError) {
-        const waitS = ((q.limiter.counts().QUEUED + 1) * q.intervalMs) / 1000;
-        throw new Throttled(`${this.prefix} ${what}: too many Google API Keys ${kind}s queued (client-side limit ${q.perMinute}/minute for project ${this.o.projectId})`, waitS, {
-          gateway: this.ctx.gateway,
-        });
-      }
       throw err;
     }
-  }
-
-  /**
-   * With several credhook instances on one store, the project's quota is
-   * theirs together: each call also waits for its slot among all of them
-   * (`ProviderContext.rateSlots`), spaced at the bucket's steady rate.
-   * @throws Throttled when the shared queue is longer than `maxQueueWaitMs`
-   */
-  private async sharedSlot(kind: "read" | "write", what: string, q: QuotaBucket): Promise<void> {
-    if (!this.ctx.rateSlots) return;
-    const waitMs = await this.ctx.rateSlots.reserve(`gcp|${this.o.endpointKey}|${this.o.projectId}|${kind}`, q.intervalMs);
-    if (waitMs > this.o.maxQueueWaitMs) {
-      throw new Throttled(`${this.prefix} ${what}: every instance's Google API Keys ${kind}s are queued ${Math.ceil(waitMs / 1000)} s ahead (limit ${q.perMinute}/minute for project ${this.o.projectId})`, waitMs / 1000, {
-        gateway: this.ctx.gateway,
-      });
-    }
-    if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
   }
 
   /**
@@ -300,9 +290,7 @@ export class GcpApiKeysProvider implements Provider {
   }
 
   private typed(err: unknown, what: string): CredhookError {
-    const e = toTypedError(err, what, this.prefix);
-    e.gateway ??= this.ctx.gateway;
-    return e;
+    return toTypedError(err, what, this.ctx.gateway);
   }
 
   private async getKey(keyId: string, budget: RetryBudget): Promise<IKey> {
@@ -389,12 +377,11 @@ export class GcpApiKeysProvider implements Provider {
     for (let attempt = 1; ; attempt++) {
       const key = fresh ?? (await this.getKey(keyId, budget));
       fresh = undefined;
-      if (GcpApiKeysProvider.deleted(key)) throw new NotFound(`${this.prefix} API key ${keyId} was deleted`, { gateway: this.ctx.gateway });
+      if (GcpApiKeysProvider.deleted(key)) throw this.errors.error(NotFound, `API key ${keyId} was deleted`);
       const owner = this.ownership(key, credentialId);
       if (owner !== "mine") {
         this.log.info({ keyId, owner }, "update refused: the API key does not carry this gateway's (credential's) mark");
-        throw new NotFound(`${this.prefix} API key ${keyId} is not managed by this gateway${owner === "other-credential" ? " for this credential" : ""}`, {
-          gateway: this.ctx.gateway,
+        throw this.errors.error(NotFound, `API key ${keyId} is not managed by this gateway${owner === "other-credential" ? " for this credential" : ""}`, {
           messages: ["bring a key made outside credhook under it with `credhook adopt`"],
         });
       }
@@ -454,18 +441,18 @@ export class GcpApiKeysProvider implements Provider {
    */
   async create(input: ProviderCreateInput): Promise<ProviderCredential> {
     if (input.credentialType !== "API_KEY") {
-      throw new CredhookError(500, ErrorCodes.INTERNAL, `${this.prefix} the gcp provider issues API_KEY credentials only, but was asked for ${input.credentialType} (a core bug)`);
+      throw new CredhookError(500, ErrorCodes.INTERNAL, this.errors.message(`the gcp provider issues API_KEY credentials only, but was asked for ${input.credentialType} (a core bug)`));
     }
     if (input.apiKeyValue !== undefined) {
       throw new CredhookError(
         500,
         ErrorCodes.INTERNAL,
-        `${this.prefix} core passed an API key value to import, but Google generates its own key strings (capabilities.importsApiKeyValue is false; a core bug)`,
+        this.errors.message(`core passed an API key value to import, but Google generates its own key strings (capabilities.importsApiKeyValue is false; a core bug)`),
         { gateway: this.ctx.gateway },
       );
     }
     if (input.apis.length === 0 || !input.credentialId) {
-      throw new CredhookError(500, ErrorCodes.INTERNAL, `${this.prefix} create called without ${input.credentialId ? "any API for this gateway" : "a credential id"} (a core bug)`, {
+      throw new CredhookError(500, ErrorCodes.INTERNAL, this.errors.message(`create called without ${input.credentialId ? "any API for this gateway" : "a credential id"} (a core bug)`), {
         gateway: this.ctx.gateway,
       });
     }
@@ -527,12 +514,10 @@ export class GcpApiKeysProvider implements Provider {
     if (!existing) {
       // Google reserved the keyId for a create that has not landed yet (an earlier attempt)
       state.maybeApplied = true;
-      throw new UpstreamUnavailable(`${this.prefix} createKey ${keyId}: the keyId is taken by a create that has not finished yet`, PENDING_CREATE_RETRY_AFTER_S, {
-        gateway: this.ctx.gateway,
-      });
+      throw this.errors.error(UpstreamUnavailable, `createKey ${keyId}: the keyId is taken by a create that has not finished yet`, PENDING_CREATE_RETRY_AFTER_S);
     }
     if (this.ownership(existing, input.credentialId) !== "mine") {
-      throw new Conflict(`${this.prefix} createKey ${keyId}: the keyId is held by a key without this credential's mark`, { gateway: this.ctx.gateway });
+      throw this.errors.error(Conflict, `createKey ${keyId}: the keyId is held by a key without this credential's mark`);
     }
     state.accepted = true;
     let known: IKey | undefined = existing;
@@ -563,7 +548,7 @@ export class GcpApiKeysProvider implements Provider {
   async update(input: ProviderUpdateInput): Promise<ProviderUpdateResult> {
     const targets = input.desired.length > 0 ? apiTargetsFor(input.desired, this.mapping) : null;
     const keyId = input.nativeId;
-    if (!KEY_ID_PATTERN.test(keyId)) throw new NotFound(`${this.prefix} '${keyId}' is not a Google API key id`, { gateway: this.ctx.gateway });
+    if (!KEY_ID_PATTERN.test(keyId)) throw this.errors.error(NotFound, `'${keyId}' is not a Google API key id`);
     const key = await this.reconcile(keyId, input.credentialId, input.app, input.desired, targets, this.budget());
     return { resources: this.resources(keyId, key) };
   }
@@ -629,21 +614,18 @@ export class GcpApiKeysProvider implements Provider {
    */
   async adopt(ref: ProviderCredentialRef & { apis: GatewayApi[] }): Promise<ProviderUpdateResult> {
     const keyId = ref.nativeId;
-    if (!KEY_ID_PATTERN.test(keyId)) throw new NotFound(`${this.prefix} '${keyId}' is not a Google API key id`, { gateway: this.ctx.gateway });
-    if (!ref.credentialId) throw new CredhookError(500, ErrorCodes.INTERNAL, `${this.prefix} adopt called without a credential id (a core bug)`, { gateway: this.ctx.gateway });
+    if (!KEY_ID_PATTERN.test(keyId)) throw this.errors.error(NotFound, `'${keyId}' is not a Google API key id`);
+    if (!ref.credentialId) throw new CredhookError(500, ErrorCodes.INTERNAL, this.errors.message(`adopt called without a credential id (a core bug)`));
     const budget = this.budget();
     const ours = annotationsFor(ref.credentialId, this.ctx.gateway, ref.app, ref.apis);
     for (let attempt = 1; ; attempt++) {
       const key = await this.findKey(keyId, budget);
-      if (!key || GcpApiKeysProvider.deleted(key)) throw new NotFound(`${this.prefix} API key ${keyId} does not exist${key ? " (it was deleted)" : ""}`, { gateway: this.ctx.gateway });
+      if (!key || GcpApiKeysProvider.deleted(key)) throw this.errors.error(NotFound, `API key ${keyId} does not exist${key ? " (it was deleted)" : ""}`);
       const a = key.annotations ?? {};
       const gateway = a[ANNOTATIONS.gateway];
       const owner = a[ANNOTATIONS.credentialId];
       if ((gateway && gateway !== this.ctx.gateway) || (owner && owner !== ref.credentialId)) {
-        throw new Conflict(
-          `${this.prefix} API key ${keyId} already carries the mark of ${gateway && gateway !== this.ctx.gateway ? `gateway '${gateway}'` : "another credential"}`,
-          { gateway: this.ctx.gateway },
-        );
+        throw this.errors.error(Conflict, `API key ${keyId} already carries the mark of ${gateway && gateway !== this.ctx.gateway ? `gateway '${gateway}'` : "another credential"}`);
       }
       const annotations = { ...a, ...ours };
       if (sameAnnotations(key.annotations, annotations)) return { resources: this.resources(keyId, key) };
@@ -673,11 +655,11 @@ export class GcpApiKeysProvider implements Provider {
    */
   async readSecret(ref: ProviderCredentialRef): Promise<{ apiKey: string }> {
     const keyId = ref.nativeId;
-    if (!KEY_ID_PATTERN.test(keyId)) throw new NotFound(`${this.prefix} '${keyId}' is not a Google API key id`, { gateway: this.ctx.gateway });
+    if (!KEY_ID_PATTERN.test(keyId)) throw this.errors.error(NotFound, `'${keyId}' is not a Google API key id`);
     const budget = this.budget();
     const key = await this.getKey(keyId, budget);
-    if (GcpApiKeysProvider.deleted(key)) throw new NotFound(`${this.prefix} API key ${keyId} was deleted`, { gateway: this.ctx.gateway });
-    if (this.ownership(key, ref.credentialId) !== "mine") throw new NotFound(`${this.prefix} API key ${keyId} is not managed by this gateway`, { gateway: this.ctx.gateway });
+    if (GcpApiKeysProvider.deleted(key)) throw this.errors.error(NotFound, `API key ${keyId} was deleted`);
+    if (this.ownership(key, ref.credentialId) !== "mine") throw this.errors.error(NotFound, `API key ${keyId} is not managed by this gateway`);
     return { apiKey: await this.keyString(keyId, budget) };
   }
 
@@ -717,41 +699,25 @@ export class GcpApiKeysProvider implements Provider {
   }
 
   /**
-   * Probes the API with a one-key listKeys (needs apikeys.keys.list). The
-   * answer is reused for `healthCacheMs` (success) or 5 s (failure); concurrent
-   * calls share one probe.
+   * Probes the API with a one-key listKeys (needs apikeys.keys.list), through
+   * core's {@link CachedHealthProbe}: a success is reused for `healthCacheMs`, a
+   * failure for min(5 s, `healthCacheMs`); concurrent calls share one probe.
    * @throws UpstreamUnavailable the API cannot be reached or refused the probe
    */
   async health(): Promise<void> {
     this.checkOpen();
-    const now = Date.now();
-    const h = this.healthState;
-    if (h.inflight) return h.inflight;
-    if (h.at > 0 && now - h.at < (h.ok ? this.o.healthCacheMs : Math.min(HEALTH_FAILURE_CACHE_MS, this.o.healthCacheMs))) {
-      if (h.ok) return;
-      throw h.error!;
-    }
-    const probe = (async () => {
-      try {
-        await this.limited("read", "listKeys (health)", () =>
-          this.client.listKeys({ parent: this.parent, pageSize: 1 }, { autoPaginate: false }) as Cancellable<[IKey[], unknown, unknown]>,
-        );
-        this.healthState = { at: Date.now(), ok: true };
-      } catch (err) {
-        const typed = this.typed(err, "health probe (listKeys)");
-        const error = new UpstreamUnavailable(typed.message, retryAfterOf(typed) ?? 5, {
-          gateway: this.ctx.gateway,
-          cause: typed,
-        });
-        this.healthState = { at: Date.now(), ok: false, error };
-        throw error;
-      }
-    })();
-    this.healthState = { ...h, inflight: probe };
+    return this.healthProbe.check();
+  }
+
+  /** The health probe itself (see {@link health}). */
+  private async probeHealth(): Promise<void> {
     try {
-      await probe;
-    } finally {
-      delete this.healthState.inflight;
+      await this.limited("read", "listKeys (health)", () =>
+        this.client.listKeys({ parent: this.parent, pageSize: 1 }, { autoPaginate: false }) as Cancellable<[IKey[], unknown, unknown]>,
+      );
+    } catch (err) {
+      const typed = this.typed(err, "health probe (listKeys)");
+      throw new UpstreamUnavailable(typed.message, retryAfterOf(typed) ?? 5, { cause: typed });
     }
   }
 

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startApiKeysFake, type ApiKeysFake } from "../src/fake/index.js";
+import { startApiKeysFake, type ApiKeysFake } from "@credhook/fakes/gcp";
 import type { GcpProviderOptions } from "../src/index.js";
 import { compensate, liveOrphans, makeProvider } from "./helpers.js";
 

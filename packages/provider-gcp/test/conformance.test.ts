@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { providerConformance } from "@credhook/provider-testkit";
-import { startApiKeysFake, type ApiKeysFake } from "../src/fake/index.js";
+import { startApiKeysFake, type ApiKeysFake } from "@credhook/fakes/gcp";
 import { foreignKey, inspector, liveKeyIds, makeProvider } from "./helpers.js";
 
 let fake: ApiKeysFake;

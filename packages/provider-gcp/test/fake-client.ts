@@ -1,7 +1,7 @@
 /** Test helper: the unmodified official client pointed at a running API Keys fake. */
 import { ApiKeysClient } from "@google-cloud/apikeys";
 import { OAuth2Client } from "google-auth-library";
-import type { ApiKeysFake } from "../src/fake/index.js";
+import type { ApiKeysFake } from "@credhook/fakes/gcp";
 
 /** An ApiKeysClient using the REST transport over plain HTTP against `fake`, with a static token. */
 export function rawClient(fake: ApiKeysFake, token = "fake-token"): ApiKeysClient {

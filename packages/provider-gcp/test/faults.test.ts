@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startApiKeysFake, type ApiKeysFake, type FakeKey } from "../src/fake/index.js";
+import { startApiKeysFake, type ApiKeysFake, type FakeKey } from "@credhook/fakes/gcp";
 import { ANNOTATIONS, keyIdFor, type GcpApiKeysProvider, type GcpProviderOptions } from "../src/index.js";
 import { compensate, eventually, liveOrphans, makeProvider, rejection, sweep } from "./helpers.js";
 

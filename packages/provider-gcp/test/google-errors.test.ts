@@ -38,7 +38,7 @@ describe("reading client errors", () => {
       config: { headers: { Authorization: "Bearer ya29.secret-token" } },
       response: { status: 403, headers: new Headers() },
     });
-    const typed = toTypedError(raw, "getKey k1", "[gateway g]");
+    const typed = toTypedError(raw, "getKey k1", "g");
     expect(typed).toMatchObject({ status: 502, code: "UPSTREAM_FAILED" });
     expect(typed.message).toBe("[gateway g] getKey k1: permission denied (403 PERMISSION_DENIED); the principal needs roles/serviceusage.apiKeysAdmin on the project");
     expect(typed.cause).not.toBe(raw);
@@ -51,7 +51,7 @@ describe("reading client errors", () => {
       status: 400,
       response: { status: 400, headers: new Headers() },
     });
-    expect(toTypedError(raw, "createKey k1", "[gateway g]").message).toBe(
+    expect(toTypedError(raw, "createKey k1", "g").message).toBe(
       "[gateway g] createKey k1 failed: 400 INVALID_ARGUMENT: display_name must be at most 63 characters long.",
     );
   });

@@ -2,7 +2,7 @@
 import { silentLogger, type AppIdentity, type CredentialType, type GatewayApi, type ProviderCredentialRef, type RevokeOutcome } from "@credhook/core";
 import { memoryStateStore } from "@credhook/provider-testkit";
 import factory, { ANNOTATIONS, type GcpApiKeysProvider, type GcpProviderOptions } from "../src/index.js";
-import type { ApiKeysFake } from "../src/fake/index.js";
+import type { ApiKeysFake } from "@credhook/fakes/gcp";
 
 /** Gateway name the tests use. */
 export const GATEWAY = "gcp-test";

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "@credhook/core";
 import { memoryStateStore } from "@credhook/provider-testkit";
 import factory, { type GcpApiKeysProvider } from "../src/index.js";
-import { startApiKeysFake, type ApiKeysFake } from "../src/fake/index.js";
+import { startApiKeysFake, type ApiKeysFake } from "@credhook/fakes/gcp";
 import { rawClient } from "./fake-client.js";
 import { fakeOptions, makeProvider } from "./helpers.js";
 

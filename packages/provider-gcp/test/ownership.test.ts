@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { ProviderCredentialRef } from "@credhook/core";
-import { startApiKeysFake, type ApiKeysFake } from "../src/fake/index.js";
+import { startApiKeysFake, type ApiKeysFake } from "@credhook/fakes/gcp";
 import { ANNOTATIONS, keyIdFor } from "../src/index.js";
 import { GATEWAY, makeProvider, rejection, rpcsSince } from "./helpers.js";
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { memoryStateStore, silentLogger, type RateSlots } from "@credhook/core";
 import factory from "../src/index.js";
 import type { GcpApiKeysProvider } from "../src/index.js";
-import { startApiKeysFake, type ApiKeysFake } from "../src/fake/index.js";
+import { startApiKeysFake, type ApiKeysFake } from "@credhook/fakes/gcp";
 import { fakeOptions } from "./helpers.js";
 
 let fake: ApiKeysFake;

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { GatewayApi, ProviderCredentialRef, ProviderUpdateInput } from "@credhook/core";
-import { startApiKeysFake, type ApiKeysFake } from "../src/fake/index.js";
+import { startApiKeysFake, type ApiKeysFake } from "@credhook/fakes/gcp";
 import { ANNOTATIONS, NO_ACCESS_METHOD } from "../src/index.js";
 import { rawClient } from "./fake-client.js";
 import { makeProvider, rejection, rpcsSince } from "./helpers.js";

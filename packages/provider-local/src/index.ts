@@ -42,6 +42,8 @@ import {
   type OwnedResource,
   type RevokeOutcome,
   type RotatedSecret,
+  gatewayError,
+  gatewayMessage,
 } from "@credhook/core";
 import type { LocalCredentialChange, LocalCredentialState, LocalProviderOptions, UsagePlanDefinition, UsagePlanLimits } from "./types.js";
 
@@ -217,7 +219,7 @@ export class LocalProvider implements Provider {
   private async index(nativeId: string, secretHash: string): Promise<void> {
     const other = await this.findByKeyDigest(secretHash);
     if (other && other.nativeId !== nativeId) {
-      throw new Conflict(`[gateway ${this.gateway}] an API key with this value exists already`, { gateway: this.gateway });
+      throw gatewayError(this.gateway, Conflict, `an API key with this value exists already`);
     }
     await this.state.put(KEY_INDEX_PREFIX + secretHash, { nativeId });
   }
@@ -231,9 +233,9 @@ export class LocalProvider implements Provider {
   private check(apis: GatewayApi[]): void {
     const problems: string[] = [];
     for (const a of apis) {
-      if (this.knownApis && !this.knownApis.has(a.id)) problems.push(`[gateway ${this.gateway}] API '${a.id}' does not exist`);
+      if (this.knownApis && !this.knownApis.has(a.id)) problems.push(gatewayMessage(this.gateway, `API '${a.id}' does not exist`));
       for (const p of a.usagePlans) {
-        if (this.knownPlans && !this.knownPlans.has(p)) problems.push(`[gateway ${this.gateway}] usage plan '${p}' does not exist`);
+        if (this.knownPlans && !this.knownPlans.has(p)) problems.push(gatewayMessage(this.gateway, `usage plan '${p}' does not exist`));
       }
     }
     if (problems.length > 0) throw new InvalidReference(problems[0]!, { messages: problems.slice(1), gateway: this.gateway });
@@ -296,7 +298,7 @@ export class LocalProvider implements Provider {
   async update(input: ProviderUpdateInput): Promise<ProviderUpdateResult> {
     const s = await this.loadOwned(input.nativeId, input.credentialId);
     if (!s || s === "not-owned" || !s.enabled || s.credentialType !== input.credentialType) {
-      throw new NotFound(`[gateway ${this.gateway}] ${input.credentialType} '${input.nativeId}' does not exist`, { gateway: this.gateway });
+      throw gatewayError(this.gateway, NotFound, `${input.credentialType} '${input.nativeId}' does not exist`);
     }
     this.check(input.desired);
     s.apis = input.desired;
@@ -335,7 +337,7 @@ export class LocalProvider implements Provider {
 
   async rotateSecret(ref: ProviderCredentialRef, apiKeyValue?: string): Promise<RotatedSecret> {
     const s = await this.loadOwned(ref.nativeId, ref.credentialId);
-    if (!s || s === "not-owned" || !s.enabled) throw new NotFound(`[gateway ${this.gateway}] ${ref.credentialType} '${ref.nativeId}' does not exist`, { gateway: this.gateway });
+    if (!s || s === "not-owned" || !s.enabled) throw gatewayError(this.gateway, NotFound, `${ref.credentialType} '${ref.nativeId}' does not exist`);
     const secret = s.credentialType === "API_KEY" ? (apiKeyValue ?? this.newSecret()) : this.newSecret();
     const oldHash = s.secretHash;
     s.secretHash = hashSecret(secret);

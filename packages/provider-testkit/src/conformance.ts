@@ -6,6 +6,12 @@
  * health, and the error contract of the interface (typed errors only, no
  * secret in stored resources, NotFound after revoke, InvalidReference with
  * nothing left behind).
+ *
+ * The suite is composed of groups ({@link CONFORMANCE_GROUPS}); a provider may
+ * run some of them (`options.groups`). A capability the provider lacks
+ * (importing API key values, reading secrets back) or a hook the options do
+ * not give (createForeign, otherGateway, unknownPlan) is reported as a
+ * skipped test with the reason, never as a passed one.
  */
 import { randomUUID } from "node:crypto";
 import {
@@ -18,8 +24,31 @@ import {
   type RevokeOutcome,
 } from "@credhook/core";
 
-/** vitest's `it`/`test` (or any function of that shape). */
-export type ConformanceTest = (name: string, fn: () => Promise<void>) => void;
+/** What the suite needs of a test's context: vitest's `TestContext.skip(note)` (reports the test as skipped, with the note). */
+export interface ConformanceTestContext {
+  /** Ends the test as skipped; `note` says why (vitest shows it). */
+  skip(note?: string): void;
+}
+
+/** vitest's `it`/`test` (or any function of that shape): registers one test whose body receives the test context. */
+export type ConformanceTest = (name: string, fn: (ctx: ConformanceTestContext) => Promise<void>) => void;
+
+/**
+ * The groups of the suite, each a set of behaviours a provider can be tested
+ * for on its own (`options.groups`):
+ * - `basics`: declares its credential type; `health()` resolves;
+ * - `create`: a native id and a secret, no secret in resources; importing the caller's API key value;
+ * - `read-back`: `readSecret` returns the live secret, 404 after revoke;
+ * - `update`: ADDED / REMOVED / NONE usage plans; a renamed app;
+ * - `revoke`: revoke and revoke again, `revoked` / `gone` outcomes, update after revoke is 404;
+ * - `find`: `findByCredential` finds what create made by the credential id alone;
+ * - `ownership`: another credential's id, a resource made outside credhook, another gateway — never touched;
+ * - `invalid-reference`: an unknown usage plan is 422 on create and update, nothing left behind.
+ */
+export const CONFORMANCE_GROUPS = ["basics", "create", "read-back", "update", "revoke", "find", "ownership", "invalid-reference"] as const;
+
+/** One of {@link CONFORMANCE_GROUPS}. */
+export type ConformanceGroup = (typeof CONFORMANCE_GROUPS)[number];
 
 /** What `inspect` reports of a credential in the (fake) cloud. */
 export interface InspectedCredential {
@@ -59,6 +88,8 @@ export interface ProviderConformanceOptions {
   otherGateway?: (credentialType: CredentialType) => Provider | Promise<Provider>;
   /** Prefix of every test name. @default "provider conformance" */
   name?: string;
+  /** The groups to register (see {@link CONFORMANCE_GROUPS}). @default every group */
+  groups?: readonly ConformanceGroup[];
 }
 
 /** What {@link Provider.revoke} reported, `revoked` when it returned nothing. */
@@ -68,6 +99,16 @@ async function revokeOutcome(provider: Provider, ref: ProviderCredentialRef): Pr
 
 function plansOf(apis: GatewayApi[]): string[] {
   return [...new Set(apis.flatMap((a) => a.usagePlans))].sort();
+}
+
+/**
+ * Ends the test as skipped with `reason`: a capability (or a hook of the
+ * options) the provider lacks is reported as skipped, never as passed.
+ */
+function skip(ctx: ConformanceTestContext, reason: string): never {
+  ctx.skip(reason);
+  // vitest's skip throws; a runner whose skip returns must not see the test pass
+  throw new Error(`conformance: skipped: ${reason}`);
 }
 
 function fail(message: string): never {
@@ -105,6 +146,8 @@ export function providerConformance(
 ): void {
   const prefix = options.name ?? "provider conformance";
   const types: CredentialType[] = options.credentialTypes ?? ["API_KEY", "CLIENT_CREDENTIALS"];
+  const groups = new Set<ConformanceGroup>(options.groups ?? CONFORMANCE_GROUPS);
+  for (const g of groups) if (!CONFORMANCE_GROUPS.includes(g)) fail(`unknown group '${g}' (groups: ${CONFORMANCE_GROUPS.join(", ")})`);
   const app = (suffix: string) => ({
     appName: `Conformance App ${suffix}`,
     developer: "conformance@example.com",
@@ -112,7 +155,9 @@ export function providerConformance(
   });
 
   for (const credentialType of types) {
-    const t = (name: string, fn: () => Promise<void>) => test(`${prefix} [${credentialType}] ${name}`, fn);
+    const t = (group: ConformanceGroup, name: string, fn: (ctx: ConformanceTestContext) => Promise<void>) => {
+      if (groups.has(group)) test(`${prefix} [${credentialType}] ${name}`, fn);
+    };
 
     async function created(provider: Provider, suffix: string) {
       const credentialId = randomUUID();
@@ -136,7 +181,7 @@ export function providerConformance(
       return { ...ref, previous, desired, changes };
     }
 
-    t("declares the credential type it is tested for", async () => {
+    t("basics", "declares the credential type it is tested for", async (ctx) => {
       const provider = await factory(credentialType);
       if (!provider.capabilities.credentialTypes.includes(credentialType)) {
         fail(`capabilities.credentialTypes ${JSON.stringify(provider.capabilities.credentialTypes)} lacks ${credentialType}`);
@@ -144,13 +189,13 @@ export function providerConformance(
       await provider.close?.();
     });
 
-    t("health() resolves when the gateway is reachable", async () => {
+    t("basics", "health() resolves when the gateway is reachable", async (ctx) => {
       const provider = await factory(credentialType);
       await provider.health();
       await provider.close?.();
     });
 
-    t("create returns a native id and a secret, and stores no secret in resources", async () => {
+    t("create", "create returns a native id and a secret, and stores no secret in resources", async (ctx) => {
       const provider = await factory(credentialType);
       const { cred, ref } = await created(provider, "a");
       if (typeof cred.nativeId !== "string" || cred.nativeId.length === 0) fail("nativeId must be a non-empty string");
@@ -176,11 +221,11 @@ export function providerConformance(
     });
 
     if (credentialType === "API_KEY") {
-      t("create imports the caller's API key value when the provider accepts one", async () => {
+      t("create", "create imports the caller's API key value when the provider accepts one", async (ctx) => {
         const provider = await factory(credentialType);
         if (!provider.capabilities.importsApiKeyValue) {
           await provider.close?.();
-          return;
+          skip(ctx, "the provider does not import API key values (capabilities.importsApiKeyValue is false)");
         }
         const value = `Conf${randomUUID().replace(/-/g, "")}Value`;
         const credentialId = randomUUID();
@@ -191,12 +236,12 @@ export function providerConformance(
       });
     }
 
-    t("readSecret returns the live secret when the provider reads back", async () => {
+    t("read-back", "readSecret returns the live secret when the provider reads back", async (ctx) => {
       const provider = await factory(credentialType);
       if (!provider.capabilities.readsBackSecret) {
-        if (provider.readSecret) fail("readsBackSecret is false but readSecret is implemented");
         await provider.close?.();
-        return;
+        if (provider.readSecret) fail("readsBackSecret is false but readSecret is implemented");
+        skip(ctx, "the provider does not read secrets back (capabilities.readsBackSecret is false)");
       }
       if (!provider.readSecret) fail("readsBackSecret is true but readSecret is missing");
       const { cred, ref } = await created(provider, "r");
@@ -208,7 +253,7 @@ export function providerConformance(
       await provider.close?.();
     });
 
-    t("update applies ADDED, then REMOVED, then NONE to the usage-plan set", async () => {
+    t("update", "update applies ADDED, then REMOVED, then NONE to the usage-plan set", async (ctx) => {
       const provider = await factory(credentialType);
       const { ref } = await created(provider, "u");
       const { apiId, planId } = options.addPlan;
@@ -261,7 +306,7 @@ export function providerConformance(
       await provider.close?.();
     });
 
-    t("update of a renamed app succeeds", async () => {
+    t("update", "update of a renamed app succeeds", async (ctx) => {
       const provider = await factory(credentialType);
       const { ref } = await created(provider, "n");
       const renamed = { ...ref, app: { ...ref.app, appName: `${ref.app.appName} Renamed` } };
@@ -276,7 +321,7 @@ export function providerConformance(
       await provider.close?.();
     });
 
-    t("revoke removes the credential, and revoking again succeeds", async () => {
+    t("revoke", "revoke removes the credential, and revoking again succeeds", async (ctx) => {
       const provider = await factory(credentialType);
       const { ref } = await created(provider, "x");
       await provider.revoke(ref);
@@ -288,14 +333,14 @@ export function providerConformance(
       await provider.close?.();
     });
 
-    t("revoke of a credential that never existed succeeds ('gone')", async () => {
+    t("revoke", "revoke of a credential that never existed succeeds ('gone')", async (ctx) => {
       const provider = await factory(credentialType);
       const outcome = await revokeOutcome(provider, { credentialId: randomUUID(), credentialType, nativeId: "doesnotexist0", resources: {}, app: app("z") });
       if (outcome !== "gone") fail(`revoke of a credential that never existed reported '${outcome}', expected 'gone'`);
       await provider.close?.();
     });
 
-    t("update after revoke throws NotFound (404)", async () => {
+    t("revoke", "update after revoke throws NotFound (404)", async (ctx) => {
       const provider = await factory(credentialType);
       const { ref } = await created(provider, "g");
       await provider.revoke(ref);
@@ -304,7 +349,7 @@ export function providerConformance(
       await provider.close?.();
     });
 
-    t("revoke reports 'gone' for a credential that is gone, and 'revoked' before", async () => {
+    t("revoke", "revoke reports 'gone' for a credential that is gone, and 'revoked' before", async (ctx) => {
       const provider = await factory(credentialType);
       const { ref } = await created(provider, "o");
       const first = await revokeOutcome(provider, ref);
@@ -314,7 +359,7 @@ export function providerConformance(
       await provider.close?.();
     });
 
-    t("findByCredential finds what create made by the credential id alone, and nothing after revoke", async () => {
+    t("find", "findByCredential finds what create made by the credential id alone, and nothing after revoke", async (ctx) => {
       const provider = await factory(credentialType);
       if (!provider.findByCredential) fail("findByCredential is missing: core cannot find a create whose outcome is unknown");
       const { ref } = await created(provider, "f");
@@ -329,7 +374,7 @@ export function providerConformance(
       await provider.close?.();
     });
 
-    t("revoke naming another credential id leaves the resource alone ('not-owned')", async () => {
+    t("ownership", "revoke naming another credential id leaves the resource alone ('not-owned')", async (ctx) => {
       const provider = await factory(credentialType);
       const { ref } = await created(provider, "c");
       const outcome = await revokeOutcome(provider, { ...ref, credentialId: randomUUID() });
@@ -339,9 +384,9 @@ export function providerConformance(
       await provider.close?.();
     });
 
-    if (options.createForeign) {
-      const createForeign = options.createForeign;
-      t("a resource someone else created survives a revoke and an update of its id", async () => {
+    {
+      t("ownership", "a resource someone else created survives a revoke and an update of its id", async (ctx) => {
+        const createForeign = options.createForeign ?? skip(ctx, "no createForeign hook: the suite cannot make a resource outside credhook on this gateway");
         const provider = await factory(credentialType);
         const foreign = await createForeign(credentialType);
         for (const credentialId of ["", randomUUID()]) {
@@ -357,9 +402,9 @@ export function providerConformance(
       });
     }
 
-    if (options.otherGateway) {
-      const otherGateway = options.otherGateway;
-      t("another gateway on the same cloud never revokes or updates this gateway's credential", async () => {
+    {
+      t("ownership", "another gateway on the same cloud never revokes or updates this gateway's credential", async (ctx) => {
+        const otherGateway = options.otherGateway ?? skip(ctx, "no otherGateway hook: the suite cannot build a second gateway on the same cloud");
         const provider = await factory(credentialType);
         const other = await otherGateway(credentialType);
         const { ref } = await created(provider, "w");
@@ -380,9 +425,10 @@ export function providerConformance(
       });
     }
 
-    if (options.unknownPlan) {
-      const unknown = options.unknownPlan;
-      t("create with an unknown usage plan throws InvalidReference (422) and reports whatever it left behind", async () => {
+    {
+      const noUnknownPlan = "no unknownPlan: the gateway has no notion of a usage plan it does not know";
+      t("invalid-reference", "create with an unknown usage plan throws InvalidReference (422) and reports whatever it left behind", async (ctx) => {
+        const unknown = options.unknownPlan ?? skip(ctx, noUnknownPlan);
         const provider = await factory(credentialType);
         const before = options.listNativeIds ? await options.listNativeIds() : undefined;
         const apis: GatewayApi[] = [...options.apis.filter((a) => a.id !== unknown.apiId), { id: unknown.apiId, usagePlans: [unknown.planId] }];
@@ -412,7 +458,8 @@ export function providerConformance(
         await provider.close?.();
       });
 
-      t("update ADDing an unknown usage plan throws InvalidReference (422)", async () => {
+      t("invalid-reference", "update ADDing an unknown usage plan throws InvalidReference (422)", async (ctx) => {
+        const unknown = options.unknownPlan ?? skip(ctx, noUnknownPlan);
         const provider = await factory(credentialType);
         const { ref } = await created(provider, "j");
         const desired: GatewayApi[] = [...options.apis.filter((a) => a.id !== unknown.apiId), { id: unknown.apiId, usagePlans: [unknown.planId] }];

@@ -9,8 +9,8 @@
  * providerConformance(it, (type) => makeProvider(type), { apis: [...], addPlan: {...} });
  * ```
  */
-export { providerConformance } from "./conformance.js";
-export type { ProviderConformanceOptions, ConformanceTest, InspectedCredential } from "./conformance.js";
+export { providerConformance, CONFORMANCE_GROUPS } from "./conformance.js";
+export type { ProviderConformanceOptions, ConformanceTest, ConformanceTestContext, ConformanceGroup, InspectedCredential } from "./conformance.js";
 export { startFakeServer, readJsonBody, sendJson } from "./fake-server.js";
 export type { FakeServer, FakeHandler } from "./fake-server.js";
 export { memoryStateStore } from "@credhook/core";

@@ -11,9 +11,9 @@ import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { AwsFake } from "@credhook/provider-aws/fake";
-import type { ApimFake } from "@credhook/provider-azure/fake";
-import type { ApiKeysFake } from "@credhook/provider-gcp/fake";
+import type { AwsFake } from "@credhook/fakes/aws";
+import type { ApimFake } from "@credhook/fakes/azure";
+import type { ApiKeysFake } from "@credhook/fakes/gcp";
 import { randomBase62 } from "@credhook/core";
 import { startServer, type RunningServer } from "./app.js";
 import { loadConfigFile } from "./config.js";
@@ -22,7 +22,7 @@ import { createLogger } from "./logging.js";
 /** Why the demo cannot run from an installed package. */
 const DEMO_NEEDS_REPOSITORY =
   "credhook demo runs the cloud fakes and examples/multi-cloud.yaml of the repository, which an installed package does not ship " +
-  "(the fakes need the development-only @credhook/provider-testkit): run it from a clone with `npx --yes pnpm@10 install && npx --yes pnpm@10 demo`";
+  "(the fakes are the development-only package @credhook/fakes, not a dependency of @credhook/server): run it from a clone with `npx --yes pnpm@10 install && npx --yes pnpm@10 demo`";
 
 /** The three running cloud fakes, seeded for `examples/multi-cloud.yaml`. */
 export interface DemoClouds {
@@ -44,7 +44,7 @@ export interface DemoClouds {
 export async function startDemoClouds(options: { awsQuotaModel?: "token-bucket" | "sliding-window" } = {}): Promise<DemoClouds> {
   let fakes;
   try {
-    fakes = await Promise.all([import("@credhook/provider-aws/fake"), import("@credhook/provider-azure/fake"), import("@credhook/provider-gcp/fake")]);
+    fakes = await Promise.all([import("@credhook/fakes/aws"), import("@credhook/fakes/azure"), import("@credhook/fakes/gcp")]);
   } catch (err) {
     const code = (err as { code?: string }).code;
     if (code !== "ERR_MODULE_NOT_FOUND" && code !== "MODULE_NOT_FOUND") throw err;

@@ -7,7 +7,7 @@
  * and client made by "another tool" in the same account untouched.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startAwsFake, type AwsFake, type ForeignResource } from "@credhook/provider-aws/fake";
+import { startAwsFake, type AwsFake, type ForeignResource } from "@credhook/fakes/aws";
 import { apiKeyUpdate, errorOf, SERVER_YAML, startTestServer, sweepUntilSettled, until, type TestServer } from "./helpers.js";
 
 const POOL = "us-east-1_Credhook1";

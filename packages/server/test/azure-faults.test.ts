@@ -8,7 +8,7 @@
  * subscription "another tool" made on the service untouched.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startApimFake, type ApimFake, type FakeSubscription } from "@credhook/provider-azure/fake";
+import { startApimFake, type ApimFake, type FakeSubscription } from "@credhook/fakes/azure";
 import { isSubscriptionOf } from "@credhook/provider-azure";
 import { apiKeyUpdate, errorOf, SERVER_YAML, startTestServer, sweepUntilSettled, until, type TestServer } from "./helpers.js";
 

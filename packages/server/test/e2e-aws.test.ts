@@ -7,7 +7,7 @@
  * deliberately not mocked, so this also proves the built-in provider resolves.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startAwsFake, type AwsFake } from "@credhook/provider-aws/fake";
+import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
 import { startExampleServer, type TestServer } from "./helpers.js";
 
 

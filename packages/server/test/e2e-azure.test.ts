@@ -7,7 +7,7 @@
  * deliberately not mocked, so this also proves the built-in provider resolves.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startApimFake, type ApimFake } from "@credhook/provider-azure/fake";
+import { startApimFake, type ApimFake } from "@credhook/fakes/azure";
 import { startExampleServer, type TestServer } from "./helpers.js";
 
 

@@ -7,7 +7,7 @@
  * deliberately not mocked, so this also proves the built-in provider resolves.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startApiKeysFake, type ApiKeysFake } from "@credhook/provider-gcp/fake";
+import { startApiKeysFake, type ApiKeysFake } from "@credhook/fakes/gcp";
 import { startExampleServer, type TestServer } from "./helpers.js";
 
 

@@ -9,7 +9,7 @@
  * key untouched.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startApiKeysFake, type ApiKeysFake, type FakeKey } from "@credhook/provider-gcp/fake";
+import { startApiKeysFake, type ApiKeysFake, type FakeKey } from "@credhook/fakes/gcp";
 import { errorOf, LOCAL_YAML, startTestServer, type TestServer, until } from "./helpers.js";
 
 /**

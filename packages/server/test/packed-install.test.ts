@@ -82,7 +82,13 @@ describe("the packed install", () => {
     expect(existsSync(join(nm, "better-sqlite3", "build", "Release", "better_sqlite3.node"))).toBe(true);
     expect(mirrorHits.some((u) => u.endsWith(".tar.gz"))).toBe(true);
     // runtime only: no testkit (the fakes' helper), no TypeScript toolchain
-    for (const dev of ["@credhook/provider-testkit", "tsx", "typescript", "vitest"]) expect(existsSync(join(nm, dev)), dev).toBe(false);
+    for (const dev of ["@credhook/provider-testkit", "@credhook/fakes", "tsx", "typescript", "vitest"]) expect(existsSync(join(nm, dev)), dev).toBe(false);
+    // the cloud providers ship no fake of their cloud
+    for (const cloud of ["aws", "azure", "gcp"]) {
+      const pkg = join(nm, "@credhook", `provider-${cloud}`);
+      expect(existsSync(join(pkg, "dist", "index.js")), cloud).toBe(true);
+      expect(existsSync(join(pkg, "dist", "fake")) || existsSync(join(pkg, "src", "fake")), cloud).toBe(false);
+    }
     expect(existsSync(join(nm, "@credhook", "server", "dist", "cli.js"))).toBe(true);
   });
 

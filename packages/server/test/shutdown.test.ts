@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startAwsFake } from "@credhook/provider-aws/fake";
+import { startAwsFake } from "@credhook/fakes/aws";
 import { SHUTDOWN_MARGIN_MS } from "../src/index.js";
 import { AUTH, LOCAL_YAML, spawnCredhook, startTestServer } from "./helpers.js";
 

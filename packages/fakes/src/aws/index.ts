@@ -1,5 +1,5 @@
 /**
- * `@credhook/provider-aws/fake`: one in-process HTTP server on 127.0.0.1 (port 0)
+ * `@credhook/fakes/aws`: one in-process HTTP server on 127.0.0.1 (port 0)
  * that fakes the AWS control planes the provider drives, for tests, the server's
  * integration tests and `credhook demo`:
  *

@@ -1,9 +1,9 @@
 /**
- * `@credhook/provider-gcp/fake`: an in-process fake of the Google Cloud API Keys
+ * `@credhook/fakes/gcp`: an in-process fake of the Google Cloud API Keys
  * v2 REST API, for tests, the server's integration tests and `credhook demo`.
  *
  * ```ts
- * import { startApiKeysFake } from "@credhook/provider-gcp/fake";
+ * import { startApiKeysFake } from "@credhook/fakes/gcp";
  * const fake = await startApiKeysFake({ projectId: "demo" });
  * // gateway options: { projectId: "demo", endpoint: fake.url, credentials: { type: "static-token" } }
  * ```

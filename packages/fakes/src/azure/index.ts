@@ -1,5 +1,5 @@
 /**
- * `@credhook/provider-azure/fake`: an in-process fake of the ARM API Management
+ * `@credhook/fakes/azure`: an in-process fake of the ARM API Management
  * endpoints, for tests, the server's integration tests and `credhook demo`.
  */
 export { startApimFake, FAKE_API_VERSION } from "./apim-fake.js";

@@ -1,0 +1,11 @@
+/**
+ * What every provider shares: Retry-After parsing, client-side rate limiters,
+ * cached health probes, secret redaction, errors that name their gateway, and
+ * settling many calls at once. Exported from `@credhook/core`.
+ */
+export * from "./retry-after.js";
+export * from "./rate-limit.js";
+export * from "./health-cache.js";
+export * from "./redact.js";
+export * from "./gateway-errors.js";
+export * from "./settle.js";
