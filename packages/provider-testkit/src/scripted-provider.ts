@@ -11,6 +11,7 @@
 import { randomBytes } from "node:crypto";
 import {
   CredhookError,
+  gatewayError,
   NotFound,
   UpstreamTimeout,
   type CredentialSearch,
@@ -117,7 +118,7 @@ export class ScriptedProvider implements Provider {
     const fault = this.faults.splice(i, 1)[0]!;
     const error =
       fault.error ??
-      new UpstreamTimeout(`[gateway ${this.gateway}] the cloud did not answer ${op} in time`, { gateway: this.gateway, outcomeUnknown: fault.when !== "before" });
+      gatewayError(this.gateway, UpstreamTimeout, `the cloud did not answer ${op} in time`, { outcomeUnknown: fault.when !== "before" });
     if (fault.when === "after") write();
     if (fault.when === "late") {
       const t = setTimeout(() => {
@@ -132,7 +133,7 @@ export class ScriptedProvider implements Provider {
   private owned(ref: ProviderCredentialRef): ScriptedResource {
     const r = this.resources.get(ref.nativeId);
     if (!r || r.credentialId === undefined || (ref.credentialId !== "" && r.credentialId !== ref.credentialId)) {
-      throw new NotFound(`[gateway ${this.gateway}] no credential of credhook's with id '${ref.nativeId}'`, { gateway: this.gateway });
+      throw gatewayError(this.gateway, NotFound, `no credential of credhook's with id '${ref.nativeId}'`);
     }
     return r;
   }

@@ -7,9 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SpanKind } from "@opentelemetry/api";
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-node";
-import { startAwsFake } from "@credhook/provider-aws/fake";
-import { startApimFake } from "@credhook/provider-azure/fake";
-import { startApiKeysFake } from "@credhook/provider-gcp/fake";
+import { startAwsFake } from "@credhook/fakes/aws";
+import { startApimFake } from "@credhook/fakes/azure";
+import { startApiKeysFake } from "@credhook/fakes/gcp";
 import { cloudRequestIdIn, startTracing, type Tracing } from "../src/index.js";
 import { startExampleServer, type TestServer } from "./helpers.js";
 
