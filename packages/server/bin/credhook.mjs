@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// The `credhook` command. Runs the compiled CLI (dist/, written by `pnpm build`) only
-// when that build is current: every compiled package it loads has a dist/*.js at least
-// as new as each of its src/*.ts. Otherwise it runs the TypeScript sources through tsx,
+// The `credhook` command. Runs the compiled CLI (dist/, written by `pnpm build`) when it
+// exists; in a workspace checkout only while that build is current: every package has a
+// dist/*.js at least as new as each of its src/*.ts (or a build that saw it since). Otherwise it runs the TypeScript sources through tsx,
 // with the "dev-source" export condition so sibling @credhook/* packages resolve to src/,
 // and when a dist/ exists but is stale it says so on stderr (one line), so that a build
 // left behind never runs in place of the code being edited.
@@ -15,13 +15,14 @@ const serverDir = fileURLToPath(new URL("..", import.meta.url));
 const built = new URL("../dist/cli.js", import.meta.url);
 
 /**
- * The package folders whose dist/ the compiled CLI loads: the server's own, and in a
- * workspace checkout (a pnpm-workspace.yaml two levels up) every packages/* with a src/.
- * In an npm install the siblings are separate installs whose files share one mtime.
+ * The package folders whose dist/ the compiled CLI loads, in a workspace checkout (a
+ * pnpm-workspace.yaml two levels up): every packages/* with a src/. None in an installed
+ * package: there dist/ is the build that was packed (file times say nothing), and the
+ * sources cannot run (tsx is a development dependency).
  */
 function packageDirs() {
   const workspace = join(serverDir, "..", "..");
-  if (!existsSync(join(workspace, "pnpm-workspace.yaml"))) return [serverDir];
+  if (!existsSync(join(workspace, "pnpm-workspace.yaml"))) return [];
   const packages = join(workspace, "packages");
   return readdirSync(packages)
     .map((name) => join(packages, name))

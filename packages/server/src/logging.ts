@@ -48,7 +48,7 @@ export function createLogger(level: LoggerOptions["level"] = "info", destination
 const PROBES = new Set(["/livez", "/readyz"]);
 
 /** Accepted incoming request ids: UUIDs, and ids such as API Gateway's (`JKJaXmPLvHcESHA=`); anything else is replaced. */
-const REQUEST_ID = /^[A-Za-z0-9._:=+\/-]{1,128}$/;
+const REQUEST_ID = /^[A-Za-z0-9._:=+/-]{1,128}$/;
 
 /** Adds route, status, gateways, credential id, error code and user (from `res.locals`) to the completion line. */
 function withOutcome(req: IncomingMessage, res: ServerResponse, val: Record<string, unknown>): Record<string, unknown> {
