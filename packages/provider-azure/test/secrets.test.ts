@@ -10,7 +10,7 @@ const apis = [{ id: "orders", usagePlans: ["gold", "silver"] }, { id: "echo-api"
 
 function capturingLogger(lines: string[]): Logger {
   const log = (level: string) => (obj: object, msg?: string) => {
-    lines.push(`${level} ${JSON.stringify(obj, (_k, v: unknown) => (v instanceof Error ? { name: v.name, message: v.message, ...v } : v))} ${msg ?? ""}`);
+    lines.push(`${level} ${JSON.stringify(obj, (_k, v: unknown) => (v instanceof Error ? { ...v, name: v.name, message: v.message } : v))} ${msg ?? ""}`);
   };
   const logger: Logger = { debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error"), child: () => logger };
   return logger;

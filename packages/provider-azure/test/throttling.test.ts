@@ -30,7 +30,7 @@ describe("throttling and failures", () => {
     expect(err.message).toMatch(/^\[gateway azure-test\] Azure Resource Manager still throttled creating subscription .*-p-silver/);
     // every attempt was refused with 429: the silver PUT certainly did not land
     expect(err.outcomeUnknown).toBe(false);
-    expect((err.partial?.resources.subscriptions as Array<{ sid: string }>).map((s) => s.sid)).toEqual([`credhook-${credentialId}-p-gold`]);
+    expect((err.partial!.resources.subscriptions as Array<{ sid: string }>).map((s) => s.sid)).toEqual([`credhook-${credentialId}-p-gold`]);
     expect(t.fake.listSubscriptions().map((s) => s.sid)).toEqual([`credhook-${credentialId}-p-gold`]);
     expect(t.fake.requests.filter((r) => r.method === "DELETE")).toEqual([]);
   });

@@ -64,7 +64,7 @@ describe("update", () => {
     expect(err.outcomeUnknown).toBe(false);
     expect(t.fake.requests.filter((r) => r.method === "DELETE")).toEqual([]);
     expect(subsOf(t.fake, ref.nativeId).map((s) => s.scope)).toEqual(["/products/gold", "/products/silver"]);
-    expect((err.partial?.resources.subscriptions as Array<{ scope: string }>).map((s) => s.scope).sort()).toEqual(["/products/gold", "/products/silver"]);
+    expect((err.partial!.resources.subscriptions as Array<{ scope: string }>).map((s) => s.scope).sort()).toEqual(["/products/gold", "/products/silver"]);
     // core's inverse update (desired → previous)
     await t.provider.update({
       ...ref,

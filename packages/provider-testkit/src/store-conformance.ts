@@ -190,10 +190,9 @@ export function storeConformance(test: ConformanceTest, factory: () => Promise<C
         order.push(`end ${name}`);
         return name;
       });
-    let busy: { ran: boolean } | undefined;
     const first = job("app-1", "a1", 150);
     await sleep(40);
-    busy = await locks.tryRun("app-1", async () => "x");
+    const busy: { ran: boolean } | undefined = await locks.tryRun("app-1", async () => "x");
     const results = await Promise.all([first, job("app-1", "a2", 1), job("app-2", "b", 5)]);
     expectEqual(results, ["a1", "a2", "b"], "results");
     if (order.indexOf("end a1") > order.indexOf("start a2")) fail(`same key overlapped: ${order.join(", ")}`);

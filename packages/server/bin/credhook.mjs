@@ -1,14 +1,76 @@
 #!/usr/bin/env node
-// The `credhook` command. Runs the compiled CLI (dist/) when it has been built
-// with `pnpm build`; otherwise runs the TypeScript sources through tsx, with the
-// "dev-source" export condition so sibling @credhook/* packages resolve to src/.
-import { existsSync } from "node:fs";
+// The `credhook` command. Runs the compiled CLI (dist/, written by `pnpm build`) when it
+// exists; in a workspace checkout only while that build is current: every package has a
+// dist/*.js at least as new as each of its src/*.ts (or a build that saw it since). Otherwise it runs the TypeScript sources through tsx,
+// with the "dev-source" export condition so sibling @credhook/* packages resolve to src/,
+// and when a dist/ exists but is stale it says so on stderr (one line), so that a build
+// left behind never runs in place of the code being edited.
+// CREDHOOK_FROM_SOURCE=1 forces the sources.
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { register } from "node:module";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
 
+const serverDir = fileURLToPath(new URL("..", import.meta.url));
 const built = new URL("../dist/cli.js", import.meta.url);
-if (existsSync(built) && !process.env.CREDHOOK_FROM_SOURCE) {
+
+/**
+ * The package folders whose dist/ the compiled CLI loads, in a workspace checkout (a
+ * pnpm-workspace.yaml two levels up): every packages/* with a src/. None in an installed
+ * package: there dist/ is the build that was packed (file times say nothing), and the
+ * sources cannot run (tsx is a development dependency).
+ */
+function packageDirs() {
+  const workspace = join(serverDir, "..", "..");
+  if (!existsSync(join(workspace, "pnpm-workspace.yaml"))) return [];
+  const packages = join(workspace, "packages");
+  return readdirSync(packages)
+    .map((name) => join(packages, name))
+    .filter((dir) => existsSync(join(dir, "src")));
+}
+
+/** Every .ts file (not .d.ts) under `dir`, as paths relative to it. */
+function sources(dir, sub = "") {
+  return readdirSync(join(dir, sub), { withFileTypes: true }).flatMap((e) => {
+    const path = join(sub, e.name);
+    if (e.isDirectory()) return sources(dir, path);
+    return e.name.endsWith(".ts") && !e.name.endsWith(".d.ts") ? [path] : [];
+  });
+}
+
+/** Modification time of `path` in ms, or 0 when it does not exist. */
+function mtimeMs(path) {
+  return existsSync(path) ? statSync(path).mtimeMs : 0;
+}
+
+/**
+ * The first source file newer than its compiled output (or without one), as a path
+ * relative to the workspace, or undefined when every dist/ is current. A file that
+ * `tsc -b` found unchanged keeps its old output but the package's tsconfig.tsbuildinfo,
+ * rewritten on every build, records that the build saw it.
+ */
+function staleSource() {
+  for (const dir of packageDirs()) {
+    const src = join(dir, "src");
+    const buildInfo = mtimeMs(join(dir, "tsconfig.tsbuildinfo"));
+    for (const file of sources(src)) {
+      const out = join(dir, "dist", file.replace(/\.ts$/, ".js"));
+      if (!existsSync(out) || Math.max(mtimeMs(out), buildInfo) < mtimeMs(join(src, file))) {
+        return relative(join(serverDir, "..", ".."), join(src, file));
+      }
+    }
+  }
+  return undefined;
+}
+
+const fromDist = existsSync(built) && !process.env.CREDHOOK_FROM_SOURCE;
+const stale = fromDist ? staleSource() : undefined;
+if (fromDist && stale === undefined) {
   await import(built.href);
 } else {
+  if (stale !== undefined) {
+    process.stderr.write(`credhook: dist/ is older than ${stale}: running the TypeScript sources (\`pnpm build\` refreshes dist/)\n`);
+  }
   register(new URL("./dev-source-hook.mjs", import.meta.url));
   const { register: registerTsx } = await import("tsx/esm/api");
   registerTsx();

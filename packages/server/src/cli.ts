@@ -153,7 +153,7 @@ program
         out.push(`    options: ${JSON.stringify(maskSecrets(g.options))}`);
       }
       out.push("", "routes (first match wins):");
-      config.routes.forEach((r, i) => out.push(`  ${i + 1}. ${"default" in r ? `* (default) -> ${r.default}` : `${r.apis.join(", ")} -> ${r.gateway}`}`));
+      config.routes.forEach((r, i) => void out.push(`  ${i + 1}. ${"default" in r ? `* (default) -> ${r.default}` : `${r.apis.join(", ")} -> ${r.gateway}`}`));
       out.push("", ...embeddedGatewaySummary(config.embeddedGateway as EmbeddedGatewayConfig | undefined));
       out.push("", `server: ${JSON.stringify(maskSecrets(config.server))}`, `store: ${JSON.stringify(maskSecrets(config.store))}`, "", "configuration is valid");
       process.stdout.write(`${out.join("\n")}\n`);

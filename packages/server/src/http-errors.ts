@@ -3,7 +3,7 @@
  * `{ timestamp, status, error, messages, path }` — never HTML, never a stack
  * trace, never a secret.
  */
-import { STATUS_CODES, type IncomingMessage } from "node:http";
+import type { IncomingMessage } from "node:http";
 import type { NextFunction, Request, Response } from "express";
 import { CredhookError, ErrorCodes, errorResponse, isCredhookError, retryAfterOf, type ErrorResponse } from "@credhook/core";
 

@@ -78,7 +78,7 @@ const PROBES = new Set(["/livez", "/readyz"]);
  * (UUIDs, and ids such as API Gateway's `JKJaXmPLvHcESHA=`); anything else
  * (longer, empty, spaces, quotes, control characters) is replaced by a new UUID.
  */
-export const REQUEST_ID = /^[A-Za-z0-9._:=+\/-]{1,128}$/;
+export const REQUEST_ID = /^[A-Za-z0-9._:=+/-]{1,128}$/;
 
 /** The request id to use for an incoming `X-Request-Id` value: the value when it is {@link REQUEST_ID sane}, else a new UUID. */
 export function requestIdFor(incoming: string | string[] | undefined): string {

@@ -139,7 +139,7 @@ describe("fuzzing the four endpoints (fast-check, time-bounded)", () => {
         headers["content-encoding"] = r.contentEncoding === "gzip-valid" ? "gzip" : r.contentEncoding;
         if (r.contentEncoding === "gzip-valid") payload = gzipSync(payload);
       }
-      const res = await fetch(s.url + path, { method, headers, ...(payload !== undefined ? { body: payload } : {}) });
+      const res = await fetch(s.url + path, { method, headers, ...(payload !== undefined ? { body: typeof payload === "string" ? payload : new Uint8Array(payload) } : {}) });
       const answer = await res.text();
       const bad = violation(method, path.split("?")[0]!, res.status, res.headers.get("content-type") ?? undefined, answer);
       if (bad) throw new Error(bad);

@@ -38,7 +38,7 @@ const MiB = Buffer.alloc(1 << 20, 0x61);
 
 describe("body limits are enforced before the body is read", () => {
   it("Content-Length over the limit: 413 at once, without reading the body, and the connection closed (with or without credentials)", async () => {
-    for (const auth of [{}, { Authorization: AUTH }]) {
+    for (const auth of [{}, { Authorization: AUTH }] as Record<string, string>[]) {
       const x = await rawExchange(s.port, head("POST", "/v1/createCredentials", jsonHeaders({ ...auth, "Content-Length": 100_000_000_000 })), { waitMs: 3000 });
       expect(refusal(x.responses[0], 413)).toEqual([`body is larger than the limit of ${LIMIT} bytes`]);
       expect(x.responses[0]!.headers.connection).toBe("close");
@@ -98,7 +98,7 @@ describe("body limits are enforced before the body is read", () => {
     const ok = await fetch(`${s.url}/v1/createCredentials`, {
       method: "POST",
       headers: { authorization: AUTH, "content-type": "application/json", "content-encoding": "gzip" },
-      body: gzipSync(createBody("Gzipped")),
+      body: new Uint8Array(gzipSync(createBody("Gzipped"))),
     });
     expect(ok.status).toBe(200);
     const bad = await rawExchange(

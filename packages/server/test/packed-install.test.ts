@@ -31,7 +31,7 @@ const PASSWORD = "packed-install-password";
 
 let work: string;
 let mirror: Server;
-let mirrorHits: string[] = [];
+const mirrorHits: string[] = [];
 let credhook: string;
 let prebuildCacheFile: string | undefined;
 
