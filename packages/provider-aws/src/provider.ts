@@ -29,7 +29,7 @@ import {
 import { ApiKeyIssuer } from "./api-keys.js";
 import { ClientCredentialsIssuer } from "./client-credentials.js";
 import { acquireLimiters } from "./limits.js";
-import { endpointFor, resolveOptions, type ResolvedOptions, type Runtime } from "./runtime.js";
+import { endpointFor, resolveOptions, type Runtime } from "./runtime.js";
 import type { AwsProviderOptions } from "./types.js";
 
 type Issuer = ApiKeyIssuer | ClientCredentialsIssuer;
@@ -39,7 +39,6 @@ export class AwsProvider implements Provider {
   readonly capabilities: ProviderCapabilities;
   private readonly issuer: Issuer;
   private readonly releaseLimiters: () => Promise<void>;
-  private readonly options: ResolvedOptions;
   private readonly healthProbe: CachedHealthProbe;
 
   /**
@@ -47,7 +46,6 @@ export class AwsProvider implements Provider {
    */
   constructor(options: AwsProviderOptions, private readonly context: ProviderContext) {
     const o = resolveOptions(options);
-    this.options = o;
     const type = context.credentialType;
     if (type === "CLIENT_CREDENTIALS") {
       const missing = (["userPoolId", "resourceServer"] as const).filter((k) => !o[k]);

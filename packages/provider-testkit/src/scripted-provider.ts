@@ -10,7 +10,7 @@
  */
 import { randomBytes } from "node:crypto";
 import {
-  CredhookError,
+  type CredhookError,
   gatewayError,
   NotFound,
   UpstreamTimeout,

@@ -7,7 +7,7 @@
  */
 import { ExponentialBackoff, handleAll, retry } from "cockatiel";
 import type { CredentialType } from "../contract.js";
-import { CredhookError, isCredhookError, Unroutable, UpstreamError } from "../errors.js";
+import { type CredhookError, isCredhookError, Unroutable, UpstreamError } from "../errors.js";
 import { KeyedLock } from "../keyed-lock.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { ProviderCapabilities, ProviderCredentialRef } from "../provider.js";
