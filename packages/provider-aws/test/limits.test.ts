@@ -41,7 +41,9 @@ describe("every SDK attempt passes through the limiter", () => {
 
   it("20 concurrent creates against a strict 5-per-sliding-second CreateApiKey quota, with 3 injected 429s retried by the SDK: no answer throttled by the quota", { timeout: 30_000 }, async () => {
     ({ fake, seed } = await seededFake({ apiGateway: { quotaModel: "sliding-window" } }));
-    const provider = await makeProvider(fake, seed, "API_KEY");
+    // A wide margin: this test is about every SDK attempt passing the limiter, and CI runs two suites on two
+    // cores, where an attempt released on time can reach the fake 100+ ms late and meet the strict window.
+    const provider = await makeProvider(fake, seed, "API_KEY", { rateLimits: { windowMarginMs: 400 } });
     fake.faults.throttle({ operation: "CreateApiKey", count: 3, retryAfterS: 0 });
     const results = await Promise.allSettled(
       Array.from({ length: 20 }, (_, i) =>
