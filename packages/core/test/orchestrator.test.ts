@@ -3,7 +3,7 @@
  * the testkit, no HTTP. Planning is tested with capabilities alone; the
  * operations with a cloud's unpleasant answers scripted call by call.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { MemoryCredentialStore, ScriptedProvider } from "@credhook/provider-testkit";
 import {
   createRouter,
@@ -207,6 +207,23 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
     expect(b.marked()[0]!.apis).toEqual([{ id: "b-1", usagePlans: ["gold"] }]);
     expect(a.marked()[0]!.apis).toEqual([{ id: "a-1", usagePlans: ["gold", "bronze"] }]);
     expect((await store.list())[0]!.unsettled).toBeUndefined();
+  });
+
+  it("reconcile with olderThanMs 0 includes a record written in the same millisecond", async () => {
+    setup();
+    const { response } = await orch.create(req("a-1"));
+    const rec = (await store.findByPublicId("API_KEY", (response as { apiKeyId: string }).apiKeyId))!;
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(new Date("2026-11-23T12:00:00.000Z"));
+      await store.save({ ...rec, status: "revoking", updatedAt: new Date().toISOString() });
+      const report = await orch.reconcile({ olderThanMs: 0 });
+      expect(report.unfinished).toEqual([expect.objectContaining({ credentialId: rec.id, op: "revoke", action: "revoked and deleted" })]);
+      expect(report.skippedRecent).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(a.marked()).toEqual([]);
   });
 
   it("a revoke of an id the store does not know leaves a resource without credhook's mark alone", async () => {

@@ -41,9 +41,13 @@ describe("long-running operations are bounded", () => {
   });
 
   it("a revoke whose delete operation never finishes fails with UpstreamTimeout (504)", async () => {
-    const provider = await makeProvider(fake, { operationTimeoutMs: 150 });
+    // The key is made with the default operation timeout (a busy machine can take longer than 150 ms to finish it) …
+    const creator = await makeProvider(fake);
     const credentialId = randomUUID();
-    const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
+    const cred = await creator.create({ credentialId, credentialType: "API_KEY", app, apis });
+    await creator.close();
+    // … and revoked by a gateway whose operations are bounded at 150 ms.
+    const provider = await makeProvider(fake, { operationTimeoutMs: 150 });
     fake.control.holdOperations(true);
     const err = await rejection(provider.revoke({ credentialId, credentialType: "API_KEY", nativeId: cred.nativeId, resources: cred.resources, app }));
     expect(err).toMatchObject({ status: 504 });

@@ -31,7 +31,8 @@ import type { ReconcileEntry, ReconcileOptions, ReconcileReport } from "./types.
  */
 export async function reconcile(ctx: OrchestrationContext, options: ReconcileOptions = {}): Promise<ReconcileReport> {
   const dryRun = options.dryRun ?? false;
-  const before = new Date(Date.now() - (options.olderThanMs ?? 60_000)).toISOString();
+  // Records written `olderThanMs` ago or earlier (inclusive: with 0, also one written in this very millisecond).
+  const before = new Date(Date.now() - (options.olderThanMs ?? 60_000) + 1).toISOString();
   const report: ReconcileReport = { dryRun, unfinished: [], abandoned: [], unsettled: [], skippedRecent: await ctx.store.countUnfinishedSince(before), orphans: [], garbage: [], unlistable: [] };
   for (const rec of await ctx.store.listUnfinished(before)) {
     const entry = await ctx.lock.run(rec.appKey, async () => {
