@@ -4,7 +4,7 @@
 # `pnpm pack` and the tarballs installed with npm (scripts/pack.mjs), nothing else
 # of the repository.
 #
-#   docker build -t credhook .                     # --build-arg NODE_VERSION=24: PostgreSQL store only (README "Supported runtimes")
+#   docker build -t credhook .                     # --build-arg NODE_VERSION=24 for Node 24
 #   docker run --read-only --tmpfs /tmp -v credhook-data:/var/lib/credhook \
 #     -e CREDHOOK_PASSWORD=… -p 8080:8080 credhook
 #
@@ -15,13 +15,9 @@
 ARG NODE_VERSION=22
 
 FROM node:${NODE_VERSION}-bookworm-slim AS build
-# better-sqlite3's install script downloads a prebuilt addon when it can, else compiles one.
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 make g++ \
- && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
-# The workspace only needs TypeScript here (no native build); the install below builds the addon.
+# No native build anywhere: better-sqlite3 13 ships its Node-API addon prebuilt in its package.
 RUN npx --yes pnpm@10 install --frozen-lockfile --ignore-scripts \
  && node scripts/pack.mjs pack /packs \
  && node scripts/pack.mjs install /packs /opt/credhook

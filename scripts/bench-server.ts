@@ -15,10 +15,9 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { createLogger, loadConfigFile, quietAwsSdkNodeNotice, startServer } from "../packages/server/src/index.js";
+import { createLogger, loadConfigFile, startServer } from "../packages/server/src/index.js";
 import { startDemoClouds } from "../packages/server/src/demo.js";
 
-quietAwsSdkNodeNotice(); // as `credhook` does on Node < 22
 
 const N = Number(process.argv[2] ?? 400);
 const C = Number(process.argv[3] ?? 16);

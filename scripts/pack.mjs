@@ -11,11 +11,12 @@
 //     Installs @credhook/server and the @credhook packages it depends on from those
 //     tarballs into <targetDir> with npm (production dependencies only; not the
 //     cloud fakes (@credhook/fakes) nor the provider testkit, which only the tests and the demo need).
-//     <targetDir>/package.json allows exactly one dependency install script,
-//     better-sqlite3's (its native addon: a prebuilt binary, else compiled with
-//     python3/make/g++), and denies protobufjs's (not needed at run time); npm runs
-//     with --strict-allow-scripts, so any other install script fails the install
-//     instead of being skipped silently (npm 12 skips unlisted ones by default).
+//     <targetDir>/package.json allows no dependency install script: better-sqlite3 13
+//     ships its Node-API addon prebuilt for Linux, macOS and Windows (x64, arm64) inside
+//     its package and loads it from there, so its script (node-gyp, which would need
+//     python3) is denied like protobufjs's (not needed at run time); npm runs with
+//     --strict-allow-scripts, so any other install script fails the install instead
+//     of being skipped silently (npm 12 skips unlisted ones by default).
 //     Afterwards <targetDir>/node_modules/.bin/credhook is the command.
 //
 // Needs Node and npm; `pack` also needs the workspace installed (pnpm install).
@@ -28,7 +29,7 @@ import { fileURLToPath } from "node:url";
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const SKIP = new Set(["node_modules", "dist", ".git", "data", "coverage"]);
 /** Install-script policy of the installed folder (npm `allowScripts`; name-only entries). */
-export const ALLOW_SCRIPTS = { "better-sqlite3": true, protobufjs: false };
+export const ALLOW_SCRIPTS = { "better-sqlite3": false, protobufjs: false };
 
 /** Runs a command; its output goes to stderr (stdout is this script's result). */
 const run = (cmd, args, cwd, env = process.env) => execFileSync(cmd, args, { cwd, env, stdio: ["ignore", 2, "inherit"] });

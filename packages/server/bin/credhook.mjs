@@ -6,6 +6,14 @@
 // and when a dist/ exists but is stale it says so on stderr (one line), so that a build
 // left behind never runs in place of the code being edited.
 // CREDHOOK_FROM_SOURCE=1 forces the sources.
+// credhook needs Node.js 22 or later (the SQLite store's driver, better-sqlite3 13, is
+// built on Node-API 10): on an older Node it stops here with a message, before anything
+// loads a native addon that would crash.
+const [nodeMajor] = process.versions.node.split(".").map(Number);
+if (nodeMajor < 22) {
+  process.stderr.write(`credhook needs Node.js 22 or later; this is Node.js ${process.version} (Node 20 reached end of life in April 2026)\n`);
+  process.exit(1);
+}
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { register } from "node:module";
 import { join, relative } from "node:path";

@@ -23,12 +23,9 @@ import type { EmbeddedGatewayConfig } from "@credhook/provider-local/gateway";
 import { createRuntime, startServer, importProviderModule, SHUTDOWN_MARGIN_MS } from "./app.js";
 import { CONFIG_SEARCH_PLACES, embeddedConfigText, loadConfigFile, maskSecrets, type LoadedConfig } from "./config.js";
 import { createLogger } from "./logging.js";
-import { quietAwsSdkNodeNotice } from "./node-support.js";
 import { hashPassword } from "./passwords.js";
 import { formatReconcileReport, readAdoptionFile } from "./operations-cli.js";
 import { startTracing } from "./tracing.js";
-
-quietAwsSdkNodeNotice();
 
 /** Loads `--config FILE`, `$CREDHOOK_CONFIG` or `./webhook.config.yaml`, else the embedded default. */
 const loadConfig = (file: string | undefined): Promise<LoadedConfig> => loadConfigFile(file, { embeddedDefault: true });

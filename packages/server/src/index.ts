@@ -11,4 +11,3 @@ export { createReadiness } from "./probes.js";
 export type { Readiness, ReadinessOptions, ReadinessResult } from "./probes.js";
 export { startTracing, tracingRequested, traceProvider, traceGateways, traceRequests, cloudRequestId, cloudRequestIdIn, CLOUD_REQUEST_ID_HEADERS, TRACER_NAME } from "./tracing.js";
 export type { Tracing, TracingRequest, StartTracingOptions } from "./tracing.js";
-export { quietAwsSdkNodeNotice } from "./node-support.js";

@@ -32,7 +32,6 @@ import { createApp, type CredhookApp } from "./app.js";
 import { loadConfigFile, type LoadedConfig } from "./config.js";
 import { errorBody } from "./http-errors.js";
 import { createLogger } from "./logging.js";
-import { quietAwsSdkNodeNotice } from "./node-support.js";
 import { startTracing } from "./tracing.js";
 
 /** An API Gateway (REST or HTTP API) or function URL event. */
@@ -111,7 +110,6 @@ let ready: Promise<LambdaApp> | undefined;
 /** The app of this execution environment, built on first use (cold start). @throws what {@link createLambdaHandler} throws; the next call tries again */
 async function app(): Promise<LambdaApp> {
   if (!ready) {
-    quietAwsSdkNodeNotice();
     tracing ??= startTracing();
     ready = tracing.then(() => createLambdaHandler());
   }

@@ -17,7 +17,6 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import Database from "better-sqlite3";
 import {
   appKeyOf,
-  ConfigError,
   Conflict,
   KeyedLock,
   NotFound,
@@ -364,23 +363,6 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
 /** Options under `store.sqlite`: the file path, or `{ path, busyTimeoutMs }`. Relative paths are relative to the config file. */
 export type SqliteStoreConfig = string | SqliteStoreOptions;
 
-/**
- * Whether better-sqlite3 12 runs safely on this Node.js: from Node 24.19,
- * `node::ObjectWrap` registers environment cleanup hooks, and better-sqlite3 < 13
- * (whose Statement is an ObjectWrap) aborts the process (`Assertion failed:
- * (env) != nullptr` in RemoveEnvironmentCleanupHook) when a background GC
- * collects a statement outside JavaScript. No release fits both ends: every 12.x (the
- * last, 12.11.1, declares Node 20–26) still uses ObjectWrap and aborts (reproduced with
- * 12.11.1 on 24.21 by `scripts/node24-gc-abort.mjs`), and 13.x, on Node-API, needs Node ≥ 22.
- * Sources: https://github.com/WiseLibs/better-sqlite3/issues/1515 (closed, no 12.x fix),
- * https://github.com/nodejs/node/issues/65446, `npm view better-sqlite3 versions engines`.
- * @param version a `process.version` string, e.g. `v24.21.0`
- */
-export function sqliteRunsOn(version: string): boolean {
-  const [major = 0, minor = 0] = version.replace(/^v/, "").split(".").map(Number);
-  return major < 24 || (major === 24 && minor < 19);
-}
-
 /** The `store: { sqlite: … }` factory (the embedded default). */
 const sqliteStoreFactory: StoreFactory<SqliteStoreConfig> = {
   type: "sqlite",
@@ -396,11 +378,6 @@ const sqliteStoreFactory: StoreFactory<SqliteStoreConfig> = {
     ],
   },
   async create(options, context) {
-    if (!sqliteRunsOn(process.version)) {
-      throw new ConfigError([
-        `${context.configPath}: the SQLite store (better-sqlite3 12) aborts the process on Node.js ${process.version} (≥ 24.19); run credhook on Node 22, or 24 before 24.19, or use store: { postgres: … }`,
-      ]);
-    }
     const o = typeof options === "string" ? { path: options } : options;
     const path = o.path === ":memory:" || isAbsolute(o.path) ? o.path : resolve(context.baseDir, o.path);
     return openSqliteStore({ ...o, path });

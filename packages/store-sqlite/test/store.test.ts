@@ -5,7 +5,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { appKeyOf, Conflict, hashSecret, NotFound, type CredentialRecord } from "@credhook/core";
 import { storeConformance } from "@credhook/provider-testkit";
-import { migrateLegacyAppKey, openSqliteStore, sqliteRunsOn } from "../src/index.js";
+import { migrateLegacyAppKey, openSqliteStore } from "../src/index.js";
 
 const rec = (over: Partial<CredentialRecord> = {}): CredentialRecord => ({
   id: crypto.randomUUID(),
@@ -174,15 +174,4 @@ describe("SqliteCredentialStore", () => {
 
 describe("store conformance (SQLite)", () => {
   storeConformance(it, () => openSqliteStore({ path: join(mkdtempSync(join(tmpdir(), "credhook-conf-")), "credhook.db") }));
-});
-
-describe("Node.js versions", () => {
-  it("better-sqlite3 12 is refused on Node ≥ 24.19 (it aborts there), accepted before", () => {
-    expect(sqliteRunsOn("v20.19.0")).toBe(true);
-    expect(sqliteRunsOn("v22.23.3")).toBe(true);
-    expect(sqliteRunsOn("v24.18.2")).toBe(true);
-    expect(sqliteRunsOn("v24.19.0")).toBe(false);
-    expect(sqliteRunsOn("v24.21.0")).toBe(false);
-    expect(sqliteRunsOn("v25.1.0")).toBe(false);
-  });
 });
