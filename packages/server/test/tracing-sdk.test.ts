@@ -60,7 +60,7 @@ const CLOUDS: Record<"aws" | "azure" | "gcp", Cloud> = {
     minRequests: 2, // CreateApiKey, then CreateUsagePlanKey
     sendsRequestIds: true,
   },
-  azure: { provider: "azure", transport: "API Management through node:http", start: () => startApimFake({ products: ["gold", "silver", "bronze"], apis: ["orders"] }), minRequests: 1, sendsRequestIds: false },
+  azure: { provider: "azure", transport: "API Management through node:http", start: () => startApimFake({ products: ["gold", "silver", "bronze"], apis: ["orders"] }), minRequests: 1, sendsRequestIds: true },
   gcp: { provider: "gcp", transport: "API Keys REST transport through fetch", start: () => startApiKeysFake(), minRequests: 1, sendsRequestIds: false },
 };
 

@@ -36,7 +36,7 @@
  * {@link ApimFake.addForeignSubscription} (a subscription someone else made) and
  * {@link ApimFake.idle} (every late write has landed).
  */
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, randomBytes, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { sendJson, startFakeServer, type FakeServer } from "@credhook/provider-testkit";
 
@@ -693,6 +693,9 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     const record = (s: number) => {
       rec.status = s;
     };
+    // ARM answers every request, refused or not, with its id for support cases
+    // (https://learn.microsoft.com/en-us/rest/api/azure/#response-headers).
+    res.setHeader("x-ms-request-id", randomUUID());
     try {
       const auth = req.headers.authorization;
       if (typeof auth !== "string" || !/^Bearer \S+/.test(auth)) {
