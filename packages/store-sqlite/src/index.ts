@@ -146,6 +146,10 @@ type Row = { record: string };
  */
 export class SqliteCredentialStore implements CredentialStore {
   private readonly db: Database.Database;
+  /** Prepared statements by SQL text: each is compiled once per connection (better-sqlite3 statements are reusable). */
+  private readonly statements = new Map<string, Database.Statement>();
+  /** The writes of the open group commit, each waiting for its COMMIT; undefined when no transaction is open. */
+  private batch: Array<{ resolve: () => void; reject: (err: unknown) => void }> | undefined;
   /** Per-app locks: in-process, since only one server may use the file. */
   readonly locks: StoreLocks = new KeyedLock();
   readonly shared = false;
@@ -173,6 +177,68 @@ export class SqliteCredentialStore implements CredentialStore {
     this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
   }
 
+  /** The prepared statement of `sql`, compiled on first use. */
+  private stmt(sql: string): Database.Statement {
+    let st = this.statements.get(sql);
+    if (!st) {
+      st = this.db.prepare(sql);
+      this.statements.set(sql, st);
+    }
+    return st;
+  }
+
+  /**
+   * Group commit: runs the write `fn` at once inside the transaction shared by every
+   * write of this turn of the event loop (opened by the first, committed by
+   * `setImmediate` after the turn's I/O callbacks), and resolves with its result
+   * only once that transaction has committed — so a write awaited is a write
+   * committed, as with one transaction per statement, but 64 concurrent requests
+   * pay one COMMIT (WAL append and, now and then, a checkpoint) instead of dozens.
+   * A statement that fails (a unique constraint) is undone alone and rejects at
+   * once; a COMMIT that fails rejects every write of the group.
+   * Reads on this connection see the group's writes before they commit; they
+   * come from this process, whose per-app locks keep one request per app at a time.
+   */
+  private write<T>(fn: () => T): Promise<T> {
+    if (!this.batch) {
+      this.db.exec("BEGIN IMMEDIATE");
+      this.batch = [];
+      setImmediate(() => this.commit());
+    }
+    let value: T;
+    try {
+      value = fn();
+    } catch (err) {
+      // An I/O or full-disk error may have rolled the whole transaction back: its other writes fail too.
+      if (!this.db.inTransaction) this.settle(err);
+      return Promise.reject(err);
+    }
+    return new Promise<T>((resolve, reject) => this.batch!.push({ resolve: () => resolve(value), reject }));
+  }
+
+  /** Commits the open group (see {@link write}) and settles its writes. */
+  private commit(): void {
+    if (!this.batch) return;
+    if (!this.db.inTransaction) return this.settle(new Error("the SQLite transaction was rolled back"));
+    try {
+      this.db.exec("COMMIT");
+    } catch (err) {
+      if (this.db.inTransaction) this.db.exec("ROLLBACK");
+      return this.settle(err);
+    }
+    this.settle(undefined);
+  }
+
+  /** Ends the group: resolves its writes, or rejects them all with `err`. */
+  private settle(err: unknown): void {
+    const waiting = this.batch ?? [];
+    this.batch = undefined;
+    for (const w of waiting) {
+      if (err === undefined) w.resolve();
+      else w.reject(err);
+    }
+  }
+
   /** Applies pending migrations in one transaction each. */
   async init(): Promise<void> {
     this.db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)");
@@ -197,12 +263,20 @@ export class SqliteCredentialStore implements CredentialStore {
   }
 
   async insert(record: CredentialRecord): Promise<void> {
+    const json = JSON.stringify(record);
     try {
-      this.db
-        .prepare(
-          "INSERT INTO credentials (id, credential_type, app_key, public_id, status, record, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .run(record.id, record.credentialType, record.appKey, record.publicId, record.status, JSON.stringify(record), record.createdAt, record.updatedAt);
+      await this.write(() =>
+        this.stmt("INSERT INTO credentials (id, credential_type, app_key, public_id, status, record, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)").run(
+          record.id,
+          record.credentialType,
+          record.appKey,
+          record.publicId,
+          record.status,
+          json,
+          record.createdAt,
+          record.updatedAt,
+        ),
+      );
     } catch (err) {
       throw this.constraintAsConflict(err, record);
     }
@@ -210,10 +284,19 @@ export class SqliteCredentialStore implements CredentialStore {
 
   async save(record: CredentialRecord): Promise<void> {
     let res;
+    const json = JSON.stringify(record);
     try {
-      res = this.db
-        .prepare("UPDATE credentials SET credential_type = ?, app_key = ?, public_id = ?, status = ?, record = ?, updated_at = ? WHERE id = ?")
-        .run(record.credentialType, record.appKey, record.publicId, record.status, JSON.stringify(record), record.updatedAt, record.id);
+      res = await this.write(() =>
+        this.stmt("UPDATE credentials SET credential_type = ?, app_key = ?, public_id = ?, status = ?, record = ?, updated_at = ? WHERE id = ?").run(
+          record.credentialType,
+          record.appKey,
+          record.publicId,
+          record.status,
+          json,
+          record.updatedAt,
+          record.id,
+        ),
+      );
     } catch (err) {
       throw this.constraintAsConflict(err, record);
     }
@@ -229,13 +312,13 @@ export class SqliteCredentialStore implements CredentialStore {
   }
 
   async get(id: string): Promise<CredentialRecord | undefined> {
-    return this.parse(this.db.prepare("SELECT record FROM credentials WHERE id = ?").get(id) as Row | undefined);
+    return this.parse(this.stmt("SELECT record FROM credentials WHERE id = ?").get(id) as Row | undefined);
   }
 
   async findByPublicId(credentialType: CredentialType, publicId: string): Promise<CredentialRecord | undefined> {
     if (publicId === "") return undefined;
     return this.parse(
-      this.db.prepare("SELECT record FROM credentials WHERE credential_type = ? AND public_id = ? ORDER BY created_at LIMIT 1").get(credentialType, publicId) as
+      this.stmt("SELECT record FROM credentials WHERE credential_type = ? AND public_id = ? ORDER BY created_at LIMIT 1").get(credentialType, publicId) as
         | Row
         | undefined,
     );
@@ -243,67 +326,64 @@ export class SqliteCredentialStore implements CredentialStore {
 
   async findByAppKey(appKey: string, credentialType: CredentialType): Promise<CredentialRecord | undefined> {
     return this.parse(
-      this.db.prepare("SELECT record FROM credentials WHERE app_key = ? AND credential_type = ? AND status <> 'abandoned'").get(appKey, credentialType) as Row | undefined,
+      this.stmt("SELECT record FROM credentials WHERE app_key = ? AND credential_type = ? AND status <> 'abandoned'").get(appKey, credentialType) as Row | undefined,
     );
   }
 
   async listAbandoned(appKey?: string): Promise<CredentialRecord[]> {
     const rows = (
       appKey === undefined
-        ? this.db.prepare("SELECT record FROM credentials WHERE status = 'abandoned' ORDER BY updated_at").all()
-        : this.db.prepare("SELECT record FROM credentials WHERE app_key = ? AND status = 'abandoned' ORDER BY updated_at").all(appKey)
+        ? this.stmt("SELECT record FROM credentials WHERE status = 'abandoned' ORDER BY updated_at").all()
+        : this.stmt("SELECT record FROM credentials WHERE app_key = ? AND status = 'abandoned' ORDER BY updated_at").all(appKey)
     ) as Row[];
     return rows.map((r) => this.parse(r)!);
   }
 
   async countUnfinishedSince(since: string): Promise<number> {
-    const row = this.db.prepare("SELECT COUNT(*) AS n FROM credentials WHERE status IN ('pending','revoking') AND updated_at >= ?").get(since) as { n: number };
+    const row = this.stmt("SELECT COUNT(*) AS n FROM credentials WHERE status IN ('pending','revoking') AND updated_at >= ?").get(since) as { n: number };
     return row.n;
   }
 
   async delete(id: string): Promise<boolean> {
-    return this.db.prepare("DELETE FROM credentials WHERE id = ?").run(id).changes > 0;
+    return (await this.write(() => this.stmt("DELETE FROM credentials WHERE id = ?").run(id))).changes > 0;
   }
 
   async listUnfinished(before: string): Promise<CredentialRecord[]> {
-    const rows = this.db
-      .prepare("SELECT record FROM credentials WHERE status IN ('pending','revoking') AND updated_at < ? ORDER BY updated_at")
-      .all(before) as Row[];
+    const rows = this.stmt("SELECT record FROM credentials WHERE status IN ('pending','revoking') AND updated_at < ? ORDER BY updated_at").all(before) as Row[];
     return rows.map((r) => this.parse(r)!);
   }
 
   async list(): Promise<CredentialRecord[]> {
-    return (this.db.prepare("SELECT record FROM credentials ORDER BY created_at").all() as Row[]).map((r) => this.parse(r)!);
+    return (this.stmt("SELECT record FROM credentials ORDER BY created_at").all() as Row[]).map((r) => this.parse(r)!);
   }
 
   stateFor(gateway: string): ProviderStateStore {
-    const db = this.db;
     return {
-      async get(key) {
-        const row = db.prepare("SELECT value FROM provider_state WHERE gateway = ? AND key = ?").get(gateway, key) as { value: string } | undefined;
+      get: async (key) => {
+        const row = this.stmt("SELECT value FROM provider_state WHERE gateway = ? AND key = ?").get(gateway, key) as { value: string } | undefined;
         return row ? (JSON.parse(row.value) as JsonValue) : undefined;
       },
-      async put(key, value) {
-        db.prepare("INSERT INTO provider_state (gateway, key, value) VALUES (?, ?, ?) ON CONFLICT (gateway, key) DO UPDATE SET value = excluded.value").run(
-          gateway,
-          key,
-          JSON.stringify(value),
-        );
+      put: async (key, value) => {
+        const json = JSON.stringify(value);
+        const put = this.stmt("INSERT INTO provider_state (gateway, key, value) VALUES (?, ?, ?) ON CONFLICT (gateway, key) DO UPDATE SET value = excluded.value");
+        await this.write(() => put.run(gateway, key, json));
       },
-      async delete(key) {
-        return db.prepare("DELETE FROM provider_state WHERE gateway = ? AND key = ?").run(gateway, key).changes > 0;
+      delete: async (key) => {
+        const del = this.stmt("DELETE FROM provider_state WHERE gateway = ? AND key = ?");
+        return (await this.write(() => del.run(gateway, key))).changes > 0;
       },
-      async list(prefix) {
-        const rows = db
-          .prepare("SELECT key, value FROM provider_state WHERE gateway = ? AND substr(key, 1, ?) = ? ORDER BY key")
-          .all(gateway, prefix.length, prefix) as Array<{ key: string; value: string }>;
+      list: async (prefix) => {
+        const rows = this.stmt("SELECT key, value FROM provider_state WHERE gateway = ? AND substr(key, 1, ?) = ? ORDER BY key").all(gateway, prefix.length, prefix) as Array<{
+          key: string;
+          value: string;
+        }>;
         return rows.map((r) => ({ key: r.key, value: JSON.parse(r.value) as JsonValue }));
       },
     };
   }
 
   async health(): Promise<void> {
-    this.db.prepare("SELECT 1").get();
+    this.stmt("SELECT 1").get();
   }
 
   /**
@@ -338,6 +418,7 @@ export class SqliteCredentialStore implements CredentialStore {
   }
 
   async close(): Promise<void> {
+    this.commit(); // the writes of this turn, if any
     if (this.serverLock?.open) this.serverLock.close();
     this.serverLock = undefined;
     if (this.db.open) this.db.close();
