@@ -5,8 +5,8 @@
  */
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { pino, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from "pino";
-import { pinoHttp, type HttpLogger } from "pino-http";
+import type { RequestHandler } from "express";
+import { destination as pinoDestination, pino, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from "pino";
 import { traceIds } from "./tracing.js";
 
 /** Paths redacted from every log line, wherever a secret could appear. */
@@ -30,8 +30,13 @@ export function safeError(err: unknown): Record<string, unknown> {
 }
 
 /**
- * Creates the process logger. `destination` defaults to stdout (fd 1). Lines
- * written inside a traced request carry its `traceId` and `spanId`.
+ * Creates the process logger. `destination` defaults to stdout (fd 1), written
+ * asynchronously: a line is handed to the operating system at once when no
+ * write is in flight, and lines that come while one is are written together
+ * with the next (one write for many under load, none of them held back when
+ * idle). What is still buffered is written synchronously when the process exits
+ * (pino's exit handler, also on `process.exit`); only a hard kill can lose it.
+ * Lines written inside a traced request carry its `traceId` and `spanId`.
  */
 export function createLogger(level: LoggerOptions["level"] = "info", destination?: DestinationStream): PinoLogger {
   const options: LoggerOptions = {
@@ -42,7 +47,7 @@ export function createLogger(level: LoggerOptions["level"] = "info", destination
     timestamp: pino.stdTimeFunctions.isoTime,
     serializers: { err: safeError },
   };
-  return destination ? pino(options, destination) : pino(options);
+  return pino(options, destination ?? pinoDestination({ dest: 1, sync: false }));
 }
 
 const PROBES = new Set(["/livez", "/readyz"]);
@@ -64,29 +69,53 @@ function withOutcome(req: IncomingMessage, res: ServerResponse, val: Record<stri
   };
 }
 
-/** The per-request log middleware. Honors a sane incoming `X-Request-Id`, else a UUID; echoes it in the response. */
-export function requestLogger(logger: PinoLogger): HttpLogger {
-  return pinoHttp({
-    logger,
-    genReqId: (req: IncomingMessage, res: ServerResponse) => {
-      const incoming = req.headers["x-request-id"];
-      const id = typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-      res.setHeader("X-Request-Id", id);
-      return id;
-    },
-    quietReqLogger: true,
-    // Probes (every few seconds, from a load balancer) only at debug level: /readyz logs its changes of state itself.
-    customLogLevel: (req, res, err) =>
-      err ? "error" : PROBES.has(req.url?.split("?")[0] ?? "") ? "debug" : res.statusCode >= 500 ? "error" : res.statusCode >= 400 ? "warn" : "info",
-    customSuccessMessage: () => "request completed",
-    customErrorMessage: () => "request failed",
-    customAttributeKeys: { responseTime: "durationMs", reqId: "requestId" },
-    serializers: {
-      req: (req: { method?: string; url?: string }) => ({ method: req.method, path: req.url?.split("?")[0] }),
-      res: (res: { statusCode?: number }) => ({ status: res.statusCode }),
-      err: safeError,
-    },
-    customSuccessObject: (req, res, val: Record<string, unknown>) => withOutcome(req, res, val),
-    customErrorObject: (req, res, _err, val: Record<string, unknown>) => withOutcome(req, res, val),
-  });
+declare module "node:http" {
+  interface IncomingMessage {
+    /** The request id ({@link requestLogger}): the caller's sane `X-Request-Id`, else a UUID. */
+    id?: string;
+    /** A logger whose lines carry `requestId` (made on first use: most requests log only their completion line). */
+    log?: PinoLogger;
+  }
+}
+
+/** The level of a request's completion line: error for 5xx, warn for 4xx, debug for the probes, else info. */
+function levelOf(path: string, status: number): "error" | "warn" | "info" | "debug" {
+  return PROBES.has(path) ? "debug" : status >= 500 ? "error" : status >= 400 ? "warn" : "info";
+}
+
+/**
+ * The per-request log middleware: one line per request when its response has
+ * been sent ("request completed"; "request aborted" at warn when the client went
+ * away first) with `requestId`, `req: { method, path }`, `res: { status }`,
+ * `durationMs`, `route`, `status`, and from `res.locals` the gateways,
+ * credential id, error code and user. Honors a sane incoming `X-Request-Id`,
+ * else a UUID; echoes it in the response and sets `req.id`; `req.log` is a child
+ * logger carrying it. The line is built from these fields only — never a header
+ * or a body — so it skips the logger's redaction, which costs more than the rest
+ * of the line; every other line (`req.log`, the orchestrator's) is redacted as before.
+ * A level the logger does not write costs nothing but the check.
+ */
+export function requestLogger(logger: PinoLogger): RequestHandler {
+  const lines = logger.child({}, { redact: { paths: [] } });
+  return (req: IncomingMessage, res: ServerResponse, next: () => void) => {
+    const start = performance.now();
+    const incoming = req.headers["x-request-id"];
+    const id = typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.setHeader("X-Request-Id", id);
+    req.id = id;
+    let child: PinoLogger | undefined;
+    Object.defineProperty(req, "log", { configurable: true, enumerable: false, get: () => (child ??= logger.child({ requestId: id })) });
+    const done = (aborted: boolean) => {
+      const path = (req.url ?? "").split("?")[0]!;
+      const level = aborted ? "warn" : levelOf(path, res.statusCode);
+      if (!lines.isLevelEnabled(level)) return;
+      const val = { requestId: id, req: { method: req.method, path }, res: { status: res.statusCode }, durationMs: Math.round(performance.now() - start) };
+      lines[level](withOutcome(req, res, val), aborted ? "request aborted" : "request completed");
+    };
+    res.once("finish", () => done(false));
+    res.once("close", () => {
+      if (!res.writableFinished) done(true);
+    });
+    next();
+  };
 }
