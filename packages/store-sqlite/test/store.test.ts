@@ -199,6 +199,20 @@ describe("SqliteCredentialStore", () => {
     await store.close();
   });
 
+  it("checkpoints the WAL after writes and truncates it: a deleted row's content is left in no WAL frame", async () => {
+    const p = path();
+    const store = await openSqliteStore({ path: p, checkpointIntervalMs: 20 });
+    const state = store.stateFor("local");
+    const digest = "d".repeat(64);
+    await state.put(`key:${digest}`, { nativeId: "lk1" });
+    expect(readFileSync(`${p}-wal`, "latin1")).toContain(digest);
+    await state.delete(`key:${digest}`);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(statSync(`${p}-wal`).size).toBe(0);
+    expect(readFileSync(p, "latin1")).not.toContain(digest); // secure_delete zeroed it in the file
+    await store.close();
+  });
+
   it("migrateLegacyAppKey reads each version-1 form", () => {
     expect(migrateLegacyAppKey("slug:s/1", { developer: "d/x" })).toBe("slug:d%2Fx/s%2F1");
     expect(migrateLegacyAppKey("app:d%/n", { developer: "d%" })).toBe("app:d%25/n");
