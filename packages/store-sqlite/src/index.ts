@@ -11,9 +11,9 @@
  * https://www.sqlite.org/pragma.html#pragma_secure_delete), and the WAL file is
  * truncated to nothing whenever a checkpoint resets it (`journal_size_limit = 0`),
  * so a revoked key's digest does not linger in freed pages or old WAL frames.
- * The store checkpoints the WAL itself, about once a second after writes
+ * The store checkpoints the WAL itself, every 200 ms after writes
  * (instead of SQLite's automatic checkpoint every 1000 pages, which under load
- * copied the same hot pages back dozens of times a second), truncating it to
+ * copied the same hot pages back over a dozen times a second), truncating it to
  * nothing when no other process is reading an older snapshot.
  */
 import { chmodSync, closeSync, mkdirSync, openSync, realpathSync } from "node:fs";
@@ -43,7 +43,7 @@ export interface SqliteStoreOptions {
   /**
    * How often the WAL is checkpointed into the database file and truncated,
    * when something was written since the last time, ms. SQLite's own automatic
-   * checkpoint is off. @default 1000
+   * checkpoint is off. @default 200
    */
   checkpointIntervalMs?: number;
 }
@@ -192,7 +192,7 @@ export class SqliteCredentialStore implements CredentialStore {
     this.db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
     if (this.path !== ":memory:") {
       this.db.pragma("wal_autocheckpoint = 0");
-      this.checkpointTimer = setInterval(() => this.checkpoint(), options.checkpointIntervalMs ?? 1000).unref();
+      this.checkpointTimer = setInterval(() => this.checkpoint(), options.checkpointIntervalMs ?? 200).unref();
     }
   }
 
