@@ -5,7 +5,7 @@
 // Besides autocannon's own options, `kind` makes each request a webhook call:
 //   "create": POST /v1/createCredentials for a new app each time (`tag` keeps names unique
 //             across runs); the apiKeyIds answered are written, one a line, to `idsOut`;
-//   "update": POST /v1/updateCredentials of each id in `idsIn` once (apis: [] — a real change);
+//   "update": POST /v1/updateCredentials of each id in `idsIn` once, moving its API to another usage plan;
 //   "revoke": POST /v1/revokeCredentials of each id in `idsIn` once.
 // `auth` is the Authorization header value.
 import { readFileSync, writeFileSync } from "node:fs";
@@ -19,7 +19,11 @@ if (kind) {
   let n = 0;
   const body = {
     create: () => ({ appName: `Bench ${tag} ${n++}`, developer: "bench@example.com", apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] }),
-    update: () => ({ credentialType: "API_KEY", apiKeyId: given[n++], apis: [] }),
+    update: () => ({
+      credentialType: "API_KEY",
+      apiKeyId: given[n++],
+      apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "REMOVED" }, { id: "2plan2", action: "ADDED" }] }],
+    }),
     revoke: () => ({ credentialType: "API_KEY", apiKeyId: given[n++] }),
   }[kind];
   if (kind !== "create") {

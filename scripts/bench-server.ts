@@ -19,6 +19,8 @@
  *   npx --yes pnpm@10 bench [--rounds 3] [--seconds 5] [--connections 64] [--only webhook,startup,clouds,check]
  *   npx --yes pnpm@10 bench --soak            credhook alone for 10 minutes, RSS over time (--soak-s N: N seconds)
  *   npx --yes pnpm@10 bench --cpu-prof DIR    writes credhook's CPU profile (node --cpu-prof) into DIR
+ *   npx --yes pnpm@10 bench --compare DIR     adds, in the same rounds, the credhook of another checkout
+ *                                             (e.g. a worktree of main) as a fourth server: before/after
  *   BENCH_CHECK_SECONDS=5 BENCH_CHECK_CONNECTIONS=64 BENCH_CHECK_ROUNDS=3 (the key-check part)
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
@@ -42,6 +44,7 @@ const { values: args } = parseArgs({
     soak: { type: "boolean", default: false },
     "soak-s": { type: "string" },
     "cpu-prof": { type: "string" },
+    compare: { type: "string" },
   },
   allowPositionals: true,
 });
@@ -53,8 +56,6 @@ const ONLY = new Set((args.only ?? (SOAK_S ? "soak" : "webhook,startup,clouds,ch
 const PASSWORD = "bench-password-123";
 const auth = `Basic ${Buffer.from(`portal:${PASSWORD}`).toString("base64")}`;
 const root = new URL("../", import.meta.url).pathname;
-const CLI = join(root, "packages/server/bin/credhook.mjs");
-const DEFAULT_CONFIG = join(root, "packages/server/config/webhook.config.yaml");
 /** The portal user and the SQLite store in the run's temp dir, shared by the in-process configs below. */
 const YAML_HEAD = `server: { auth: { users: [ { username: portal, password: "\${CREDHOOK_PASSWORD}" } ] } }
 store: { sqlite: "\${CREDHOOK_DATA_DIR}/credhook.db" }
@@ -155,18 +156,18 @@ async function startBaseline(mode: "node" | "express"): Promise<Target> {
 }
 
 /** `credhook serve` on the embedded default in its own process, its log (info, one line per request) to a file; resolves at the first 204 of /readyz. */
-async function startCredhook(nodeArgs: string[] = [], env: Record<string, string> = {}): Promise<Target & { readyMs: number; logFile: string }> {
+async function startCredhook(nodeArgs: string[] = [], env: Record<string, string> = {}, checkout = root): Promise<Target & { readyMs: number; logFile: string }> {
   const [port, gatewayPort] = [await freePort(), await freePort()];
   const dir = mkdtempSync(join(tmpdir(), "credhook-bench-"));
   const logFile = join(dir, "credhook.log");
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...nodeArgs, CLI, "serve", "--config", DEFAULT_CONFIG], {
+  const child = spawn(process.execPath, [...nodeArgs, join(checkout, "packages/server/bin/credhook.mjs"), "serve", "--config", join(checkout, "packages/server/config/webhook.config.yaml")], {
     stdio: ["ignore", openSync(logFile, "w"), "inherit"],
     env: { ...process.env, ...env, PORT: String(port), CREDHOOK_GATEWAY_PORT: String(gatewayPort), CREDHOOK_DATA_DIR: dir, CREDHOOK_PASSWORD: PASSWORD },
   });
   const url = `http://127.0.0.1:${port}`;
   await waitReady(`${url}/readyz`, child, (s) => s === 204);
-  return { name: "credhook (embedded)", url, pid: child.pid!, stop: stopper(child), readyMs: performance.now() - t0, logFile };
+  return { name: checkout === root ? "credhook (embedded)" : `credhook ${checkout}`.slice(0, 20), url, pid: child.pid!, stop: stopper(child), readyMs: performance.now() - t0, logFile };
 }
 
 type Ops = { create: Load; update: Load; revoke: Load };
@@ -192,6 +193,7 @@ const line = (label: string, op: string, r: Load, rss?: number) =>
 async function webhook(): Promise<void> {
   const prof = args["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", args["cpu-prof"]] : [];
   const targets = [await startBaseline("node"), await startBaseline("express"), await startCredhook(prof)];
+  if (args.compare) targets.push(await startCredhook([], {}, args.compare.endsWith("/") ? args.compare : `${args.compare}/`));
   console.log(`webhook: ${CONNECTIONS} connections, ${ROUNDS} rounds; each round per server: create for ${SECONDS} s (a new app each), then update and revoke each created credential once`);
   for (const t of targets) await cycle(t, 1, "warm"); // JIT, connections, SQLite file
   const results = new Map<string, Array<Ops & { rss: number }>>(targets.map((t) => [t.name, []]));
@@ -203,7 +205,7 @@ async function webhook(): Promise<void> {
       for (const op of ["create", "update", "revoke"] as const) console.log(`round ${i + 1} ${line(t.name, op, ops[op], op === "revoke" ? rss : undefined)}`);
     }
   }
-  const [a, b, c] = targets.map((t) => results.get(t.name)!);
+  const [a, b, c, d] = targets.map((t) => results.get(t.name)!);
   console.log(`\nmedian of ${ROUNDS} rounds (ratio: credhook's req/s over the baseline's, round by round):`);
   console.log(`| | ${targets.map((t) => t.name).join(" | ")} | credhook / express | credhook / node:http | credhook p99 / express p99 | capacity: express's CPU per request / credhook's |`);
   console.log("|---|---|---|---|---|---|---|---|");
@@ -214,9 +216,14 @@ async function webhook(): Promise<void> {
     const p99 = median(c!.map((r, i) => r[op].p99 / Math.max(1, b![i]![op].p99))).toFixed(2);
     const capacity = median(c!.map((r, i) => b![i]![op].cpuUsPerRequest / r[op].cpuUsPerRequest)).toFixed(2);
     console.log(`| ${op} | ${cell(a!)} | ${cell(b!)} | ${cell(c!)} | ${ratio(b!)}× (goal ≥ 0.6×) | ${ratio(a!)}× | ${p99}× (goal ≤ 2×) | ${capacity}× |`);
+    if (d) {
+      const dRatio = median(d.map((r, i) => r[op].rps / b![i]![op].rps)).toFixed(2);
+      const dCap = median(d.map((r, i) => b![i]![op].cpuUsPerRequest / r[op].cpuUsPerRequest)).toFixed(2);
+      console.log(`| ${op}, ${targets[3]!.name} | | | ${cell(d)} | ${dRatio}× | | ${median(d.map((r, i) => r[op].p99 / Math.max(1, b![i]![op].p99))).toFixed(2)}× | ${dCap}× |`);
+    }
   }
   const total = c!.reduce((n, r) => n + r.create.total + r.update.total + r.revoke.total, 0);
-  console.log(`RSS after the last round: ${targets.map((t, i) => `${t.name} ${mib([a, b, c][i]!.at(-1)!.rss)}`).join(", ")} (credhook after ${total} requests)`);
+  console.log(`RSS after the last round: ${targets.map((t, i) => `${t.name} ${mib([a, b, c, d][i]!.at(-1)!.rss)}`).join(", ")} (credhook after ${total} requests)`);
   for (const t of targets) await t.stop();
 }
 
@@ -360,7 +367,7 @@ async function cloudCalls(clouds: Awaited<ReturnType<typeof startDemoClouds>>): 
   const three = [...one, { id: "orders-eu-1", usagePlans: [{ id: "eu-gold" }] }, { id: "weather" }];
   const times: { one: number[]; three: number[] } = { one: [], three: [] };
   let n = 0;
-  for (let i = 0; i < 5; i++) {
+  for (let i = 0; i < 9; i++) {
     for (const [k, apis] of [["one", one], ["three", three]] as const) {
       const r = await post("/v1/createCredentials", { appName: `Fanout ${n++}`, developer: "bench@example.com", apis });
       if (r.status !== 200) throw new Error(`fan-out create answered ${r.status}`);
@@ -368,7 +375,7 @@ async function cloudCalls(clouds: Awaited<ReturnType<typeof startDemoClouds>>): 
     }
   }
   console.log(
-    `\nfan-out, ${DELAY} ms added to every cloud call, 5 sequential creates each, alternating: 1 gateway (AWS) median ${median(times.one).toFixed(0)} ms, ` +
+    `\nfan-out, ${DELAY} ms added to every cloud call, 9 sequential creates each, alternating: 1 gateway (AWS) median ${median(times.one).toFixed(0)} ms, ` +
       `3 gateways (AWS + Azure + embedded) median ${median(times.three).toFixed(0)} ms: ${(median(times.three) / median(times.one)).toFixed(2)}× (goal ≤ 1.05×)`,
   );
   const plans = [
@@ -380,7 +387,8 @@ async function cloudCalls(clouds: Awaited<ReturnType<typeof startDemoClouds>>): 
     const { out, calls } = await counted(() => post("/v1/createCredentials", { appName: `Calls ${n++}`, developer: "bench@example.com", apis }));
     const k = apis.reduce((s, a) => s + a.usagePlans.length, 0);
     console.log(`cloud calls of a create on AWS with k = ${k} usage plan(s): ${calls.length} (${calls.join(", ")}); status ${out.status}`);
-    const noop = await counted(() => post("/v1/updateCredentials", { credentialType: "API_KEY", apiKeyId: out.json!.apiKeyId, apis }));
+    const unchanged = apis.map((a) => ({ id: a.id, action: "NONE", usagePlans: a.usagePlans.map((p) => ({ id: p.id, action: "NONE" })) }));
+    const noop = await counted(() => post("/v1/updateCredentials", { credentialType: "API_KEY", apiKeyId: out.json!.apiKeyId, apis: unchanged }));
     console.log(`cloud calls of a no-op update of it (same APIs and plans): ${noop.calls.length}${noop.calls.length ? ` (${noop.calls.join(", ")})` : ""}; status ${noop.out.status}`);
   }
   await server.close();
