@@ -57,23 +57,23 @@ const REQUEST_ID = /^[A-Za-z0-9._:=+\/-]{1,128}$/;
 
 /** Adds route, status, gateways, credential id, error code and user (from `res.locals`) to the completion line. */
 function withOutcome(req: IncomingMessage, res: ServerResponse, val: Record<string, unknown>): Record<string, unknown> {
-  const locals = (res as unknown as { locals?: Record<string, unknown> }).locals ?? {};
-  return {
-    ...val,
-    route: req.url?.split("?")[0],
-    status: res.statusCode,
-    ...(locals.gateways ? { gateways: locals.gateways } : {}),
-    ...(locals.credentialId ? { credentialId: locals.credentialId } : {}),
-    ...(locals.errorCode ? { errorCode: locals.errorCode } : {}),
-    ...(locals.user ? { user: locals.user } : {}),
-  };
+  const locals = (res as unknown as { locals?: Record<string, unknown> }).locals;
+  val.route = (req.url ?? "").split("?")[0];
+  val.status = res.statusCode;
+  if (locals) {
+    if (locals.gateways) val.gateways = locals.gateways;
+    if (locals.credentialId) val.credentialId = locals.credentialId;
+    if (locals.errorCode) val.errorCode = locals.errorCode;
+    if (locals.user) val.user = locals.user;
+  }
+  return val;
 }
 
 declare module "node:http" {
   interface IncomingMessage {
     /** The request id ({@link requestLogger}): the caller's sane `X-Request-Id`, else a UUID. */
     id?: string;
-    /** A logger whose lines carry `requestId` (made on first use: most requests log only their completion line). */
+    /** The process logger ({@link requestLogger}); a line about the request carries `requestId: req.id` itself. */
     log?: PinoLogger;
   }
 }
@@ -89,8 +89,8 @@ function levelOf(path: string, status: number): "error" | "warn" | "info" | "deb
  * away first) with `requestId`, `req: { method, path }`, `res: { status }`,
  * `durationMs`, `route`, `status`, and from `res.locals` the gateways,
  * credential id, error code and user. Honors a sane incoming `X-Request-Id`,
- * else a UUID; echoes it in the response and sets `req.id`; `req.log` is a child
- * logger carrying it. The line is built from these fields only — never a header
+ * else a UUID; echoes it in the response and sets `req.id`, and `req.log` (the
+ * process logger: no child logger per request). The line is built from these fields only — never a header
  * or a body — so it skips the logger's redaction, which costs more than the rest
  * of the line; every other line (`req.log`, the orchestrator's) is redacted as before.
  * A level the logger does not write costs nothing but the check.
@@ -103,8 +103,7 @@ export function requestLogger(logger: PinoLogger): RequestHandler {
     const id = typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     res.setHeader("X-Request-Id", id);
     req.id = id;
-    let child: PinoLogger | undefined;
-    Object.defineProperty(req, "log", { configurable: true, enumerable: false, get: () => (child ??= logger.child({ requestId: id })) });
+    req.log = logger;
     const done = (aborted: boolean) => {
       const path = (req.url ?? "").split("?")[0]!;
       const level = aborted ? "warn" : levelOf(path, res.statusCode);
