@@ -245,27 +245,29 @@ async function soak(): Promise<void> {
 }
 
 async function startup(): Promise<void> {
-  const trace = join(mkdtempSync(join(tmpdir(), "credhook-bench-imports-")), "imports");
-  const hook = new URL("./bench-import-trace.mjs", import.meta.url).pathname;
-  const runs: Array<{ readyMs: number; rss: number }> = [];
-  for (let i = 0; i < 3; i++) {
-    const t = await startCredhook(["--import", hook], { CREDHOOK_IMPORT_TRACE: trace });
-    await sleep(1000);
-    runs.push({ readyMs: t.readyMs, rss: rssOf(t.pid) });
-    await t.stop();
+  for (const checkout of [root, ...(args.compare ? [args.compare.endsWith("/") ? args.compare : `${args.compare}/`] : [])]) {
+    const trace = join(mkdtempSync(join(tmpdir(), "credhook-bench-imports-")), "imports");
+    const hook = new URL("./bench-import-trace.mjs", import.meta.url).pathname;
+    const runs: Array<{ readyMs: number; rss: number }> = [];
+    for (let i = 0; i < 3; i++) {
+      const t = await startCredhook(["--import", hook], { CREDHOOK_IMPORT_TRACE: trace }, checkout);
+      await sleep(1000);
+      runs.push({ readyMs: t.readyMs, rss: rssOf(t.pid) });
+      await t.stop();
+    }
+    const pkgs = [...new Set(readFileSync(trace, "utf8").split("\n").filter(Boolean))].sort();
+    const cloud = pkgs.filter((p) => /^@aws-sdk\/|^@azure\/|^@google-cloud\/|^google-auth|^@smithy\/|^@credhook\/provider-(aws|azure|gcp)/.test(p));
+    console.log(
+      `\nstartup of ${checkout === root ? "this checkout" : checkout} (credhook serve, embedded default, ${process.env.CREDHOOK_FROM_SOURCE || !existsDist(checkout) ? "TypeScript sources through tsx" : "dist build"}): ` +
+        `time to the first 204 of /readyz ${runs.map((r) => r.readyMs.toFixed(0)).join(", ")} ms; idle RSS 1 s later ${runs.map((r) => mib(r.rss)).join(", ")}; ` +
+        `packages loaded ${pkgs.length}; cloud SDK packages loaded: ${cloud.length === 0 ? "none" : cloud.join(", ")}`,
+    );
   }
-  const pkgs = [...new Set(readFileSync(trace, "utf8").split("\n").filter(Boolean))].sort();
-  const cloud = pkgs.filter((p) => /^@aws-sdk\/|^@azure\/|^@google-cloud\/|^google-auth|^@smithy\/|^@credhook\/provider-(aws|azure|gcp)/.test(p));
-  console.log(
-    `\nstartup (credhook serve, embedded default, ${process.env.CREDHOOK_FROM_SOURCE || !existsDist() ? "TypeScript sources through tsx" : "dist build"}): ` +
-      `time to the first 204 of /readyz ${runs.map((r) => r.readyMs.toFixed(0)).join(", ")} ms; idle RSS 1 s later ${runs.map((r) => mib(r.rss)).join(", ")}; ` +
-      `packages loaded ${pkgs.length}; cloud SDK packages loaded: ${cloud.length === 0 ? "none" : cloud.join(", ")}`,
-  );
 }
 
-function existsDist(): boolean {
+function existsDist(checkout: string): boolean {
   try {
-    readFileSync(join(root, "packages/server/dist/cli.js"));
+    readFileSync(join(checkout, "packages/server/dist/cli.js"));
     return true;
   } catch {
     return false;
