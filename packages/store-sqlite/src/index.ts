@@ -461,6 +461,7 @@ export class SqliteCredentialStore implements CredentialStore {
   async close(): Promise<void> {
     this.commit(); // the writes of this turn, if any
     if (this.checkpointTimer) clearInterval(this.checkpointTimer);
+    if (this.checkpointTimer) this.checkpoint(); // what this connection wrote leaves the WAL now, even while another process keeps the file open
     if (this.serverLock?.open) this.serverLock.close();
     this.serverLock = undefined;
     if (this.db.open) this.db.close();
