@@ -25,7 +25,7 @@ import {
   type Logger,
   type OperationOutcome,
 } from "@credhook/core";
-import pg from "pg";
+import type pg from "pg";
 import { LocalProvider } from "@credhook/provider-local";
 import { EMBEDDED_GATEWAY_STATE, EmbeddedGateway, OAUTH_PATHS, parseEmbeddedGatewayConfig, type SharedLimitsBackend } from "@credhook/provider-local/gateway";
 import { basicAuth } from "./auth.js";
@@ -355,7 +355,9 @@ async function createEmbeddedGateway(
       ]);
     }
     const { url, schema } = typeof pgConfig === "string" ? { url: pgConfig, schema: undefined } : pgConfig;
-    pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 2_000 });
+    // pg only for this PostgreSQL mode: the embedded default (SQLite) never loads it.
+    const { default: pgModule } = await import("pg");
+    pool = new pgModule.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 2_000 });
     pool.on("error", (err) => logger.warn({ err: err.message }, "embedded gateway: PostgreSQL connection of the usage-plan counters lost; the pool reconnects"));
     sharedLimits = { storeClient: pool, schemaName: schema ?? "credhook" };
   }

@@ -59,7 +59,7 @@ export function errorHandler(err: unknown, req: Request, res: Response, _next: N
   }
   if (!typed) {
     const e = err as Error;
-    req.log?.error({ err: { type: e?.name, message: e?.message } }, "unexpected error");
+    req.log?.error({ requestId: req.id, err: { type: e?.name, message: e?.message } }, "unexpected error");
     sendError(res, req, 500, [`internal error; see the server log for request ${String(req.id)}`]);
     return;
   }
@@ -71,7 +71,7 @@ export function errorHandler(err: unknown, req: Request, res: Response, _next: N
   if (typed instanceof EdgeError) headers.Connection = "close";
   if (typed.status >= 500) {
     const cause = typed.cause as { name?: string; message?: string } | undefined;
-    req.log?.warn({ err: { code: typed.code, message: typed.message, gateway: typed.gateway, cause: cause?.name } }, "request failed");
+    req.log?.warn({ requestId: req.id, err: { code: typed.code, message: typed.message, gateway: typed.gateway, cause: cause?.name } }, "request failed");
   }
   sendError(res, req, typed.status, typed.messages, headers);
 }

@@ -25,7 +25,7 @@
  */
 import type { IncomingMessage } from "node:http";
 import type { APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
-import type { Logger as PinoLogger } from "pino";
+import { destination, type Logger as PinoLogger } from "pino";
 import serverless from "serverless-http";
 import { ConfigError, isCredhookError } from "@credhook/core";
 import { createApp, type CredhookApp } from "./app.js";
@@ -73,7 +73,8 @@ export async function createLambdaHandler(options: LambdaHandlerOptions = {}): P
       ),
     );
   }
-  const logger = options.logger ?? createLogger(config.server.logLevel);
+  // Synchronous stdout here: Lambda freezes the process once the handler returns, so a line must be written before.
+  const logger = options.logger ?? createLogger(config.server.logLevel, destination({ dest: 1, sync: true }));
   const credhook = await createApp(config, { logger });
   const wrapped = serverless(credhook.app, {
     provider: "aws",

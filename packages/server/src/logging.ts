@@ -6,8 +6,8 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { pino, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from "pino";
-import { pinoHttp, type HttpLogger } from "pino-http";
+import type { RequestHandler } from "express";
+import { destination as pinoDestination, pino, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from "pino";
 import { traceIds } from "./tracing.js";
 
 /** Paths redacted from every log line, wherever a secret could appear. */
@@ -30,11 +30,10 @@ export function safeError(err: unknown): Record<string, unknown> {
   return { type: e.name, ...(e.code !== undefined ? { code: e.code } : {}), ...(e.status !== undefined ? { status: e.status } : {}), message: e.message };
 }
 
-/** The request being handled: its id, and the two loggers pino-http made for it (they carry the id already). */
+/** The request being handled: its id, and its own completion-line logger (whose lines carry the id already). */
 interface RequestScope {
   id: string;
-  reqLog: unknown;
-  resLog: unknown;
+  own: unknown;
 }
 
 /** Which request the running code serves (set by {@link requestLogger} for the rest of the middleware chain). */
@@ -49,15 +48,20 @@ const requestScope = new AsyncLocalStorage<RequestScope>();
 function lineFields(_line: object, _level: number, logger: unknown): { requestId?: string; traceId?: string; spanId?: string } {
   const ids = traceIds();
   const scope = requestScope.getStore();
-  if (!scope || logger === scope.reqLog || logger === scope.resLog) return ids;
+  if (!scope || logger === scope.own) return ids;
   return { requestId: scope.id, ...ids };
 }
 
 /**
- * Creates the process logger. `destination` defaults to stdout (fd 1). Lines
- * written inside a traced request carry its `traceId` and `spanId`; lines
- * written while a request is handled carry its `requestId`, whichever logger
- * (or child) writes them.
+ * Creates the process logger. `destination` defaults to stdout (fd 1), written
+ * asynchronously: a line is handed to the operating system at once when no
+ * write is in flight, and lines that come while one is are written together
+ * with the next (one write for many under load, none of them held back when
+ * idle). What is still buffered is written synchronously when the process exits
+ * (pino's exit handler, also on `process.exit`); only a hard kill can lose it.
+ * Lines written inside a traced request carry its `traceId` and `spanId`; lines
+ * written while a request is handled carry its `requestId`, whichever logger (or
+ * child) writes them.
  */
 export function createLogger(level: LoggerOptions["level"] = "info", destination?: DestinationStream): PinoLogger {
   const options: LoggerOptions = {
@@ -68,7 +72,7 @@ export function createLogger(level: LoggerOptions["level"] = "info", destination
     timestamp: pino.stdTimeFunctions.isoTime,
     serializers: { err: safeError },
   };
-  return destination ? pino(options, destination) : pino(options);
+  return pino(options, destination ?? pinoDestination({ dest: 1, sync: false }));
 }
 
 const PROBES = new Set(["/livez", "/readyz"]);
@@ -87,48 +91,66 @@ export function requestIdFor(incoming: string | string[] | undefined): string {
 
 /** Adds route, status, gateways, credential id, error code and user (from `res.locals`) to the completion line. */
 function withOutcome(req: IncomingMessage, res: ServerResponse, val: Record<string, unknown>): Record<string, unknown> {
-  const locals = (res as unknown as { locals?: Record<string, unknown> }).locals ?? {};
-  return {
-    ...val,
-    route: req.url?.split("?")[0],
-    status: res.statusCode,
-    ...(locals.gateways ? { gateways: locals.gateways } : {}),
-    ...(locals.credentialId ? { credentialId: locals.credentialId } : {}),
-    ...(locals.errorCode ? { errorCode: locals.errorCode } : {}),
-    ...(locals.user ? { user: locals.user } : {}),
-  };
+  const locals = (res as unknown as { locals?: Record<string, unknown> }).locals;
+  val.route = (req.url ?? "").split("?")[0];
+  val.status = res.statusCode;
+  if (locals) {
+    if (locals.gateways) val.gateways = locals.gateways;
+    if (locals.credentialId) val.credentialId = locals.credentialId;
+    if (locals.errorCode) val.errorCode = locals.errorCode;
+    if (locals.user) val.user = locals.user;
+  }
+  return val;
+}
+
+declare module "node:http" {
+  interface IncomingMessage {
+    /** The request id ({@link requestLogger}): the caller's sane `X-Request-Id`, else a UUID. */
+    id?: string;
+    /** The process logger ({@link requestLogger}); a line about the request carries `requestId: req.id` itself. */
+    log?: PinoLogger;
+  }
+}
+
+/** The level of a request's completion line: error for 5xx, warn for 4xx, debug for the probes, else info. */
+function levelOf(path: string, status: number): "error" | "warn" | "info" | "debug" {
+  return PROBES.has(path) ? "debug" : status >= 500 ? "error" : status >= 400 ? "warn" : "info";
 }
 
 /**
- * The per-request log middleware. The request id is a sane incoming `X-Request-Id`
- * ({@link requestIdFor}), else a new UUID; it is sent back in `X-Request-Id` on every
- * answer, is `requestId` on the request's completion line and on every line written
- * while the request is handled (by any logger), and is named in a 500's message.
+ * The per-request log middleware: one line per request when its response has
+ * been sent ("request completed"; "request aborted" at warn when the client went
+ * away first) with `requestId`, `req: { method, path }`, `res: { status }`,
+ * `durationMs`, `route`, `status`, and from `res.locals` the gateways,
+ * credential id, error code and user. Honors a sane incoming `X-Request-Id`,
+ * else a UUID; echoes it in the response and sets `req.id`, and `req.log` (the
+ * process logger: no child logger per request). The line is built from these fields only — never a header
+ * or a body — so it skips the logger's redaction, which costs more than the rest
+ * of the line; every other line (`req.log`, the orchestrator's) is redacted as before.
+ * The rest of the middleware chain runs in the request's scope (AsyncLocalStorage):
+ * every line written while the request is handled, by any logger, carries its
+ * `requestId`. A level the logger does not write costs nothing but the check.
  */
-export function requestLogger(logger: PinoLogger): HttpLogger {
-  const http = pinoHttp({
-    logger,
-    genReqId: (req: IncomingMessage, res: ServerResponse) => {
-      const id = requestIdFor(req.headers["x-request-id"]);
-      res.setHeader("X-Request-Id", id);
-      return id;
-    },
-    quietReqLogger: true,
-    // Probes (every few seconds, from a load balancer) only at debug level: /readyz logs its changes of state itself.
-    customLogLevel: (req, res, err) =>
-      err ? "error" : PROBES.has(req.url?.split("?")[0] ?? "") ? "debug" : res.statusCode >= 500 ? "error" : res.statusCode >= 400 ? "warn" : "info",
-    customSuccessMessage: () => "request completed",
-    customErrorMessage: () => "request failed",
-    customAttributeKeys: { responseTime: "durationMs", reqId: "requestId" },
-    serializers: {
-      req: (req: { method?: string; url?: string }) => ({ method: req.method, path: req.url?.split("?")[0] }),
-      res: (res: { statusCode?: number }) => ({ status: res.statusCode }),
-      err: safeError,
-    },
-    customSuccessObject: (req, res, val: Record<string, unknown>) => withOutcome(req, res, val),
-    customErrorObject: (req, res, _err, val: Record<string, unknown>) => withOutcome(req, res, val),
-  });
-  const middleware = (req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void) =>
-    http(req, res, () => requestScope.run({ id: String(req.id), reqLog: req.log, resLog: res.log }, () => next?.()));
-  return Object.assign(middleware, { logger: http.logger }) as HttpLogger;
+export function requestLogger(logger: PinoLogger): RequestHandler {
+  const lines = logger.child({}, { redact: { paths: [] } });
+  return (req: IncomingMessage, res: ServerResponse, next: () => void) => {
+    const start = performance.now();
+    const id = requestIdFor(req.headers["x-request-id"]);
+    res.setHeader("X-Request-Id", id);
+    req.id = id;
+    req.log = logger;
+    const done = (aborted: boolean) => {
+      const path = (req.url ?? "").split("?")[0]!;
+      const level = aborted ? "warn" : levelOf(path, res.statusCode);
+      if (!lines.isLevelEnabled(level)) return;
+      const val = { requestId: id, req: { method: req.method, path }, res: { status: res.statusCode }, durationMs: Math.round(performance.now() - start) };
+      lines[level](withOutcome(req, res, val), aborted ? "request aborted" : "request completed");
+    };
+    res.once("finish", () => done(false));
+    res.once("close", () => {
+      if (!res.writableFinished) done(true);
+    });
+    // The rest of the chain runs in the request's scope: every line it writes, by any logger, carries the id.
+    requestScope.run({ id, own: lines }, next);
+  };
 }

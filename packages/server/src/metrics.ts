@@ -59,26 +59,32 @@ export function createMetrics(): Metrics {
     registers: [registry],
   });
   const known = new Set(["/v1/createCredentials", "/v1/updateCredentials", "/v1/revokeCredentials", "/v1/health", "/metrics", "/livez", "/readyz"]);
-  // One labelled child per (endpoint, status): the key check counts every call, so labels are not hashed per request.
+  // One labelled child per label set, made once: the key check and the webhook count every request, so labels are not hashed per request.
   const embeddedChildren = new Map<string, { inc(): void }>();
+  const durationOf = new Map<string, { observe(seconds: number): void }>();
+  const requestsOf = new Map<string, { inc(): void }>();
+  /** The child of `key` in `children`, made by `make` on first use. */
+  const child = <C>(children: Map<string, C>, key: string, make: () => C): C => {
+    let c = children.get(key);
+    if (!c) {
+      c = make();
+      children.set(key, c);
+    }
+    return c;
+  };
   return {
     registry,
     unownedRevokes,
     observeGateway(endpoint, status) {
-      const key = `${endpoint} ${status}`;
-      let child = embeddedChildren.get(key);
-      if (!child) {
-        child = embedded.labels({ endpoint, status: String(status) });
-        embeddedChildren.set(key, child);
-      }
-      child.inc();
+      child(embeddedChildren, `${endpoint} ${status}`, () => embedded.labels({ endpoint, status: String(status) })).inc();
     },
     observe(req, res, next) {
-      const end = duration.startTimer();
+      const start = performance.now();
       res.on("finish", () => {
         const route = known.has(req.path) ? req.path : "other";
-        end({ route });
-        requests.inc({ route, method: req.method, status: String(res.statusCode) });
+        const status = String(res.statusCode);
+        child(durationOf, route, () => duration.labels({ route })).observe((performance.now() - start) / 1000);
+        child(requestsOf, `${route} ${req.method} ${status}`, () => requests.labels({ route, method: req.method, status })).inc();
         if (res.statusCode >= 400) errors.inc({ route, code: String(res.locals.errorCode ?? res.statusCode) });
         for (const g of (res.locals.gateways as string[] | undefined) ?? []) {
           gateways.inc({ gateway: g, route, outcome: res.statusCode >= 400 ? "error" : "ok" });

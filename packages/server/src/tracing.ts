@@ -21,7 +21,7 @@
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import type { IncomingHttpHeaders } from "node:http";
 import type { NextFunction, Request, Response } from "express";
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from "@opentelemetry/api";
+import { context, propagation, ProxyTracerProvider, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from "@opentelemetry/api";
 import type { SpanExporter } from "@opentelemetry/sdk-trace-node";
 import { ConfigError, isCredhookError, type Gateway, type Provider } from "@credhook/core";
 
@@ -199,6 +199,15 @@ async function instrumentCloudHttp(provider: import("@opentelemetry/sdk-trace-no
   return disable;
 }
 
+/** The provider the API delegates to while none is registered (a singleton of @opentelemetry/api). */
+const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
+
+/** Whether a tracer provider is registered globally (by {@link startTracing}, or by the embedding application). */
+function tracingRegistered(): boolean {
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider) || provider.getDelegate() !== NOOP_PROVIDER;
+}
+
 /** The active span's trace and span ids, for log lines; empty when no span is being recorded or propagated. */
 export function traceIds(): { traceId?: string; spanId?: string } {
   const sc = trace.getActiveSpan()?.spanContext();
@@ -215,7 +224,8 @@ export function traceIds(): { traceId?: string; spanId?: string } {
  */
 export function traceRequests() {
   return (req: Request, res: Response, next: NextFunction): void => {
-    if (!req.path.startsWith("/v1/")) return next();
+    // Without a registered tracer provider every span is a no-op: skip the context binding too.
+    if (!tracingRegistered() || !req.path.startsWith("/v1/")) return next();
     const parent = propagation.extract(context.active(), req.headers);
     const span = tracer().startSpan(
       `${req.method} ${req.path}`,
@@ -307,7 +317,8 @@ export function traceProvider(gateway: Gateway): Provider {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver) as unknown;
       if (typeof prop !== "string" || !TRACED_OPERATIONS.has(prop) || typeof value !== "function") return value;
-      return (...args: unknown[]) => inGatewaySpan(gateway, prop, () => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
+      const call = value as (...a: unknown[]) => Promise<unknown>;
+      return (...args: unknown[]) => (tracingRegistered() ? inGatewaySpan(gateway, prop, () => call.apply(target, args)) : call.apply(target, args));
     },
   });
 }

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as oidc from "openid-client";
-import { createLogger, loadConfigFile, startServer } from "../src/index.js";
+import { createLogger, embeddedConfigText, loadConfigFile, startServer } from "../src/index.js";
 import { AUTH, errorOf, PASSWORD, startTestServer, SERVER_YAML, type TestServer } from "./helpers.js";
 
 const YAML = `
@@ -114,6 +114,36 @@ describe("the shipped config (the embedded default, which `credhook init` writes
       expect(client.customCredentials.tokenUrl).toBe(`http://localhost:${port}/oauth2/token`);
       const oauth = await oidc.discovery(new URL(`http://localhost:${port}`), client.clientId, client.clientSecret, undefined, { algorithm: "oauth2", execute: [oidc.allowInsecureRequests] });
       expect((await oidc.clientCredentialsGrant(oauth)).scope).toBe("m2m-reports");
+    } finally {
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("its commented key-check path rules work once uncommented: the key of an app holding the API passes, another gets 403", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "credhook-shipped-rules-"));
+    const text = embeddedConfigText();
+    const example = text.match(/\n( *)apis: \[\][^\n]*\n((?:\1#[^\n]*\n)+)/)!;
+    const rules = example[2]!.split("\n").filter((l) => /^ *# {1,3}(apis:| +- \{ pathPrefix)/.test(l)).map((l) => l.replace("# ", ""));
+    expect(rules.length).toBeGreaterThanOrEqual(2);
+    writeFileSync(join(dir, "webhook.config.yaml"), text.replace(example[0], `\n${rules.join("\n")}\n`));
+    const config = await loadConfigFile(undefined, { cwd: dir, env: { PORT: "0", CREDHOOK_GATEWAY_PORT: "0", CREDHOOK_DATA_DIR: dir, CREDHOOK_PASSWORD: PASSWORD } });
+    const server = await startServer(config, { port: 0, host: "127.0.0.1", logger: createLogger("silent") });
+    try {
+      const create = (appName: string, api: string) =>
+        fetch(`${server.url}/v1/createCredentials`, {
+          method: "POST",
+          headers: { authorization: AUTH, "content-type": "application/json" },
+          body: JSON.stringify({ appName, developer: "d@example.com", apis: [{ id: api }] }),
+        }).then((r) => r.json() as Promise<{ apiKey: string }>);
+      const orders = await create("Orders app", "5aba4csvd4");
+      const weather = await create("Weather app", "weather");
+      const check = (key: string, uri: string) => fetch(`${server.gatewayUrl}/check`, { headers: { "x-api-key": key, "x-original-uri": uri } });
+      const ok = await check(orders.apiKey, "/orders/42?x=1");
+      expect(ok.status).toBe(200);
+      expect(ok.headers.get("x-credhook-api")).toBe("5aba4csvd4");
+      expect((await check(weather.apiKey, "/orders/42")).status).toBe(403);
+      expect((await check(weather.apiKey, "/weather/today")).status).toBe(200);
     } finally {
       await server.close();
       rmSync(dir, { recursive: true, force: true });

@@ -165,6 +165,54 @@ describe("SqliteCredentialStore", () => {
     await again.close();
   });
 
+  it("concurrent writes share one commit, and each is committed (visible to another connection) when its promise resolves", async () => {
+    const p = path();
+    const store = await openSqliteStore({ path: p });
+    const reader = new Database(p, { readonly: true });
+    const committed = () => (reader.prepare("SELECT COUNT(*) AS n FROM credentials").get() as { n: number }).n;
+    // WAL frames appended so far: a 32-byte header, then per frame a 24-byte header and one page.
+    const pageSize = reader.pragma("page_size", { simple: true }) as number;
+    const walFrames = () => (statSync(`${p}-wal`).size - 32) / (pageSize + 24);
+    const state = store.stateFor("local");
+    const before = walFrames();
+    const records = Array.from({ length: 20 }, (_, i) => rec({ appKey: `slug:app-${i}`, publicId: `k-${i}` }));
+    const writes = records.map((r) => store.insert(r).then(() => committed()));
+    // Seen when it resolves: at least as many rows as writes resolved so far.
+    const seen = await Promise.all(writes);
+    expect(seen.every((n) => n === 20)).toBe(true);
+    await Promise.all(records.map((r, i) => state.put(`k${i}`, { n: i })));
+    expect(((reader.prepare("SELECT COUNT(*) AS n FROM provider_state").get()) as { n: number }).n).toBe(20);
+    // 40 writes in transactions of their own would append each page they touch (row and 4 index pages
+    // per insert) once per commit, well over 100 frames; a group appends each page once.
+    expect(walFrames() - before).toBeLessThan(40);
+    reader.close();
+    await store.close();
+  });
+
+  it("a write that fails in a group (a conflict) fails alone; the others commit", async () => {
+    const store = await openSqliteStore({ path: path() });
+    const a = rec({ appKey: "slug:a", publicId: "ka" });
+    const results = await Promise.allSettled([store.insert(a), store.insert(rec({ appKey: "slug:a", publicId: "kx" })), store.insert(rec({ appKey: "slug:b", publicId: "kb" }))]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(Conflict);
+    expect((await store.list()).map((r) => r.appKey).sort()).toEqual(["slug:a", "slug:b"]);
+    await store.close();
+  });
+
+  it("checkpoints the WAL after writes and truncates it: a deleted row's content is left in no WAL frame", async () => {
+    const p = path();
+    const store = await openSqliteStore({ path: p, checkpointIntervalMs: 20 });
+    const state = store.stateFor("local");
+    const digest = "d".repeat(64);
+    await state.put(`key:${digest}`, { nativeId: "lk1" });
+    expect(readFileSync(`${p}-wal`, "latin1")).toContain(digest);
+    await state.delete(`key:${digest}`);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(statSync(`${p}-wal`).size).toBe(0);
+    expect(readFileSync(p, "latin1")).not.toContain(digest); // secure_delete zeroed it in the file
+    await store.close();
+  });
+
   it("migrateLegacyAppKey reads each version-1 form", () => {
     expect(migrateLegacyAppKey("slug:s/1", { developer: "d/x" })).toBe("slug:d%2Fx/s%2F1");
     expect(migrateLegacyAppKey("app:d%/n", { developer: "d%" })).toBe("app:d%25/n");

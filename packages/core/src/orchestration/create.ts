@@ -75,7 +75,9 @@ async function createFresh(ctx: OrchestrationContext, plan: CreatePlan, customCr
         ...(customCredentials ? { customCredentials } : {}),
       });
       rec.bindings.push({ gateway, nativeId: cred.nativeId, resources: cred.resources });
-      await saver();
+      // With one gateway the final save follows at once and records the binding; a crash before it leaves
+      // the pending intent, whose gateway recovery searches by the credential's mark, as after a crash mid-call.
+      if (gatewayNames.length > 1) await saver();
       for (const [k, v] of Object.entries(cred.customCredentials ?? {})) extras[k] ??= v;
       return cred;
     } catch (err) {
