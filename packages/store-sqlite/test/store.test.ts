@@ -180,7 +180,7 @@ describe("SqliteCredentialStore", () => {
     // Seen when it resolves: at least as many rows as writes resolved so far.
     const seen = await Promise.all(writes);
     expect(seen.every((n) => n === 20)).toBe(true);
-    await Promise.all(records.map((r, i) => state.put(`k${i}`, { n: i })));
+    await Promise.all(records.map((_r, i) => state.put(`k${i}`, { n: i })));
     expect(((reader.prepare("SELECT COUNT(*) AS n FROM provider_state").get()) as { n: number }).n).toBe(20);
     // 40 writes in transactions of their own would append each page they touch (row and 4 index pages
     // per insert) once per commit, well over 100 frames; a group appends each page once.
