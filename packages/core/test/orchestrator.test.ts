@@ -226,6 +226,24 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
     expect(a.marked()).toEqual([]);
   });
 
+  it("a revoke while a failed update's write may still land keeps the record abandoned, and the sweep revokes the late write", async () => {
+    setup(60_000);
+    const { response } = await orch.create(req("a-1"));
+    const apiKeyId = (response as { apiKeyId: string }).apiKeyId;
+    b.fail({ op: "create", when: "late", lateMs: 30 });
+    await expect(orch.update({ credentialType: "API_KEY", apiKeyId, apis: [{ id: "b-1", action: "ADDED" }] })).rejects.toMatchObject({ status: 504 });
+    await orch.revoke({ credentialType: "API_KEY", apiKeyId });
+    expect(a.marked()).toEqual([]);
+    await b.settled(); // the update's create on b lands after the revoke
+    expect(b.marked()).toHaveLength(1);
+    const [kept] = await store.list();
+    expect(kept).toMatchObject({ status: "abandoned", bindings: [], abandoned: { uncertain: ["b"] } });
+    expect(await store.findByPublicId("API_KEY", apiKeyId)).toBeUndefined(); // revoked, for the portal
+    expect((await orch.revoke({ credentialType: "API_KEY", apiKeyId })).unowned).toBeUndefined(); // a repeated revoke is a no-op
+    expect(await orch.sweepAbandoned()).toMatchObject({ swept: 1, revoked: 1, deleted: 0 });
+    expect(b.marked()).toEqual([]);
+  });
+
   it("a revoke of an id the store does not know leaves a resource without credhook's mark alone", async () => {
     setup();
     a.putForeign("someone-elses");

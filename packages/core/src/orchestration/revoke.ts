@@ -7,6 +7,7 @@ import type { RevokeCredentialsRequest } from "../contract.js";
 import type { AppIdentity, RevokeOutcome } from "../provider.js";
 import { revokeBindings, revokeOne } from "./abandoned.js";
 import type { OrchestrationContext } from "./context.js";
+import { markAbandoned } from "./journal.js";
 import type { OperationOutcome } from "./types.js";
 
 /**
@@ -55,7 +56,19 @@ export async function revoke(ctx: OrchestrationContext, req: RevokeCredentialsRe
       await ctx.store.save(rec);
       throw ctx.firstByGatewayOrder(left.map((l) => l.error), gateways);
     }
-    await ctx.store.delete(rec.id);
+    if (rec.unsettled && new Date().toISOString() < rec.unsettled.settleUntil) {
+      // A failed update's write may still land and would outlive the record: keep it as an abandoned
+      // create's (never matched by the app's next create), searched by its mark until the window ends.
+      const { gateways: unsure, settleUntil } = rec.unsettled;
+      delete rec.unsettled;
+      rec.bindings = [];
+      rec.publicId = ""; // revoked: the portal's id finds nothing any more, as after a delete
+
+      markAbandoned(ctx, rec, "revoked while a failed update's writes may still land", unsure.map((u) => u.gateway), Date.parse(settleUntil) - ctx.settleMs);
+      await ctx.store.save(structuredClone(rec));
+    } else {
+      await ctx.store.delete(rec.id);
+    }
     ctx.logger.info({ credentialId: rec.id, gateways }, "credential revoked");
     return { gateways, credentialId: rec.id };
   });
