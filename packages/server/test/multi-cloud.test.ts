@@ -202,7 +202,15 @@ describe("partial failure never leaves a live key the portal does not know", () 
     const rec = await record(apiKeyId);
     expect(rec!.status).toBe("active");
     expect(rec!.apis.map((a) => [a.id, a.usagePlans])).toEqual([["5aba4csvd4", ["1el57v"]], ["orders-eu-1", ["eu-gold"]]]);
+    // Azure's PUTs answered 500: they may still land. The record keeps Azure as unsettled …
+    expect(rec!.unsettled?.gateways.map((g) => g.gateway)).toEqual(["azure"]);
     expect((await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId })).status).toBe(204);
+    expect(await record(apiKeyId)).toBeUndefined();
+    // … so the revoke keeps it as an abandoned record, searched by its mark until the settle window ends.
+    const kept = await s.credhook.store.listAbandoned();
+    expect(kept.map((r) => [r.id, r.abandoned?.uncertain])).toEqual([[rec!.id, ["azure"]]]);
+    expect(await s.credhook.orchestrator.sweepAbandoned()).toMatchObject({ swept: 1, revoked: 0, deleted: 0 }); // nothing landed
+    for (const r of kept) await s.credhook.store.delete(r.id); // this file expects an empty store between cases
   });
 });
 
