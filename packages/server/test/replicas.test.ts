@@ -31,9 +31,13 @@ let store: PostgresCredentialStore;
 const servers: Array<{ child: ChildProcess; url: string; output: () => string; exited: Promise<number | null> }> = [];
 
 
+/** Every instance started, listening or not. */
+const spawned: ChildProcess[] = [];
+
 async function serve(): Promise<(typeof servers)[number]> {
   const env = { ...process.env, ...clouds.env, CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir, PORT: "0", CREDHOOK_FROM_SOURCE: "1", DATABASE_URL: url };
   const child = spawn(process.execPath, [CLI, "serve", "--config", config], { env, stdio: ["ignore", "pipe", "pipe"] });
+  spawned.push(child);
   let out = "";
   child.stdout!.on("data", (d) => (out += String(d)));
   child.stderr!.on("data", (d) => (out += String(d)));
@@ -69,6 +73,8 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const s of servers) s.child.kill("SIGTERM");
   await Promise.all(servers.map((s) => s.exited));
+  // An instance that never listened (a failed start) is not in `servers`: it must not outlive the test either.
+  for (const child of spawned) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   await store?.close();
   await clouds?.close();
 });
