@@ -67,6 +67,11 @@ export interface ScriptedProviderOptions {
   capabilities?: Partial<ProviderCapabilities>;
 }
 
+/** Whether `r` carries credhook's mark for `ref` (any credential id when `ref` names none: a revoke by id alone). */
+function carriesMark(r: ScriptedResource, ref: ProviderCredentialRef): boolean {
+  return r.credentialId !== undefined && (ref.credentialId === "" || r.credentialId === ref.credentialId);
+}
+
 /** See the module comment. */
 export class ScriptedProvider implements Provider {
   readonly capabilities: ProviderCapabilities;
@@ -132,7 +137,7 @@ export class ScriptedProvider implements Provider {
 
   private owned(ref: ProviderCredentialRef): ScriptedResource {
     const r = this.resources.get(ref.nativeId);
-    if (!r || r.credentialId === undefined || (ref.credentialId !== "" && r.credentialId !== ref.credentialId)) {
+    if (!r || !carriesMark(r, ref)) {
       throw gatewayError(this.gateway, NotFound, `no credential of credhook's with id '${ref.nativeId}'`);
     }
     return r;
@@ -165,7 +170,7 @@ export class ScriptedProvider implements Provider {
       this.calls.push({ op: "revoke", id: ref.nativeId });
       return "gone";
     }
-    if (r.credentialId === undefined || (ref.credentialId !== "" && r.credentialId !== ref.credentialId)) {
+    if (!carriesMark(r, ref)) {
       this.calls.push({ op: "revoke", id: ref.nativeId });
       return "not-owned";
     }

@@ -31,7 +31,7 @@ export async function abandonCreate(ctx: OrchestrationContext, rec: CredentialRe
     }
   }
   const uncertain = uniq(failures.filter((f) => f.gateway && ctx.mayHaveLanded(f)).map((f) => f.gateway!));
-  markAbandoned(ctx, rec, failures[0]!.messages[0] ?? failures[0]!.message, uncertain, Date.now());
+  markAbandoned(rec, failures[0]!.messages[0] ?? failures[0]!.message, uncertain, ctx.settleUntil(uncertain, Date.now()));
   await ctx.store.save(structuredClone(rec));
   await cleanupAbandoned(ctx, rec, true);
 }
@@ -122,6 +122,23 @@ export async function revokeOne(ctx: OrchestrationContext, gateway: string, ref:
   } catch (err) {
     throw ctx.asTyped(err, gateway);
   }
+}
+
+/**
+ * Searches `gateway` for resources carrying `rec`'s mark ({@link findByCredential})
+ * and revokes each, but those in `except` (native ids the caller handles), each
+ * call with the request's bounded retries when `retries`.
+ * @returns the resources revoked (not those the gateway reported as not its own)
+ * @throws the first failing search or revoke, typed
+ */
+export async function revokeMarked(ctx: OrchestrationContext, gateway: string, rec: CredentialRecord, apis: GatewayApi[], retries: boolean, except: string[] = []): Promise<OwnedResource[]> {
+  const revoked: OwnedResource[] = [];
+  for (const r of await ctx.compensating(() => findByCredential(ctx, gateway, rec, apis), retries)) {
+    if (except.includes(r.nativeId)) continue;
+    const outcome = await ctx.compensating(() => revokeOne(ctx, gateway, ctx.ref(rec, { gateway, nativeId: r.nativeId, resources: {} })), retries);
+    if (outcome !== "not-owned") revoked.push(r);
+  }
+  return revoked;
 }
 
 /**

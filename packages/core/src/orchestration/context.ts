@@ -107,6 +107,19 @@ export class OrchestrationContext implements GatewayTopology {
     return err.outcomeUnknown ?? err.status >= 500;
   }
 
+  /**
+   * Until when a search that finds nothing does not yet prove that a write on
+   * `gateways` begun at `startedMs` did not land: `startedMs` + the settle
+   * window (at the earliest now), or now when none of their providers' writes
+   * can land late.
+   * @returns an ISO 8601 time
+   */
+  settleUntil(gateways: string[], startedMs: number): string {
+    const lateWrites = gateways.some((g) => this.gateways.get(g)?.provider.capabilities.writesLandLate !== false);
+    const now = Date.now();
+    return new Date(lateWrites ? Math.max(startedMs + this.settleMs, now) : now).toISOString();
+  }
+
   /** Wraps anything a provider threw into a typed error tagged with the gateway (an untyped one is logged, then 502). */
   asTyped(err: unknown, gateway: string): CredhookError {
     if (isCredhookError(err)) {

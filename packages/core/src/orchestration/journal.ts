@@ -31,18 +31,14 @@ export function createIntent(plan: CreatePlan): CredentialRecord {
   };
 }
 
-/** Turns `rec` into an abandoned create (in memory): `startedMs` is when its cloud writes may have begun. */
-export function markAbandoned(ctx: OrchestrationContext, rec: CredentialRecord, reason: string, uncertain: string[], startedMs: number): void {
-  const now = new Date();
-  const lateWrites = uncertain.some((g) => ctx.gateways.get(g)?.provider.capabilities.writesLandLate !== false);
+/**
+ * Turns `rec` into an abandoned create (in memory): searched on `uncertain`
+ * until `settleUntil` (ISO 8601, from {@link OrchestrationContext.settleUntil}).
+ */
+export function markAbandoned(rec: CredentialRecord, reason: string, uncertain: string[], settleUntil: string): void {
+  const now = new Date().toISOString();
   rec.status = "abandoned";
   delete rec.pending;
-  rec.abandoned = {
-    at: now.toISOString(),
-    reason,
-    uncertain,
-    settleUntil: new Date(lateWrites ? Math.max(startedMs + ctx.settleMs, now.getTime()) : now.getTime()).toISOString(),
-    attempts: 0,
-  };
-  rec.updatedAt = now.toISOString();
+  rec.abandoned = { at: now, reason, uncertain, settleUntil, attempts: 0 };
+  rec.updatedAt = now;
 }

@@ -10,7 +10,7 @@ import { uniq } from "./api-sets.js";
 import { revokeOne, sweepOne } from "./abandoned.js";
 import type { OrchestrationContext } from "./context.js";
 import { finishUnfinished } from "./recovery.js";
-import { settleRecord } from "./settle.js";
+import { settleRecord, unsettledRecords } from "./settle.js";
 import type { ReconcileEntry, ReconcileOptions, ReconcileReport } from "./types.js";
 
 /**
@@ -61,7 +61,7 @@ export async function reconcile(ctx: OrchestrationContext, options: ReconcileOpt
     report.abandoned.push(entry);
   }
   // Failed or interrupted updates whose late writes may have landed: each gateway brought back to the record once settled.
-  const unsettled = ctx.store.listUnsettled ? await ctx.store.listUnsettled() : (await ctx.store.list()).filter((r) => r.unsettled);
+  const unsettled = await unsettledRecords(ctx);
   for (const rec of unsettled) {
     const info = rec.unsettled!;
     const entry: ReconcileEntry = { credentialId: rec.id, appKey: rec.appKey, op: "update", action: "", gateways: info.gateways.map((g) => g.gateway), errors: [] };

@@ -38,7 +38,7 @@ export async function finishUnfinished(ctx: OrchestrationContext, rec: Credentia
       entry.action = `would abandon it: revoke ${rec.bindings.length} recorded resource(s) and search ${uncertain.length} gateway(s) for its mark`;
       return entry;
     }
-    markAbandoned(ctx, rec, "interrupted create (the process stopped before it finished)", uncertain, Date.parse(rec.pending?.startedAt ?? rec.createdAt));
+    markAbandoned(rec, "interrupted create (the process stopped before it finished)", uncertain, ctx.settleUntil(uncertain, Date.parse(rec.pending?.startedAt ?? rec.createdAt)));
     await ctx.store.save(structuredClone(rec));
     const result = await cleanupAbandoned(ctx, rec, false);
     entry.errors.push(...result.errors);

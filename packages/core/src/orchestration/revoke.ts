@@ -64,7 +64,7 @@ export async function revoke(ctx: OrchestrationContext, req: RevokeCredentialsRe
       rec.bindings = [];
       rec.publicId = ""; // revoked: the portal's id finds nothing any more, as after a delete
 
-      markAbandoned(ctx, rec, "revoked while a failed update's writes may still land", unsure.map((u) => u.gateway), Date.parse(settleUntil) - ctx.settleMs);
+      markAbandoned(rec, "revoked while a failed update's writes may still land", unsure.map((u) => u.gateway), settleUntil);
       await ctx.store.save(structuredClone(rec));
     } else {
       await ctx.store.delete(rec.id);

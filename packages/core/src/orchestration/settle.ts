@@ -13,7 +13,7 @@ import { isCredhookError } from "../errors.js";
 import type { GatewayApi } from "../provider.js";
 import type { CredentialRecord, UnsettledInfo } from "../store.js";
 import { changesBetween, groupByGateway } from "./api-sets.js";
-import { findByCredential, revokeOne, sweepAbandoned } from "./abandoned.js";
+import { revokeMarked, revokeOne, sweepAbandoned } from "./abandoned.js";
 import type { OrchestrationContext } from "./context.js";
 import type { SweepResult } from "./types.js";
 
@@ -35,8 +35,7 @@ export interface SettleResult {
  */
 export function markUnsettled(ctx: OrchestrationContext, rec: CredentialRecord, entries: Array<{ gateway: string; attempted: GatewayApi[] }>, startedMs: number): void {
   if (entries.length === 0) return;
-  const lateWrites = entries.some((e) => ctx.gateways.get(e.gateway)?.provider.capabilities.writesLandLate !== false);
-  const until = new Date(lateWrites ? Math.max(startedMs + ctx.settleMs, Date.now()) : Date.now()).toISOString();
+  const until = ctx.settleUntil(entries.map((e) => e.gateway), startedMs);
   const info: UnsettledInfo = rec.unsettled ?? { gateways: [], settleUntil: until, attempts: 0 };
   for (const e of entries) {
     const known = info.gateways.find((g) => g.gateway === e.gateway);
@@ -96,16 +95,12 @@ export async function settleRecord(ctx: OrchestrationContext, rec: CredentialRec
           rec.bindings = rec.bindings.filter((x) => x !== b);
           result.revoked.push(`${g}:${b.nativeId}`);
         }
-        const found = await ctx.compensating(() => findByCredential(ctx, g, rec, entry.attempted), retries);
-        for (const r of found) {
-          const outcome = await ctx.compensating(() => revokeOne(ctx, g, { ...ctx.ref(rec, { gateway: g, nativeId: r.nativeId, resources: {} }) }), retries);
-          if (outcome !== "not-owned") result.revoked.push(`${g}:${r.nativeId}`);
-        }
+        for (const r of await revokeMarked(ctx, g, rec, entry.attempted, retries)) result.revoked.push(`${g}:${r.nativeId}`);
       }
       result.settled.push(g);
     } catch (err) {
       left.push(entry);
-      result.errors.push(`${g}: ${isCredhookError(err) ? err.messages[0] : ctx.asTyped(err, g).messages[0]}`);
+      result.errors.push(`${g}: ${ctx.asTyped(err, g).messages[0]}`);
     }
   }
   info.attempts += 1;
@@ -123,6 +118,11 @@ export async function settleRecord(ctx: OrchestrationContext, rec: CredentialRec
   return result;
 }
 
+/** The records with unsettled gateways: the store's {@link CredentialStore.listUnsettled}, else its whole list filtered. */
+export async function unsettledRecords(ctx: OrchestrationContext): Promise<CredentialRecord[]> {
+  return ctx.store.listUnsettled ? ctx.store.listUnsettled() : (await ctx.store.list()).filter((r) => r.unsettled);
+}
+
 /**
  * One pass over every record with unsettled gateways whose window has ended,
  * each under its app's lock. Never throws: failures stay on the records.
@@ -130,7 +130,7 @@ export async function settleRecord(ctx: OrchestrationContext, rec: CredentialRec
  */
 export async function sweepUnsettled(ctx: OrchestrationContext): Promise<{ settled: number; revoked: number }> {
   const out = { settled: 0, revoked: 0 };
-  const records = ctx.store.listUnsettled ? await ctx.store.listUnsettled() : (await ctx.store.list()).filter((r) => r.unsettled);
+  const records = await unsettledRecords(ctx);
   const now = new Date().toISOString();
   for (const rec of records) {
     if (rec.unsettled && now < rec.unsettled.settleUntil) continue;

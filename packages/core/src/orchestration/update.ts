@@ -10,7 +10,7 @@ import { PolicyViolation, UpstreamError, type CredhookError } from "../errors.js
 import type { AppIdentity, GatewayApi, ProviderResources, ProviderUpdateInput } from "../provider.js";
 import type { CredentialRecord, GatewayBinding } from "../store.js";
 import { appKeyOf, changesBetween, uniq } from "./api-sets.js";
-import { findByCredential, revokeOne } from "./abandoned.js";
+import { revokeMarked, revokeOne } from "./abandoned.js";
 import type { OrchestrationContext } from "./context.js";
 import { checkValueImportable, planUpdate } from "./plan.js";
 import { markUnsettled, settleRecord } from "./settle.js";
@@ -195,13 +195,7 @@ export async function compensateUpdate(ctx: OrchestrationContext,
       await ctx.compensating(() => revokeOne(ctx, b.gateway, ctx.ref(rec, b)));
       rec.bindings = rec.bindings.filter((x) => x !== b);
     }),
-    ...uncertain.map(async (g) => {
-      const found = await ctx.compensating(() => findByCredential(ctx, g, rec, desiredGroups.get(g) ?? []));
-      for (const r of found) {
-        if (created.some((b) => b.gateway === g && b.nativeId === r.nativeId)) continue;
-        await ctx.compensating(() => revokeOne(ctx, g, { ...ctx.ref(rec, { gateway: g, nativeId: r.nativeId, resources: {} }) }));
-      }
-    }),
+    ...uncertain.map((g) => revokeMarked(ctx, g, rec, desiredGroups.get(g) ?? [], true, created.filter((b) => b.gateway === g).map((b) => b.nativeId))),
   ]);
   const failed = results.flatMap((r, i) => (r.status === "rejected" ? [{ gateway: gatewaysInOrder[i]!, reason: r.reason as unknown }] : []));
   if (failed.length > 0) {
