@@ -75,16 +75,8 @@ program
       }
       const tracing = await startTracing();
       running = await startServer(config, { logger });
-      logger.info(
-        {
-          url: running.url,
-          config: config.configFile,
-          gateways: Object.keys(config.gateways),
-          tracing: !!tracing,
-          ...(running.gatewayUrl ? { embeddedGateway: running.gatewayUrl, issuer: running.credhook.embeddedGateway!.publicUrl } : {}),
-        },
-        "credhook listening",
-      );
+      // Signal handlers before the line that says it listens: whoever waits for that line (a supervisor, a test)
+      // may send SIGTERM at once, and must find the graceful shutdown in place, not the default (killed).
       const stop = (signal: string) => {
         logger.info({ signal }, "shutting down: draining in-flight requests");
         // Whatever a provider's limiter, an SDK or a connection still holds, the process ends in time.
@@ -109,6 +101,16 @@ program
       };
       process.once("SIGTERM", () => stop("SIGTERM"));
       process.once("SIGINT", () => stop("SIGINT"));
+      logger.info(
+        {
+          url: running.url,
+          config: config.configFile,
+          gateways: Object.keys(config.gateways),
+          tracing: !!tracing,
+          ...(running.gatewayUrl ? { embeddedGateway: running.gatewayUrl, issuer: running.credhook.embeddedGateway!.publicUrl } : {}),
+        },
+        "credhook listening",
+      );
     } catch (err) {
       reportAndExit(err);
     }
