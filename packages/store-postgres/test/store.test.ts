@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { describe, expect, inject, it } from "vitest";
 import pg from "pg";
 import { storeConformance } from "@credhook/provider-testkit";
@@ -41,8 +41,8 @@ describe("PostgreSQL store", () => {
     const s = schema();
     const a = await openPostgresStore({ url, schema: s });
     const b = await openPostgresStore({ url, schema: s });
+    let release = () => {};
     try {
-      let release!: () => void;
       const held = new Promise<void>((r) => (release = r));
       let entered!: () => void;
       const inside = new Promise<void>((r) => (entered = r));
@@ -53,15 +53,24 @@ describe("PostgreSQL store", () => {
       await inside;
       expect(await b.locks.tryRun("slug:app", async () => 1)).toEqual({ ran: false }); // another instance holds it
       expect(await b.locks.tryRun("slug:other", async () => 2)).toEqual({ ran: true, value: 2 });
-      // The instance dies: its database sessions end (as after kill -9).
+      // The instance dies: the session holding its lock ends (as after kill -9). Only that session: other test
+      // files share this PostgreSQL server, and their instances hold advisory locks of their own.
+      // The key as the store derives it: the first 8 bytes of SHA-256(schema NUL key), signed; PostgreSQL shows a
+      // bigint advisory key as classid (high 32 bits) and objid (low 32 bits) with objsubid 1.
+      const key = createHash("sha256").update(`${s}\u0000slug:app`).digest().readBigInt64BE(0).toString();
       const admin = new pg.Client({ connectionString: url });
       await admin.connect();
-      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()");
+      const { rowCount } = await admin.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted AND ((classid::bigint << 32) | objid::bigint) = $1::bigint",
+        [key],
+      );
       await admin.end();
+      expect(rowCount).toBe(1);
       expect(await b.locks.tryRun("slug:app", async () => 3)).toEqual({ ran: true, value: 3 });
       release();
       await running.catch(() => undefined); // its unlock fails on the dead session; the lock is already gone
     } finally {
+      release(); // a failed expectation must not leave the lock's holder (and so a.close()) waiting
       await Promise.all([a.close(), b.close()]);
     }
   });
