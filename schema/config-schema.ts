@@ -3,7 +3,7 @@
  * JSON Schema tool), generated from the schemas credhook itself validates with: core's
  * `configSchema`, each built-in provider's `optionsSchema` (the packages
  * {@link BUILTIN_PROVIDERS} names), each built-in store's and the embedded gateway's.
- * `pnpm schema` writes it to schema/webhook.config.schema.json; a test fails when that
+ * `pnpm schema` writes it to packages/server/config/webhook.config.schema.json; a test fails when that
  * file is stale and proves that `credhook check-config` and the schema agree.
  *
  * It describes the file as written, before interpolation: wherever a value must not be

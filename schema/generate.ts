@@ -1,5 +1,5 @@
 /**
- * `pnpm schema`: writes schema/webhook.config.schema.json, the JSON Schema of
+ * `pnpm schema`: writes packages/server/config/webhook.config.schema.json, the JSON Schema of
  * webhook.config.yaml (see config-schema.ts). With `--check` it writes nothing and
  * exits 1 when the committed file differs from what it would write.
  */
@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { buildConfigSchema } from "./config-schema.js";
 
 /** Where the schema is committed; the YAML files reference it by a relative path. */
-const SCHEMA_FILE = fileURLToPath(new URL("./webhook.config.schema.json", import.meta.url));
+const SCHEMA_FILE = fileURLToPath(new URL("../packages/server/config/webhook.config.schema.json", import.meta.url));
 
 const text = `${JSON.stringify(await buildConfigSchema(), null, 2)}\n`;
 if (process.argv.includes("--check")) {

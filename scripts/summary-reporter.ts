@@ -30,7 +30,8 @@ export default class SummaryReporter implements Reporter {
           lines.push(`FAILED: ${mod.moduleId.replace(`${process.cwd()}/`, "")} > ${test.fullName}: ${firstLine(result.errors?.[0])}`);
         } else skipped++;
       }
-      if (mod.state() === "failed" && [...mod.children.allTests()].length === 0) {
+      // A file that failed outside its tests (an import, a beforeAll): its tests were skipped, not failed.
+      if (mod.state() === "failed" && ![...mod.children.allTests()].some((t) => t.result().state === "failed")) {
         failed++;
         const errors = mod.errors();
         lines.push(`FAILED: ${mod.moduleId.replace(`${process.cwd()}/`, "")} (the file itself): ${firstLine(errors[0])}`);

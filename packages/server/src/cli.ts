@@ -124,7 +124,7 @@ program
   .action((file: string, opts: { force?: boolean }) => {
     const target = resolve(file);
     try {
-      writeFileSync(target, embeddedConfigText(), { flag: opts.force ? "w" : "wx", mode: 0o644 });
+      writeFileSync(target, embeddedConfigText(target), { flag: opts.force ? "w" : "wx", mode: 0o644 });
     } catch (err) {
       if ((err as { code?: string }).code === "EEXIST") reportAndExit(new Error(`${target} exists already; pass --force to overwrite it`));
       reportAndExit(new Error(`cannot write ${target}: ${(err as Error).message}`));

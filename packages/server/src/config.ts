@@ -8,7 +8,7 @@
  * ({@link EMBEDDED_CONFIG_FILE}), which `credhook init` also writes.
  */
 import { readFileSync, statSync } from "node:fs";
-import { dirname, isAbsolute, resolve } from "node:path";
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { cosmiconfig } from "cosmiconfig";
 import { parse as parseYaml } from "yaml";
@@ -198,9 +198,21 @@ export async function loadConfigFile(file?: string, options: LoadConfigOptions =
   return Object.assign(config, { configFile: result.filepath, embeddedDefault: embedded });
 }
 
-/** The embedded default config's text (comments included), for `credhook init`. */
-export function embeddedConfigText(): string {
-  return readFileSync(EMBEDDED_CONFIG_FILE, "utf8");
+/** The JSON Schema of webhook.config.yaml shipped with this package (written by `pnpm schema`). */
+export const CONFIG_SCHEMA_FILE = join(dirname(EMBEDDED_CONFIG_FILE), "webhook.config.schema.json");
+
+/**
+ * The embedded default config's text (comments included), for `credhook init`.
+ * @param writtenTo - absolute path the text will be written to: its
+ *   `# yaml-language-server: $schema=…` line then names {@link CONFIG_SCHEMA_FILE} relative to
+ *   that file's folder (POSIX separators), so that editors find the installed schema.
+ *   Omitted: the line as shipped (relative to the shipped file).
+ */
+export function embeddedConfigText(writtenTo?: string): string {
+  const text = readFileSync(EMBEDDED_CONFIG_FILE, "utf8");
+  if (!writtenTo) return text;
+  const schema = relative(dirname(writtenTo), CONFIG_SCHEMA_FILE).split(sep).join("/");
+  return text.replace(/^# yaml-language-server: \$schema=\S+$/m, () => `# yaml-language-server: $schema=${schema.startsWith(".") ? schema : `./${schema}`}`);
 }
 
 /** Masks secrets of a config for display (`check-config`): passwords, hashes, and any option whose name suggests a secret. */

@@ -2,7 +2,7 @@
 export { createApp, createRuntime, startServer, openStore, importProviderModule, SHUTDOWN_MARGIN_MS } from "./app.js";
 export type { AppOptions, CredhookApp, CredhookRuntime, RunningServer, ServerLimits } from "./app.js";
 export { EDGE_DEFAULTS } from "./edge.js";
-export { loadConfigFile, interpolate, maskSecrets, embeddedConfigText, CONFIG_SEARCH_PLACES, EMBEDDED_CONFIG_FILE, MAX_SECRET_FILE_BYTES } from "./config.js";
+export { loadConfigFile, interpolate, maskSecrets, embeddedConfigText, CONFIG_SEARCH_PLACES, CONFIG_SCHEMA_FILE, EMBEDDED_CONFIG_FILE, MAX_SECRET_FILE_BYTES } from "./config.js";
 export type { LoadedConfig, LoadConfigOptions, InterpolateOptions } from "./config.js";
 export { hashPassword, verifyPassword } from "./passwords.js";
 export { createLogger, REDACT_PATHS } from "./logging.js";

@@ -1,5 +1,6 @@
 /**
- * The generated JSON Schema of webhook.config.yaml (schema/webhook.config.schema.json,
+ * The generated JSON Schema of webhook.config.yaml (packages/server/config/webhook.config.schema.json,
+ * shipped in @credhook/server next to the starter config,
  * written by `pnpm schema`) is current, every shipped YAML file references it, and it
  * agrees with `credhook check-config` (the same steps: load and interpolate the file,
  * validate it, load every gateway's provider and its options, build the router) on the
@@ -16,7 +17,7 @@ import { buildConfigSchema } from "../../../schema/config-schema.js";
 import { EMBEDDED_CONFIG_FILE, importProviderModule, loadConfigFile } from "../src/index.js";
 
 const REPO = fileURLToPath(new URL("../../../", import.meta.url));
-const SCHEMA_FILE = join(REPO, "schema/webhook.config.schema.json");
+const SCHEMA_FILE = join(REPO, "packages/server/config/webhook.config.schema.json");
 const SHIPPED = [EMBEDDED_CONFIG_FILE, ...readdirSync(join(REPO, "examples")).filter((f) => f.endsWith(".yaml")).map((f) => join(REPO, "examples", f))];
 /** Values for every `${VAR}` without a default in the shipped files. */
 const ENV = {

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ConfigError } from "@credhook/core";
-import { createApp, EDGE_DEFAULTS, embeddedConfigText, EMBEDDED_CONFIG_FILE, interpolate, loadConfigFile, MAX_SECRET_FILE_BYTES } from "../src/index.js";
+import { CONFIG_SCHEMA_FILE, createApp, EDGE_DEFAULTS, embeddedConfigText, EMBEDDED_CONFIG_FILE, interpolate, loadConfigFile, MAX_SECRET_FILE_BYTES } from "../src/index.js";
 
 const write = (yaml: string) => {
   const dir = mkdtempSync(join(tmpdir(), "credhook-cfg-"));
@@ -168,6 +168,11 @@ describe("config loading", () => {
     expect(config.dataDir).toBe(join(dir, "data"));
     expect(Object.keys(config.gateways)).toEqual(["local", "m2m"]);
     expect(embeddedConfigText()).toMatch(/^# credhook configuration\./);
+    // as `credhook init` writes it elsewhere: the editor schema line names the shipped schema from there
+    const written = embeddedConfigText(join(dir, "conf", "webhook.config.yaml"));
+    const schemaPath = /^# yaml-language-server: \$schema=(\S+)$/m.exec(written)?.[1] ?? "";
+    expect(resolve(dir, "conf", schemaPath)).toBe(CONFIG_SCHEMA_FILE);
+    expect(existsSync(CONFIG_SCHEMA_FILE)).toBe(true);
     // a config file in the working directory wins over the embedded default
     writeFileSync(join(dir, "webhook.config.yaml"), BASE);
     expect((await loadConfigFile(undefined, { cwd: dir, env: { CREDHOOK_PASSWORD: "pw" }, embeddedDefault: true })).embeddedDefault).toBe(false);

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { openSqliteStore } from "@credhook/store-sqlite";
 import { startDemoClouds, type DemoClouds } from "../src/demo.js";
-import { until } from "./helpers.js";
+import { PROCESS_START_MS, until } from "./helpers.js";
 
 const CLI = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
 const CONFIG = fileURLToPath(new URL("../../../examples/multi-cloud.yaml", import.meta.url));
@@ -42,7 +42,7 @@ function run(args: string[]): { child: ChildProcess; output: () => string; stdou
 
 it("a server killed between two gateway calls leaves a pending record that reconcile turns into zero orphans", async () => {
   const server = run(["serve"]);
-  const url = await until("the server to listen", () => /"url":"(http:\/\/[^"]+)"/.exec(server.output())?.[1]);
+  const url = await until("the server to listen", () => /"url":"(http:\/\/[^"]+)"/.exec(server.output())?.[1], PROCESS_START_MS);
   // Azure answers slowly: AWS and the embedded provider finish first, Azure is still in flight.
   clouds.azure.setLatency(1500);
   const request = fetch(`${url}/v1/createCredentials`, {
@@ -95,4 +95,4 @@ it("a server killed between two gateway calls leaves a pending record that recon
   const report = JSON.parse(again.stdout());
   expect(report).toMatchObject({ dryRun: false, unfinished: [], skippedRecent: 0, orphans: [], garbage: [], unlistable: [] });
   expect(report.abandoned).toEqual([expect.objectContaining({ credentialId: pending!.id, errors: [], action: expect.stringMatching(/^cleaned up \(0 resource\(s\) revoked\); record kept until /) })]);
-}, 60_000); // two CLI runs and a server start from source: ~10 s on a quiet machine, more under CI's two suites
+}, 60_000 + PROCESS_START_MS); // two CLI runs and a server start from source: ~10 s on a quiet machine, more on a busy one

@@ -131,6 +131,13 @@ export async function errorOf(res: Response): Promise<{ timestamp: string; statu
 }
 
 /**
+ * How long a test waits for a `credhook` process it started to listen, ms. The process runs
+ * the TypeScript sources through tsx: a few seconds on a quiet 2-core machine, several times
+ * that while the suite's other files keep both cores busy (seen: over 20 s).
+ */
+export const PROCESS_START_MS = 90_000;
+
+/**
  * Polls `fn` every 25 ms until it returns a truthy value, and returns that value.
  * @param ms how long to wait before failing, ms
  * @throws Error "timed out waiting for <what>"

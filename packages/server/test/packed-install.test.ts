@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile, execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { spawnCredhook } from "./helpers.js";
 import { promisify } from "node:util";
@@ -94,7 +94,13 @@ describe("the packed install", () => {
     const env = { PATH: process.env.PATH!, HOME: process.env.HOME! };
     execFileSync(credhook, ["init"], { cwd, env });
     const written = readFileSync(join(cwd, "webhook.config.yaml"), "utf8");
-    expect(written).toBe(readFileSync(join(work, "install", "node_modules", "@credhook", "server", "config", "webhook.config.yaml"), "utf8"));
+    const shipped = join(work, "install", "node_modules", "@credhook", "server", "config");
+    // The shipped starter, with its editor schema line pointing at the installed schema from where it was written.
+    const schemaLine = /^# yaml-language-server: \$schema=(\S+)$/m;
+    const schemaPath = schemaLine.exec(written)?.[1] ?? "";
+    expect(resolve(cwd, schemaPath)).toBe(join(shipped, "webhook.config.schema.json"));
+    expect(JSON.parse(readFileSync(resolve(cwd, schemaPath), "utf8"))).toMatchObject({ $schema: expect.stringContaining("json-schema.org") });
+    expect(written.replace(schemaLine, "")).toBe(readFileSync(join(shipped, "webhook.config.yaml"), "utf8").replace(schemaLine, ""));
     expect(written).toContain("# credhook configuration.");
     let again: { status?: number; stderr?: string } = {};
     try {

@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import { appKeyOf } from "@credhook/core";
 import { openPostgresStore, type PostgresCredentialStore } from "@credhook/store-postgres";
 import { startDemoClouds, type DemoClouds } from "../src/demo.js";
-import { until } from "./helpers.js";
+import { PROCESS_START_MS, until } from "./helpers.js";
 
 const CLI = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
 const PASSWORD = "replicas-test-password";
@@ -42,7 +42,7 @@ async function serve(): Promise<(typeof servers)[number]> {
   child.stdout!.on("data", (d) => (out += String(d)));
   child.stderr!.on("data", (d) => (out += String(d)));
   const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
-  const listening = await until("an instance to listen", () => /"url":"(http:\/\/[^"]+)"/.exec(out)?.[1]).catch((err: Error) => {
+  const listening = await until("an instance to listen", () => /"url":"(http:\/\/[^"]+)"/.exec(out)?.[1], PROCESS_START_MS).catch((err: Error) => {
     throw new Error(`${err.message}; its output: ${out.slice(-1500)}`);
   });
   const s = { child, url: listening, output: () => out, exited };
@@ -68,7 +68,7 @@ beforeAll(async () => {
   store = await openPostgresStore({ url, schema });
   // Three instances starting at once on an empty schema: one migrates, the others wait.
   await Promise.all([serve(), serve(), serve()]);
-}, 60_000);
+}, 60_000 + PROCESS_START_MS);
 
 afterAll(async () => {
   for (const s of servers) s.child.kill("SIGTERM");

@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { until } from "./helpers.js";
+import { PROCESS_START_MS, until } from "./helpers.js";
 
 const CLI = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
 
@@ -40,7 +40,7 @@ it("a second server on the same SQLite file refuses to start; reconcile --dry-ru
   writeFileSync(join(dir, "two.yaml"), config(join(dir, "link", "..", "a", "credhook.db"), join(dir, "other-data")));
 
   const first = run(["serve", "--config", join(dir, "one.yaml")]);
-  await until("the first server to listen", () => /"url":"(http:\/\/[^"]+)"/.exec(first.output())?.[1]);
+  await until("the first server to listen", () => /"url":"(http:\/\/[^"]+)"/.exec(first.output())?.[1], PROCESS_START_MS);
 
   const t0 = Date.now();
   const second = run(["serve", "--config", join(dir, "two.yaml")]);
@@ -58,4 +58,4 @@ it("a second server on the same SQLite file refuses to start; reconcile --dry-ru
   await until("a server to start after kill -9", () => /"url":"(http:\/\/[^"]+)"/.exec(third.output())?.[1]);
   third.child.kill("SIGTERM");
   expect(await third.exited).toBe(0);
-}, 60_000);
+}, 60_000 + PROCESS_START_MS);
