@@ -80,7 +80,7 @@ describe("API_KEY create faults", () => {
     expect(fake.stats().calls.CreateApiKey).toBe(2); // the SDK retried: values are unique, so a retry cannot make a second key
     expect(ownKeys()).toEqual([]);
     await until(() => ownKeys().length === 1); // AWS applies the first attempt after the client gave up
-    await new Promise((r) => setTimeout(r, 600)); // the second attempt lands too, and is refused (409) unseen
+    await until(() => fake.stats().lateWritesPending === 0); // the second attempt lands too, and is refused (409) unseen
     expect(ownKeys()).toHaveLength(1);
     await compensate(p, "API_KEY", credentialId, err);
     expect(ownKeys()).toEqual([]);

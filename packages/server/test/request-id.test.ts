@@ -4,7 +4,7 @@
  * written while the request is handled — the orchestrator's included.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AUTH, LOCAL_YAML, startTestServer, type TestServer } from "./helpers.js";
+import { AUTH, LOCAL_YAML, startTestServer, type TestServer, until } from "./helpers.js";
 import { rawExchange } from "./raw-http.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -56,7 +56,8 @@ describe("every log line of a request has its id", () => {
   it("the orchestrator's lines and the completion line of a create carry the request's id", async () => {
     const res = await create("Logged ids", { "x-request-id": "portal-req-0001" });
     expect(res.status).toBe(200);
-    await new Promise((r) => setTimeout(r, 50)); // the completion line is written once the response finished
+    // the completion line is written once the response finished
+    await until("the completion line", () => lines().some((l) => l.requestId === "portal-req-0001" && l.msg === "request completed"));
     const done = lines().find((l) => l.requestId === "portal-req-0001" && l.msg === "request completed");
     expect(done).toMatchObject({ status: 200, credentialId: expect.any(String) });
     // The orchestrator logs through its own logger, not the request's: its line has the id all the same.
@@ -76,7 +77,7 @@ describe("every log line of a request has its id", () => {
     expect(res.status).toBe(422);
     expect(res.headers.get("x-request-id")).toBe("portal-req-0002");
     expect(((await res.json()) as { path: string }).path).toBe("/v1/createCredentials");
-    await new Promise((r) => setTimeout(r, 50));
+    await until("the completion line", () => lines().some((l) => l.requestId === "portal-req-0002" && l.msg === "request completed"));
     expect(lines().find((l) => l.requestId === "portal-req-0002" && l.msg === "request completed")).toMatchObject({ status: 422 });
   });
 });

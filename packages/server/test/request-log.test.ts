@@ -1,6 +1,6 @@
 /** The request log: one line per request, with the request's id, route, status, duration and outcome; no secret. */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { LOCAL_YAML, startTestServer, type TestServer } from "./helpers.js";
+import { LOCAL_YAML, startTestServer, type TestServer, until } from "./helpers.js";
 
 let s: TestServer;
 beforeAll(async () => {
@@ -16,7 +16,7 @@ it("one info line per successful request, carrying the id echoed in X-Request-Id
   expect(res.status).toBe(200);
   expect(res.headers.get("x-request-id")).toBe("req-1234");
   const { apiKey } = (await res.json()) as { apiKey: string };
-  await new Promise((r) => setTimeout(r, 20));
+  await until("the request's completion line", () => linesOf("req-1234").length > 0);
   const lines = linesOf("req-1234");
   expect(lines).toHaveLength(1);
   expect(lines[0]).toMatchObject({ level: 30, route: "/v1/createCredentials", status: 200, req: { method: "POST", path: "/v1/createCredentials" }, res: { status: 200 }, user: "portal" });
@@ -30,7 +30,7 @@ it("a refused request is one warn line with its error code; an unsafe X-Request-
   expect(res.status).toBe(400);
   const id = res.headers.get("x-request-id")!;
   expect(id).toMatch(/^[0-9a-f-]{36}$/);
-  await new Promise((r) => setTimeout(r, 20));
+  await until("the request's completion line", () => linesOf(id).length > 0);
   const lines = linesOf(id);
   expect(lines).toHaveLength(1);
   expect(lines[0]).toMatchObject({ level: 40, status: 400, errorCode: "VALIDATION_FAILED" });

@@ -11,7 +11,7 @@ import { startAwsFake } from "@credhook/fakes/aws";
 import { startApimFake } from "@credhook/fakes/azure";
 import { startApiKeysFake } from "@credhook/fakes/gcp";
 import { cloudRequestIdIn, startTracing, type Tracing } from "../src/index.js";
-import { startExampleServer, type TestServer } from "./helpers.js";
+import { startExampleServer, type TestServer, until } from "./helpers.js";
 
 const exporter = new InMemorySpanExporter();
 let tracing: Tracing | undefined;
@@ -30,7 +30,8 @@ async function tracedCreate(server: TestServer, body: unknown) {
   const res = await server.post("/v1/createCredentials", body);
   expect(res.status).toBe(200);
   const requestId = res.headers.get("x-request-id");
-  await new Promise((r) => setTimeout(r, 50)); // the SERVER span ends when the response finished
+  // the SERVER span ends when the response finished
+  await until("the request's SERVER span", () => spans().some((s) => s.kind === SpanKind.SERVER && s.attributes["credhook.request_id"] === requestId));
   const root = spans().find((s) => s.kind === SpanKind.SERVER && s.attributes["credhook.request_id"] === requestId);
   expect(root, "the request's span").toBeDefined();
   const gatewaySpans = childrenOf(root!).filter((s) => s.attributes["credhook.gateway"] !== undefined);

@@ -6,7 +6,7 @@ import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-node";
 import { ConfigError, UpstreamError } from "@credhook/core";
 import { cloudRequestId, startTracing, tracingRequested, type Tracing } from "../src/index.js";
-import { AUTH, LOCAL_YAML, startTestServer, type TestServer } from "./helpers.js";
+import { AUTH, LOCAL_YAML, startTestServer, type TestServer, until } from "./helpers.js";
 
 const FAULTY = fileURLToPath(new URL("./fixtures/faulty-provider.ts", import.meta.url));
 const YAML = LOCAL_YAML.replace(
@@ -73,7 +73,7 @@ describe("traces of webhook requests (in-memory exporter)", () => {
     );
     expect(res.status).toBe(200);
     const body = (await res.json()) as { apiKeyId: string };
-    await new Promise((r) => setTimeout(r, 20));
+    await until("the request's SERVER span", () => spans().some((x) => x.kind === SpanKind.SERVER)); // it ends once the response finished
     const server = spans().filter((x) => x.kind === SpanKind.SERVER);
     expect(server.map((x) => x.name)).toEqual(["POST /v1/createCredentials"]);
     const root = server[0]!;
@@ -105,7 +105,7 @@ describe("traces of webhook requests (in-memory exporter)", () => {
     // the next request is another trace: revoke touches both gateways again
     exporter.reset();
     expect((await s.post("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: body.apiKeyId })).status).toBe(204);
-    await new Promise((r) => setTimeout(r, 20));
+    await until("the request's SERVER span", () => spans().some((x) => x.kind === SpanKind.SERVER)); // it ends once the response finished
     const revoke = spans().find((x) => x.kind === SpanKind.SERVER)!;
     expect(revoke.name).toBe("POST /v1/revokeCredentials");
     expect(revoke.spanContext().traceId).not.toBe(traceId);
@@ -129,7 +129,7 @@ describe("traces of webhook requests (in-memory exporter)", () => {
       setTimeout(() => req.end(body.slice(10)), 100);
     });
     expect(status).toBe(200);
-    await new Promise((r) => setTimeout(r, 20));
+    await until("the request's SERVER span", () => spans().some((x) => x.kind === SpanKind.SERVER)); // it ends once the response finished
     const root = spans().find((x) => x.kind === SpanKind.SERVER)!;
     expect(childrenOf(root).map((c) => c.name)).toEqual(["create local"]);
   });
@@ -138,7 +138,7 @@ describe("traces of webhook requests (in-memory exporter)", () => {
     exporter.reset();
     const res = await s.post("/v1/createCredentials", { appName: "Throttled", developer: "t@example.com", apis: [{ id: "throttle" }] });
     expect(res.status).toBe(503);
-    await new Promise((r) => setTimeout(r, 20));
+    await until("the request's SERVER span", () => spans().some((x) => x.kind === SpanKind.SERVER)); // it ends once the response finished
     const root = spans().find((x) => x.kind === SpanKind.SERVER)!;
     expect(root.status.code).toBe(SpanStatusCode.ERROR);
     expect(root.attributes).toMatchObject({ "http.response.status_code": 503, "credhook.error_code": "THROTTLED" });

@@ -31,6 +31,8 @@ export interface ApplyDirective {
   applyDelayMs: number;
   /** After applying: answer this status (5xx) instead of the result, or close the connection without an answer. */
   afterApply?: { status: number; errorType: string } | { drop: true };
+  /** Called once the delayed write was applied (or refused): a late write is then no longer pending. */
+  applied?: () => void;
 }
 
 interface ArmedApply extends FaultMatch {
@@ -118,6 +120,11 @@ export interface FakeStats {
   calls: Record<string, number>;
   /** Requests answered with a throttling error (quota or injected) per operation. */
   throttled: Record<string, number>;
+  /**
+   * Writes delayed by {@link FaultInjector.lateApply} that have not been applied (or refused)
+   * yet: a test waits for 0 instead of sleeping past the delay.
+   */
+  lateWritesPending: number;
 }
 
 /**
@@ -128,7 +135,7 @@ export class FaultInjector {
   private faults: ArmedFault[] = [];
   private latencies: ArmedLatency[] = [];
   private applies: ArmedApply[] = [];
-  private readonly stats: FakeStats = { calls: {}, throttled: {} };
+  private readonly stats: FakeStats = { calls: {}, throttled: {}, lateWritesPending: 0 };
 
   /**
    * Answers the next `count` matching requests with the service's throttling
@@ -221,7 +228,9 @@ export class FaultInjector {
     if (!armed) return { applyDelayMs: 0 };
     armed.remaining -= 1;
     this.applies = this.applies.filter((a) => a.remaining > 0);
-    return { applyDelayMs: armed.applyDelayMs, ...(armed.afterApply ? { afterApply: armed.afterApply } : {}) };
+    if (armed.applyDelayMs > 0) this.stats.lateWritesPending += 1;
+    const applied = armed.applyDelayMs > 0 ? () => void (this.stats.lateWritesPending -= 1) : undefined;
+    return { applyDelayMs: armed.applyDelayMs, ...(armed.afterApply ? { afterApply: armed.afterApply } : {}), ...(applied ? { applied } : {}) };
   }
 
   /** @internal Counts a call and returns the latency to apply and the fault to answer with, if any. */
@@ -309,7 +318,12 @@ interface Answerable {
  */
 export async function applyAndAnswer<T>(directive: ApplyDirective, res: Answerable, apply: () => T, answer: (result: T) => void): Promise<void> {
   if (directive.applyDelayMs > 0) await sleep(directive.applyDelayMs);
-  const result = apply();
+  let result: T;
+  try {
+    result = apply();
+  } finally {
+    directive.applied?.();
+  }
   const after = directive.afterApply;
   if (after && "drop" in after) {
     res.socket?.destroy();
