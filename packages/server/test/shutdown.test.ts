@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { startAwsFake } from "@credhook/fakes/aws";
 import { SHUTDOWN_MARGIN_MS } from "../src/index.js";
 import { AUTH, LOCAL_YAML, spawnCredhook, startTestServer, until } from "./helpers.js";
+import { controls } from "./fixtures/faulty-provider.js";
 
 const FAULTY = fileURLToPath(new URL("./fixtures/faulty-provider.ts", import.meta.url));
 const CLI = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
@@ -22,8 +23,9 @@ describe("graceful shutdown", () => {
     const s = await startTestServer(
       LOCAL_YAML.replace("routes:\n", `  faulty: { provider: ${FAULTY}, credentialType: API_KEY, options: { label: t } }\nroutes:\n  - { apis: [slow], gateway: faulty }\n`),
     );
+    const started = controls.slowStarted;
     const inflight = s.post("/v1/createCredentials", { appName: "Slow", developer: "d@example.com", apis: [{ id: "slow" }] });
-    await new Promise((r) => setTimeout(r, 100));
+    await until("the create to reach its gateway", () => controls.slowStarted > started);
     const closed = s.close();
     const res = await inflight;
     expect(res.status).toBe(200);
