@@ -34,13 +34,15 @@ export class SlowFirstSequencer extends BaseSequencer {
 }
 
 /**
- * Test files run at the same time: two per core, at most 8. The suite mostly waits (fakes'
- * latencies, quota windows, timeouts, child processes), so one worker per core leaves the cores
- * idle; three per core was a little faster on 2 cores (70 s against 85 s) but slowed the start of
- * the `credhook` processes some files spawn past 20 s; more than 8 only adds PostgreSQL
- * connections and memory.
+ * Test files run at the same time: one per core, at most 8 (more only adds PostgreSQL
+ * connections and memory). The suite mostly waits (fakes' latencies, quota windows, child
+ * processes), so two or three per core finish sooner on 2 cores (85 s and 70 s instead of about
+ * 150 s) — but many cases hold the clouds to short timeouts (a 300 ms request timeout, a 150 ms
+ * operation timeout) to stay fast, and with more workers than cores the event loop's lag on a
+ * busy machine reached those timeouts and failed them (seen in CI runs at load 10+).
+ * `pnpm test --maxWorkers=4` trades that margin for speed on a quiet machine.
  */
-const MAX_WORKERS = Math.min(8, availableParallelism() * 2);
+const MAX_WORKERS = Math.min(8, availableParallelism());
 
 /**
  * The one vitest configuration of credhook, for a run over the whole workspace (root

@@ -89,6 +89,8 @@ describe("AWS faults through HTTP", () => {
     fake.faults.lateApply(700, { operation: "CreateApiKey", count: 2 });
     expect((await s.post("/v1/createCredentials", { appName: "Late2", developer: dev, apis: [{ id: "5aba4csvd4" }] })).status).toBe(504);
     await until("the late CreateApiKey to land", () => keyIds().length === 1);
+    // and the SDK's second attempt, refused (409: the value exists): once it landed, nothing more can appear
+    await until("the second attempt to land too", () => fake.stats().lateWritesPending === 0);
     const report = await s.credhook.orchestrator.reconcile({ olderThanMs: 0 });
     expect(report.abandoned).toHaveLength(1);
     expect(keyIds()).toEqual([]);
