@@ -6,6 +6,14 @@
  * every type here is an alias of one of its `components["schemas"]`, documented
  * field by field by the document's `description`s. Fields the portal adds later are
  * tolerated and carried through untouched (the request schemas' `additionalProperties: true`).
+ *
+ * No alias needs adapting: where the generator's output was awkward the document now says
+ * what it always meant, so the generated type is the right one. `CustomCredentials` and
+ * the request bodies say `additionalProperties: true` (JSON Schema's default, so
+ * validation is unchanged): without it an empty object schema generates
+ * `Record<string, never>` and a request body no index signature for unknown fields. The
+ * nested API and usage-plan shapes are named schemas (`ApiRef`, `UsagePlanRef`,
+ * `ApiChange`, `UsagePlanChange`) rather than inline ones, so that they have names here.
  */
 import { STATUS_CODES } from "node:http";
 import type { components } from "./openapi.generated.js";
@@ -34,7 +42,11 @@ export type ApiRef = Schemas["ApiRef"];
 /** Body of `POST /v1/createCredentials`. */
 export type CreateCredentialsRequest = Schemas["CreateCredentialsRequest"];
 
-/** 200 body of `POST /v1/createCredentials`. */
+/**
+ * 200 body of `POST /v1/createCredentials`. The document's `oneOf` by `credentialType`
+ * generates an intersection with a union (`credentialType` narrowed to one value per
+ * branch); its required fields per branch are checked by the schema, not by this type.
+ */
 export type CreateCredentialsResponse = Schemas["CreateCredentialsResponse"];
 
 /** A usage plan of an API in an update request. */
