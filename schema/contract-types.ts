@@ -5,7 +5,7 @@
  * `packages/core/src/openapi.generated.ts` (checked in; `contract.ts` aliases them); a
  * test in packages/core fails when that file is stale.
  */
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import openapiTS, { astToString } from "openapi-typescript";
 
 /** The OpenAPI document the types come from. */
@@ -25,6 +25,6 @@ const HEADER = `/**
 
 /** The text of {@link CONTRACT_TYPES_FILE} as the current OpenAPI document produces it. */
 export async function buildContractTypes(): Promise<string> {
-  const ast = await openapiTS(new URL(`file://${OPENAPI_FILE}`));
+  const ast = await openapiTS(pathToFileURL(OPENAPI_FILE));
   return `${HEADER}\n${astToString(ast)}`;
 }
