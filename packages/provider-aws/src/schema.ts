@@ -3,7 +3,7 @@
  * one source of the options' type ({@link import("./types.js").AwsProviderOptions},
  * derived with `FromSchema`), their defaults (core's `defineProvider` and
  * `resolveOptions` apply them) and their documentation (each `description`, which
- * editors show from schema/webhook.config.schema.json). Unknown options are rejected
+ * editors show from the generated webhook.config.schema.json). Unknown options are rejected
  * (a typo must not silently fall back to a default).
  *
  * A gateway issues one credential type (its `credentialType` in YAML): `API_KEY` uses

@@ -3,7 +3,7 @@
  * of a `gateways:` entry with `provider: azure`): the one source of their type
  * ({@link import("./types.js").AzureProviderOptions}, derived with `FromSchema`), their
  * defaults (core's `defineProvider` applies them) and their documentation (each
- * `description`, which editors show from schema/webhook.config.schema.json).
+ * `description`, which editors show from the generated webhook.config.schema.json).
  */
 
 const nonEmpty = { type: "string", minLength: 1 } as const;

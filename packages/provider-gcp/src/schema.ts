@@ -3,7 +3,7 @@
  * block `gateways.<name>.options`): the one source of their type
  * ({@link import("./types.js").GcpProviderOptions}, derived with `FromSchema`), their
  * defaults (core's `defineProvider` applies them) and their documentation (each
- * `description`, which editors show from schema/webhook.config.schema.json). Every
+ * `description`, which editors show from the generated webhook.config.schema.json). Every
  * duration is in milliseconds unless its name ends in `S` (seconds). Unknown options
  * are refused (a typo must not silently fall back to a default).
  */

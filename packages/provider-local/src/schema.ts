@@ -3,7 +3,7 @@
  * the one source of the options' type ({@link import("./types.js").LocalProviderOptions},
  * derived with `FromSchema`), their defaults (core's `defineProvider` applies them) and
  * their documentation (each `description`, which editors show from
- * schema/webhook.config.schema.json).
+ * the generated webhook.config.schema.json).
  */
 
 /** A limit: a whole number of requests, at least 1. */
