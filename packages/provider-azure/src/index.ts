@@ -17,7 +17,7 @@ import { AzureApimProvider } from "./provider.js";
 import { Adoptions, claimPrefix, otherGatewayOwning, serviceKeyOf } from "./ownership.js";
 import { acquireBuckets } from "./rate-limit.js";
 import { optionsSchema } from "./schema.js";
-import type { AzureProviderOptions, ResolvedAzureProviderOptions } from "./types.js";
+import type { AzureProviderOptions, AzureProviderOptionsWithDefaults } from "./types.js";
 
 /** What {@link createAzureProvider} needs of core's {@link ProviderContext}. */
 type AzureContext = Pick<ProviderContext, "gateway" | "configPath" | "credentialType" | "logger" | "state" | "rateSlots">;
@@ -34,7 +34,7 @@ export function createAzureProvider(options: AzureProviderOptions, context: Azur
 }
 
 /** {@link createAzureProvider} once the schema's defaults are applied. */
-function buildAzureProvider(options: ResolvedAzureProviderOptions, context: AzureContext): AzureApimProvider {
+function buildAzureProvider(options: AzureProviderOptionsWithDefaults, context: AzureContext): AzureApimProvider {
   if (context.credentialType !== "API_KEY") {
     throw new ConfigError([`[provider-azure] ${context.configPath}: Azure API Management issues API_KEY credentials only, not ${context.credentialType}`]);
   }
@@ -94,7 +94,7 @@ export { AzureApimProvider } from "./provider.js";
 export type { ResolvedAzureOptions, OwnershipContext } from "./provider.js";
 export { Adoptions } from "./ownership.js";
 export type { AdoptionRecord } from "./ownership.js";
-export type { AzureProviderOptions, ResolvedAzureProviderOptions, AzureCredentialOption, OwnerMode, RevokeMode } from "./types.js";
+export type { AzureProviderOptions, AzureProviderOptionsWithDefaults, AzureCredentialOption, OwnerMode, RevokeMode } from "./types.js";
 export { optionsSchema } from "./schema.js";
 export { ARM_RATE_LIMIT } from "./rate-limit.js";
 export type { ArmRateLimit } from "./rate-limit.js";

@@ -13,10 +13,10 @@
 import type { PipelinePolicy, PipelineRequest } from "@azure/core-rest-pipeline";
 import { RateLimitQueueFull as CoreQueueFull, SharedResourcePool, TokenBucketLimiter, type RateSlots } from "@credhook/core";
 import { optionsSchema } from "./schema.js";
-import type { ResolvedAzureProviderOptions } from "./types.js";
+import type { AzureProviderOptionsWithDefaults } from "./types.js";
 
 /** Bucket sizes and refill rates; a rate of 0 turns that bucket off (the `rateLimit` option with its defaults; see `schema.ts`). */
-export type ArmRateLimit = ResolvedAzureProviderOptions["rateLimit"];
+export type ArmRateLimit = AzureProviderOptionsWithDefaults["rateLimit"];
 
 /** The `rateLimit` option's schema, whose defaults are ARM's documented buckets. */
 const RATE_LIMIT = optionsSchema.properties.rateLimit.properties;

@@ -9,13 +9,13 @@ import type { optionsSchema } from "./schema.js";
 export type AzureProviderOptions = OptionsOf<typeof optionsSchema>;
 
 /** {@link AzureProviderOptions} with every schema default applied. */
-export type ResolvedAzureProviderOptions = ResolvedOptionsOf<typeof optionsSchema>;
+export type AzureProviderOptionsWithDefaults = ResolvedOptionsOf<typeof optionsSchema>;
 
 /** How the provider authenticates to Azure Resource Manager (`credential`; see its description in `schema.ts`). */
 export type AzureCredentialOption = NonNullable<AzureProviderOptions["credential"]>;
 
 /** What `revoke` does to the credential's subscriptions. */
-export type RevokeMode = ResolvedAzureProviderOptions["revokeMode"];
+export type RevokeMode = AzureProviderOptionsWithDefaults["revokeMode"];
 
 /** Who owns the subscriptions the provider creates. */
-export type OwnerMode = ResolvedAzureProviderOptions["ownerMode"];
+export type OwnerMode = AzureProviderOptionsWithDefaults["ownerMode"];
