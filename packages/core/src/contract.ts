@@ -1,113 +1,68 @@
 /**
  * TypeScript shapes of the credential webhook contract
- * (`shared/spec/credential-webhook-contract.md`; the normative schemas are in
- * `openapi/credential-webhook.openapi.yaml`). Fields the portal adds later are
- * tolerated and carried through untouched.
+ * (`shared/spec/credential-webhook-contract.md`). Their one source is the OpenAPI
+ * document `openapi/credential-webhook.openapi.yaml` (the schemas requests are
+ * validated with): `openapi.generated.ts` is generated from it (`pnpm schema`) and
+ * every type here is an alias of one of its `components["schemas"]`, documented
+ * field by field by the document's `description`s. Fields the portal adds later are
+ * tolerated and carried through untouched (the request schemas' `additionalProperties: true`).
+ *
+ * No alias needs adapting: where the generator's output was awkward the document now says
+ * what it always meant, so the generated type is the right one. `CustomCredentials` and
+ * the request bodies say `additionalProperties: true` (JSON Schema's default, so
+ * validation is unchanged): without it an empty object schema generates
+ * `Record<string, never>` and a request body no index signature for unknown fields. The
+ * nested API and usage-plan shapes are named schemas (`ApiRef`, `UsagePlanRef`,
+ * `ApiChange`, `UsagePlanChange`) rather than inline ones, so that they have names here.
  */
 import { STATUS_CODES } from "node:http";
+import type { components } from "./openapi.generated.js";
+
+/** The contract's named schemas, as generated. */
+type Schemas = components["schemas"];
 
 /** The two credential types of the contract. */
-export type CredentialType = "API_KEY" | "CLIENT_CREDENTIALS";
+export type CredentialType = Schemas["CredentialType"];
 
 /** Every credential type, in contract order. */
 export const CREDENTIAL_TYPES: readonly CredentialType[] = ["API_KEY", "CLIENT_CREDENTIALS"];
 
 /** What an update did to an API or usage plan of the app. */
-export type Action = "NONE" | "ADDED" | "REMOVED";
+export type Action = Schemas["Action"];
 
 /** Optional free-form extras; the contract's example carries string values. */
-export type CustomCredentials = Record<string, unknown>;
+export type CustomCredentials = Schemas["CustomCredentials"];
 
 /** A usage plan reference in a create request. */
-export interface UsagePlanRef {
-  /** Usage plan identifier (AWS: a 6-character usage plan id). */
-  id: string;
-}
+export type UsagePlanRef = Schemas["UsagePlanRef"];
 
 /** An API of the app in a create request. */
-export interface ApiRef {
-  /** API identifier (AWS: a 10-character REST API id). */
-  id: string;
-  /** Usage plans of that API; absent or empty when the API has none. */
-  usagePlans?: UsagePlanRef[];
-}
+export type ApiRef = Schemas["ApiRef"];
 
 /** Body of `POST /v1/createCredentials`. */
-export interface CreateCredentialsRequest {
-  appName: string;
-  developer: string;
-  apis: ApiRef[];
-  /** Not in the contract shape; the portal sends it and credhook uses it as the app's identity. */
-  appSlug?: string;
-  customCredentials?: CustomCredentials;
-  [extra: string]: unknown;
-}
+export type CreateCredentialsRequest = Schemas["CreateCredentialsRequest"];
 
-/** 200 body of `POST /v1/createCredentials`. */
-export interface CreateCredentialsResponse {
-  credentialType: CredentialType;
-  clientId?: string;
-  clientSecret?: string;
-  apiKeyId?: string;
-  apiKey?: string;
-  customCredentials?: Record<string, string>;
-}
+/**
+ * 200 body of `POST /v1/createCredentials`. The document's `oneOf` by `credentialType`
+ * generates an intersection with a union (`credentialType` narrowed to one value per
+ * branch); its required fields per branch are checked by the schema, not by this type.
+ */
+export type CreateCredentialsResponse = Schemas["CreateCredentialsResponse"];
 
 /** A usage plan of an API in an update request. */
-export interface UsagePlanChange {
-  id: string;
-  action: Action;
-}
+export type UsagePlanChange = Schemas["UsagePlanChange"];
 
 /** An API of the app in an update request. */
-export interface ApiChange {
-  id: string;
-  action: Action;
-  usagePlans?: UsagePlanChange[];
-}
+export type ApiChange = Schemas["ApiChange"];
 
 /** Body of `POST /v1/updateCredentials`. */
-export interface UpdateCredentialsRequest {
-  /** `<ISO 8601 timestamp>Z[GMT]`, e.g. `2023-06-27T21:23:21.523Z[GMT]`. */
-  updatedAt?: string;
-  appName?: string;
-  developer?: string;
-  credentialType: CredentialType;
-  clientId?: string;
-  apiKeyId?: string;
-  apis: ApiChange[];
-  appSlug?: string;
-  customCredentials?: CustomCredentials;
-  [extra: string]: unknown;
-}
+export type UpdateCredentialsRequest = Schemas["UpdateCredentialsRequest"];
 
 /** Body of `POST /v1/revokeCredentials`. */
-export interface RevokeCredentialsRequest {
-  appName?: string;
-  developer?: string;
-  credentialType: CredentialType;
-  clientId?: string;
-  clientSecret?: string;
-  apiKeyId?: string;
-  apiKey?: string;
-  appSlug?: string;
-  customCredentials?: CustomCredentials;
-  [extra: string]: unknown;
-}
+export type RevokeCredentialsRequest = Schemas["RevokeCredentialsRequest"];
 
 /** Body of every 4xx/5xx answer. */
-export interface ErrorResponse {
-  /** ISO 8601 date-time of the answer. */
-  timestamp: string;
-  /** HTTP status code, repeated. */
-  status: number;
-  /** HTTP reason phrase of `status` (e.g. `Bad Request`). */
-  error: string;
-  /** One readable, secret-free line per problem. */
-  messages: string[];
-  /** Request path, e.g. `/v1/createCredentials`. */
-  path: string;
-}
+export type ErrorResponse = Schemas["ErrorResponse"];
 
 /**
  * Builds an {@link ErrorResponse}: `error` is the HTTP reason phrase of `status`

@@ -13,27 +13,20 @@
  *
  * The default export is the {@link ProviderFactory} core loads for `provider: aws`.
  */
-import type { ProviderContext, ProviderFactory } from "@credhook/core";
+import { defineProvider } from "@credhook/core";
 import { AwsProvider } from "./provider.js";
 import { optionsSchema } from "./schema.js";
-import type { AwsProviderOptions } from "./types.js";
 
-export type { AwsProviderOptions, RateLimitOptions, ApiKeyResources, ClientResources } from "./types.js";
+export type { AwsProviderOptions, AwsProviderOptionsWithDefaults, RateLimitOptions, ApiKeyResources, ClientResources } from "./types.js";
 export { AwsProvider } from "./provider.js";
 export { optionsSchema } from "./schema.js";
 export { mapAwsError } from "./errors.js";
 
-/** The factory of `provider: aws` gateways. */
-const awsProviderFactory: ProviderFactory<AwsProviderOptions> = {
-  type: "aws",
-  optionsSchema,
-  /**
-   * Builds the provider of one gateway; its credential type is the gateway's
-   * `credentialType`. @throws ConfigError CLIENT_CREDENTIALS without userPoolId/resourceServer
-   */
-  create(options: AwsProviderOptions, context: ProviderContext) {
-    return new AwsProvider(options, context);
-  },
-};
+/**
+ * The factory of `provider: aws` gateways: options typed from, and defaulted by,
+ * `schema.ts`. Builds the provider of one gateway; its credential type is the
+ * gateway's `credentialType`. @throws ConfigError CLIENT_CREDENTIALS without userPoolId/resourceServer
+ */
+const awsProviderFactory = defineProvider({ type: "aws", optionsSchema, create: (options, context) => new AwsProvider(options, context) });
 
 export default awsProviderFactory;

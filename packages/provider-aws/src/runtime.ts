@@ -5,38 +5,17 @@
  */
 import { fromTemporaryCredentials } from "@aws-sdk/credential-providers";
 import { StandardRetryStrategy } from "@smithy/core/retry";
-import { isCredhookError, type Logger, type RateLimiter, type RateSlots } from "@credhook/core";
+import { applyOptionDefaults, isCredhookError, type Logger, type RateLimiter, type RateSlots } from "@credhook/core";
 import { acquireAttempt, type LimiterSet } from "./limits.js";
-import type { AwsProviderOptions, RateLimitOptions } from "./types.js";
+import { optionsSchema } from "./schema.js";
+import type { AwsProviderOptions, AwsProviderOptionsWithDefaults } from "./types.js";
 
 /** Options with every default applied. */
-export type ResolvedOptions = Required<
-  Pick<AwsProviderOptions, "region" | "timeoutMs" | "maxAttempts" | "maxQueueWaitMs" | "healthCacheMs" | "revokeMode" | "namePrefix" | "defaultScopes" | "createMissingScopes" | "scopes">
-> &
-  AwsProviderOptions & { rateLimits: Required<RateLimitOptions> };
+export type ResolvedOptions = AwsProviderOptionsWithDefaults;
 
-/** Applies the documented defaults (the schema's `default`s, for callers that skip ajv). */
+/** Applies the schema's defaults (for callers that skip core's loading, which applies them too). */
 export function resolveOptions(o: AwsProviderOptions): ResolvedOptions {
-  return {
-    ...o,
-    timeoutMs: o.timeoutMs ?? 10_000,
-    maxAttempts: o.maxAttempts ?? 4,
-    maxQueueWaitMs: o.maxQueueWaitMs ?? 30_000,
-    healthCacheMs: o.healthCacheMs ?? 15_000,
-    revokeMode: o.revokeMode ?? "delete",
-    namePrefix: o.namePrefix ?? "credhook",
-    defaultScopes: o.defaultScopes ?? ["{apiId}"],
-    createMissingScopes: o.createMissingScopes ?? true,
-    scopes: o.scopes ?? {},
-    rateLimits: {
-      createApiKey: o.rateLimits?.createApiKey ?? 5,
-      deleteApiKey: o.rateLimits?.deleteApiKey ?? 5,
-      apiGateway: o.rateLimits?.apiGateway ?? 10,
-      apiGatewayBurst: o.rateLimits?.apiGatewayBurst ?? 40,
-      cognitoPerOperation: o.rateLimits?.cognitoPerOperation ?? 5,
-      windowMarginMs: o.rateLimits?.windowMarginMs ?? 100,
-    },
-  };
+  return applyOptionDefaults(optionsSchema, o);
 }
 
 /** The endpoint to use for `service`, or undefined for the SDK default. */

@@ -13,10 +13,11 @@ import {
 import { ClientSecretCredential, DefaultAzureCredential, ManagedIdentityCredential } from "@azure/identity";
 import { retryAfterFromHeaders } from "@credhook/core";
 import { RateLimitQueueFull } from "./rate-limit.js";
+import { optionsSchema } from "./schema.js";
 import type { AzureCredentialOption } from "./types.js";
 
-/** ARM's public endpoint. */
-export const DEFAULT_ARM_ENDPOINT = "https://management.azure.com";
+/** ARM's public endpoint: the schema's default of the `endpoint` option. */
+export const DEFAULT_ARM_ENDPOINT = optionsSchema.properties.endpoint.default;
 
 /**
  * Thrown inside the pipeline when ARM asks to wait longer than the configured
@@ -134,7 +135,7 @@ export function staticTokenCredential(token: string): TokenCredential {
 
 /** Builds the `TokenCredential` an {@link AzureCredentialOption} describes. */
 export function buildCredential(option: AzureCredentialOption | undefined): TokenCredential {
-  const o = option ?? { type: "default" as const };
+  const o: AzureCredentialOption = option ?? optionsSchema.properties.credential.default;
   switch (o.type) {
     case "default":
       return new DefaultAzureCredential({

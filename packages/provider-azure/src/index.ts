@@ -11,25 +11,34 @@
  * ```
  */
 import { createHash } from "node:crypto";
-import { ConfigError, type ProviderContext, type ProviderFactory } from "@credhook/core";
-import { DEFAULT_ARM_ENDPOINT, buildArmClient, buildCredential } from "./client.js";
+import { applyOptionDefaults, ConfigError, defineProvider, type ProviderContext } from "@credhook/core";
+import { buildArmClient, buildCredential } from "./client.js";
 import { AzureApimProvider } from "./provider.js";
 import { Adoptions, claimPrefix, otherGatewayOwning, serviceKeyOf } from "./ownership.js";
-import { ARM_RATE_LIMIT, acquireBuckets } from "./rate-limit.js";
+import { acquireBuckets } from "./rate-limit.js";
 import { optionsSchema } from "./schema.js";
-import type { AzureProviderOptions } from "./types.js";
+import type { AzureProviderOptions, AzureProviderOptionsWithDefaults } from "./types.js";
+
+/** What {@link createAzureProvider} needs of core's {@link ProviderContext}. */
+type AzureContext = Pick<ProviderContext, "gateway" | "configPath" | "credentialType" | "logger" | "state" | "rateSlots">;
 
 /**
- * Builds the provider of one gateway. `context.state` keeps its adoption
- * records (`credhook adopt`); core passes the store's persistent one.
+ * Builds the provider of one gateway from options as written (the schema's defaults
+ * are applied here). `context.state` keeps its adoption records (`credhook adopt`);
+ * core passes the store's persistent one.
  * @throws ConfigError the gateway issues CLIENT_CREDENTIALS, the endpoint is not an http(s) URL,
  *   or another gateway of this process uses the same `subscriptionIdPrefix` on the same service
  */
-export function createAzureProvider(options: AzureProviderOptions, context: Pick<ProviderContext, "gateway" | "configPath" | "credentialType" | "logger" | "state" | "rateSlots">): AzureApimProvider {
+export function createAzureProvider(options: AzureProviderOptions, context: AzureContext): AzureApimProvider {
+  return buildAzureProvider(applyOptionDefaults(optionsSchema, options), context);
+}
+
+/** {@link createAzureProvider} once the schema's defaults are applied. */
+function buildAzureProvider(options: AzureProviderOptionsWithDefaults, context: AzureContext): AzureApimProvider {
   if (context.credentialType !== "API_KEY") {
     throw new ConfigError([`[provider-azure] ${context.configPath}: Azure API Management issues API_KEY credentials only, not ${context.credentialType}`]);
   }
-  const endpoint = options.endpoint ?? DEFAULT_ARM_ENDPOINT;
+  const endpoint = options.endpoint;
   let parsed: URL;
   try {
     parsed = new URL(endpoint);
@@ -39,19 +48,18 @@ export function createAzureProvider(options: AzureProviderOptions, context: Pick
   if (parsed.protocol !== "https:" && parsed.protocol !== "http:") {
     throw new ConfigError([`[provider-azure] ${context.configPath}.endpoint must be an http(s) URL`]);
   }
-  const maxRetryAfterS = options.maxRetryAfterS ?? 10;
-  const prefix = options.subscriptionIdPrefix ?? "credhook-";
+  const { maxRetryAfterS, subscriptionIdPrefix: prefix } = options;
   const serviceKey = serviceKeyOf(endpoint, options.subscriptionId, options.resourceGroup, options.serviceName);
   const releasePrefix = claimPrefix(serviceKey, context.gateway, prefix, context.configPath);
   // ARM throttles per subscription and principal: gateways with the same endpoint, subscription and credential share buckets.
-  const principal = createHash("sha256").update(JSON.stringify(options.credential ?? { type: "default" })).digest("hex");
+  const principal = createHash("sha256").update(JSON.stringify(options.credential)).digest("hex");
   const armKey = `${endpoint}|${options.subscriptionId.toLowerCase()}|${principal}`;
-  const { buckets, release } = acquireBuckets(armKey, { ...ARM_RATE_LIMIT, ...options.rateLimit });
+  const { buckets, release } = acquireBuckets(armKey, options.rateLimit);
   const client = buildArmClient({
     subscriptionId: options.subscriptionId,
     endpoint,
     credential: buildCredential(options.credential),
-    maxRetries: options.maxRetries ?? 3,
+    maxRetries: options.maxRetries,
     maxRetryAfterS,
     perRetryPolicies: [buckets.policy(maxRetryAfterS, context.rateSlots ? { slots: context.rateSlots, key: armKey } : undefined)],
   });
@@ -60,13 +68,13 @@ export function createAzureProvider(options: AzureProviderOptions, context: Pick
     {
       resourceGroup: options.resourceGroup,
       serviceName: options.serviceName,
-      timeoutMs: options.timeoutMs ?? 30_000,
-      productMap: options.productMap ?? {},
-      apiMap: options.apiMap ?? {},
-      ownerMode: options.ownerMode ?? "none",
-      revokeMode: options.revokeMode ?? "delete",
+      timeoutMs: options.timeoutMs,
+      productMap: options.productMap,
+      apiMap: options.apiMap,
+      ownerMode: options.ownerMode,
+      revokeMode: options.revokeMode,
       subscriptionIdPrefix: prefix,
-      healthCacheMs: options.healthCacheMs ?? 30_000,
+      healthCacheMs: options.healthCacheMs,
     },
     context.gateway,
     context.logger,
@@ -78,19 +86,15 @@ export function createAzureProvider(options: AzureProviderOptions, context: Pick
   );
 }
 
-/** The `azure` provider factory (`provider: azure` in `gateways:`). */
-const azureProviderFactory: ProviderFactory<AzureProviderOptions> = {
-  type: "azure",
-  optionsSchema,
-  create: (options, context) => createAzureProvider(options, context),
-};
+/** The `azure` provider factory (`provider: azure` in `gateways:`): options typed from, and defaulted by, `schema.ts`. */
+const azureProviderFactory = defineProvider({ type: "azure", optionsSchema, create: buildAzureProvider });
 
 export default azureProviderFactory;
 export { AzureApimProvider } from "./provider.js";
 export type { ResolvedAzureOptions, OwnershipContext } from "./provider.js";
 export { Adoptions } from "./ownership.js";
 export type { AdoptionRecord } from "./ownership.js";
-export type { AzureProviderOptions, AzureCredentialOption, OwnerMode, RevokeMode } from "./types.js";
+export type { AzureProviderOptions, AzureProviderOptionsWithDefaults, AzureCredentialOption, OwnerMode, RevokeMode } from "./types.js";
 export { optionsSchema } from "./schema.js";
 export { ARM_RATE_LIMIT } from "./rate-limit.js";
 export type { ArmRateLimit } from "./rate-limit.js";

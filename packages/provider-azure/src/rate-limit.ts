@@ -12,21 +12,22 @@
  */
 import type { PipelinePolicy, PipelineRequest } from "@azure/core-rest-pipeline";
 import { RateLimitQueueFull as CoreQueueFull, SharedResourcePool, TokenBucketLimiter, type RateSlots } from "@credhook/core";
+import { optionsSchema } from "./schema.js";
+import type { AzureProviderOptionsWithDefaults } from "./types.js";
 
-/** Bucket sizes and refill rates; a rate of 0 turns that bucket off. */
-export interface ArmRateLimit {
-  /** Writes per second (refill). @default 10 */
-  writesPerSecond: number;
-  /** Write burst (bucket size). @default 200 */
-  writeBurst: number;
-  /** Reads per second (refill). @default 25 */
-  readsPerSecond: number;
-  /** Read burst (bucket size). @default 250 */
-  readBurst: number;
-}
+/** Bucket sizes and refill rates; a rate of 0 turns that bucket off (the `rateLimit` option with its defaults; see `schema.ts`). */
+export type ArmRateLimit = AzureProviderOptionsWithDefaults["rateLimit"];
 
-/** ARM's documented buckets. */
-export const ARM_RATE_LIMIT: ArmRateLimit = { writesPerSecond: 10, writeBurst: 200, readsPerSecond: 25, readBurst: 250 };
+/** The `rateLimit` option's schema, whose defaults are ARM's documented buckets. */
+const RATE_LIMIT = optionsSchema.properties.rateLimit.properties;
+
+/** ARM's documented buckets: the schema's defaults of the `rateLimit` option. */
+export const ARM_RATE_LIMIT: ArmRateLimit = {
+  writesPerSecond: RATE_LIMIT.writesPerSecond.default,
+  writeBurst: RATE_LIMIT.writeBurst.default,
+  readsPerSecond: RATE_LIMIT.readsPerSecond.default,
+  readBurst: RATE_LIMIT.readBurst.default,
+};
 
 /** Thrown (inside the pipeline) when the local queue is already longer than the caller is willing to wait. */
 export class RateLimitQueueFull extends Error {

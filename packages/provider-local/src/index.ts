@@ -21,6 +21,7 @@ import { randomUUID } from "node:crypto";
 import {
   ConfigError,
   Conflict,
+  defineProvider,
   hashSecret,
   InvalidReference,
   NotFound,
@@ -34,7 +35,6 @@ import {
   type ProviderCreateInput,
   type ProviderCredential,
   type ProviderCredentialRef,
-  type ProviderFactory,
   type ProviderStateStore,
   type ProviderUpdateInput,
   type ProviderUpdateResult,
@@ -45,42 +45,12 @@ import {
   gatewayError,
   gatewayMessage,
 } from "@credhook/core";
+import { localOptionsSchema } from "./schema.js";
 import type { LocalCredentialChange, LocalCredentialState, LocalProviderOptions, UsagePlanDefinition, UsagePlanLimits } from "./types.js";
 
 export type { LocalCredentialChange, LocalCredentialState, LocalProviderOptions, UsagePlanDefinition, UsagePlanLimits } from "./types.js";
 
-const positiveInt = { type: "integer", minimum: 1 } as const;
-
-/** JSON Schema of the `options:` block of a `provider: local` gateway. */
-export const localOptionsSchema = {
-  type: "object",
-  additionalProperties: false,
-  properties: {
-    usagePlans: {
-      type: "array",
-      uniqueItems: true,
-      items: {
-        oneOf: [
-          { type: "string", minLength: 1 },
-          {
-            type: "object",
-            additionalProperties: false,
-            required: ["id"],
-            properties: {
-              id: { type: "string", minLength: 1 },
-              rate: { type: "object", additionalProperties: false, minProperties: 1, properties: { perSecond: positiveInt, perMinute: positiveInt } },
-              quota: { type: "object", additionalProperties: false, minProperties: 1, properties: { perDay: positiveInt, perMonth: positiveInt } },
-            },
-          },
-        ],
-      },
-    },
-    apis: { type: "array", items: { type: "string", minLength: 1 }, uniqueItems: true },
-    revokeMode: { enum: ["delete", "disable"], default: "delete" },
-    secretLength: { type: "integer", minimum: 32, maximum: 128, default: 40 },
-    tokenUrl: { type: "string", format: "uri" },
-  },
-} as const;
+export { localOptionsSchema } from "./schema.js";
 
 const KEY_PREFIX = "cred:";
 /** Provider-state key prefix of the API-key index: `key:<sha256 hex of the key>` → `{ nativeId }`. */
@@ -378,11 +348,11 @@ export class LocalProvider implements Provider {
   }
 }
 
-/** The `provider: local` factory. */
-const localProviderFactory: ProviderFactory<LocalProviderOptions> = {
+/** The `provider: local` factory: options typed from, and defaulted by, `schema.ts`. */
+const localProviderFactory = defineProvider({
   type: "local",
-  optionsSchema: localOptionsSchema as unknown as Record<string, unknown>,
-  create(options: LocalProviderOptions, context: ProviderContext) {
+  optionsSchema: localOptionsSchema,
+  create(options, context: ProviderContext) {
     const seen = new Set<string>();
     const problems: string[] = [];
     (options.usagePlans ?? []).forEach((p, i) => {
@@ -393,6 +363,6 @@ const localProviderFactory: ProviderFactory<LocalProviderOptions> = {
     if (problems.length > 0) throw new ConfigError(problems);
     return new LocalProvider(options, context.state, context.gateway, context.credentialType);
   },
-};
+});
 
 export default localProviderFactory;

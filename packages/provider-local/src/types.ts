@@ -1,50 +1,23 @@
-import type { CredentialType, GatewayApi } from "@credhook/core";
+/**
+ * Types of a `provider: local` gateway: its options, derived from their one source, the
+ * JSON Schema in `schema.ts` (each option's documentation is its `description` there),
+ * and what the embedded provider keeps per credential.
+ */
+import type { CredentialType, GatewayApi, OptionsOf } from "@credhook/core";
+import type { localOptionsSchema } from "./schema.js";
+
+/** Options of a `provider: local` gateway (`gateways.<name>.options`) as written in YAML; see `schema.ts`. */
+export type LocalProviderOptions = OptionsOf<typeof localOptionsSchema>;
+
+/** A usage plan of a `provider: local` gateway with its limits (an object entry of `usagePlans`; see `schema.ts`). */
+export type UsagePlanDefinition = Exclude<NonNullable<LocalProviderOptions["usagePlans"]>[number], string>;
 
 /**
- * Limits of a usage plan, enforced per credential by the embedded gateway's key
- * check and token endpoint (429 + `Retry-After` beyond them). Every field is
- * optional; a plan without limits admits every request.
+ * Limits of a usage plan (`rate`, `quota`), enforced per credential by the embedded
+ * gateway's key check and token endpoint (429 + `Retry-After` beyond them). Every
+ * field is optional; a plan without limits admits every request.
  */
-export interface UsagePlanLimits {
-  /**
-   * Request rate, in fixed windows that start at a credential's first request
-   * (rate-limiter-flexible): `perSecond` requests per 1 s window, `perMinute`
-   * per 60 s window. Both may be set; both apply.
-   */
-  rate?: { perSecond?: number; perMinute?: number };
-  /**
-   * Request quota per calendar period in UTC: `perDay` resets at 00:00 UTC,
-   * `perMonth` at 00:00 UTC on the 1st. Both may be set; both apply.
-   */
-  quota?: { perDay?: number; perMonth?: number };
-}
-
-/** A usage plan of a `provider: local` gateway: its id, and optionally its limits. */
-export interface UsagePlanDefinition extends UsagePlanLimits {
-  /** Usage plan id, as the portal sends it. */
-  id: string;
-}
-
-/** Options of a `provider: local` gateway (`gateways.<name>.options`). */
-export interface LocalProviderOptions {
-  /**
-   * Usage plans this gateway knows: plan ids, or `{ id, rate, quota }` objects
-   * whose limits the embedded gateway enforces. When set, a request naming any
-   * other plan is answered 422 (InvalidReference). @default unset: every plan id is accepted, none limited
-   */
-  usagePlans?: Array<string | UsagePlanDefinition>;
-  /** API ids this gateway knows. When set, any other id is answered 422. @default unset: every id is accepted */
-  apis?: string[];
-  /** `delete` removes the credential on revoke; `disable` keeps it, disabled. @default "delete" */
-  revokeMode?: "delete" | "disable";
-  /** Length of generated secrets, characters of base62 (≈ 5.95 bits each). @default 40 */
-  secretLength?: number;
-  /**
-   * Token endpoint URL returned in customCredentials.tokenUrl of CLIENT_CREDENTIALS
-   * credentials. @default the embedded gateway's token endpoint when `embeddedGateway:` is configured, else none
-   */
-  tokenUrl?: string;
-}
+export type UsagePlanLimits = Omit<UsagePlanDefinition, "id">;
 
 /** What the embedded provider keeps per credential (in the store's provider state, key `cred:<nativeId>`). No plaintext secret. */
 export interface LocalCredentialState {

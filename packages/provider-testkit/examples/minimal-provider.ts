@@ -6,14 +6,16 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import {
+  defineProvider,
   InvalidReference,
   NotFound,
   type GatewayApi,
+  type OptionsOf,
   type OwnedResource,
   type Provider,
   type ProviderContext,
   type ProviderCredentialRef,
-  type ProviderFactory,
+  type ResolvedOptionsOf,
   type RevokeOutcome,
 } from "@credhook/core";
 
@@ -50,13 +52,24 @@ export class ExampleCloud {
   }
 }
 
-/** Options of an `example` gateway (`gateways.<name>.options` in webhook.config.yaml). */
-export interface ExampleOptions {
-  /** Account whose keys this gateway manages; gateways naming the same account share it. */
-  account: string;
-  /** Usage plan ids that exist in the account. */
-  plans: string[];
-}
+/**
+ * JSON Schema of an `example` gateway's options (`gateways.<name>.options` in
+ * webhook.config.yaml), written once: core validates the YAML with it, `pnpm schema`
+ * shows its descriptions in editors, and {@link ExampleOptions} is derived from it.
+ */
+export const optionsSchema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["account", "plans"],
+  properties: {
+    account: { type: "string", minLength: 1, description: "Account whose keys this gateway manages; gateways naming the same account share it." },
+    plans: { type: "array", items: { type: "string", minLength: 1 }, description: "Usage plan ids that exist in the account." },
+    keyBytes: { type: "integer", minimum: 16, maximum: 64, default: 24, description: "Random bytes of a generated API key (base64url: 4 characters per 3 bytes). Default 24." },
+  },
+} as const;
+
+/** Options of an `example` gateway as written in YAML (`keyBytes` optional). */
+export type ExampleOptions = OptionsOf<typeof optionsSchema>;
 
 /** The accounts of this process (a real provider builds an SDK client from its options instead). */
 export const accounts = new Map<string, ExampleCloud>();
@@ -72,6 +85,7 @@ export class ExampleProvider implements Provider {
   readonly capabilities = { credentialTypes: ["API_KEY" as const], importsApiKeyValue: true, readsBackSecret: true };
   constructor(
     private readonly cloud: ExampleCloud,
+    private readonly options: ResolvedOptionsOf<typeof optionsSchema>,
     private readonly context: ProviderContext,
   ) {}
 
@@ -94,7 +108,7 @@ export class ExampleProvider implements Provider {
   async create(input: Parameters<Provider["create"]>[0]) {
     const plans = this.checkPlans(input.apis);
     const key = await this.cloud.createKey({
-      value: input.apiKeyValue ?? randomBytes(24).toString("base64url"),
+      value: input.apiKeyValue ?? randomBytes(this.options.keyBytes).toString("base64url"),
       name: input.app.appName,
       plans,
       tags: { [GATEWAY_TAG]: this.context.gateway, [CREDENTIAL_TAG]: input.credentialId },
@@ -135,22 +149,17 @@ export class ExampleProvider implements Provider {
   }
 }
 
-/** What the package default-exports: `provider: <package name>` in webhook.config.yaml loads it. */
-const exampleProviderFactory: ProviderFactory<ExampleOptions> = {
+/**
+ * What the package default-exports: `provider: <package name>` in webhook.config.yaml
+ * loads it. `create` gets the options typed from the schema, defaults applied.
+ */
+const exampleProviderFactory = defineProvider({
   type: "example",
-  optionsSchema: {
-    type: "object",
-    additionalProperties: false,
-    required: ["account", "plans"],
-    properties: {
-      account: { type: "string", minLength: 1, description: "account whose keys this gateway manages" },
-      plans: { type: "array", items: { type: "string", minLength: 1 }, description: "usage plan ids that exist in the account" },
-    },
-  },
+  optionsSchema,
   create(options, context) {
     let cloud = accounts.get(options.account);
     if (!cloud) accounts.set(options.account, (cloud = new ExampleCloud(new Set(options.plans))));
-    return new ExampleProvider(cloud, context);
+    return new ExampleProvider(cloud, options, context);
   },
-};
+});
 export default exampleProviderFactory;

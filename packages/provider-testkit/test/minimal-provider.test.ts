@@ -1,9 +1,10 @@
 // The minimal provider of CONTRIBUTING.md (examples/minimal-provider.ts) passes the whole
 // conformance suite, with every optional check on: effects seen in its "cloud", nothing left
-// behind, foreign keys and another gateway's keys left alone.
-import { it } from "vitest";
-import { silentLogger, memoryStateStore, type CredentialType } from "@credhook/core";
-import exampleProviderFactory, { accounts } from "../examples/minimal-provider.js";
+// behind, foreign keys and another gateway's keys left alone. Its options come from one
+// schema (defineProvider): core's loader checks them with it and applies its defaults.
+import { describe, expect, expectTypeOf, it } from "vitest";
+import { ConfigError, loadGateways, silentLogger, memoryStateStore, type CredentialType, type CredhookConfig } from "@credhook/core";
+import exampleProviderFactory, { accounts, type ExampleOptions } from "../examples/minimal-provider.js";
 import { providerConformance } from "../src/index.js";
 
 const options = { account: "conformance", plans: ["gold", "silver", "bronze"] };
@@ -26,4 +27,32 @@ providerConformance(it, make("example"), {
     return { nativeId: key.id, exists: async () => JSON.stringify(cloud().keys.get(key.id)) === JSON.stringify(key) };
   },
   otherGateway: make("example-other"),
+});
+
+describe("the minimal provider's options, from its one schema", () => {
+  /** Loads one `example` gateway with `options` the way credhook start-up does. */
+  const load = (options: Record<string, unknown>) =>
+    loadGateways({ gateways: { ex: { provider: "example-package", credentialType: "API_KEY", options } } } as unknown as CredhookConfig, {
+      importModule: async () => ({ default: exampleProviderFactory }),
+      logger: silentLogger,
+      stateFor: () => memoryStateStore(),
+    });
+  const keyOf = async (options: Record<string, unknown>) => {
+    const provider = (await load(options)).get("ex")!.provider;
+    return (await provider.create({ credentialId: "c1", credentialType: "API_KEY", app: { appName: "a", developer: "d" }, apis: [{ id: "orders", usagePlans: [] }] })).apiKey!;
+  };
+
+  it("types them from the schema: required options required, defaulted ones optional", () => {
+    expectTypeOf<ExampleOptions>().toEqualTypeOf<{ account: string; plans: string[]; keyBytes?: number }>();
+  });
+
+  it("applies the schema's default (24 random bytes: 32 characters) and honours the option", async () => {
+    expect(await keyOf({ account: "options", plans: [] })).toMatch(/^[\w-]{32}$/);
+    expect(await keyOf({ account: "options", plans: [], keyBytes: 48 })).toMatch(/^[\w-]{64}$/);
+  });
+
+  it("refuses options the schema refuses, naming the YAML path", async () => {
+    await expect(load({ account: "options", plans: [], keyBytes: 8 })).rejects.toBeInstanceOf(ConfigError);
+    await expect(load({ plans: [] })).rejects.toMatchObject({ messages: [expect.stringContaining("gateways.ex.options")] });
+  });
 });

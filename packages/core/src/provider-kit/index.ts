@@ -1,7 +1,8 @@
 /**
  * What every provider shares: Retry-After parsing, client-side rate limiters,
  * cached health probes, secret redaction, errors that name their gateway, and
- * settling many calls at once. Exported from `@credhook/core`.
+ * settling many calls at once, and `defineProvider()` (options typed from their
+ * JSON Schema). Exported from `@credhook/core`.
  */
 export * from "./retry-after.js";
 export * from "./rate-limit.js";
@@ -9,3 +10,4 @@ export * from "./health-cache.js";
 export * from "./redact.js";
 export * from "./gateway-errors.js";
 export * from "./settle.js";
+export * from "./define-provider.js";
