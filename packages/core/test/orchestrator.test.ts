@@ -106,14 +106,17 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
   let a: ScriptedProvider;
   let b: ScriptedProvider;
   let orch: Orchestrator;
+  /** The orchestrator's clock: real time plus what a test moved it forward by, ms. */
+  let skewMs = 0;
   const setup = (settleMs = 0) => {
+    skewMs = 0;
     store = new MemoryCredentialStore();
     a = new ScriptedProvider({ gateway: "a" });
     b = new ScriptedProvider({ gateway: "b" });
     const gateways = new Map(
       [a, b].map((p) => [p.gateway, { name: p.gateway, providerType: "scripted", credentialType: "API_KEY" as const, provider: p }]),
     );
-    orch = new Orchestrator({ gateways, router: createRouter([{ apis: ["a-*"], gateway: "a" }, { default: "b" }]), store, abandonSettleMs: settleMs, compensationAttempts: 1 });
+    orch = new Orchestrator({ gateways, router: createRouter([{ apis: ["a-*"], gateway: "a" }, { default: "b" }]), store, abandonSettleMs: settleMs, compensationAttempts: 1, now: () => Date.now() + skewMs });
   };
   afterEach(async () => {
     await orch.close();
@@ -166,7 +169,7 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
   });
 
   it("an update whose write lands after its rollback is brought back to the record once the settle window ends", async () => {
-    setup(200);
+    setup(60_000);
     const { response } = await orch.create(req("a-1", "b-1"));
     const apiKeyId = (response as { apiKeyId: string }).apiKeyId;
     b.fail({ op: "update", when: "late", lateMs: 30 });
@@ -176,7 +179,7 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
     const [rec] = await store.list();
     expect(rec).toMatchObject({ status: "active", unsettled: { gateways: [{ gateway: "b", attempted: [{ id: "b-1", usagePlans: ["gold", "silver"] }] }] } });
     expect(await orch.sweepAbandoned()).toMatchObject({ settled: 0 }); // the window is still open
-    await new Promise((r) => setTimeout(r, 250));
+    skewMs = 60_000; // a minute later, by the orchestrator's clock: the window has closed
     expect(await orch.sweepAbandoned()).toMatchObject({ settled: 1 });
     expect(b.marked()[0]!.apis).toEqual([{ id: "b-1", usagePlans: ["gold"] }]);
     expect((await store.list())[0]!.unsettled).toBeUndefined();

@@ -31,7 +31,7 @@ export async function abandonCreate(ctx: OrchestrationContext, rec: CredentialRe
     }
   }
   const uncertain = uniq(failures.filter((f) => f.gateway && ctx.mayHaveLanded(f)).map((f) => f.gateway!));
-  markAbandoned(rec, failures[0]!.messages[0] ?? failures[0]!.message, uncertain, ctx.settleUntil(uncertain, Date.now()));
+  markAbandoned(rec, failures[0]!.messages[0] ?? failures[0]!.message, uncertain, ctx.settleUntil(uncertain, ctx.now()), ctx.nowIso());
   await ctx.store.save(structuredClone(rec));
   await cleanupAbandoned(ctx, rec, true);
 }
@@ -79,7 +79,7 @@ export async function cleanupAbandoned(ctx: OrchestrationContext, rec: Credentia
       }
     }),
   );
-  const now = new Date();
+  const now = new Date(ctx.now());
   info.attempts += 1;
   info.lastAttemptAt = now.toISOString();
   if (errors.length > 0) info.lastErrors = errors;

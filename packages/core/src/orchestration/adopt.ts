@@ -69,7 +69,7 @@ export async function adoptAndUpdate(ctx: OrchestrationContext, req: UpdateCrede
   const resources = result.resources;
   const markedId = result.credentialId && !(await ctx.store.get(result.credentialId)) ? result.credentialId : undefined;
   const id = markedId ?? randomUUID();
-  const now = new Date().toISOString();
+  const now = ctx.nowIso();
   await ctx.store.insert({
     id,
     credentialType: req.credentialType,
@@ -142,7 +142,7 @@ export async function adopt(ctx: OrchestrationContext, entries: AdoptionRequest[
       } catch (err) {
         return { publicId, action: "skipped", gateway, reason: ctx.asTyped(err, gateway).messages.join("; ") };
       }
-      const now = new Date().toISOString();
+      const now = ctx.nowIso();
       await ctx.store.insert({ id, credentialType: e.credentialType, appKey, app, publicId, status: "active", apis, bindings: [{ gateway, nativeId: publicId, resources }], createdAt: now, updatedAt: now });
       ctx.logger.info({ credentialId: id, gateway, publicId }, "existing credential adopted");
       return { publicId, action: "adopted", gateway, credentialId: id };

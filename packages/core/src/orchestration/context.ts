@@ -50,6 +50,8 @@ export class OrchestrationContext implements GatewayTopology {
   readonly settleMs: number;
   /** Attempts of each compensating call within a request. */
   readonly compensationAttempts: number;
+  /** The clock, ms since the epoch ({@link OrchestratorOptions.now}). */
+  readonly now: () => number;
 
   constructor(options: OrchestratorOptions) {
     this.gateways = options.gateways;
@@ -60,6 +62,12 @@ export class OrchestrationContext implements GatewayTopology {
     this.settleMs = options.abandonSettleMs ?? 300_000;
     this.lock = options.store.locks ?? new KeyedLock();
     this.compensationAttempts = options.compensationAttempts ?? 3;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** {@link now} as an ISO 8601 time, for records. */
+  nowIso(): string {
+    return new Date(this.now()).toISOString();
   }
 
   /** {@inheritDoc GatewayTopology.resolveAll} */
@@ -116,7 +124,7 @@ export class OrchestrationContext implements GatewayTopology {
    */
   settleUntil(gateways: string[], startedMs: number): string {
     const lateWrites = gateways.some((g) => this.gateways.get(g)?.provider.capabilities.writesLandLate !== false);
-    const now = Date.now();
+    const now = this.now();
     return new Date(lateWrites ? Math.max(startedMs + this.settleMs, now) : now).toISOString();
   }
 
@@ -144,7 +152,7 @@ export class OrchestrationContext implements GatewayTopology {
     let chain: Promise<void> = Promise.resolve();
     return () => {
       const next = chain.then(() => {
-        rec.updatedAt = new Date().toISOString();
+        rec.updatedAt = this.nowIso();
         return this.store.save(structuredClone(rec));
       });
       chain = next.catch(() => undefined);

@@ -57,7 +57,7 @@ export async function createOrReplay(ctx: OrchestrationContext, plan: CreatePlan
 async function createFresh(ctx: OrchestrationContext, plan: CreatePlan, customCredentials: Record<string, unknown> | undefined): Promise<CreateOutcome> {
   const { app, credentialType, groups, generator } = plan;
   const gatewayNames = [...groups.keys()];
-  const rec = createIntent(plan);
+  const rec = createIntent(plan, ctx.nowIso());
   await ctx.store.insert(rec); // intent, before any cloud call
   const saver = ctx.serialSaver(rec);
   let apiKey: string | undefined;

@@ -12,9 +12,9 @@ import type { CreatePlan } from "./plan.js";
  * The record of a create about to start (status `pending`, no binding yet,
  * the gateways it will create on): stored before any cloud call, so a crash
  * at any later point leaves something for recovery to find.
+ * @param now - the time of the intent (ISO 8601, {@link OrchestrationContext.nowIso})
  */
-export function createIntent(plan: CreatePlan): CredentialRecord {
-  const now = new Date().toISOString();
+export function createIntent(plan: CreatePlan, now: string): CredentialRecord {
   const gateways = [...plan.groups.keys()];
   return {
     id: randomUUID(),
@@ -33,10 +33,10 @@ export function createIntent(plan: CreatePlan): CredentialRecord {
 
 /**
  * Turns `rec` into an abandoned create (in memory): searched on `uncertain`
- * until `settleUntil` (ISO 8601, from {@link OrchestrationContext.settleUntil}).
+ * until `settleUntil` (ISO 8601, from {@link OrchestrationContext.settleUntil}), as of `now`
+ * (ISO 8601, {@link OrchestrationContext.nowIso}).
  */
-export function markAbandoned(rec: CredentialRecord, reason: string, uncertain: string[], settleUntil: string): void {
-  const now = new Date().toISOString();
+export function markAbandoned(rec: CredentialRecord, reason: string, uncertain: string[], settleUntil: string, now: string): void {
   rec.status = "abandoned";
   delete rec.pending;
   rec.abandoned = { at: now, reason, uncertain, settleUntil, attempts: 0 };

@@ -32,7 +32,7 @@ import type { ReconcileEntry, ReconcileOptions, ReconcileReport } from "./types.
 export async function reconcile(ctx: OrchestrationContext, options: ReconcileOptions = {}): Promise<ReconcileReport> {
   const dryRun = options.dryRun ?? false;
   // Records written `olderThanMs` ago or earlier (inclusive: with 0, also one written in this very millisecond).
-  const before = new Date(Date.now() - (options.olderThanMs ?? 60_000) + 1).toISOString();
+  const before = new Date(ctx.now() - (options.olderThanMs ?? 60_000) + 1).toISOString();
   const report: ReconcileReport = { dryRun, unfinished: [], abandoned: [], unsettled: [], skippedRecent: await ctx.store.countUnfinishedSince(before), orphans: [], garbage: [], unlistable: [] };
   for (const rec of await ctx.store.listUnfinished(before)) {
     const entry = await ctx.lock.run(rec.appKey, async () => {
@@ -65,7 +65,7 @@ export async function reconcile(ctx: OrchestrationContext, options: ReconcileOpt
   for (const rec of unsettled) {
     const info = rec.unsettled!;
     const entry: ReconcileEntry = { credentialId: rec.id, appKey: rec.appKey, op: "update", action: "", gateways: info.gateways.map((g) => g.gateway), errors: [] };
-    if (new Date().toISOString() < info.settleUntil) entry.action = `a failed update's writes may still land until ${info.settleUntil}; checked after that`;
+    if (ctx.nowIso() < info.settleUntil) entry.action = `a failed update's writes may still land until ${info.settleUntil}; checked after that`;
     else if (dryRun) entry.action = "would bring these gateways back to the record (re-apply its API set; revoke its mark where it is not bound)";
     else {
       const r = await ctx.lock.run(rec.appKey, async () => {

@@ -38,7 +38,7 @@ export async function finishUnfinished(ctx: OrchestrationContext, rec: Credentia
       entry.action = `would abandon it: revoke ${rec.bindings.length} recorded resource(s) and search ${uncertain.length} gateway(s) for its mark`;
       return entry;
     }
-    markAbandoned(rec, "interrupted create (the process stopped before it finished)", uncertain, ctx.settleUntil(uncertain, Date.parse(rec.pending?.startedAt ?? rec.createdAt)));
+    markAbandoned(rec, "interrupted create (the process stopped before it finished)", uncertain, ctx.settleUntil(uncertain, Date.parse(rec.pending?.startedAt ?? rec.createdAt)), ctx.nowIso());
     await ctx.store.save(structuredClone(rec));
     const result = await cleanupAbandoned(ctx, rec, false);
     entry.errors.push(...result.errors);
@@ -60,7 +60,7 @@ export async function finishUnfinished(ctx: OrchestrationContext, rec: Credentia
       entry.action = "revoked and deleted";
     } else {
       rec.bindings = left.map((l) => l.binding);
-      rec.updatedAt = new Date().toISOString();
+      rec.updatedAt = ctx.nowIso();
       await ctx.store.save(rec);
       entry.action = "partly revoked; run reconcile again";
     }
@@ -112,7 +112,7 @@ export async function finishUnfinished(ctx: OrchestrationContext, rec: Credentia
   } else {
     entry.action = "rollback incomplete; run reconcile again";
   }
-  rec.updatedAt = new Date().toISOString();
+  rec.updatedAt = ctx.nowIso();
   await ctx.store.save(rec);
   return entry;
 }
@@ -147,7 +147,7 @@ export async function finishBeforeUse(ctx: OrchestrationContext, rec: Credential
 export async function reconcileLoopPass(ctx: OrchestrationContext): Promise<ReconcileLoopResult> {
   const turn = await ctx.lock.tryRun("credhook:reconcile", async () => {
     const result: ReconcileLoopResult = { ran: true, finished: [], inFlight: 0, swept: { swept: 0, deleted: 0, revoked: 0, settled: 0 } };
-    for (const rec of await ctx.store.listUnfinished(new Date(Date.now() + 1000).toISOString())) {
+    for (const rec of await ctx.store.listUnfinished(new Date(ctx.now() + 1000).toISOString())) {
       const r = await ctx.lock.tryRun(rec.appKey, async () => {
         const fresh = await ctx.store.get(rec.id);
         if (!fresh || (fresh.status !== "pending" && fresh.status !== "revoking")) return undefined;

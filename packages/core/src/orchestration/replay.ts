@@ -41,7 +41,7 @@ export async function replay(ctx: OrchestrationContext, rec: CredentialRecord): 
       throw ctx.asTyped(err, b.gateway);
     }
   }
-  rec.updatedAt = new Date().toISOString();
+  rec.updatedAt = ctx.nowIso();
   await ctx.store.save(rec);
   ctx.logger.info({ credentialId: rec.id, gateways }, "replayed create: secret rotated");
   return { response: responseOf(rec, value, clientSecret), replayed: true, gateways, credentialId: rec.id };

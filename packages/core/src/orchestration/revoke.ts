@@ -46,17 +46,17 @@ export async function revoke(ctx: OrchestrationContext, req: RevokeCredentialsRe
     const rec = await ctx.store.get(found.id);
     if (!rec) return { gateways: [], credentialId: found.id };
     rec.status = "revoking";
-    rec.updatedAt = new Date().toISOString();
+    rec.updatedAt = ctx.nowIso();
     await ctx.store.save(rec);
     const gateways = rec.bindings.map((b) => b.gateway);
     const left = await revokeBindings(ctx, rec);
     if (left.length > 0) {
       rec.bindings = left.map((l) => l.binding);
-      rec.updatedAt = new Date().toISOString();
+      rec.updatedAt = ctx.nowIso();
       await ctx.store.save(rec);
       throw ctx.firstByGatewayOrder(left.map((l) => l.error), gateways);
     }
-    if (rec.unsettled && new Date().toISOString() < rec.unsettled.settleUntil) {
+    if (rec.unsettled && ctx.nowIso() < rec.unsettled.settleUntil) {
       // A failed update's write may still land and would outlive the record: keep it as an abandoned
       // create's (never matched by the app's next create), searched by its mark until the window ends.
       const { gateways: unsure, settleUntil } = rec.unsettled;
@@ -64,7 +64,7 @@ export async function revoke(ctx: OrchestrationContext, req: RevokeCredentialsRe
       rec.bindings = [];
       rec.publicId = ""; // revoked: the portal's id finds nothing any more, as after a delete
 
-      markAbandoned(rec, "revoked while a failed update's writes may still land", unsure.map((u) => u.gateway), settleUntil);
+      markAbandoned(rec, "revoked while a failed update's writes may still land", unsure.map((u) => u.gateway), settleUntil, ctx.nowIso());
       await ctx.store.save(structuredClone(rec));
     } else {
       await ctx.store.delete(rec.id);

@@ -71,7 +71,7 @@ function wantedGateways(rec: CredentialRecord): Set<string> {
  */
 export async function settleRecord(ctx: OrchestrationContext, rec: CredentialRecord, retries = false): Promise<SettleResult | undefined> {
   const info = rec.unsettled;
-  if (!info || new Date().toISOString() < info.settleUntil) return undefined;
+  if (!info || ctx.nowIso() < info.settleUntil) return undefined;
   const result: SettleResult = { settled: [], revoked: [], errors: [] };
   const wanted = wantedGateways(rec);
   const current = groupByGateway(rec.apis);
@@ -109,7 +109,7 @@ export async function settleRecord(ctx: OrchestrationContext, rec: CredentialRec
     info.gateways = left;
     info.lastErrors = result.errors;
   }
-  rec.updatedAt = new Date().toISOString();
+  rec.updatedAt = ctx.nowIso();
   await ctx.store.save(structuredClone(rec));
   if (result.revoked.length > 0 || result.errors.length > 0) {
     const log = result.errors.length > 0 ? ctx.logger.error.bind(ctx.logger) : ctx.logger.warn.bind(ctx.logger);
@@ -131,7 +131,7 @@ export async function unsettledRecords(ctx: OrchestrationContext): Promise<Crede
 export async function sweepUnsettled(ctx: OrchestrationContext): Promise<{ settled: number; revoked: number }> {
   const out = { settled: 0, revoked: 0 };
   const records = await unsettledRecords(ctx);
-  const now = new Date().toISOString();
+  const now = ctx.nowIso();
   for (const rec of records) {
     if (rec.unsettled && now < rec.unsettled.settleUntil) continue;
     await ctx.lock.run(rec.appKey, async () => {

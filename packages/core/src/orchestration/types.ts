@@ -28,6 +28,12 @@ export interface OrchestratorOptions {
    */
   abandonSettleMs?: number;
   /**
+   * The clock credhook reads for record times and settle windows, ms since the epoch.
+   * Injectable so that tests move time past a settle window instead of sleeping through it.
+   * @default Date.now
+   */
+  now?: () => number;
+  /**
    * Attempts of each compensating call (a revoke, a search) within the
    * request, with exponential backoff from 200 ms up to 2 s, before the rest
    * is left to the sweep, the next request and `credhook reconcile`.

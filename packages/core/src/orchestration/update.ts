@@ -35,7 +35,7 @@ export async function updateKnown(ctx: OrchestrationContext, rec: CredentialReco
 
   const previousApis = rec.apis;
   rec.status = "pending";
-  rec.pending = { op: "update", startedAt: new Date().toISOString(), createOn: toCreate, removeFrom: toRemove, previousApis, desiredApis };
+  rec.pending = { op: "update", startedAt: ctx.nowIso(), createOn: toCreate, removeFrom: toRemove, previousApis, desiredApis };
   const saver = ctx.serialSaver(rec);
   await saver(); // intent, before any cloud call
 
