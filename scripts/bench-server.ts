@@ -19,6 +19,8 @@
  *   npx --yes pnpm@10 bench [--rounds 3] [--seconds 5] [--connections 64] [--only webhook,startup,clouds,check]
  *   npx --yes pnpm@10 bench --soak            credhook alone for 10 minutes, RSS over time (--soak-s N: N seconds)
  *   npx --yes pnpm@10 bench --cpu-prof DIR    writes credhook's CPU profile (node --cpu-prof) into DIR
+ *   npx --yes pnpm@10 bench --lean            adds, in the same rounds, this checkout's credhook with CREDHOOK_MEMORY=lean
+ *                                             (V8's --optimize-for-size: less memory, more CPU per request)
  *   npx --yes pnpm@10 bench --compare DIR     adds, in the same rounds, the credhook of another checkout
  *                                             (e.g. a worktree of main) as a fourth server: before/after
  *   BENCH_CHECK_SECONDS=5 BENCH_CHECK_CONNECTIONS=64 BENCH_CHECK_ROUNDS=3 (the key-check part)
@@ -44,6 +46,7 @@ const { values: args } = parseArgs({
     "soak-s": { type: "string" },
     "cpu-prof": { type: "string" },
     compare: { type: "string" },
+    lean: { type: "boolean", default: false },
   },
   allowPositionals: true,
 });
@@ -193,6 +196,7 @@ async function webhook(): Promise<void> {
   const prof = args["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", args["cpu-prof"]] : [];
   const targets = [await startBaseline("node"), await startBaseline("express"), await startCredhook(prof)];
   if (args.compare) targets.push(await startCredhook([], {}, args.compare.endsWith("/") ? args.compare : `${args.compare}/`));
+  else if (args.lean) targets.push({ ...(await startCredhook([], { CREDHOOK_MEMORY: "lean" })), name: "credhook (lean)" });
   console.log(`webhook: ${CONNECTIONS} connections, ${ROUNDS} rounds; each round per server: create for ${SECONDS} s (a new app each), then update and revoke each created credential once`);
   for (const t of targets) await cycle(t, 1, "warm"); // JIT, connections, SQLite file
   const results = new Map<string, Array<Ops & { rss: number }>>(targets.map((t) => [t.name, []]));
@@ -227,8 +231,8 @@ async function webhook(): Promise<void> {
 }
 
 async function soak(): Promise<void> {
-  const t = await startCredhook();
-  console.log(`soak: credhook alone for ${SOAK_S} s, create/update/revoke cycles of 10 s, ${CONNECTIONS} connections; idle RSS ${mib(rssOf(t.pid))}`);
+  const t = await startCredhook([], args.lean ? { CREDHOOK_MEMORY: "lean" } : {});
+  console.log(`soak${args.lean ? " (CREDHOOK_MEMORY=lean)" : ""}: credhook alone for ${SOAK_S} s, create/update/revoke cycles of 10 s, ${CONNECTIONS} connections; idle RSS ${mib(rssOf(t.pid))}`);
   const t0 = performance.now();
   let requests = 0;
   for (let i = 0; (performance.now() - t0) / 1000 < SOAK_S; i++) {

@@ -187,11 +187,16 @@ export class LocalProvider implements Provider {
    * @throws Conflict another live API key of this gateway has the same value
    */
   private async index(nativeId: string, secretHash: string): Promise<void> {
+    await this.checkUnique(nativeId, secretHash);
+    await this.state.put(KEY_INDEX_PREFIX + secretHash, { nativeId });
+  }
+
+  /** @throws Conflict another live API key of this gateway than `nativeId` has the digest `secretHash` */
+  private async checkUnique(nativeId: string, secretHash: string): Promise<void> {
     const other = await this.findByKeyDigest(secretHash);
     if (other && other.nativeId !== nativeId) {
       throw gatewayError(this.gateway, Conflict, `an API key with this value exists already`);
     }
-    await this.state.put(KEY_INDEX_PREFIX + secretHash, { nativeId });
   }
 
   /** Removes the index entry of `secretHash` when it points at `nativeId`. */
@@ -242,18 +247,24 @@ export class LocalProvider implements Provider {
     const secret = isKey ? (input.apiKeyValue ?? this.newSecret()) : this.newSecret();
     const secretHash = hashSecret(secret);
     const now = new Date().toISOString();
-    if (isKey) await this.index(nativeId, secretHash);
-    await this.put(nativeId, {
-      credentialType: input.credentialType,
-      credentialId: input.credentialId,
-      secretHash,
-      enabled: true,
-      apis: input.apis,
-      appName: input.app.appName,
-      developer: input.app.developer,
-      createdAt: now,
-      updatedAt: now,
-    });
+    if (isKey) await this.checkUnique(nativeId, secretHash);
+    // The index entry and the credential are written together (one commit on the SQLite store's group
+    // commit): the index alone grants nothing (findByKeyDigest needs the credential), nor does the
+    // credential alone (the key check finds keys through the index). The change stamp follows both.
+    await Promise.all([
+      isKey ? this.state.put(KEY_INDEX_PREFIX + secretHash, { nativeId }) : undefined,
+      this.put(nativeId, {
+        credentialType: input.credentialType,
+        credentialId: input.credentialId,
+        secretHash,
+        enabled: true,
+        apis: input.apis,
+        appName: input.app.appName,
+        developer: input.app.developer,
+        createdAt: now,
+        updatedAt: now,
+      }),
+    ]);
     await this.changed(nativeId, [secretHash]);
     const out: ProviderCredential = { nativeId, resources: { kind: isKey ? "apiKey" : "client" } };
     if (isKey) out.apiKey = secret;
@@ -292,9 +303,9 @@ export class LocalProvider implements Provider {
       s.updatedAt = new Date().toISOString();
       await this.put(ref.nativeId, s);
     } else {
-      // The index first: a key never passes a check after a partly done revoke.
-      await this.unindex(ref.nativeId, s.secretHash);
-      await this.state.delete(KEY_PREFIX + ref.nativeId);
+      // Both deletes together (one commit on the SQLite store): a key never passes a check after a
+      // partly done revoke either way, since a check needs the index entry and the credential.
+      await Promise.all([this.unindex(ref.nativeId, s.secretHash), this.state.delete(KEY_PREFIX + ref.nativeId)]);
     }
     await this.changed(ref.nativeId, [s.secretHash]);
     return "revoked";

