@@ -25,7 +25,13 @@ import { setFlagsFromString } from "node:v8";
 // generation grown less eagerly between full collections. Measured with `pnpm bench --lean` (README,
 // "Benchmark"): RSS after load 100–130 MiB instead of 190–240 MiB, for about 1.5× the CPU time per
 // request (more garbage collection). Unset: V8's defaults. https://nodejs.org/api/v8.html#v8setflagsfromstringflags
-if (process.env.CREDHOOK_MEMORY === "lean") setFlagsFromString("--optimize-for-size");
+// Any other value is a mistake worth stopping for (a typo would otherwise run with the defaults unnoticed).
+const memoryMode = process.env.CREDHOOK_MEMORY ?? "";
+if (!["", "default", "lean"].includes(memoryMode)) {
+  process.stderr.write(`CREDHOOK_MEMORY must be 'lean' or 'default' (got '${memoryMode}')\n`);
+  process.exit(1);
+}
+if (memoryMode === "lean") setFlagsFromString("--optimize-for-size");
 
 const serverDir = fileURLToPath(new URL("..", import.meta.url));
 const built = new URL("../dist/cli.js", import.meta.url);

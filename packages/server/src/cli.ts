@@ -107,6 +107,8 @@ program
           config: config.configFile,
           gateways: Object.keys(config.gateways),
           tracing: !!tracing,
+          // CREDHOOK_MEMORY, which the `credhook` command (bin/credhook.mjs) applies at start
+          memory: process.env.CREDHOOK_MEMORY === "lean" ? "lean" : "default",
           ...(running.gatewayUrl ? { embeddedGateway: running.gatewayUrl, issuer: running.credhook.embeddedGateway!.publicUrl } : {}),
         },
         "credhook listening",

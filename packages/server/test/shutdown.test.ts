@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -44,6 +44,22 @@ describe("graceful shutdown", () => {
     expect(code).toBe(0);
     expect(child.output()).toContain('"msg":"stopped"');
     expect(child.output()).not.toContain("pw-for-cli-test");
+    expect(child.output()).toContain('"memory":"default"');
+  });
+
+  it("CREDHOOK_MEMORY=lean serves with V8 sized for memory (said in the listening line); another value stops the command at once", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "credhook-lean-"));
+    writeFileSync(join(dir, "webhook.config.yaml"), LOCAL_YAML.replace("server:\n", "server:\n  port: 0\n  host: 127.0.0.1\n"));
+    const lean = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-lean", CREDHOOK_DATA_DIR: dir, CREDHOOK_MEMORY: "lean" });
+    expect((await fetch(`${lean.url}/livez`)).status).toBe(204);
+    expect(lean.output()).toContain('"memory":"lean"');
+    expect((await lean.stop()).code).toBe(0);
+    const typo = spawnSync(process.execPath, [CLI, "serve", "--config", join(dir, "webhook.config.yaml")], {
+      env: { ...process.env, CREDHOOK_PASSWORD: "pw-lean", CREDHOOK_DATA_DIR: dir, CREDHOOK_MEMORY: "Lean" },
+      encoding: "utf8",
+    });
+    expect(typo.status).toBe(1);
+    expect(typo.stderr).toBe("CREDHOOK_MEMORY must be 'lean' or 'default' (got 'Lean')\n");
   });
 
   it("SIGTERM under load on the AWS fake ends the process within shutdownTimeoutMs plus the margin", async () => {
