@@ -79,19 +79,19 @@ export async function cleanupAbandoned(ctx: OrchestrationContext, rec: Credentia
       }
     }),
   );
-  const now = new Date(ctx.now());
+  const now = ctx.nowIso();
   info.attempts += 1;
-  info.lastAttemptAt = now.toISOString();
+  info.lastAttemptAt = now;
   if (errors.length > 0) info.lastErrors = errors;
   else delete info.lastErrors;
   if (revoked.length > 0) {
     ctx.logger.warn({ credentialId: rec.id, revoked: revoked.map((r) => `${r.gateway}:${r.nativeId}`) }, "abandoned create: revoked what it had left");
   }
-  if (errors.length === 0 && rec.bindings.length === 0 && now.toISOString() >= info.settleUntil) {
+  if (errors.length === 0 && rec.bindings.length === 0 && !ctx.stillSettling(info.settleUntil)) {
     await ctx.store.delete(rec.id);
     return { revoked, found: searched, deleted: true, errors };
   }
-  rec.updatedAt = now.toISOString();
+  rec.updatedAt = now;
   try {
     await ctx.store.save(structuredClone(rec));
   } catch (err) {

@@ -70,6 +70,14 @@ export class OrchestrationContext implements GatewayTopology {
     return new Date(this.now()).toISOString();
   }
 
+  /**
+   * Whether a settle window that ends at `settleUntil` (ISO 8601, from {@link settleUntil}) is
+   * still open: a write begun before it may still land, so a search that finds nothing proves nothing yet.
+   */
+  stillSettling(settleUntil: string): boolean {
+    return this.nowIso() < settleUntil;
+  }
+
   /** {@inheritDoc GatewayTopology.resolveAll} */
   resolveAll(apiIds: string[]): Map<string, string> {
     return this.router.resolveAll(apiIds);

@@ -65,7 +65,7 @@ export async function reconcile(ctx: OrchestrationContext, options: ReconcileOpt
   for (const rec of unsettled) {
     const info = rec.unsettled!;
     const entry: ReconcileEntry = { credentialId: rec.id, appKey: rec.appKey, op: "update", action: "", gateways: info.gateways.map((g) => g.gateway), errors: [] };
-    if (ctx.nowIso() < info.settleUntil) entry.action = `a failed update's writes may still land until ${info.settleUntil}; checked after that`;
+    if (ctx.stillSettling(info.settleUntil)) entry.action = `a failed update's writes may still land until ${info.settleUntil}; checked after that`;
     else if (dryRun) entry.action = "would bring these gateways back to the record (re-apply its API set; revoke its mark where it is not bound)";
     else {
       const r = await ctx.lock.run(rec.appKey, async () => {

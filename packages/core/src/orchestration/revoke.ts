@@ -56,7 +56,7 @@ export async function revoke(ctx: OrchestrationContext, req: RevokeCredentialsRe
       await ctx.store.save(rec);
       throw ctx.firstByGatewayOrder(left.map((l) => l.error), gateways);
     }
-    if (rec.unsettled && ctx.nowIso() < rec.unsettled.settleUntil) {
+    if (rec.unsettled && ctx.stillSettling(rec.unsettled.settleUntil)) {
       // A failed update's write may still land and would outlive the record: keep it as an abandoned
       // create's (never matched by the app's next create), searched by its mark until the window ends.
       const { gateways: unsure, settleUntil } = rec.unsettled;

@@ -71,7 +71,7 @@ function wantedGateways(rec: CredentialRecord): Set<string> {
  */
 export async function settleRecord(ctx: OrchestrationContext, rec: CredentialRecord, retries = false): Promise<SettleResult | undefined> {
   const info = rec.unsettled;
-  if (!info || ctx.nowIso() < info.settleUntil) return undefined;
+  if (!info || ctx.stillSettling(info.settleUntil)) return undefined;
   const result: SettleResult = { settled: [], revoked: [], errors: [] };
   const wanted = wantedGateways(rec);
   const current = groupByGateway(rec.apis);
@@ -131,9 +131,8 @@ export async function unsettledRecords(ctx: OrchestrationContext): Promise<Crede
 export async function sweepUnsettled(ctx: OrchestrationContext): Promise<{ settled: number; revoked: number }> {
   const out = { settled: 0, revoked: 0 };
   const records = await unsettledRecords(ctx);
-  const now = ctx.nowIso();
   for (const rec of records) {
-    if (rec.unsettled && now < rec.unsettled.settleUntil) continue;
+    if (rec.unsettled && ctx.stillSettling(rec.unsettled.settleUntil)) continue;
     await ctx.lock.run(rec.appKey, async () => {
       try {
         const fresh = await ctx.store.get(rec.id);
