@@ -53,17 +53,21 @@ function searchableUpTo(path: string): void {
  */
 const TEST_SCHEMA = /^(t|replicas|gateway|lambda|k8s)_[0-9a-f]{8,16}$/;
 
-/** The schema names of the database at `url`. */
-async function schemaNames(url: string): Promise<string[]> {
+/** Runs `fn` with a connection to the database at `url`, closed after. */
+async function withClient<T>(url: string, fn: (client: import("pg").Client) => Promise<T>): Promise<T> {
   const { default: pg } = await import("pg");
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    return (await client.query<{ nspname: string }>("SELECT nspname FROM pg_namespace")).rows.map((r) => r.nspname);
+    return await fn(client);
   } finally {
     await client.end();
   }
 }
+
+/** The schema names of the database at `url`. */
+const schemaNames = (url: string): Promise<string[]> =>
+  withClient(url, async (client) => (await client.query<{ nspname: string }>("SELECT nspname FROM pg_namespace")).rows.map((r) => r.nspname));
 
 /**
  * On a `DATABASE_URL` database, which outlives the run: drops, at the end, the schemas the tests
@@ -75,14 +79,9 @@ async function dropTestSchemasAfter(url: string): Promise<() => Promise<void>> {
   return async () => {
     const created = (await schemaNames(url)).filter((name) => !before.has(name) && TEST_SCHEMA.test(name));
     if (created.length === 0) return;
-    const { default: pg } = await import("pg");
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    try {
+    await withClient(url, async (client) => {
       for (const name of created) await client.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
-    } finally {
-      await client.end();
-    }
+    });
   };
 }
 

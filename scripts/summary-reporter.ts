@@ -22,19 +22,19 @@ export default class SummaryReporter implements Reporter {
     let skipped = 0;
     const lines: string[] = [];
     for (const mod of testModules) {
+      const file = mod.moduleId.replace(`${process.cwd()}/`, "");
       for (const test of mod.children.allTests()) {
         const result = test.result();
         if (result.state === "passed") passed++;
         else if (result.state === "failed") {
           failed++;
-          lines.push(`FAILED: ${mod.moduleId.replace(`${process.cwd()}/`, "")} > ${test.fullName}: ${firstLine(result.errors?.[0])}`);
+          lines.push(`FAILED: ${file} > ${test.fullName}: ${firstLine(result.errors?.[0])}`);
         } else skipped++;
       }
       // A file that failed outside its tests (an import, a beforeAll): its tests were skipped, not failed.
       if (mod.state() === "failed" && ![...mod.children.allTests()].some((t) => t.result().state === "failed")) {
         failed++;
-        const errors = mod.errors();
-        lines.push(`FAILED: ${mod.moduleId.replace(`${process.cwd()}/`, "")} (the file itself): ${firstLine(errors[0])}`);
+        lines.push(`FAILED: ${file} (the file itself): ${firstLine(mod.errors()[0])}`);
       }
     }
     for (const error of unhandledErrors) lines.push(`UNHANDLED: ${firstLine(error)}`);

@@ -228,9 +228,13 @@ export class FaultInjector {
     if (!armed) return { applyDelayMs: 0 };
     armed.remaining -= 1;
     this.applies = this.applies.filter((a) => a.remaining > 0);
-    if (armed.applyDelayMs > 0) this.stats.lateWritesPending += 1;
-    const applied = armed.applyDelayMs > 0 ? () => void (this.stats.lateWritesPending -= 1) : undefined;
-    return { applyDelayMs: armed.applyDelayMs, ...(armed.afterApply ? { afterApply: armed.afterApply } : {}), ...(applied ? { applied } : {}) };
+    const late = armed.applyDelayMs > 0;
+    if (late) this.stats.lateWritesPending += 1;
+    return {
+      applyDelayMs: armed.applyDelayMs,
+      ...(armed.afterApply ? { afterApply: armed.afterApply } : {}),
+      ...(late ? { applied: () => void (this.stats.lateWritesPending -= 1) } : {}),
+    };
   }
 
   /** @internal Counts a call and returns the latency to apply and the fault to answer with, if any. */
