@@ -155,17 +155,21 @@ export interface StoreLocks {
 /**
  * Call slots shared by every instance on the store, for the clouds' quotas,
  * which are per account — not per instance (cloud-facts.md). Each call of a
- * limited operation reserves the next slot of its key; slots are at least
- * `intervalMs` apart across all instances, so at most `1000 / intervalMs` calls
- * start in any sliding second, wherever they run.
+ * limited operation reserves the next slot of its key. The slots of a key form
+ * one token bucket for all instances (GCRA, the generic cell rate algorithm:
+ * one "theoretical arrival time" per key): after an idle period up to `burst`
+ * slots start at once, then one every `intervalMs`, so at most
+ * `burst - 1 + t / intervalMs` calls start in any `t` ms, wherever they run.
+ * With `burst` 1, slots are at least `intervalMs` apart.
  */
 export interface RateSlots {
   /**
    * Reserves the next slot of `key`.
-   * @param intervalMs spacing between two slots of the key, ms
+   * @param intervalMs spacing between two slots of the key at the steady rate, ms
+   * @param burst slots that may start at once after an idle period (≥ 1) @default 1
    * @returns how long to wait before making the call, ms (0: now)
    */
-  reserve(key: string, intervalMs: number): Promise<number>;
+  reserve(key: string, intervalMs: number, burst?: number): Promise<number>;
 }
 
 /** The credential store. All methods may throw the driver's errors wrapped as core errors. */

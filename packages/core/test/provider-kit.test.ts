@@ -176,10 +176,10 @@ describe("rate limiters", () => {
   });
 
   it("with shared slots, an attempt also waits for its slot among all instances, refused beyond maxQueueWaitMs", async () => {
-    const reserved: Array<[string, number]> = [];
+    const reserved: Array<[string, number, number | undefined]> = [];
     const slots: RateSlots = {
-      async reserve(key, intervalMs) {
-        reserved.push([key, intervalMs]);
+      async reserve(key, intervalMs, burst) {
+        reserved.push([key, intervalMs, burst]);
         return reserved.length === 1 ? 0 : 60_000;
       },
     };
@@ -187,9 +187,10 @@ describe("rate limiters", () => {
     try {
       await bucket.acquire(1_000, { slots, key: "cloud|acct|reads" });
       await expect(bucket.acquire(1_000, { slots, key: "cloud|acct|reads" })).rejects.toMatchObject({ name: "RateLimitQueueFull", acrossInstances: true, waitMs: 60_000 });
+      // The bucket's own burst is the shared bucket's: one cloud bucket for every instance.
       expect(reserved).toEqual([
-        ["cloud|acct|reads", 100],
-        ["cloud|acct|reads", 100],
+        ["cloud|acct|reads", 100, 5],
+        ["cloud|acct|reads", 100, 5],
       ]);
     } finally {
       await bucket.stop();
@@ -203,6 +204,8 @@ describe("rate limiters", () => {
       expect(window.estimateWaitMs()).toBeGreaterThan(59_000);
       expect(() => window.acquire(1_000)).toThrow(RateLimitQueueFull);
       expect(window.spacingMs).toBe(30_000);
+      // Across instances a strict window's slots are evenly spaced (no burst): a burst of `limit` then one more would put limit + 1 in a window.
+      expect(window.sharedBurst).toBe(1);
     } finally {
       await window.stop();
     }

@@ -534,7 +534,6 @@ export class AzureApimProvider implements Provider {
     if (!owner || !owner.matches) throw this.notOurs(input, owner);
     const members = await this.membersOf(owner);
     const live = members.filter((s) => LIVE_STATES.has(s.state));
-    const key = await this.keyOf(input.nativeId, live);
     const stored = new Map(storedOf(input.resources).map((s) => [lower(s.sid), s]));
     const etagOf = (sid: string) => stored.get(lower(sid))?.etag;
     const desired = scopesOf(input.desired, this.opts.productMap, this.opts.apiMap);
@@ -557,7 +556,10 @@ export class AzureApimProvider implements Provider {
       );
     }
 
-    // Add before remove: a failure here leaves at least the access the credential had.
+    // Add before remove: a failure here leaves at least the access the credential had. The key is
+    // read only for a subscription to be created with it: listSecrets is a POST, which ARM throttles
+    // as a write, so an update that adds nothing (a removal, a rename, a no-op) spends no write on it.
+    const key = toAdd.length > 0 ? await this.keyOf(input.nativeId, live) : "";
     const { done: added, failure } = await this.putAll(owner.stem, toAdd, key, displayName, ownerId, state, false);
     if (failure) throw this.reported(failure, input.nativeId, [...live.map(asStored), ...added], ownerId);
     const removed = await settleAll(toRemove, (s) => this.remove({ sid: s.sid, etag: etagOf(s.sid) }), WRITE_CONCURRENCY);

@@ -22,7 +22,23 @@ describe("update", () => {
     });
     expect(subsOf(t.fake, ref.nativeId).map((s) => s.scope)).toEqual(["/products/gold"]);
     expect(t.fake.requests.slice(writesBefore).filter((r) => r.method !== "GET" && r.method !== "POST").map((r) => r.method)).toEqual(["DELETE", "DELETE"]);
+    // Nothing added: the key is not read (listSecrets is a POST, an ARM write).
+    expect(t.fake.requests.slice(writesBefore).filter((r) => r.method === "POST")).toEqual([]);
     expect((res.resources.subscriptions as Array<{ sid: string }>).map((s) => s.sid)).toEqual([`${ref.nativeId}-p-gold`]);
+  });
+
+  it("reads the key (one listSecrets) only when a subscription is added with it", async () => {
+    const apis = [{ id: "orders", usagePlans: ["gold"] }];
+    const ref = await createRef(t.provider, apis);
+    const listSecrets = () => t.fake.requests.filter((r) => r.method === "POST" && r.path.endsWith("/listSecrets")).length;
+    const start = listSecrets();
+    await t.provider.update({ ...ref, previous: apis, desired: apis, changes: noneChanges(apis) });
+    expect(listSecrets()).toBe(start);
+    const desired = [{ id: "orders", usagePlans: ["gold", "silver"] }];
+    await t.provider.update({ ...ref, previous: apis, desired, changes: [{ id: "orders", action: "NONE", usagePlans: [{ id: "gold", action: "NONE" }, { id: "silver", action: "ADDED" }] }] });
+    expect(listSecrets()).toBe(start + 1);
+    const [gold, silver] = subsOf(t.fake, ref.nativeId);
+    expect(silver!.primaryKey).toBe(gold!.primaryKey);
   });
 
   it("a rename PATCHes every displayName with the stored ETag", async () => {

@@ -224,14 +224,16 @@ export class PostgresCredentialStore implements CredentialStore {
     this.locks = new AdvisoryLocks(this.lockPool, this.schema, logger);
     const pool = this.pool;
     this.rateSlots = {
-      // One statement on the database's clock: the slot is max(next, now); the next slot is that + interval.
-      async reserve(key, intervalMs) {
+      // One statement on the database's clock, GCRA: next_at_ms is the key's theoretical arrival
+      // time (TAT); it becomes max(TAT, now) + interval, and the slot starts at
+      // max(now, old TAT - (burst - 1) × interval) = new TAT - burst × interval, if later than now.
+      async reserve(key, intervalMs, burst = 1) {
         const { rows } = await pool.query<{ wait_ms: string }>(
           `WITH now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms)
            INSERT INTO rate_slots AS r (key, next_at_ms) SELECT $1, now.ms + $2 FROM now
            ON CONFLICT (key) DO UPDATE SET next_at_ms = GREATEST(r.next_at_ms, (SELECT ms FROM now)) + $2
-           RETURNING r.next_at_ms - $2 - (SELECT ms FROM now) AS wait_ms`,
-          [key, Math.ceil(intervalMs)],
+           RETURNING r.next_at_ms - $2 * $3::bigint - (SELECT ms FROM now) AS wait_ms`,
+          [key, Math.ceil(intervalMs), Math.max(1, Math.floor(burst))],
         );
         return Math.max(0, Number(rows[0]?.wait_ms ?? 0));
       },

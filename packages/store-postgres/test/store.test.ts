@@ -128,4 +128,25 @@ describe("shared call slots (cloud quotas across instances)", () => {
       await Promise.all(stores.map((x) => x.close()));
     }
   });
+
+  it("a key with a burst is one token bucket for every instance: `burst` slots at once after an idle period, then one per interval", async () => {
+    const s = schema();
+    const stores = await Promise.all([1, 2, 3].map(() => openPostgresStore({ url, schema: s })));
+    try {
+      // 200 ms interval (5/s), burst 4: the first 4 reservations from three instances start now.
+      const waits = await Promise.all(Array.from({ length: 4 }, (_, i) => stores[i % 3]!.rateSlots.reserve("azure|sub|writes", 200, 4)));
+      expect(waits).toEqual([0, 0, 0, 0]);
+      // The bucket is empty: the next ones start one interval apart (less the time the reservations took).
+      const next = [await stores[1]!.rateSlots.reserve("azure|sub|writes", 200, 4), await stores[2]!.rateSlots.reserve("azure|sub|writes", 200, 4)];
+      expect(next[0]).toBeGreaterThan(100);
+      expect(next[0]).toBeLessThanOrEqual(200);
+      expect(next[1]! - next[0]!).toBeGreaterThan(100);
+      expect(next[1]! - next[0]!).toBeLessThanOrEqual(200);
+      // Burst 1 (the default) is plain spacing: the second reservation waits an interval.
+      expect(await stores[0]!.rateSlots.reserve("spaced", 200)).toBe(0);
+      expect(await stores[0]!.rateSlots.reserve("spaced", 200)).toBeGreaterThan(100);
+    } finally {
+      await Promise.all(stores.map((x) => x.close()));
+    }
+  });
 });

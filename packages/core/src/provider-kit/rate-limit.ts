@@ -13,8 +13,10 @@
  *
  * Several credhook instances on one store draw from the same cloud quota: with
  * `shared` ({@link SharedSlots}, from `ProviderContext.rateSlots`), each
- * attempt also waits for its slot among all instances, spaced
- * {@link RateLimiter.spacingMs} apart (the limiter's steady rate).
+ * attempt also waits for its slot among all instances: {@link RateLimiter.sharedBurst}
+ * at once after an idle period, then one per {@link RateLimiter.spacingMs} (the
+ * limiter's steady rate) — a token bucket's burst across instances, a strict
+ * window's slots evenly spaced.
  * Each provider keeps its cloud's documented figures and links; gateways of one
  * process that share a quota share one limiter through core's `SharedResourcePool`.
  */
@@ -59,6 +61,8 @@ export interface RateLimiter {
   readonly perSecond: number;
   /** Spacing of two attempts across every instance sharing the store, ms (see {@link SharedSlots}). */
   readonly spacingMs: number;
+  /** Attempts every instance together may start at once after an idle period, before the spacing applies (≥ 1). */
+  readonly sharedBurst: number;
   /**
    * Resolves when one more attempt may be sent now.
    * @param maxQueueWaitMs longest acceptable wait, ms
@@ -75,7 +79,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /** Waits for the attempt's slot among every instance (no-op without `shared`). */
 async function sharedSlot(limiter: RateLimiter, maxQueueWaitMs: number, shared: SharedSlots | undefined): Promise<void> {
   if (!shared) return;
-  const waitMs = await shared.slots.reserve(shared.key, limiter.spacingMs);
+  const waitMs = await shared.slots.reserve(shared.key, limiter.spacingMs, limiter.sharedBurst);
   if (waitMs > maxQueueWaitMs) throw new RateLimitQueueFull(limiter.name, waitMs, limiter.perSecond, 0, true);
   if (waitMs > 0) await sleep(waitMs);
 }
@@ -93,6 +97,12 @@ export class SlidingWindowLimiter implements RateLimiter {
   private timer: NodeJS.Timeout | undefined;
   readonly perSecond: number;
   readonly spacingMs: number;
+  /**
+   * 1: across instances the window's slots are evenly spaced. Shared slots are a token bucket
+   * (GCRA), and a bucket of `limit` would let `limit` start at once and one more a spacing later:
+   * `limit + 1` in one window, which the strict quota refuses.
+   */
+  readonly sharedBurst = 1;
 
   /**
    * @param limit attempts per window
@@ -174,8 +184,10 @@ export class SlidingWindowLimiter implements RateLimiter {
 export class TokenBucketLimiter implements RateLimiter {
   /** Milliseconds between two tokens. */
   readonly intervalMs: number;
-  /** Across instances the burst is not shared: slots are spaced at the steady rate. */
+  /** Spacing of the slots shared across instances: the steady rate. */
   readonly spacingMs: number;
+  /** Across instances, the same burst as this process's bucket: the cloud's bucket is one for all of them. */
+  readonly sharedBurst: number;
   /** Theoretical arrival time of the next attempt at the steady rate (ms, on `now`'s clock). */
   private tat = Number.NEGATIVE_INFINITY;
   /** Attempts admitted and still waiting for their start, with their release. */
@@ -196,12 +208,13 @@ export class TokenBucketLimiter implements RateLimiter {
   ) {
     this.intervalMs = 1000 / perSecond;
     this.spacingMs = this.intervalMs;
+    this.sharedBurst = Math.max(1, Math.floor(burst));
     this.now = now;
   }
 
   /** Start time (on the clock) the next attempt would get. */
   private nextStart(now: number): number {
-    return Math.max(now, this.tat - (Math.max(1, Math.floor(this.burst)) - 1) * this.intervalMs);
+    return Math.max(now, this.tat - (this.sharedBurst - 1) * this.intervalMs);
   }
 
   /** Milliseconds the next attempt to join the queue would wait for its token. */
