@@ -181,8 +181,10 @@ describe("three instances on one PostgreSQL database", () => {
     victim.child.kill("SIGKILL");
     expect(await victim.exited).toBe(null);
     expect(await request).toBeInstanceOf(Error);
+    // The create never finished: its record is pending, or already abandoned when a survivor's loop
+    // (every 1 s; the dead session's lock is free at once) reached it before this read.
     const [pending] = (await store.list()).filter((r) => r.app.appName === "Doomed Replica");
-    expect(pending).toMatchObject({ status: "pending" });
+    expect(["pending", "abandoned"]).toContain(pending?.status);
     clouds.azure.setLatency(0);
     // The survivors' loop (every 1 s) sees the app's lock free — its instance is dead — and cleans up;
     // Azure's PUT, received before the kill, lands late and is found by the credential's mark.
