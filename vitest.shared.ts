@@ -28,11 +28,11 @@ const ISOLATED_FILES = ["**/test/tracing.test.ts", "**/test/tracing-sdk.test.ts"
 const PACKAGING_FILES = ["**/test/packed-install.test.ts"];
 
 /**
- * Files that take longest (tens of seconds, mostly waiting on quotas, processes and installs),
+ * Files that take longest (tens of seconds, mostly waiting on quotas, fakes and child processes),
  * started before the others so that the run is not as long as the last of them to start.
  * Vitest orders by the durations it cached in an earlier run; a fresh clone has none.
  */
-const SLOW_FIRST = /\/(replicas|crash-reconcile|conformance|burst)\.test\.ts$/;
+const SLOW_FIRST = /\/(replicas|crash-reconcile|shutdown|gcp-faults)\.test\.ts$/;
 
 /** Vitest's own order (failed, then longest, by its cache), with {@link SLOW_FIRST} files first. */
 export class SlowFirstSequencer extends BaseSequencer {
@@ -46,7 +46,7 @@ export class SlowFirstSequencer extends BaseSequencer {
  * Test files run at the same time: three per core, at most 8. The suite mostly waits (fakes'
  * latencies, documented quotas, settle windows, child processes), so one file per core left the
  * machine about 45 % idle. Measured on 2 cores, quiet machine: 2 files at once 120–126 s, 4 files
- * 68–71 s, 6 files 58–62 s (three runs each, every one green).
+ * 68–71 s (three runs), 6 files 58–63 s (five runs), every run green.
  * `--maxWorkers` on the command line does not reach the projects below (each project's own value
  * wins in vitest 4); `VITEST_MAX_WORKERS=2 pnpm test` does (vitest reads it for every project), for
  * a machine too busy for short cloud timeouts (several cases hold a fake to a 300 ms request

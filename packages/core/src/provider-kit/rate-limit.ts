@@ -186,7 +186,10 @@ export class TokenBucketLimiter implements RateLimiter {
   readonly intervalMs: number;
   /** Spacing of the slots shared across instances: the steady rate. */
   readonly spacingMs: number;
-  /** Across instances, the same burst as this process's bucket: the cloud's bucket is one for all of them. */
+  /**
+   * The bucket's size (`burst`, at least 1): this process's bucket, and across instances the
+   * shared one's, since the cloud's bucket is one for all of them.
+   */
   readonly sharedBurst: number;
   /** Theoretical arrival time of the next attempt at the steady rate (ms, on `now`'s clock). */
   private tat = Number.NEGATIVE_INFINITY;
