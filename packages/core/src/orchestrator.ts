@@ -28,17 +28,7 @@ import { reconcile } from "./orchestration/reconcile.js";
 import { finishBeforeUse, reconcileLoopPass } from "./orchestration/recovery.js";
 import { revoke } from "./orchestration/revoke.js";
 import { sweep } from "./orchestration/settle.js";
-import type {
-  AdoptionRequest,
-  AdoptionResult,
-  CreateOutcome,
-  OperationOutcome,
-  OrchestratorOptions,
-  ReconcileLoopResult,
-  ReconcileOptions,
-  ReconcileReport,
-  SweepResult,
-} from "./orchestration/types.js";
+import type { AdoptionRequest, AdoptionResult, CreateOutcome, OperationOutcome, OrchestratorOptions, ReconcileLoopResult, ReconcileOptions, ReconcileReport, SweepResult } from "./orchestration/types.js";
 import { updateKnown } from "./orchestration/update.js";
 
 export * from "./orchestration/types.js";

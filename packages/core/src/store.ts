@@ -27,6 +27,41 @@ import type { AppIdentity, GatewayApi, ProviderResources, ProviderStateStore } f
  */
 export type CredentialStatus = "pending" | "active" | "revoking" | "abandoned";
 
+/**
+ * The SQL that makes the `credentials` table both SQL stores keep (SQLite from its schema
+ * version 2, PostgreSQL from its migration 0001): one row per {@link CredentialRecord}, the
+ * record itself as JSON in `record`, beside the columns its indexes need. At most one record
+ * that is not `abandoned` per app and credential type (`credentials_app`). Frozen: released
+ * migrations run it, so a later change to the table is a new migration in each store, never
+ * an edit here.
+ * @param table the table's name (a trusted identifier, not quoted)
+ * @param recordType the SQL type of the `record` column: `JSONB` on PostgreSQL, `TEXT` on SQLite
+ * @returns the `CREATE TABLE` statement, without a trailing semicolon
+ */
+export function credentialsTableSql(table: string, recordType: "JSONB" | "TEXT"): string {
+  return `CREATE TABLE ${table} (
+    id TEXT PRIMARY KEY,
+    credential_type TEXT NOT NULL CHECK (credential_type IN ('API_KEY','CLIENT_CREDENTIALS')),
+    app_key TEXT NOT NULL,
+    public_id TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending','active','revoking','abandoned')),
+    record ${recordType} NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+  )`;
+}
+
+/**
+ * The indexes of the table {@link credentialsTableSql} makes, one `CREATE INDEX` statement
+ * each (no trailing semicolon), valid on SQLite and PostgreSQL alike. Frozen like the table.
+ */
+export const CREDENTIALS_INDEXES_SQL: readonly string[] = [
+  "CREATE UNIQUE INDEX credentials_app ON credentials (app_key, credential_type) WHERE status <> 'abandoned'",
+  "CREATE INDEX credentials_app_status ON credentials (app_key, status)",
+  "CREATE INDEX credentials_public_id ON credentials (credential_type, public_id)",
+  "CREATE INDEX credentials_unfinished ON credentials (status, updated_at)",
+];
+
 /** Why and since when a record is `abandoned`, and where to search for what it may own. */
 export interface AbandonedInfo {
   /** ISO 8601 time the create was given up. */

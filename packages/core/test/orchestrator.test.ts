@@ -5,18 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MemoryCredentialStore, ScriptedProvider } from "@credhook/provider-testkit";
-import {
-  createRouter,
-  InvalidReference,
-  Orchestrator,
-  planCreate,
-  planUpdate,
-  PolicyViolation,
-  Unroutable,
-  type CredentialRecord,
-  type GatewayTopology,
-  type ProviderCapabilities,
-} from "../src/index.js";
+import { createRouter, InvalidReference, Orchestrator, planCreate, planUpdate, PolicyViolation, Unroutable, type CredentialRecord, type GatewayTopology, type ProviderCapabilities } from "../src/index.js";
 
 const base: ProviderCapabilities = { credentialTypes: ["API_KEY"], importsApiKeyValue: true, readsBackSecret: true };
 

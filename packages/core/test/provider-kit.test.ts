@@ -1,24 +1,7 @@
 // The shared provider kit: Retry-After, rate limiters, cached health, redaction,
 // gateway errors, settleAll — through core's public exports.
 import { describe, expect, it } from "vitest";
-import {
-  CachedHealthProbe,
-  gatewayError,
-  gatewayMessage,
-  GatewayErrors,
-  NotFound,
-  parseRetryAfter,
-  RateLimitQueueFull,
-  redactSecrets,
-  rejectionsOf,
-  retryAfterFromHeaders,
-  settleAll,
-  SlidingWindowLimiter,
-  Throttled,
-  TokenBucketLimiter,
-  UpstreamUnavailable,
-  type RateSlots,
-} from "@credhook/core";
+import { CachedHealthProbe, gatewayError, gatewayMessage, GatewayErrors, NotFound, parseRetryAfter, RateLimitQueueFull, redactSecrets, rejectionsOf, retryAfterFromHeaders, settleAll, SlidingWindowLimiter, Throttled, TokenBucketLimiter, UpstreamUnavailable, type RateSlots } from "@credhook/core";
 
 describe("parseRetryAfter (RFC 9110 §10.2.3)", () => {
   const now = Date.parse("2026-11-23T12:00:00Z");

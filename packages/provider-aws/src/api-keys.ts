@@ -8,41 +8,8 @@
  *
  * API reference: https://docs.aws.amazon.com/apigateway/latest/api/API_Operations.html
  */
-import {
-  APIGatewayClient,
-  CreateApiKeyCommand,
-  CreateUsagePlanKeyCommand,
-  DeleteApiKeyCommand,
-  DeleteUsagePlanKeyCommand,
-  GetApiKeyCommand,
-  GetApiKeysCommand,
-  GetUsagePlanCommand,
-  GetUsagePlanKeyCommand,
-  TagResourceCommand,
-  UpdateApiKeyCommand,
-  type ApiKey,
-  type PatchOperation,
-} from "@aws-sdk/client-api-gateway";
-import {
-  Conflict,
-  InvalidReference,
-  NotFound,
-  UpstreamError,
-  ValidationError,
-  type CredhookError,
-  type GatewayApi,
-  type OwnedResource,
-  type ProviderCreateInput,
-  type ProviderCredential,
-  type ProviderCredentialRef,
-  type ProviderUpdateInput,
-  type ProviderUpdateResult,
-  type RevokeOutcome,
-  gatewayError,
-  gatewayMessage,
-  rejectionsOf,
-  settleAll,
-} from "@credhook/core";
+import { APIGatewayClient, CreateApiKeyCommand, CreateUsagePlanKeyCommand, DeleteApiKeyCommand, DeleteUsagePlanKeyCommand, GetApiKeyCommand, GetApiKeysCommand, GetUsagePlanCommand, GetUsagePlanKeyCommand, TagResourceCommand, UpdateApiKeyCommand, type ApiKey, type PatchOperation } from "@aws-sdk/client-api-gateway";
+import { Conflict, InvalidReference, NotFound, UpstreamError, ValidationError, type CredhookError, type GatewayApi, type OwnedResource, type ProviderCreateInput, type ProviderCredential, type ProviderCredentialRef, type ProviderUpdateInput, type ProviderUpdateResult, type RevokeOutcome, gatewayError, gatewayMessage, rejectionsOf, settleAll } from "@credhook/core";
 import { awsErrorName, isAwsConflict, isAwsNotFound, mapAwsError, reportPartial } from "./errors.js";
 import { apiKeyName, apiKeyTags, describeCredential, ownsApiKey, TAGS, tagValue } from "./naming.js";
 import { limitEveryAttempt, mayHaveLanded, retryOnlyUnapplied, sdkConfig, type Runtime } from "./runtime.js";

@@ -9,37 +9,8 @@
  *
  * API reference: https://docs.aws.amazon.com/cognito-user-identity-pools/latest/APIReference/
  */
-import {
-  CognitoIdentityProviderClient,
-  CreateUserPoolClientCommand,
-  DeleteUserPoolClientCommand,
-  DescribeResourceServerCommand,
-  DescribeUserPoolClientCommand,
-  DescribeUserPoolCommand,
-  ListUserPoolClientsCommand,
-  UpdateResourceServerCommand,
-  UpdateUserPoolClientCommand,
-  type UpdateUserPoolClientCommandInput,
-  type UserPoolClientType,
-} from "@aws-sdk/client-cognito-identity-provider";
-import {
-  Conflict,
-  InvalidReference,
-  KeyedLock,
-  NotFound,
-  UpstreamError,
-  ValidationError,
-  type GatewayApi,
-  type OwnedResource,
-  type ProviderCreateInput,
-  type ProviderCredential,
-  type ProviderCredentialRef,
-  type ProviderUpdateInput,
-  type ProviderUpdateResult,
-  type RevokeOutcome,
-  gatewayError,
-  gatewayMessage,
-} from "@credhook/core";
+import { CognitoIdentityProviderClient, CreateUserPoolClientCommand, DeleteUserPoolClientCommand, DescribeResourceServerCommand, DescribeUserPoolClientCommand, DescribeUserPoolCommand, ListUserPoolClientsCommand, UpdateResourceServerCommand, UpdateUserPoolClientCommand, type UpdateUserPoolClientCommandInput, type UserPoolClientType } from "@aws-sdk/client-cognito-identity-provider";
+import { Conflict, InvalidReference, KeyedLock, NotFound, UpstreamError, ValidationError, type GatewayApi, type OwnedResource, type ProviderCreateInput, type ProviderCredential, type ProviderCredentialRef, type ProviderUpdateInput, type ProviderUpdateResult, type RevokeOutcome, gatewayError, gatewayMessage } from "@credhook/core";
 import { awsErrorName, isAwsNotFound, mapAwsError, reportPartial } from "./errors.js";
 import { clientName, gatewayMark, markedClientName, ownsClient, parseClientMark } from "./naming.js";
 import { limitEveryAttempt, mayHaveLanded, retryOnlyUnapplied, sdkConfig, type Runtime } from "./runtime.js";

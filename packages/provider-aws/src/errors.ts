@@ -3,19 +3,7 @@
  * providers, the Node HTTP handler) to core's typed errors. No raw SDK error
  * leaves the provider: the original is kept as `cause` for logs only.
  */
-import {
-  Conflict,
-  GatewayErrors,
-  isCredhookError,
-  parseRetryAfter,
-  redactSecrets,
-  NotFound,
-  Throttled,
-  UpstreamError,
-  UpstreamTimeout,
-  UpstreamUnavailable,
-  type CredhookError,
-} from "@credhook/core";
+import { Conflict, GatewayErrors, isCredhookError, parseRetryAfter, redactSecrets, NotFound, Throttled, UpstreamError, UpstreamTimeout, UpstreamUnavailable, type CredhookError } from "@credhook/core";
 
 /** The fields of an SDK error this module reads. */
 interface SdkErrorLike {

@@ -23,16 +23,7 @@
  * Quotas are per account and region, so gateways of one process that share an
  * account, region and endpoint share one set of limiters.
  */
-import {
-  gatewayError,
-  RateLimitQueueFull,
-  SharedResourcePool,
-  SlidingWindowLimiter,
-  Throttled,
-  TokenBucketLimiter,
-  type RateLimiter,
-  type SharedSlots,
-} from "@credhook/core";
+import { gatewayError, RateLimitQueueFull, SharedResourcePool, SlidingWindowLimiter, Throttled, TokenBucketLimiter, type RateLimiter, type SharedSlots } from "@credhook/core";
 
 /**
  * Waits for `limiter`'s slot for one HTTP attempt (core's limiters, see

@@ -1,16 +1,5 @@
 /** The API Gateway fake, driven by the unmodified SDK: value rules, plans, pagination, faults, quotas. */
-import {
-  APIGatewayClient,
-  CreateApiKeyCommand,
-  CreateUsagePlanKeyCommand,
-  DeleteApiKeyCommand,
-  DeleteUsagePlanKeyCommand,
-  GetApiKeyCommand,
-  GetApiKeysCommand,
-  GetUsagePlanKeyCommand,
-  TagResourceCommand,
-  UpdateApiKeyCommand,
-} from "@aws-sdk/client-api-gateway";
+import { APIGatewayClient, CreateApiKeyCommand, CreateUsagePlanKeyCommand, DeleteApiKeyCommand, DeleteUsagePlanKeyCommand, GetApiKeyCommand, GetApiKeysCommand, GetUsagePlanKeyCommand, TagResourceCommand, UpdateApiKeyCommand } from "@aws-sdk/client-api-gateway";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AwsFake } from "@credhook/fakes/aws";
 import { dummyCredentials, seededFake, sdkClients, type Seed } from "./helpers.js";

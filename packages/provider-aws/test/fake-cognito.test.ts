@@ -1,14 +1,5 @@
 /** The Cognito fake, driven by the unmodified SDK: client flows, reset-on-update, scopes, pagination, token endpoint, faults. */
-import {
-  type CognitoIdentityProviderClient,
-  CreateUserPoolClientCommand,
-  DeleteUserPoolClientCommand,
-  DescribeResourceServerCommand,
-  DescribeUserPoolClientCommand,
-  ListUserPoolClientsCommand,
-  UpdateResourceServerCommand,
-  UpdateUserPoolClientCommand,
-} from "@aws-sdk/client-cognito-identity-provider";
+import { type CognitoIdentityProviderClient, CreateUserPoolClientCommand, DeleteUserPoolClientCommand, DescribeResourceServerCommand, DescribeUserPoolClientCommand, ListUserPoolClientsCommand, UpdateResourceServerCommand, UpdateUserPoolClientCommand } from "@aws-sdk/client-cognito-identity-provider";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AwsFake } from "@credhook/fakes/aws";
 import { seededFake, sdkClients, type Seed } from "./helpers.js";

@@ -6,20 +6,7 @@
  * ARM error shape: `{"error":{"code","message","details":[{code,target,message}]}}`
  * https://learn.microsoft.com/azure/azure-resource-manager/management/common-deployment-errors
  */
-import {
-  Conflict,
-  NotFound,
-  Throttled,
-  UpstreamError,
-  UpstreamTimeout,
-  UpstreamUnavailable,
-  containsSecret,
-  GatewayErrors,
-  isCredhookError,
-  redactSecrets,
-  retryAfterFromHeaders,
-  type CredhookError,
-} from "@credhook/core";
+import { Conflict, NotFound, Throttled, UpstreamError, UpstreamTimeout, UpstreamUnavailable, containsSecret, GatewayErrors, isCredhookError, redactSecrets, retryAfterFromHeaders, type CredhookError } from "@credhook/core";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { RetryAfterTooLong, attemptsOf } from "./client.js";
 import { RateLimitQueueFull } from "./rate-limit.js";

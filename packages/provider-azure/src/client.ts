@@ -4,12 +4,7 @@
  */
 import { ApiManagementClient } from "@azure/arm-apimanagement";
 import type { AccessToken, TokenCredential } from "@azure/core-auth";
-import {
-  createDefaultHttpClient,
-  type HttpClient,
-  type PipelinePolicy,
-  type PipelineRequest,
-} from "@azure/core-rest-pipeline";
+import { createDefaultHttpClient, type HttpClient, type PipelinePolicy, type PipelineRequest } from "@azure/core-rest-pipeline";
 import { ClientSecretCredential, DefaultAzureCredential, ManagedIdentityCredential } from "@azure/identity";
 import { retryAfterFromHeaders } from "@credhook/core";
 import { RateLimitQueueFull } from "./rate-limit.js";

@@ -8,51 +8,9 @@
  * REST: https://learn.microsoft.com/rest/api/apimanagement/subscription
  */
 import type { ApiManagementClient, SubscriptionContract } from "@azure/arm-apimanagement";
-import {
-  Conflict,
-  InvalidReference,
-  NotFound,
-  UpstreamUnavailable,
-  ValidationError,
-  generateApiKeyValue,
-  isCredhookError,
-  type CredentialSearch,
-  type CredhookError,
-  type GatewayApi,
-  type JsonValue,
-  type Logger,
-  type OwnedResource,
-  type Provider,
-  type ProviderCapabilities,
-  type ProviderCreateInput,
-  type ProviderCredential,
-  type ProviderCredentialRef,
-  type ProviderResources,
-  type ProviderUpdateInput,
-  type ProviderUpdateResult,
-  type RevokeOutcome,
-  type RotatedSecret,
-  CachedHealthProbe,
-  GatewayErrors,
-  settleAll,
-} from "@credhook/core";
+import { Conflict, InvalidReference, NotFound, UpstreamUnavailable, ValidationError, generateApiKeyValue, isCredhookError, type CredentialSearch, type CredhookError, type GatewayApi, type JsonValue, type Logger, type OwnedResource, type Provider, type ProviderCapabilities, type ProviderCreateInput, type ProviderCredential, type ProviderCredentialRef, type ProviderResources, type ProviderUpdateInput, type ProviderUpdateResult, type RevokeOutcome, type RotatedSecret, CachedHealthProbe, GatewayErrors, settleAll } from "@credhook/core";
 import { armDetailsOf, armMessageOf, statusOf, toTyped, writeRefused } from "./azure-errors.js";
-import {
-  credentialIdOfNativeId,
-  displayNameOf,
-  isCredentialId,
-  isSubscriptionOf,
-  markPrefixOf,
-  nativeIdOf,
-  parseSubscriptionId,
-  odataString,
-  scopeKey,
-  scopesOf,
-  shortScope,
-  subscriptionIdOf,
-  userIdOf,
-  type Scope,
-} from "./naming.js";
+import { credentialIdOfNativeId, displayNameOf, isCredentialId, isSubscriptionOf, markPrefixOf, nativeIdOf, parseSubscriptionId, odataString, scopeKey, scopesOf, shortScope, subscriptionIdOf, userIdOf, type Scope } from "./naming.js";
 import type { AdoptionRecord, Adoptions } from "./ownership.js";
 import type { OwnerMode, RevokeMode } from "./types.js";
 

@@ -31,48 +31,12 @@
  * API reference: https://cloud.google.com/api-keys/docs/reference/rest/v2/projects.locations.keys
  */
 import { TaskCancelledError, timeout, TimeoutStrategy, type TimeoutPolicy } from "cockatiel";
-import {
-  Conflict,
-  CredhookError,
-  ErrorCodes,
-  retryAfterOf,
-  NotFound,
-  Throttled,
-  UpstreamUnavailable,
-  type CredentialSearch,
-  type GatewayApi,
-  type Logger,
-  type OwnedResource,
-  type Provider,
-  type ProviderCapabilities,
-  type ProviderContext,
-  type ProviderCreateInput,
-  type ProviderCredential,
-  type ProviderCredentialRef,
-  type ProviderResources,
-  type ProviderUpdateInput,
-  type ProviderUpdateResult,
-  type RevokeOutcome,
-  CachedHealthProbe,
-  GatewayErrors,
-  RateLimitQueueFull,
-} from "@credhook/core";
+import { Conflict, CredhookError, ErrorCodes, retryAfterOf, NotFound, Throttled, UpstreamUnavailable, type CredentialSearch, type GatewayApi, type Logger, type OwnedResource, type Provider, type ProviderCapabilities, type ProviderContext, type ProviderCreateInput, type ProviderCredential, type ProviderCredentialRef, type ProviderResources, type ProviderUpdateInput, type ProviderUpdateResult, type RevokeOutcome, CachedHealthProbe, GatewayErrors, RateLimitQueueFull } from "@credhook/core";
 import type { ApiKeysClient, protos } from "@google-cloud/apikeys";
 import type { Operation } from "google-gax";
 import { NotRetriable, OperationTimeout, RequestTimeout, toTypedError } from "./google-errors.js";
 import { acquireProjectLimiters, type ProjectLimiters, type QuotaBucket } from "./limits.js";
-import {
-  ANNOTATIONS,
-  apiTargetsFor,
-  annotationsFor,
-  canonicalTargets,
-  displayNameFor,
-  KEY_ID_PATTERN,
-  keyIdFor,
-  noAccessTargets,
-  type ApiTarget,
-  type TargetMapping,
-} from "./mapping.js";
+import { ANNOTATIONS, apiTargetsFor, annotationsFor, canonicalTargets, displayNameFor, KEY_ID_PATTERN, keyIdFor, noAccessTargets, type ApiTarget, type TargetMapping } from "./mapping.js";
 import { RetryBudget, retryPolicyFor, type RetryHooks, type RetrySettings } from "./retry.js";
 
 type IKey = protos.google.api.apikeys.v2.IKey;

@@ -18,33 +18,7 @@
  * provider issues: key checks for NGINX/Envoy, OAuth client credentials, plan limits.
  */
 import { randomUUID } from "node:crypto";
-import {
-  ConfigError,
-  Conflict,
-  defineProvider,
-  hashSecret,
-  InvalidReference,
-  NotFound,
-  randomBase62,
-  verifySecretHash,
-  type CredentialType,
-  type GatewayApi,
-  type JsonValue,
-  type Provider,
-  type ProviderContext,
-  type ProviderCreateInput,
-  type ProviderCredential,
-  type ProviderCredentialRef,
-  type ProviderStateStore,
-  type ProviderUpdateInput,
-  type ProviderUpdateResult,
-  type CredentialSearch,
-  type OwnedResource,
-  type RevokeOutcome,
-  type RotatedSecret,
-  gatewayError,
-  gatewayMessage,
-} from "@credhook/core";
+import { ConfigError, Conflict, defineProvider, hashSecret, InvalidReference, NotFound, randomBase62, verifySecretHash, type CredentialType, type GatewayApi, type JsonValue, type Provider, type ProviderContext, type ProviderCreateInput, type ProviderCredential, type ProviderCredentialRef, type ProviderStateStore, type ProviderUpdateInput, type ProviderUpdateResult, type CredentialSearch, type OwnedResource, type RevokeOutcome, type RotatedSecret, gatewayError, gatewayMessage } from "@credhook/core";
 import { localOptionsSchema } from "./schema.js";
 import type { LocalCredentialChange, LocalCredentialState, LocalProviderOptions, UsagePlanDefinition, UsagePlanLimits } from "./types.js";
 

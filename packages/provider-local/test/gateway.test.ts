@@ -7,15 +7,7 @@ import { exportJWK, generateKeyPair, jwtVerify, SignJWT, createLocalJWKSet } fro
 import { hashSecret, memoryStateStore, silentLogger, type ProviderStateStore } from "@credhook/core";
 import { openSqliteStore, type SqliteCredentialStore } from "@credhook/store-sqlite";
 import localProviderFactory, { type LocalProvider, type LocalProviderOptions } from "../src/index.js";
-import {
-  CredentialDirectory,
-  EncryptedStoreKeyStorage,
-  FileKeyStorage,
-  normalisePath,
-  parseEmbeddedGatewayConfig,
-  PlanLimiter,
-  SigningKeys,
-} from "../src/gateway/index.js";
+import { CredentialDirectory, EncryptedStoreKeyStorage, FileKeyStorage, normalisePath, parseEmbeddedGatewayConfig, PlanLimiter, SigningKeys } from "../src/gateway/index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "credhook-gateway-"));
 const stores: SqliteCredentialStore[] = [];

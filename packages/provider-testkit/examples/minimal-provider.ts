@@ -5,19 +5,7 @@
  * walks through: replace {@link ExampleCloud}'s calls with your SDK's and keep the rest.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import {
-  defineProvider,
-  InvalidReference,
-  NotFound,
-  type GatewayApi,
-  type OptionsOf,
-  type OwnedResource,
-  type Provider,
-  type ProviderContext,
-  type ProviderCredentialRef,
-  type ResolvedOptionsOf,
-  type RevokeOutcome,
-} from "@credhook/core";
+import { defineProvider, InvalidReference, NotFound, type GatewayApi, type OptionsOf, type OwnedResource, type Provider, type ProviderContext, type ProviderCredentialRef, type ResolvedOptionsOf, type RevokeOutcome } from "@credhook/core";
 
 /** One key as Example Cloud holds it. `tags` carry credhook's mark. */
 export interface CloudKey {

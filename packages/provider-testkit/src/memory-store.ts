@@ -5,15 +5,7 @@
  * for production: a restart loses every record — and with it what credhook
  * must revoke.
  */
-import {
-  Conflict,
-  memoryStateStore,
-  NotFound,
-  type CredentialRecord,
-  type CredentialStore,
-  type CredentialType,
-  type ProviderStateStore,
-} from "@credhook/core";
+import { Conflict, memoryStateStore, NotFound, type CredentialRecord, type CredentialStore, type CredentialType, type ProviderStateStore } from "@credhook/core";
 
 /** See the module comment. Per-app locks are core's in-process ones (no `locks`). */
 export class MemoryCredentialStore implements CredentialStore {

@@ -10,21 +10,7 @@ import { dirname } from "node:path";
 import type { Server } from "node:http";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
 import type { Logger as PinoLogger } from "pino";
-import {
-  compileContractValidator,
-  ConfigError,
-  type Gateway,
-  createRouter,
-  loadGateways,
-  loadStore,
-  Orchestrator,
-  silentLogger,
-  ShuttingDown,
-  type CredentialStore,
-  type CredhookConfig,
-  type Logger,
-  type OperationOutcome,
-} from "@credhook/core";
+import { compileContractValidator, ConfigError, type Gateway, createRouter, loadGateways, loadStore, Orchestrator, silentLogger, ShuttingDown, type CredentialStore, type CredhookConfig, type Logger, type OperationOutcome } from "@credhook/core";
 import type pg from "pg";
 import { LocalProvider } from "@credhook/provider-local";
 import { EMBEDDED_GATEWAY_STATE, EmbeddedGateway, OAUTH_PATHS, parseEmbeddedGatewayConfig, type SharedLimitsBackend } from "@credhook/provider-local/gateway";

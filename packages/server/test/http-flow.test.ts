@@ -26,26 +26,22 @@ describe("the contract's example flow on the embedded provider", () => {
     const state = () => s.credhook.store.stateFor("local").get(`cred:${cred.apiKeyId}`) as Promise<{ apis: Array<{ id: string; usagePlans: string[] }>; enabled: boolean } | undefined>;
     expect((await state())!.apis).toEqual([{ id: "5aba4csvd4", usagePlans: ["1el57v"] }]);
 
-    const added = await s.post("/v1/updateCredentials", {
-      updatedAt: "2023-06-27T21:23:21.523Z[GMT]",
-      appName: "My App",
-      developer: "developer@example.com",
-      credentialType: "API_KEY",
-      apiKeyId: cred.apiKeyId,
-      apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "NONE" }, { id: "2plan2", action: "ADDED" }] }],
-    });
+    /** The contract's update example for this app's API, with the two plans' actions and the update's time. */
+    const update = (updatedAt: string, plan1: string, plan2: string) =>
+      s.post("/v1/updateCredentials", {
+        updatedAt,
+        appName: "My App",
+        developer: "developer@example.com",
+        credentialType: "API_KEY",
+        apiKeyId: cred.apiKeyId,
+        apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: plan1 }, { id: "2plan2", action: plan2 }] }],
+      });
+    const added = await update("2023-06-27T21:23:21.523Z[GMT]", "NONE", "ADDED");
     expect(added.status).toBe(204);
     expect(await added.text()).toBe("");
     expect((await state())!.apis).toEqual([{ id: "5aba4csvd4", usagePlans: ["1el57v", "2plan2"] }]);
 
-    const removed = await s.post("/v1/updateCredentials", {
-      updatedAt: "2023-06-28T08:00:00.000Z[GMT]",
-      appName: "My App",
-      developer: "developer@example.com",
-      credentialType: "API_KEY",
-      apiKeyId: cred.apiKeyId,
-      apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "REMOVED" }, { id: "2plan2", action: "NONE" }] }],
-    });
+    const removed = await update("2023-06-28T08:00:00.000Z[GMT]", "REMOVED", "NONE");
     expect(removed.status).toBe(204);
     expect((await state())!.apis).toEqual([{ id: "5aba4csvd4", usagePlans: ["2plan2"] }]);
 

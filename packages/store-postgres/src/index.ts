@@ -20,22 +20,7 @@
 import { createHash } from "node:crypto";
 import pg from "pg";
 import { Kysely, Migrator, PostgresDialect, sql, type Migration, type MigrationProvider } from "kysely";
-import {
-  ConfigError,
-  Conflict,
-  KeyedLock,
-  NotFound,
-  UpstreamUnavailable,
-  type CredentialRecord,
-  type CredentialStore,
-  type CredentialType,
-  type JsonValue,
-  type Logger,
-  type ProviderStateStore,
-  type RateSlots,
-  type StoreFactory,
-  type StoreLocks,
-} from "@credhook/core";
+import { ConfigError, Conflict, CREDENTIALS_INDEXES_SQL, credentialsTableSql, KeyedLock, NotFound, UpstreamUnavailable, type CredentialRecord, type CredentialStore, type CredentialType, type JsonValue, type Logger, type ProviderStateStore, type RateSlots, type StoreFactory, type StoreLocks } from "@credhook/core";
 
 /** Options of {@link PostgresCredentialStore} (`store.postgres` as an object). */
 export interface PostgresStoreOptions {
@@ -76,21 +61,8 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 const MIGRATIONS: Record<string, Migration> = {
   "0001_credentials": {
     async up(db) {
-      await sql`
-        CREATE TABLE credentials (
-          id TEXT PRIMARY KEY,
-          credential_type TEXT NOT NULL CHECK (credential_type IN ('API_KEY','CLIENT_CREDENTIALS')),
-          app_key TEXT NOT NULL,
-          public_id TEXT NOT NULL,
-          status TEXT NOT NULL CHECK (status IN ('pending','active','revoking','abandoned')),
-          record JSONB NOT NULL,
-          created_at TEXT NOT NULL,
-          updated_at TEXT NOT NULL
-        )`.execute(db);
-      await sql`CREATE UNIQUE INDEX credentials_app ON credentials (app_key, credential_type) WHERE status <> 'abandoned'`.execute(db);
-      await sql`CREATE INDEX credentials_app_status ON credentials (app_key, status)`.execute(db);
-      await sql`CREATE INDEX credentials_public_id ON credentials (credential_type, public_id)`.execute(db);
-      await sql`CREATE INDEX credentials_unfinished ON credentials (status, updated_at)`.execute(db);
+      await sql.raw(credentialsTableSql("credentials", "JSONB")).execute(db);
+      for (const index of CREDENTIALS_INDEXES_SQL) await sql.raw(index).execute(db);
       await sql`
         CREATE TABLE rate_slots (
           key TEXT PRIMARY KEY,

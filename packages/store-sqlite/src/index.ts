@@ -21,19 +21,7 @@
 import { chmodSync, closeSync, mkdirSync, openSync, realpathSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import Database from "better-sqlite3";
-import {
-  appKeyOf,
-  Conflict,
-  KeyedLock,
-  NotFound,
-  type StoreFactory,
-  type StoreLocks,
-  type CredentialRecord,
-  type CredentialStore,
-  type CredentialType,
-  type JsonValue,
-  type ProviderStateStore,
-} from "@credhook/core";
+import { appKeyOf, Conflict, CREDENTIALS_INDEXES_SQL, credentialsTableSql, KeyedLock, NotFound, type StoreFactory, type StoreLocks, type CredentialRecord, type CredentialStore, type CredentialType, type JsonValue, type ProviderStateStore } from "@credhook/core";
 
 /** Options of {@link SqliteCredentialStore}. */
 export interface SqliteStoreOptions {
@@ -92,23 +80,11 @@ const MIGRATIONS: Migration[] = [
     // several abandoned records besides its one live record, so the unique index skips them.
     version: 2,
     sql: `
-      CREATE TABLE credentials_v2 (
-        id TEXT PRIMARY KEY,
-        credential_type TEXT NOT NULL CHECK (credential_type IN ('API_KEY','CLIENT_CREDENTIALS')),
-        app_key TEXT NOT NULL,
-        public_id TEXT NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('pending','active','revoking','abandoned')),
-        record TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL
-      );
+      ${credentialsTableSql("credentials_v2", "TEXT")};
       INSERT INTO credentials_v2 SELECT id, credential_type, app_key, public_id, status, record, created_at, updated_at FROM credentials;
       DROP TABLE credentials;
       ALTER TABLE credentials_v2 RENAME TO credentials;
-      CREATE UNIQUE INDEX credentials_app ON credentials (app_key, credential_type) WHERE status <> 'abandoned';
-      CREATE INDEX credentials_app_status ON credentials (app_key, status);
-      CREATE INDEX credentials_public_id ON credentials (credential_type, public_id);
-      CREATE INDEX credentials_unfinished ON credentials (status, updated_at);
+      ${CREDENTIALS_INDEXES_SQL.join(";\n")};
     `,
   },
   // App identities written before version 3 (`slug:<appSlug>`, `app:<developer>/<appName>`) were ambiguous
