@@ -261,7 +261,7 @@ async function startup(): Promise<void> {
     const pkgs = [...new Set(readFileSync(trace, "utf8").split("\n").filter(Boolean))].sort();
     const cloud = pkgs.filter((p) => /^@aws-sdk\/|^@azure\/|^@google-cloud\/|^google-auth|^@smithy\/|^@credhook\/provider-(aws|azure|gcp)/.test(p));
     console.log(
-      `\nstartup of ${checkout === root ? "this checkout" : checkout} (credhook serve, embedded default, ${process.env.CREDHOOK_FROM_SOURCE || !existsDist(checkout) ? "TypeScript sources through tsx" : "dist build"}): ` +
+      `\nstartup of ${checkout === root ? "this checkout" : checkout} (credhook serve, embedded default, ${process.env.CREDHOOK_FROM_SOURCE || !existsDist(checkout) ? "TypeScript sources, transpiled as they load" : "dist build"}): ` +
         `time to the first 204 of /readyz ${runs.map((r) => r.readyMs.toFixed(0)).join(", ")} ms; idle RSS 1 s later ${runs.map((r) => mib(r.rss)).join(", ")}; ` +
         `packages loaded ${pkgs.length}; cloud SDK packages loaded: ${cloud.length === 0 ? "none" : cloud.join(", ")}`,
     );

@@ -8,7 +8,7 @@ import type { ErrorObject } from "ajv";
 import type { CredentialType } from "./contract.js";
 import { ConfigError } from "./errors.js";
 import type { RouteRule } from "./routing.js";
-import { createAjv, formatAjvErrors } from "./validation.js";
+import { compileSchema, formatAjvErrors } from "./validation.js";
 
 /** A portal user allowed to call the webhook. Exactly one of `password` / `passwordHash`. */
 export interface AuthUser {
@@ -258,8 +258,7 @@ export function formatConfigErrors(errors: ErrorObject[] | null | undefined, bas
  */
 export function validateConfig(raw: unknown): CredhookConfig {
   // `${PORT:-8080}` interpolates to a string: coerce scalars to the schema's types, and fill defaults.
-  const ajv = createAjv({ coerceTypes: true, useDefaults: true });
-  const validate = ajv.compile(configSchema as object);
+  const validate = compileSchema(configSchema as object, { coerceTypes: true, useDefaults: true });
   const copy = structuredClone(raw ?? {});
   if (!validate(copy)) throw new ConfigError(formatConfigErrors(validate.errors, ""));
   const config = copy as unknown as CredhookConfig & { server: Partial<ServerConfig> };

@@ -17,7 +17,7 @@ import { ConfigError, isCredhookError } from "./errors.js";
 import type { Logger } from "./logger.js";
 import type { Provider, ProviderFactory, ProviderStateStore } from "./provider.js";
 import type { CredentialStore, RateSlots, StoreFactory } from "./store.js";
-import { createAjv } from "./validation.js";
+import { compileSchema } from "./validation.js";
 
 /** Short provider names and the packages they load. */
 export const BUILTIN_PROVIDERS: Readonly<Record<string, string>> = {
@@ -122,7 +122,7 @@ export async function loadStore(config: CredhookConfig, options: LoadStoreOption
   const [name, raw] = Object.entries(config.store)[0]!;
   const at = `store.${name}`;
   const factory = await loadFactory("store", BUILTIN_STORES[name] ?? name, at, options.importModule);
-  const validate = createAjv({ coerceTypes: true, useDefaults: true }).compile(factory.optionsSchema);
+  const validate = compileSchema(factory.optionsSchema, { coerceTypes: true, useDefaults: true });
   const opts = { value: structuredClone(raw) };
   const schema = validate as unknown as (v: unknown) => boolean;
   if (!schema(opts.value)) throw new ConfigError(formatConfigErrors(validate.errors, at).map((m) => `[store-${factory.type}] ${m}`));
@@ -136,12 +136,11 @@ export async function loadStore(config: CredhookConfig, options: LoadStoreOption
 export async function loadGateways(config: CredhookConfig, options: LoadGatewaysOptions): Promise<Map<string, Gateway>> {
   const gateways = new Map<string, Gateway>();
   const problems: string[] = [];
-  const ajv = createAjv({ coerceTypes: true, useDefaults: true });
   for (const [name, gw] of Object.entries(config.gateways)) {
     const at = `gateways.${name}`;
     try {
       const factory = await loadProviderFactory(gw.provider, `${at}.provider`, options.importModule);
-      const validate = ajv.compile(factory.optionsSchema);
+      const validate = compileSchema(factory.optionsSchema, { coerceTypes: true, useDefaults: true });
       const opts = structuredClone(gw.options ?? {});
       if (!validate(opts)) {
         problems.push(...formatConfigErrors(validate.errors, `${at}.options`).map((m) => `[provider-${factory.type}] ${m}`));

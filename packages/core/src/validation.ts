@@ -43,6 +43,39 @@ export function createAjv(options: { coerceTypes?: boolean; useDefaults?: boolea
   return ajv;
 }
 
+/** How {@link compileSchema} validates: `coerceTypes` and `useDefaults` as in ajv's options (both default false). */
+export interface CompileOptions {
+  coerceTypes?: boolean;
+  useDefaults?: boolean;
+}
+
+/** One ajv instance per option set, and each schema object's compiled validator in it. */
+const compiled = new Map<string, { ajv: Ajv2020; validators: WeakMap<object, ValidateFunction> }>();
+
+/**
+ * `schema` compiled by a shared ajv instance set up like {@link createAjv}, once per schema
+ * object and option set: compiling takes milliseconds to tenths of a second (the config
+ * schema about 100 ms), far more than a validation, and start-up, `check-config` and every
+ * provider's option defaults compile the same schemas again.
+ * Callers must not mutate `schema` after the first call (its validator is kept).
+ * @param schema a JSON Schema (2020-12) object without an `$id` shared with another object
+ * @throws Error (from ajv) when the schema itself is invalid
+ */
+export function compileSchema<T = unknown>(schema: object, options: CompileOptions = {}): ValidateFunction<T> {
+  const key = `${options.coerceTypes ?? false}/${options.useDefaults ?? false}`;
+  let entry = compiled.get(key);
+  if (!entry) {
+    entry = { ajv: createAjv(options), validators: new WeakMap() };
+    compiled.set(key, entry);
+  }
+  let validate = entry.validators.get(schema);
+  if (!validate) {
+    validate = entry.ajv.compile(schema);
+    entry.validators.set(schema, validate);
+  }
+  return validate as ValidateFunction<T>;
+}
+
 /** Renders one ajv error as `<where> <what>`; `where` is the already-rendered location (e.g. `body/apis/0/id`). */
 export function formatAjvError(err: ErrorObject, where: string): string {
   switch (err.keyword) {
@@ -80,8 +113,15 @@ export interface ContractValidator {
   revokeRequest(body: unknown): RevokeCredentialsRequest;
 }
 
-/** Compiles the contract's request schemas once. Call at start-up. */
+let contractValidator: ContractValidator | undefined;
+
+/** The contract's request validators, compiled on the first call and shared after it (they keep no state). */
 export function compileContractValidator(): ContractValidator {
+  contractValidator ??= buildContractValidator();
+  return contractValidator;
+}
+
+function buildContractValidator(): ContractValidator {
   const ajv = createAjv();
   // OpenAPI keeps schemas under components/schemas; JSON Schema under $defs. Re-root the refs.
   const schemas = (openApiDocument().components as { schemas: Record<string, unknown> }).schemas;

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The `credhook` command. Runs the compiled CLI (dist/, written by `pnpm build`) when it
 // exists; in a workspace checkout only while that build is current: every package has a
-// dist/*.js at least as new as each of its src/*.ts (or a build that saw it since). Otherwise it runs the TypeScript sources through tsx,
+// dist/*.js at least as new as each of its src/*.ts (or a build that saw it since). Otherwise it runs the TypeScript sources (transpiled by esbuild as they load, see dev-source-hook.mjs; through tsx on a Node 22 before 22.15),
 // with the "dev-source" export condition so sibling @credhook/* packages resolve to src/,
 // and when a dist/ exists but is stale it says so on stderr (one line), so that a build
 // left behind never runs in place of the code being edited.
@@ -93,8 +93,11 @@ if (fromDist && stale === undefined) {
   if (stale !== undefined) {
     process.stderr.write(`credhook: dist/ is older than ${stale}: running the TypeScript sources (\`pnpm build\` refreshes dist/)\n`);
   }
-  register(new URL("./dev-source-hook.mjs", import.meta.url));
-  const { register: registerTsx } = await import("tsx/esm/api");
-  registerTsx();
+  const { registerDevSource } = await import("./dev-source-hook.mjs");
+  if (!registerDevSource()) {
+    register(new URL("./dev-source-hook.mjs", import.meta.url));
+    const { register: registerTsx } = await import("tsx/esm/api");
+    registerTsx();
+  }
   await import(new URL("../src/cli.ts", import.meta.url).href);
 }

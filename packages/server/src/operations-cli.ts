@@ -3,7 +3,7 @@
  * print: the reconcile report in words, and the adoption file, validated.
  */
 import { readFile } from "node:fs/promises";
-import { ConfigError, createAjv, formatAjvErrors, type AdoptionRequest, type ReconcileReport } from "@credhook/core";
+import { compileSchema, ConfigError, formatAjvErrors, type AdoptionRequest, type ReconcileReport } from "@credhook/core";
 
 /**
  * The reconcile report as lines for a terminal: unfinished operations, records
@@ -82,7 +82,7 @@ export async function readAdoptionFile(file: string): Promise<AdoptionRequest[]>
   } catch (err) {
     throw new ConfigError([`${file}: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : `not valid JSON (${(err as Error).message})`}`]);
   }
-  const validate = createAjv().compile(adoptionFileSchema);
+  const validate = compileSchema(adoptionFileSchema);
   if (!validate(data)) throw new ConfigError(formatAjvErrors(validate.errors, (path) => `${file}${path.replace(/\/(\d+)/g, "[$1]").replace(/\//g, ".")}`));
   return data as AdoptionRequest[];
 }

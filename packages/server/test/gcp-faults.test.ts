@@ -38,6 +38,7 @@ const YAML = LOCAL_YAML.replace(
   "routes:\n",
   `${gcpOptions("gcp")}${gcpOptions("gcp2")}${gcpOptions("burst", "BURST_FAKE_URL", "burst-project")
     .replace("budgetMs: 400", "budgetMs: 10000")
+    .replace("requestTimeoutMs: 300", "requestTimeoutMs: 5000")
     .replace("operationTimeoutMs: 400", "operationTimeoutMs: 20000")
     .replace("readsPerMinute: 200, readBurst: 200", "readsPerMinute: 1000, readBurst: 400")}
 reconcile: { abandonedIntervalS: 0, settleS: 1 }

@@ -132,7 +132,7 @@ export async function errorOf(res: Response): Promise<{ timestamp: string; statu
 
 /**
  * How long a test waits for a `credhook` process it started to listen, ms. The process runs
- * the TypeScript sources through tsx: a few seconds on a quiet 2-core machine, several times
+ * the TypeScript sources (transpiled as they load): about a second on a quiet 2-core machine, several times
  * that while the suite's other files keep both cores busy (seen: over 20 s).
  */
 export const PROCESS_START_MS = 90_000;

@@ -13,7 +13,7 @@
  */
 import type { FromSchema, JSONSchema } from "json-schema-to-ts";
 import type { Provider, ProviderContext, ProviderFactory } from "../provider.js";
-import { createAjv } from "../validation.js";
+import { compileSchema } from "../validation.js";
 
 /** A provider's options schema: a JSON Schema object (not a boolean schema), written `as const`. */
 export type OptionsSchema = Exclude<JSONSchema, boolean>;
@@ -62,9 +62,6 @@ export interface DefinedProviderFactory<S extends OptionsSchema, O, P extends Pr
   create(options: O, context: ProviderContext): P | Promise<P>;
 }
 
-/** Compiled default-appliers, one per schema object. */
-const appliers = new WeakMap<object, (data: unknown) => unknown>();
-
 /**
  * A copy of `options` with every `default` of `schema` applied (ajv `useDefaults`, the
  * same rule core's registry applies when it loads YAML). The options are not checked:
@@ -73,11 +70,7 @@ const appliers = new WeakMap<object, (data: unknown) => unknown>();
  * @param options the options as given; not modified
  */
 export function applyOptionDefaults<S extends OptionsSchema, O = OptionsOf<S>, R = ResolvedOptionsOf<S>>(schema: S, options: O): R {
-  let apply = appliers.get(schema);
-  if (!apply) {
-    apply = createAjv({ useDefaults: true }).compile(schema as Record<string, unknown>);
-    appliers.set(schema, apply);
-  }
+  const apply = compileSchema(schema as object, { useDefaults: true });
   const copy: unknown = structuredClone(options ?? {});
   apply(copy);
   return copy as R;

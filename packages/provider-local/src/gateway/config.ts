@@ -4,7 +4,7 @@
  * OAuth token settings and signing keys. Validated by the server with
  * {@link parseEmbeddedGatewayConfig} (messages name the YAML path); defaults applied.
  */
-import { ConfigError, createAjv, formatConfigErrors } from "@credhook/core";
+import { compileSchema, ConfigError, formatConfigErrors } from "@credhook/core";
 
 /** Signature algorithms of access tokens: RS256 (RFC 9068 §2.1 requires every party to support it) or ES256 (P-256). */
 export type SigningAlg = "RS256" | "ES256";
@@ -224,7 +224,7 @@ export function checkEmbeddedGatewayConfig(config: EmbeddedGatewayConfig, at = "
  * @throws ConfigError listing every problem with its YAML path
  */
 export function parseEmbeddedGatewayConfig(raw: unknown, at = "embeddedGateway"): EmbeddedGatewayConfig {
-  const validate = createAjv({ coerceTypes: true, useDefaults: true }).compile(embeddedGatewaySchema as object);
+  const validate = compileSchema(embeddedGatewaySchema as object, { coerceTypes: true, useDefaults: true });
   const copy = structuredClone(raw ?? {}) as Record<string, unknown> & { oauth?: { signing?: Record<string, unknown> } };
   // An empty `${VAR:-}` means "not set".
   if (copy.publicUrl === "") delete copy.publicUrl;
