@@ -4,17 +4,55 @@
 // - a relative `./x.js` import from a .ts file resolves to `./x.ts` when that file exists (the
 //   sources import what tsc will emit);
 // - each .ts file is transpiled by esbuild (types stripped, no type check: that is `pnpm
-//   typecheck`), with an inline source map so that stack traces name the .ts lines.
+//   typecheck`), with an inline source map so that stack traces name the .ts lines, and the
+//   result kept in node_modules/.cache/credhook-dev-source for the next start.
 // The hooks are synchronous and run in the thread that loads the modules (Node's
 // module.registerHooks, Node 22.15+): a multi-cloud `credhook check-config` takes about 1.3 s of
 // CPU instead of 2.3 s through tsx's asynchronous hooks, which answer each of the ~2,000 module
 // resolutions from a separate thread. On an older Node 22, or in a process started with an ESM
 // loader of its own (e.g. under tsx), `registerDevSource` returns false and the caller uses tsx. https://nodejs.org/api/module.html#moduleregisterhooksoptions
-import { existsSync, readFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import * as nodeModule from "node:module";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const require = nodeModule.createRequire(import.meta.url);
+
+/**
+ * Where transpiled files are kept between runs (the workspace's node_modules/.cache), one file
+ * per source text: a start after the first transpiles only what changed. Entries are never
+ * removed (a few KiB per edit); deleting the folder is always safe.
+ */
+const CACHE_DIR = fileURLToPath(new URL("../../../node_modules/.cache/credhook-dev-source/", import.meta.url));
+
+/** esbuild's transform options; they and esbuild's version are part of each cache key. */
+const TRANSFORM = { loader: "ts", format: "esm", target: "node22", sourcemap: "inline", sourcesContent: false };
+
+let esbuild;
+
+/**
+ * The JavaScript of the TypeScript file `file`: from the cache when this text was transpiled
+ * before, else transpiled by esbuild now (and cached; a cache that cannot be written is skipped).
+ */
+function transpile(file) {
+  const source = readFileSync(file, "utf8");
+  const version = JSON.parse(readFileSync(require.resolve("esbuild/package.json"), "utf8")).version;
+  const key = createHash("sha256").update(`${version}\0${JSON.stringify(TRANSFORM)}\0${file}\0${source}`).digest("hex").slice(0, 40);
+  const cached = join(CACHE_DIR, `${key}.js`);
+  if (existsSync(cached)) return readFileSync(cached, "utf8");
+  esbuild ??= require("esbuild");
+  const { code } = esbuild.transformSync(source, { ...TRANSFORM, sourcefile: file });
+  try {
+    mkdirSync(CACHE_DIR, { recursive: true });
+    const partial = `${cached}.${process.pid}.partial`;
+    writeFileSync(partial, code);
+    renameSync(partial, cached); // whole or absent, also with several processes starting at once
+  } catch {
+    // read-only or full: run without a cache
+  }
+  return code;
+}
 
 /** Whether `specifier`, imported from `parentURL`, is a relative `.js` import written in a .ts file. */
 function isRelativeJsFromTs(specifier, parentURL) {
@@ -39,7 +77,6 @@ function hasLoaderFlags() {
  */
 export function registerDevSource() {
   if (typeof nodeModule.registerHooks !== "function" || hasLoaderFlags()) return false;
-  const esbuild = require("esbuild");
   process.setSourceMapsEnabled(true);
   nodeModule.registerHooks({
     resolve(specifier, context, nextResolve) {
@@ -52,9 +89,7 @@ export function registerDevSource() {
     },
     load(url, context, nextLoad) {
       if (!url.startsWith("file:") || !url.endsWith(".ts")) return nextLoad(url, context);
-      const file = fileURLToPath(url);
-      const { code } = esbuild.transformSync(readFileSync(file, "utf8"), { loader: "ts", format: "esm", target: "node22", sourcemap: "inline", sourcesContent: false, sourcefile: file });
-      return { format: "module", source: code, shortCircuit: true };
+      return { format: "module", source: transpile(fileURLToPath(url)), shortCircuit: true };
     },
   });
   return true;
