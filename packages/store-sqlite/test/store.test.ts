@@ -199,6 +199,25 @@ describe("SqliteCredentialStore", () => {
     await store.close();
   });
 
+  it("checkpoints the WAL while writes never pause: a group is always open when the timer fires, so the commit checkpoints once one is due", async () => {
+    const p = path();
+    const store = await openSqliteStore({ path: p, checkpointIntervalMs: 50 });
+    const state = store.stateFor("local");
+    const walBytes: number[] = [];
+    const sampler = setInterval(() => walBytes.push(statSync(`${p}-wal`).size), 10);
+    const end = Date.now() + 600;
+    let n = 0;
+    // 16 writers, each starting its next write as soon as the last one committed: no turn of the event loop without an open group.
+    await Promise.all(Array.from({ length: 16 }, async () => {
+      while (Date.now() < end) await state.put(`k${n++}`, { value: "x".repeat(200) });
+    }));
+    clearInterval(sampler);
+    // Truncated to nothing while the writers ran: some sample is smaller than one before it.
+    expect(walBytes.some((size, i) => i > 0 && size < walBytes[i - 1]!)).toBe(true);
+    expect(n).toBeGreaterThan(100);
+    await store.close();
+  });
+
   it("checkpoints the WAL after writes and truncates it: a deleted row's content is left in no WAL frame", async () => {
     const p = path();
     const store = await openSqliteStore({ path: p, checkpointIntervalMs: 20 });
