@@ -27,9 +27,14 @@ export function openApiDocument(): Record<string, unknown> {
   return cachedDocument;
 }
 
-/** A new ajv instance set up the way credhook validates: 2020-12, all errors, formats, OpenAPI's `example` keyword known. */
-export function createAjv(options: { coerceTypes?: boolean; useDefaults?: boolean } = {}): Ajv2020 {
+/**
+ * A new ajv instance set up the way credhook validates: 2020-12, all errors, formats, OpenAPI's `example` keyword known.
+ * `optimize: false` skips ajv's optimisation of the generated code: compiling the config schema takes about half
+ * the time (30 ms instead of 60), validating a little longer; right for a schema that validates once.
+ */
+export function createAjv(options: { coerceTypes?: boolean; useDefaults?: boolean; optimize?: boolean } = {}): Ajv2020 {
   const ajv = new Ajv2020({
+    code: { optimize: options.optimize ?? true },
     allErrors: true,
     strict: true,
     strictRequired: false,
@@ -43,10 +48,14 @@ export function createAjv(options: { coerceTypes?: boolean; useDefaults?: boolea
   return ajv;
 }
 
-/** How {@link compileSchema} validates: `coerceTypes` and `useDefaults` as in ajv's options (both default false). */
+/**
+ * How {@link compileSchema} validates: `coerceTypes` and `useDefaults` as in ajv's options (both default false);
+ * `optimize` as in {@link createAjv} (default false: these schemas validate config and options, once or a few times).
+ */
 export interface CompileOptions {
   coerceTypes?: boolean;
   useDefaults?: boolean;
+  optimize?: boolean;
 }
 
 /** One ajv instance per option set, and each schema object's compiled validator in it. */
@@ -62,10 +71,10 @@ const compiled = new Map<string, { ajv: Ajv2020; validators: WeakMap<object, Val
  * @throws Error (from ajv) when the schema itself is invalid
  */
 export function compileSchema<T = unknown>(schema: object, options: CompileOptions = {}): ValidateFunction<T> {
-  const key = `${options.coerceTypes ?? false}/${options.useDefaults ?? false}`;
+  const key = `${options.coerceTypes ?? false}/${options.useDefaults ?? false}/${options.optimize ?? false}`;
   let entry = compiled.get(key);
   if (!entry) {
-    entry = { ajv: createAjv(options), validators: new WeakMap() };
+    entry = { ajv: createAjv({ ...options, optimize: options.optimize ?? false }), validators: new WeakMap() };
     compiled.set(key, entry);
   }
   let validate = entry.validators.get(schema);
