@@ -5,7 +5,8 @@
 //   sources import what tsc will emit);
 // - each .ts file is transpiled by esbuild (types stripped, no type check: that is `pnpm
 //   typecheck`), with an inline source map so that stack traces name the .ts lines, and the
-//   result kept in node_modules/.cache/credhook-dev-source for the next start.
+//   result kept in node_modules/.cache/credhook-dev-source for the next start (and V8's compiled
+//   code of the dependencies in node_modules/.cache/credhook-compile).
 // The hooks are synchronous and run in the thread that loads the modules (Node's
 // module.registerHooks, Node 22.15+): a multi-cloud `credhook check-config` takes about 1.3 s of
 // CPU instead of 2.3 s through tsx's asynchronous hooks, which answer each of the ~2,000 module
@@ -78,6 +79,9 @@ function hasLoaderFlags() {
 export function registerDevSource() {
   if (typeof nodeModule.registerHooks !== "function" || hasLoaderFlags()) return false;
   process.setSourceMapsEnabled(true);
+  // V8's compiled code of the dependencies (the cloud SDKs are thousands of modules) kept for the next start:
+  // a multi-cloud `check-config` 1.5 s -> 1.3 s of CPU. https://nodejs.org/api/module.html#moduleenablecompilecachecachedir
+  nodeModule.enableCompileCache?.(fileURLToPath(new URL("../../../node_modules/.cache/credhook-compile/", import.meta.url)));
   nodeModule.registerHooks({
     resolve(specifier, context, nextResolve) {
       if (isRelativeJsFromTs(specifier, context.parentURL)) {
