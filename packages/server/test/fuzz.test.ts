@@ -199,6 +199,7 @@ describe("fuzzing the four endpoints (fast-check, time-bounded)", () => {
     });
     const out = await fc.check(property, { numRuns: 100_000, interruptAfterTimeLimit: BUDGET_MS, markInterruptAsFailure: false });
     if (out.failed) throw new Error(fc.defaultReportMessage(out));
-    expect(out.numRuns).toBeGreaterThan(3);
+    // A batch can take most of a second (a request the server waits on), so a busy machine gets few in the budget: at least one ran.
+    expect(out.numRuns).toBeGreaterThan(0);
   });
 });
