@@ -46,7 +46,9 @@ export class SlowFirstSequencer extends BaseSequencer {
  * Test files run at the same time: three per core, at most 8. The suite mostly waits (fakes'
  * latencies, documented quotas, settle windows, child processes), so one file per core left the
  * machine about 45 % idle. Measured on 2 cores, quiet machine: 2 files at once 120–126 s, 4 files
- * 68–71 s (three runs), 6 files 58–63 s (five runs), every run green.
+ * 68–71 s (three runs), 6 files 58–63 s (five runs), every run green. Since the CLI's processes and
+ * the schema compiles got cheaper (88–100 s of CPU instead of 117–130 s): 4 files 73 s, 5 files
+ * 57–62 s, 6 files 52–58 s, 8 files 53–64 s (the same machine, other load varying).
  * `--maxWorkers` on the command line does not reach the projects below (each project's own value
  * wins in vitest 4); `VITEST_MAX_WORKERS=2 pnpm test` does (vitest reads it for every project), for
  * a machine too busy for short cloud timeouts (several cases hold a fake to a 300 ms request
