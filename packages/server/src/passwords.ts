@@ -14,10 +14,15 @@ const scrypt = (password: string, salt: Buffer, keylen: number, options: ScryptO
 /** scrypt cost parameters of new hashes: N=2^15, r=8, p=1 (≈ 32 MiB, OWASP's minimum is N=2^17 with r=8 p=1 for interactive logins; credhook caches verified logins). */
 export const SCRYPT_PARAMS = { N: 32768, r: 8, p: 1, keylen: 32 } as const;
 
-/** Hashes `password` as `scrypt$<N>$<r>$<p>$<salt b64>$<hash b64>` (what `credhook hash-password` prints). */
-export async function hashPassword(password: string): Promise<string> {
+/**
+ * Hashes `password` as `scrypt$<N>$<r>$<p>$<salt b64>$<hash b64>` (what `credhook hash-password` prints).
+ * @param cost scrypt's cost parameter N (a power of two), {@link SCRYPT_PARAMS}'s by default; verification
+ *   reads it from the hash. A lower N only where the hash guards nothing (tests that count checks, not time them).
+ */
+export async function hashPassword(password: string, cost: { N: number } = SCRYPT_PARAMS): Promise<string> {
   const salt = randomBytes(16);
-  const { N, r, p, keylen } = SCRYPT_PARAMS;
+  const { r, p, keylen } = SCRYPT_PARAMS;
+  const { N } = cost;
   const key = await scrypt(password, salt, keylen, { N, r, p, maxmem: 128 * N * r * 2 });
   return `scrypt$${N}$${r}$${p}$${salt.toString("base64")}$${key.toString("base64")}`;
 }
