@@ -4,7 +4,7 @@
 # `pnpm pack` and the tarballs installed with npm (scripts/pack.mjs), nothing else
 # of the repository.
 #
-#   docker build -t credhook .                     # --build-arg NODE_VERSION=24 for Node 24
+#   docker build -t credhook .                     # --build-arg NODE_VERSION=22 for Node 22
 #   docker run --read-only --tmpfs /tmp -v credhook-data:/var/lib/credhook \
 #     -e CREDHOOK_PASSWORD=… -p 8080:8080 credhook
 #
@@ -12,7 +12,8 @@
 # /var/lib/credhook (SQLite, the generated password's hash) and /tmp, so the root
 # filesystem can be read-only. Config: mount /etc/credhook/webhook.config.yaml, or
 # run the embedded default (README "Deploy").
-ARG NODE_VERSION=22
+# Node 24 by default: the same requests cost about 40 % less CPU than on Node 22 (README "Container").
+ARG NODE_VERSION=24
 
 FROM node:${NODE_VERSION}-bookworm-slim AS build
 WORKDIR /src
