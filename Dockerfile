@@ -12,7 +12,7 @@
 # /var/lib/credhook (SQLite, the generated password's hash) and /tmp, so the root
 # filesystem can be read-only. Config: mount /etc/credhook/webhook.config.yaml, or
 # run the embedded default (README "Deploy").
-# Node 24 by default: the same requests cost about 40 % less CPU than on Node 22 (README "Container").
+# Node 24 by default: the same requests cost credhook about 40 % less CPU than on Node 22 (README "Container").
 ARG NODE_VERSION=24
 
 FROM node:${NODE_VERSION}-bookworm-slim AS build
