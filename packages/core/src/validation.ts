@@ -58,13 +58,14 @@ export interface CompileOptions {
   optimize?: boolean;
 }
 
-/** One ajv instance per option set, and each schema object's compiled validator in it. */
-const compiled = new Map<string, { ajv: Ajv2020; validators: WeakMap<object, ValidateFunction> }>();
+/** One ajv instance per option set; each keeps the validator of every schema object it compiled. */
+const shared = new Map<string, Ajv2020>();
 
 /**
  * `schema` compiled by a shared ajv instance set up like {@link createAjv}, once per schema
- * object and option set: compiling takes milliseconds to tenths of a second (the config
- * schema about 100 ms), far more than a validation, and start-up, `check-config` and every
+ * object and option set (ajv keeps a compiled schema by its object and returns the same
+ * validator for it again): compiling takes milliseconds to tens of milliseconds (the config
+ * schema 30–60 ms), far more than a validation, and start-up, `check-config` and every
  * provider's option defaults compile the same schemas again.
  * Callers must not mutate `schema` after the first call (its validator is kept).
  * @param schema a JSON Schema (2020-12) object without an `$id` shared with another object
@@ -72,17 +73,12 @@ const compiled = new Map<string, { ajv: Ajv2020; validators: WeakMap<object, Val
  */
 export function compileSchema<T = unknown>(schema: object, options: CompileOptions = {}): ValidateFunction<T> {
   const key = `${options.coerceTypes ?? false}/${options.useDefaults ?? false}/${options.optimize ?? false}`;
-  let entry = compiled.get(key);
-  if (!entry) {
-    entry = { ajv: createAjv({ ...options, optimize: options.optimize ?? false }), validators: new WeakMap() };
-    compiled.set(key, entry);
+  let ajv = shared.get(key);
+  if (!ajv) {
+    ajv = createAjv({ ...options, optimize: options.optimize ?? false });
+    shared.set(key, ajv);
   }
-  let validate = entry.validators.get(schema);
-  if (!validate) {
-    validate = entry.ajv.compile(schema);
-    entry.validators.set(schema, validate);
-  }
-  return validate as ValidateFunction<T>;
+  return ajv.compile<T>(schema);
 }
 
 /** Renders one ajv error as `<where> <what>`; `where` is the already-rendered location (e.g. `body/apis/0/id`). */

@@ -31,6 +31,8 @@ const CACHE_DIR = fileURLToPath(new URL("../../../node_modules/.cache/credhook-d
 const TRANSFORM = { loader: "ts", format: "esm", target: "node22", sourcemap: "inline", sourcesContent: false };
 
 let esbuild;
+/** esbuild's version (part of each cache key), read on the first transpile. */
+let esbuildVersion;
 
 /**
  * The JavaScript of the TypeScript file `file`: from the cache when this text was transpiled
@@ -38,8 +40,8 @@ let esbuild;
  */
 function transpile(file) {
   const source = readFileSync(file, "utf8");
-  const version = JSON.parse(readFileSync(require.resolve("esbuild/package.json"), "utf8")).version;
-  const key = createHash("sha256").update(`${version}\0${JSON.stringify(TRANSFORM)}\0${file}\0${source}`).digest("hex").slice(0, 40);
+  esbuildVersion ??= JSON.parse(readFileSync(require.resolve("esbuild/package.json"), "utf8")).version;
+  const key = createHash("sha256").update(`${esbuildVersion}\0${JSON.stringify(TRANSFORM)}\0${file}\0${source}`).digest("hex").slice(0, 40);
   const cached = join(CACHE_DIR, `${key}.js`);
   if (existsSync(cached)) return readFileSync(cached, "utf8");
   esbuild ??= require("esbuild");
@@ -53,6 +55,11 @@ function transpile(file) {
     // read-only or full: run without a cache
   }
   return code;
+}
+
+/** `context` with the "dev-source" export condition added (when it lacks it). */
+function withDevSource(context) {
+  return context.conditions.includes("dev-source") ? context : { ...context, conditions: [...context.conditions, "dev-source"] };
 }
 
 /** Whether `specifier`, imported from `parentURL`, is a relative `.js` import written in a .ts file. */
@@ -88,8 +95,7 @@ export function registerDevSource() {
         const ts = new URL(`${specifier.slice(0, -3)}.ts`, context.parentURL);
         if (existsSync(fileURLToPath(ts))) return { url: ts.href, format: "module", shortCircuit: true };
       }
-      const conditions = context.conditions.includes("dev-source") ? context.conditions : [...context.conditions, "dev-source"];
-      return nextResolve(specifier, { ...context, conditions });
+      return nextResolve(specifier, withDevSource(context));
     },
     load(url, context, nextLoad) {
       if (!url.startsWith("file:") || !url.endsWith(".ts")) return nextLoad(url, context);
@@ -104,6 +110,5 @@ export function registerDevSource() {
  * hooks thread) beside tsx on a Node 22 without module.registerHooks.
  */
 export async function resolve(specifier, context, nextResolve) {
-  const conditions = context.conditions.includes("dev-source") ? context.conditions : [...context.conditions, "dev-source"];
-  return nextResolve(specifier, { ...context, conditions });
+  return nextResolve(specifier, withDevSource(context));
 }
