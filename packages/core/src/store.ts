@@ -235,11 +235,16 @@ export interface CredentialStore {
   /** Creates the schema / runs migrations. Idempotent. */
   init(): Promise<void>;
   /**
-   * Inserts a new record.
+   * Inserts a new record. The record is taken as it is when `insert` is called (serialised or copied
+   * before it returns its promise): the caller may change its object at once, so it need not copy it.
    * @throws Conflict a record with the same id, or a live (not `abandoned`) record with the same appKey + credentialType, exists
    */
   insert(record: CredentialRecord): Promise<void>;
-  /** Replaces an existing record (matched by id); sets nothing itself. @throws NotFound no such id */
+  /**
+   * Replaces an existing record (matched by id); sets nothing itself. Like {@link insert}, takes the
+   * record as it is when called: the caller may go on changing its object.
+   * @throws NotFound no such id
+   */
   save(record: CredentialRecord): Promise<void>;
   /** The record with this id, or undefined. */
   get(id: string): Promise<CredentialRecord | undefined>;

@@ -123,6 +123,17 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
     expect(a.calls.filter((c) => c.op === "create")).toHaveLength(1);
   });
 
+  it("an update that moves the credential says where it was created and removed (the request line's fields)", async () => {
+    setup();
+    const { response } = await orch.create(req("a-1"));
+    const apiKeyId = (response as { apiKeyId: string }).apiKeyId;
+    const moved = await orch.update({ credentialType: "API_KEY", apiKeyId, apis: [{ id: "a-1", action: "REMOVED" }, { id: "b-1", action: "ADDED", usagePlans: [{ id: "gold", action: "ADDED" }] }] });
+    expect(moved).toMatchObject({ gateways: ["b", "a"], created: ["b"], removed: ["a"] });
+    expect(b.marked()).toHaveLength(1);
+    const planOnly = await orch.update({ credentialType: "API_KEY", apiKeyId, apis: [{ id: "b-1", action: "NONE", usagePlans: [{ id: "silver", action: "ADDED" }] }] });
+    expect(planOnly).toEqual({ gateways: ["b"], credentialId: moved.credentialId });
+  });
+
   it("a failure on one gateway abandons the create: the other's key is revoked, the record goes once settled", async () => {
     setup();
     b.fail({ op: "create", when: "before", error: new InvalidReference("[gateway b] no usage plan 'gold'") });

@@ -107,6 +107,22 @@ export function storeConformance(test: ConformanceTest, factory: () => Promise<C
     expectEqual(await store.list(), [], "list after delete");
   });
 
+  t("insert and save keep the record as it was when called: changing it before the write settles changes nothing stored", async (store) => {
+    const r = rec();
+    const inserted = structuredClone(r);
+    const insert = store.insert(r);
+    r.status = "pending";
+    r.apis[0]!.usagePlans.push("changed-after-insert");
+    await insert;
+    expectEqual(await store.get(r.id), inserted, "get after an insert whose record changed before it settled");
+    const saved = structuredClone(r);
+    const save = store.save(r);
+    r.bindings = [];
+    r.updatedAt = "2026-02-02T00:00:00.000Z";
+    await save;
+    expectEqual(await store.get(r.id), saved, "get after a save whose record changed before it settled");
+  });
+
   t("abandoned records live beside the app's live one, found only by listAbandoned", async (store) => {
     const gaveUp = (n: number) =>
       rec({

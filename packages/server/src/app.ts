@@ -283,6 +283,8 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
   const noteOutcome = (res: Response, out: OperationOutcome) => {
     res.locals.gateways = out.gateways;
     res.locals.credentialId = out.credentialId;
+    if (out.created) res.locals.created = out.created;
+    if (out.removed) res.locals.removed = out.removed;
     for (const gateway of out.unowned ?? []) metrics.unownedRevokes.inc({ gateway });
   };
   app.post("/v1/createCredentials", async (req: Request, res: Response) => {

@@ -89,7 +89,7 @@ export function requestIdFor(incoming: string | string[] | undefined): string {
   return typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : randomUUID();
 }
 
-/** Adds route, status, gateways, credential id, error code and user (from `res.locals`) to the completion line. */
+/** Adds route, status, gateways, credential id, an update's created/removed gateways, error code and user (from `res.locals`) to the completion line. */
 function withOutcome(req: IncomingMessage, res: ServerResponse, val: Record<string, unknown>): Record<string, unknown> {
   const locals = (res as unknown as { locals?: Record<string, unknown> }).locals;
   val.route = (req.url ?? "").split("?")[0];
@@ -97,6 +97,8 @@ function withOutcome(req: IncomingMessage, res: ServerResponse, val: Record<stri
   if (locals) {
     if (locals.gateways) val.gateways = locals.gateways;
     if (locals.credentialId) val.credentialId = locals.credentialId;
+    if (locals.created) val.created = locals.created;
+    if (locals.removed) val.removed = locals.removed;
     if (locals.errorCode) val.errorCode = locals.errorCode;
     if (locals.user) val.user = locals.user;
   }
@@ -122,7 +124,7 @@ function levelOf(path: string, status: number): "error" | "warn" | "info" | "deb
  * been sent ("request completed"; "request aborted" at warn when the client went
  * away first) with `requestId`, `req: { method, path }`, `res: { status }`,
  * `durationMs`, `route`, `status`, and from `res.locals` the gateways,
- * credential id, error code and user. Honors a sane incoming `X-Request-Id`,
+ * credential id, an update's `created`/`removed` gateways, error code and user. Honors a sane incoming `X-Request-Id`,
  * else a UUID; echoes it in the response and sets `req.id`, and `req.log` (the
  * process logger: no child logger per request). The line is built from these fields only — never a header
  * or a body — so it skips the logger's redaction, which costs more than the rest

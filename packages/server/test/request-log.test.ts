@@ -1,6 +1,6 @@
 /** The request log: one line per request, with the request's id, route, status, duration and outcome; no secret. */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { LOCAL_YAML, startTestServer, type TestServer, until } from "./helpers.js";
+import { LOCAL_YAML, SERVER_YAML, startTestServer, type TestServer, until } from "./helpers.js";
 
 let s: TestServer;
 beforeAll(async () => {
@@ -34,4 +34,28 @@ it("a refused request is one warn line with its error code; an unsafe X-Request-
   const lines = linesOf(id);
   expect(lines).toHaveLength(1);
   expect(lines[0]).toMatchObject({ level: 40, status: 400, errorCode: "VALIDATION_FAILED" });
+});
+
+it("an update that takes the credential off a gateway names it, on the update's one info line", async () => {
+  const two = await startTestServer(`${SERVER_YAML}gateways:
+  east: { provider: local, credentialType: API_KEY }
+  west: { provider: local, credentialType: API_KEY }
+routes:
+  - { apis: ["east-api"], gateway: east }
+  - { apis: ["west-api"], gateway: west }
+`);
+  try {
+    const created = await two.post("/v1/createCredentials", { appName: "Mover", developer: "m@example.com", apis: [{ id: "east-api" }, { id: "west-api" }] });
+    expect(created.status).toBe(200);
+    const { apiKeyId } = (await created.json()) as { apiKeyId: string };
+    const moved = await two.post("/v1/updateCredentials", { credentialType: "API_KEY", apiKeyId, apis: [{ id: "west-api", action: "REMOVED" }] }, { "x-request-id": "req-move" });
+    expect(moved.status).toBe(204);
+    const lineOf = () => two.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.requestId === "req-move" && (l.level as number) >= 30);
+    await until("the update's completion line", () => lineOf().length > 0);
+    expect(lineOf()).toHaveLength(1);
+    expect(lineOf()[0]).toMatchObject({ msg: "request completed", level: 30, status: 204, gateways: ["east", "west"], removed: ["west"] });
+    expect(lineOf()[0]!.created).toBeUndefined();
+  } finally {
+    await two.close();
+  }
 });

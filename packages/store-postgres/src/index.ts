@@ -237,10 +237,12 @@ export class PostgresCredentialStore implements CredentialStore {
   }
 
   async insert(record: CredentialRecord): Promise<void> {
+    // Serialised now, not when pg sends the query (after a pooled connection is free): the caller may change the object at once.
+    const json = JSON.stringify(record);
     await this.pool
       .query(
         "INSERT INTO credentials (id, credential_type, app_key, public_id, status, record, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        [record.id, record.credentialType, record.appKey, record.publicId, record.status, record, record.createdAt, record.updatedAt],
+        [record.id, record.credentialType, record.appKey, record.publicId, record.status, json, record.createdAt, record.updatedAt],
       )
       .catch((err: unknown) => {
         throw this.uniqueAsConflict(err, record);
@@ -248,13 +250,14 @@ export class PostgresCredentialStore implements CredentialStore {
   }
 
   async save(record: CredentialRecord): Promise<void> {
+    const json = JSON.stringify(record); // now: see insert
     const res = await this.pool
       .query("UPDATE credentials SET credential_type = $1, app_key = $2, public_id = $3, status = $4, record = $5, updated_at = $6 WHERE id = $7", [
         record.credentialType,
         record.appKey,
         record.publicId,
         record.status,
-        record,
+        json,
         record.updatedAt,
         record.id,
       ])

@@ -32,7 +32,7 @@ export async function abandonCreate(ctx: OrchestrationContext, rec: CredentialRe
   }
   const uncertain = uniq(failures.filter((f) => f.gateway && ctx.mayHaveLanded(f)).map((f) => f.gateway!));
   markAbandoned(rec, failures[0]!.messages[0] ?? failures[0]!.message, uncertain, ctx.settleUntil(uncertain, ctx.now()), ctx.nowIso());
-  await ctx.store.save(structuredClone(rec));
+  await ctx.store.save(rec);
   await cleanupAbandoned(ctx, rec, true);
 }
 
@@ -93,7 +93,7 @@ export async function cleanupAbandoned(ctx: OrchestrationContext, rec: Credentia
   }
   rec.updatedAt = now;
   try {
-    await ctx.store.save(structuredClone(rec));
+    await ctx.store.save(rec);
   } catch (err) {
     // Deleted meanwhile by another cleanup of the same record (reconcile in another process): nothing left to do.
     if (!(isCredhookError(err) && err.status === 404)) throw err;

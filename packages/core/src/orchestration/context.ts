@@ -161,7 +161,7 @@ export class OrchestrationContext implements GatewayTopology {
     return () => {
       const next = chain.then(() => {
         rec.updatedAt = this.nowIso();
-        return this.store.save(structuredClone(rec));
+        return this.store.save(rec);
       });
       chain = next.catch(() => undefined);
       return next;

@@ -117,6 +117,7 @@ async function createFresh(ctx: OrchestrationContext, plan: CreatePlan, customCr
   delete rec.pending;
   if (Object.keys(extras).length > 0) rec.customCredentials = extras;
   await saver();
-  ctx.logger.info({ credentialId: rec.id, gateways: gatewayNames }, "credential created");
+  // At debug: the server's request line carries the same fields (one line per request).
+  ctx.logger.debug({ credentialId: rec.id, gateways: gatewayNames }, "credential created");
   return { response: responseOf(rec, apiKey, clientSecret), replayed: false, gateways: gatewayNames, credentialId: rec.id };
 }

@@ -39,7 +39,7 @@ export async function finishUnfinished(ctx: OrchestrationContext, rec: Credentia
       return entry;
     }
     markAbandoned(rec, "interrupted create (the process stopped before it finished)", uncertain, ctx.settleUntil(uncertain, Date.parse(rec.pending?.startedAt ?? rec.createdAt)), ctx.nowIso());
-    await ctx.store.save(structuredClone(rec));
+    await ctx.store.save(rec);
     const result = await cleanupAbandoned(ctx, rec, false);
     entry.errors.push(...result.errors);
     entry.action = result.deleted ? "abandoned, cleaned up, record deleted" : result.errors.length > 0 ? "abandoned; cleanup incomplete, run reconcile again" : `abandoned and cleaned up; record kept until ${rec.abandoned!.settleUntil} (a late write may still land)`;

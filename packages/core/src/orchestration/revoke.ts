@@ -65,11 +65,11 @@ export async function revoke(ctx: OrchestrationContext, req: RevokeCredentialsRe
       rec.publicId = ""; // revoked: the portal's id finds nothing any more, as after a delete
 
       markAbandoned(rec, "revoked while a failed update's writes may still land", unsure.map((u) => u.gateway), settleUntil, ctx.nowIso());
-      await ctx.store.save(structuredClone(rec));
+      await ctx.store.save(rec);
     } else {
       await ctx.store.delete(rec.id);
     }
-    ctx.logger.info({ credentialId: rec.id, gateways }, "credential revoked");
+    ctx.logger.debug({ credentialId: rec.id, gateways }, "credential revoked"); // the request line says the same
     return { gateways, credentialId: rec.id };
   });
 }

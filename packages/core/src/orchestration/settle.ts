@@ -110,7 +110,7 @@ export async function settleRecord(ctx: OrchestrationContext, rec: CredentialRec
     info.lastErrors = result.errors;
   }
   rec.updatedAt = ctx.nowIso();
-  await ctx.store.save(structuredClone(rec));
+  await ctx.store.save(rec);
   if (result.revoked.length > 0 || result.errors.length > 0) {
     const log = result.errors.length > 0 ? ctx.logger.error.bind(ctx.logger) : ctx.logger.warn.bind(ctx.logger);
     log({ credentialId: rec.id, settled: result.settled, revoked: result.revoked, errors: result.errors }, "unsettled update: gateways brought back to the record");

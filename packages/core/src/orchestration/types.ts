@@ -48,6 +48,10 @@ export interface OperationOutcome {
   gateways: string[];
   /** credhook's credential id, when known. */
   credentialId?: string;
+  /** An update's gateways the credential was newly created on (its APIs moved there). */
+  created?: string[];
+  /** An update's gateways the credential was removed from (no API of it left there). */
+  removed?: string[];
   /** Gateways that refused to revoke a resource under the request's id because it is not theirs (no credhook mark): left live, counted and logged at warn. */
   unowned?: string[];
 }

@@ -132,8 +132,9 @@ export async function updateKnown(ctx: OrchestrationContext, rec: CredentialReco
   await saver();
   if (removeFailures.length > 0) throw removeFailures[0]!; // the binding stays: the next update or revoke retries
   const gateways = uniq([...toUpdate, ...toCreate, ...toRemove]);
-  ctx.logger.info({ credentialId: rec.id, gateways, created: toCreate, removed: toRemove }, "credential updated");
-  return { gateways, credentialId: rec.id };
+  // At debug: the server's request line carries the same fields (one line per request).
+  ctx.logger.debug({ credentialId: rec.id, gateways, created: toCreate, removed: toRemove }, "credential updated");
+  return { gateways, credentialId: rec.id, ...(toCreate.length > 0 ? { created: toCreate } : {}), ...(toRemove.length > 0 ? { removed: toRemove } : {}) };
 }
 
 /**
