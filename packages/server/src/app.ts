@@ -16,6 +16,7 @@ import { LocalProvider } from "@credhook/provider-local";
 import { EMBEDDED_GATEWAY_STATE, EmbeddedGateway, OAUTH_PATHS, parseEmbeddedGatewayConfig, type SharedLimitsBackend } from "@credhook/provider-local/gateway";
 import { basicAuth } from "./auth.js";
 import { jsonBody } from "./body.js";
+import { chain } from "./chain.js";
 import { createEdgeServer, edgeChecks } from "./edge.js";
 import { errorHandler, sendError } from "./http-errors.js";
 import { createMetrics, type Metrics } from "./metrics.js";
@@ -227,10 +228,8 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
       embedded.handler(req, res);
     });
   }
-  app.use(traceRequests());
-  app.use(requestLogger(logger));
-  app.use(metrics.observe);
-  app.use(edgeChecks(config.server.bodyLimitBytes));
+  // Every request: its span, its log line, its metrics and the edge's checks — one router layer (see chain.ts).
+  app.use(chain(traceRequests(), requestLogger(logger), metrics.observe, edgeChecks(config.server.bodyLimitBytes)));
   // Probes: unauthenticated, answered before the shutdown gate (/readyz reports draining itself).
   const readiness = createReadiness({
     store,
@@ -241,14 +240,14 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
   });
   app.get("/livez", livez);
   app.get("/readyz", readyz(readiness));
-  app.use((req: Request, res: Response, next: NextFunction) => {
+  const drainingGate = (req: Request, res: Response, next: NextFunction) => {
     if (!built.draining) return next();
     res.setHeader("Connection", "close");
     const e = new ShuttingDown("credhook is shutting down; retry on another instance or shortly", 5);
     sendError(res, req, 503, e.messages, { "Retry-After": String(e.retryAfterS) });
-  });
+  };
   // Unknown path / wrong method are answered before auth: they reveal nothing.
-  app.use((req: Request, res: Response, next: NextFunction) => {
+  const knownEndpoint = (req: Request, res: Response, next: NextFunction) => {
     const allowed = ENDPOINTS[req.path];
     if (!allowed) return sendError(res, req, 404, [`no endpoint at ${req.path}; the endpoints are ${Object.keys(ENDPOINTS).filter((p) => p.startsWith("/v1/")).join(", ")}`]);
     if (!allowed.includes(req.method)) {
@@ -257,27 +256,26 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
       });
     }
     next();
+  };
+  const auth = basicAuth({
+    users,
+    realm: config.server.auth.realm,
+    maxFailures: config.server.auth.maxFailures,
+    failureWindowS: config.server.auth.failureWindowS,
+    maxGlobalFailures: limits.maxGlobalFailures ?? config.server.auth.maxGlobalFailures,
+    maxConcurrentChecks: limits.maxConcurrentPasswordChecks ?? config.server.auth.maxConcurrentPasswordChecks,
+    rememberMs: limits.rememberLoginMs ?? config.server.auth.rememberLoginMs,
+    maxRemembered: config.server.auth.maxRememberedLogins,
   });
-  app.use(
-    basicAuth({
-      users,
-      realm: config.server.auth.realm,
-      maxFailures: config.server.auth.maxFailures,
-      failureWindowS: config.server.auth.failureWindowS,
-      maxGlobalFailures: limits.maxGlobalFailures ?? config.server.auth.maxGlobalFailures,
-      maxConcurrentChecks: limits.maxConcurrentPasswordChecks ?? config.server.auth.maxConcurrentPasswordChecks,
-      rememberMs: limits.rememberLoginMs ?? config.server.auth.rememberLoginMs,
-      maxRemembered: config.server.auth.maxRememberedLogins,
-    }),
-  );
-  app.use((req: Request, res: Response, next: NextFunction) => {
+  const jsonOnly = (req: Request, res: Response, next: NextFunction) => {
     if (req.method !== "POST") return next();
     if (!req.is("application/json")) {
       return sendError(res, req, 415, [`body must be application/json (got ${req.headers["content-type"] ? `'${String(req.headers["content-type"]).slice(0, 60)}'` : "no Content-Type"})`]);
     }
     next();
-  });
-  app.use(jsonBody(config.server.bodyLimitBytes));
+  };
+  // Past the probes, in this order, as one router layer: the shutdown gate, unknown paths, auth, the body.
+  app.use(chain(drainingGate, knownEndpoint, auth, jsonOnly, jsonBody(config.server.bodyLimitBytes)));
 
   /** Notes what an operation touched, for the request log line and the metrics. */
   const noteOutcome = (res: Response, out: OperationOutcome) => {
