@@ -14,6 +14,13 @@ export function memoryStateStore(): ProviderStateStore {
     async delete(key) {
       return map.delete(key);
     },
+    async write(changes) {
+      const copies = changes.map((c) => ("delete" in c ? c : { key: c.key, value: structuredClone(c.value) }));
+      for (const c of copies) {
+        if ("delete" in c) map.delete(c.key);
+        else map.set(c.key, c.value);
+      }
+    },
     async list(prefix) {
       return [...map.entries()]
         .filter(([k]) => k.startsWith(prefix))

@@ -304,6 +304,29 @@ export interface ProviderStateStore {
   delete(key: string): Promise<boolean>;
   /** Every entry whose key starts with `prefix`. */
   list(prefix: string): Promise<Array<{ key: string; value: JsonValue }>>;
+  /**
+   * Applies `changes` atomically: every put and delete, or (on an error) none. Each key at most once.
+   * Optional for a store written by a third party: {@link writeState} then applies them one by one.
+   * credhook's stores: one transaction (SQLite: a savepoint in the group commit; PostgreSQL: one statement).
+   */
+  write?(changes: StateChange[]): Promise<void>;
+}
+
+/** One change of {@link ProviderStateStore.write}: `value` stored under `key` (replacing), or `key` removed. */
+export type StateChange = { key: string; value: JsonValue } | { key: string; delete: true };
+
+/**
+ * Applies `changes` to `state`: at once through {@link ProviderStateStore.write} when the store has it,
+ * else one by one in their order (not atomic: a provider that needs all-or-nothing must stay safe
+ * with any prefix applied).
+ * @throws whatever the store throws (with `write`, nothing was applied)
+ */
+export async function writeState(state: ProviderStateStore, changes: StateChange[]): Promise<void> {
+  if (state.write) return state.write(changes);
+  for (const c of changes) {
+    if ("delete" in c) await state.delete(c.key);
+    else await state.put(c.key, c.value);
+  }
 }
 
 /** What core passes to {@link ProviderFactory.create}. */

@@ -18,7 +18,7 @@
  * provider issues: key checks for NGINX/Envoy, OAuth client credentials, plan limits.
  */
 import { randomUUID } from "node:crypto";
-import { ConfigError, Conflict, defineProvider, hashSecret, InvalidReference, NotFound, randomBase62, verifySecretHash, type CredentialType, type GatewayApi, type JsonValue, type Provider, type ProviderContext, type ProviderCreateInput, type ProviderCredential, type ProviderCredentialRef, type ProviderStateStore, type ProviderUpdateInput, type ProviderUpdateResult, type CredentialSearch, type OwnedResource, type RevokeOutcome, type RotatedSecret, gatewayError, gatewayMessage } from "@credhook/core";
+import { ConfigError, Conflict, defineProvider, hashSecret, InvalidReference, NotFound, randomBase62, verifySecretHash, type CredentialType, type GatewayApi, type JsonValue, type Provider, type ProviderContext, type ProviderCreateInput, type ProviderCredential, type ProviderCredentialRef, type ProviderStateStore, type ProviderUpdateInput, type ProviderUpdateResult, type CredentialSearch, type OwnedResource, type RevokeOutcome, type RotatedSecret, type StateChange, gatewayError, gatewayMessage, writeState } from "@credhook/core";
 import { localOptionsSchema } from "./schema.js";
 import type { LocalCredentialChange, LocalCredentialState, LocalProviderOptions, UsagePlanDefinition, UsagePlanLimits } from "./types.js";
 
@@ -104,10 +104,19 @@ export class LocalProvider implements Provider {
     return () => this.listeners.delete(listener);
   }
 
-  /** Records a change: a fresh stamp in the store (for other processes), then the in-process listeners. */
-  private async changed(nativeId: string, secretHashes: string[]): Promise<void> {
-    await this.state.put(CHANGE_STAMP_KEY, randomUUID());
+  /**
+   * Writes a change of credential `nativeId` and a fresh change stamp (for other processes) at once
+   * ({@link writeState}: one transaction on credhook's stores, so the stamp is seen with the change,
+   * never before it), then tells the in-process listeners.
+   */
+  private async changed(nativeId: string, secretHashes: string[], changes: StateChange[]): Promise<void> {
+    await writeState(this.state, [...changes, { key: CHANGE_STAMP_KEY, value: randomUUID() }]);
     for (const l of this.listeners) l({ gateway: this.gateway, nativeId, secretHashes });
+  }
+
+  /** The change that stores credential `nativeId`'s state. */
+  private stateChange(nativeId: string, s: LocalCredentialState): StateChange {
+    return { key: KEY_PREFIX + nativeId, value: s as unknown as JsonValue };
   }
 
   /** The current change stamp (a UUID written after every change), or undefined before the first change. */
@@ -221,25 +230,23 @@ export class LocalProvider implements Provider {
     const secret = isKey ? (input.apiKeyValue ?? this.newSecret()) : this.newSecret();
     const secretHash = hashSecret(secret);
     const now = new Date().toISOString();
-    if (isKey) await this.checkUnique(nativeId, secretHash);
-    // The index entry and the credential are written together (one commit on the SQLite store's group
-    // commit): the index alone grants nothing (findByKeyDigest needs the credential), nor does the
-    // credential alone (the key check finds keys through the index). The change stamp follows both.
-    await Promise.all([
-      isKey ? this.state.put(KEY_INDEX_PREFIX + secretHash, { nativeId }) : undefined,
-      this.put(nativeId, {
-        credentialType: input.credentialType,
-        credentialId: input.credentialId,
-        secretHash,
-        enabled: true,
-        apis: input.apis,
-        appName: input.app.appName,
-        developer: input.app.developer,
-        createdAt: now,
-        updatedAt: now,
-      }),
-    ]);
-    await this.changed(nativeId, [secretHash]);
+    // An imported value may be another key's; a value generated here (238 random bits) cannot be.
+    if (isKey && input.apiKeyValue !== undefined) await this.checkUnique(nativeId, secretHash);
+    // The index entry, the credential and the change stamp are one write: the index alone grants
+    // nothing (findByKeyDigest needs the credential), nor does the credential alone (the key check
+    // finds keys through the index).
+    const state: LocalCredentialState = {
+      credentialType: input.credentialType,
+      credentialId: input.credentialId,
+      secretHash,
+      enabled: true,
+      apis: input.apis,
+      appName: input.app.appName,
+      developer: input.app.developer,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.changed(nativeId, [secretHash], [...(isKey ? [{ key: KEY_INDEX_PREFIX + secretHash, value: { nativeId } }] : []), this.stateChange(nativeId, state)]);
     const out: ProviderCredential = { nativeId, resources: { kind: isKey ? "apiKey" : "client" } };
     if (isKey) out.apiKey = secret;
     else {
@@ -259,8 +266,7 @@ export class LocalProvider implements Provider {
     s.apis = input.desired;
     s.appName = input.app.appName;
     s.updatedAt = new Date().toISOString();
-    await this.put(input.nativeId, s);
-    await this.changed(input.nativeId, [s.secretHash]);
+    await this.changed(input.nativeId, [s.secretHash], [this.stateChange(input.nativeId, s)]);
     return {
       resources: input.resources && Object.keys(input.resources).length > 0 ? input.resources : { kind: s.credentialType === "API_KEY" ? "apiKey" : "client" },
       ...(input.credentialId === "" ? { credentialId: s.credentialId } : {}),
@@ -271,17 +277,20 @@ export class LocalProvider implements Provider {
     const s = await this.loadOwned(ref.nativeId, ref.credentialId);
     if (s === "not-owned") return "not-owned";
     if (!s || !s.enabled) return "gone";
+    const hash = s.secretHash;
     if (this.options.revokeMode === "disable") {
       s.enabled = false;
       s.secretHash = ""; // a disabled key is never checked again: its digest is not kept either
       s.updatedAt = new Date().toISOString();
-      await this.put(ref.nativeId, s);
+      await this.changed(ref.nativeId, [hash], [this.stateChange(ref.nativeId, s)]);
     } else {
-      // Both deletes together (one commit on the SQLite store): a key never passes a check after a
-      // partly done revoke either way, since a check needs the index entry and the credential.
-      await Promise.all([this.unindex(ref.nativeId, s.secretHash), this.state.delete(KEY_PREFIX + ref.nativeId)]);
+      // Both deletes and the stamp in one write: a key never passes a check after a partly done
+      // revoke either way (with a third-party store's one-by-one writes), since a check needs both.
+      const idx = (await this.state.get(KEY_INDEX_PREFIX + hash)) as { nativeId?: string } | undefined;
+      const changes: StateChange[] = [{ key: KEY_PREFIX + ref.nativeId, delete: true }];
+      if (idx?.nativeId === ref.nativeId) changes.unshift({ key: KEY_INDEX_PREFIX + hash, delete: true });
+      await this.changed(ref.nativeId, [hash], changes);
     }
-    await this.changed(ref.nativeId, [s.secretHash]);
     return "revoked";
   }
 
@@ -300,7 +309,7 @@ export class LocalProvider implements Provider {
     if (s.credentialType === "API_KEY") await this.index(ref.nativeId, s.secretHash);
     await this.put(ref.nativeId, s);
     if (s.credentialType === "API_KEY" && oldHash !== s.secretHash) await this.unindex(ref.nativeId, oldHash);
-    await this.changed(ref.nativeId, [oldHash, s.secretHash]);
+    await this.changed(ref.nativeId, [oldHash, s.secretHash], []);
     return s.credentialType === "API_KEY" ? { apiKey: secret, resources: ref.resources } : { clientSecret: secret, resources: ref.resources };
   }
 

@@ -175,6 +175,30 @@ export function storeConformance(test: ConformanceTest, factory: () => Promise<C
     expectEqual(await g1.get("cred:a"), undefined, "get after delete");
   });
 
+  t("writes several provider-state changes at once (write, when implemented): puts replace, deletes remove, in one namespace", async (store) => {
+    const g1 = store.stateFor("g1");
+    if (!g1.write) return;
+    await g1.put("key:old", { nativeId: "n0" });
+    await g1.put("cred:n0", { v: 0 });
+    await store.stateFor("g2").put("cred:n0", "g2's");
+    await g1.write([
+      { key: "key:old", delete: true },
+      { key: "cred:n0", delete: true },
+      { key: "key:new", value: { nativeId: "n1" } },
+      { key: "cred:n1", value: { v: 1, list: [true, null, "ü"] } },
+      { key: "stamp", value: "s1" },
+    ]);
+    expectEqual(await g1.list(""), [
+      { key: "cred:n1", value: { v: 1, list: [true, null, "ü"] } },
+      { key: "key:new", value: { nativeId: "n1" } },
+      { key: "stamp", value: "s1" },
+    ], "g1 after the write");
+    await g1.write([{ key: "stamp", value: "s2" }]); // replaces
+    expectEqual(await g1.get("stamp"), "s2", "a put of an existing key replaces it");
+    await g1.write([]);
+    expectEqual(await store.stateFor("g2").get("cred:n0"), "g2's", "another gateway's namespace is untouched");
+  });
+
   t("lists the records with unsettled gateways (when it implements listUnsettled), with the field as written", async (store) => {
     if (!store.listUnsettled) return;
     await store.init();

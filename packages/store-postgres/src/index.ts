@@ -342,6 +342,17 @@ export class PostgresCredentialStore implements CredentialStore {
       async delete(key) {
         return ((await pool.query("DELETE FROM provider_state WHERE gateway = $1 AND key = $2", [gateway, key])).rowCount ?? 0) > 0;
       },
+      async write(changes) {
+        const puts = changes.filter((c): c is { key: string; value: JsonValue } => !("delete" in c));
+        const deletes = changes.filter((c) => "delete" in c).map((c) => c.key);
+        // One statement, so one transaction and one round trip: the deletes in a CTE beside the upsert.
+        await pool.query(
+          `WITH removed AS (DELETE FROM provider_state WHERE gateway = $1 AND key = ANY($2::text[]))
+           INSERT INTO provider_state (gateway, key, value) SELECT $1, k, v::jsonb FROM unnest($3::text[], $4::text[]) AS t(k, v)
+           ON CONFLICT (gateway, key) DO UPDATE SET value = excluded.value`,
+          [gateway, deletes, puts.map((p) => p.key), puts.map((p) => JSON.stringify(p.value))],
+        );
+      },
       async list(prefix) {
         const { rows } = await pool.query<{ key: string; value: JsonValue }>(
           "SELECT key, value FROM provider_state WHERE gateway = $1 AND left(key, $2) = $3 ORDER BY key COLLATE \"C\"",

@@ -416,6 +416,19 @@ export class SqliteCredentialStore implements CredentialStore {
         const del = this.stmt("DELETE FROM provider_state WHERE gateway = ? AND key = ?");
         return (await this.write(() => del.run(gateway, key))).changes > 0;
       },
+      write: async (changes) => {
+        const rows = changes.map((c) => ("delete" in c ? { key: c.key } : { key: c.key, json: JSON.stringify(c.value) }));
+        const put = this.stmt("INSERT INTO provider_state (gateway, key, value) VALUES (?, ?, ?) ON CONFLICT (gateway, key) DO UPDATE SET value = excluded.value");
+        const del = this.stmt("DELETE FROM provider_state WHERE gateway = ? AND key = ?");
+        // A savepoint inside the group's transaction: a failing statement undoes the earlier ones of this call too.
+        const apply = this.db.transaction(() => {
+          for (const r of rows) {
+            if (r.json === undefined) del.run(gateway, r.key);
+            else put.run(gateway, r.key, r.json);
+          }
+        });
+        await this.write(() => apply());
+      },
       list: async (prefix) => {
         const rows = this.stmt("SELECT key, value FROM provider_state WHERE gateway = ? AND substr(key, 1, ?) = ? ORDER BY key").all(gateway, prefix.length, prefix) as Array<{
           key: string;

@@ -24,6 +24,24 @@ const rec = (over: Partial<CredentialRecord> = {}): CredentialRecord => ({
 describe("SqliteCredentialStore", () => {
   const path = () => join(mkdtempSync(join(tmpdir(), "credhook-store-")), "sub", "credhook.db");
 
+  it("a provider-state write that fails part-way applies none of its changes; the other writes of its group commit", async () => {
+    const p = path();
+    const store = await openSqliteStore({ path: p });
+    const state = store.stateFor("local");
+    const beside = state.put("beside", "committed"); // same turn: same group transaction
+    const broken = state.write!([
+      { key: "cred:x", value: { v: 1 } },
+      { key: null as unknown as string, value: "NOT NULL fails here" },
+    ]);
+    await expect(broken).rejects.toThrow(/NOT NULL/);
+    await beside;
+    expect(await state.get("cred:x")).toBeUndefined();
+    await store.close();
+    const db = new Database(p, { readonly: true });
+    expect(db.prepare("SELECT key, value FROM provider_state WHERE gateway = 'local'").all()).toEqual([{ key: "beside", value: '"committed"' }]);
+    db.close();
+  });
+
   it("creates the file 0600 in a 0700 directory, in WAL mode, migrated once", async () => {
     const p = path();
     const store = await openSqliteStore({ path: p });
