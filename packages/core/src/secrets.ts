@@ -7,16 +7,28 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 /**
+ * Random bytes drawn from the operating system's CSPRNG 4 KiB at a time (as
+ * `crypto.randomUUID` buffers its entropy), instead of one `getrandom` call per
+ * secret: each byte is used once and zeroed as it is taken.
+ */
+const ENTROPY_BYTES = 4096;
+let entropy = Buffer.alloc(0);
+let entropyAt = 0;
+
+/**
  * A random base62 string of `length` characters (default 40 ≈ 238 bits).
  * Bytes ≥ 248 are discarded so every character is equally likely.
  */
 export function randomBase62(length = 40): string {
   let out = "";
   while (out.length < length) {
-    for (const byte of randomBytes(Math.ceil((length - out.length) * 1.1) + 4)) {
-      if (byte < 248) out += BASE62[byte % 62];
-      if (out.length === length) break;
+    if (entropyAt >= entropy.length) {
+      entropy = randomBytes(ENTROPY_BYTES);
+      entropyAt = 0;
     }
+    const byte = entropy[entropyAt]!;
+    entropy[entropyAt++] = 0;
+    if (byte < 248) out += BASE62[byte % 62];
   }
   return out;
 }

@@ -127,6 +127,8 @@ function rewriteLegacyAppKeys(db: Database.Database): void {
 }
 
 type Row = { record: string };
+/** One provider-state change as stored: the value's JSON, or undefined to delete the key. */
+type StateRow = { key: string; json?: string };
 
 /**
  * A {@link CredentialStore} on one SQLite file. Synchronous underneath; one
@@ -199,6 +201,27 @@ export class SqliteCredentialStore implements CredentialStore {
     } finally {
       this.db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
     }
+  }
+
+  /** The savepoint function of {@link applyStateRows}, made on first use (making one costs a closure and a savepoint name). */
+  private stateRows: ((gateway: string, rows: StateRow[]) => void) | undefined;
+
+  /**
+   * Applies provider-state rows of `gateway` in a savepoint inside the group's transaction
+   * (better-sqlite3 nests a transaction function as one): a failing statement undoes the
+   * earlier ones of the same call too.
+   * @throws the failing statement's SqliteError
+   */
+  private applyStateRows(gateway: string, rows: StateRow[]): void {
+    this.stateRows ??= this.db.transaction((g: string, rs: StateRow[]) => {
+      const put = this.stmt("INSERT INTO provider_state (gateway, key, value) VALUES (?, ?, ?) ON CONFLICT (gateway, key) DO UPDATE SET value = excluded.value");
+      const del = this.stmt("DELETE FROM provider_state WHERE gateway = ? AND key = ?");
+      for (const r of rs) {
+        if (r.json === undefined) del.run(g, r.key);
+        else put.run(g, r.key, r.json);
+      }
+    });
+    this.stateRows(gateway, rows);
   }
 
   /** The prepared statement of `sql`, compiled on first use. */
@@ -418,16 +441,7 @@ export class SqliteCredentialStore implements CredentialStore {
       },
       write: async (changes) => {
         const rows = changes.map((c) => ("delete" in c ? { key: c.key } : { key: c.key, json: JSON.stringify(c.value) }));
-        const put = this.stmt("INSERT INTO provider_state (gateway, key, value) VALUES (?, ?, ?) ON CONFLICT (gateway, key) DO UPDATE SET value = excluded.value");
-        const del = this.stmt("DELETE FROM provider_state WHERE gateway = ? AND key = ?");
-        // A savepoint inside the group's transaction: a failing statement undoes the earlier ones of this call too.
-        const apply = this.db.transaction(() => {
-          for (const r of rows) {
-            if (r.json === undefined) del.run(gateway, r.key);
-            else put.run(gateway, r.key, r.json);
-          }
-        });
-        await this.write(() => apply());
+        await this.write(() => this.applyStateRows(gateway, rows));
       },
       list: async (prefix) => {
         const rows = this.stmt("SELECT key, value FROM provider_state WHERE gateway = ? AND substr(key, 1, ?) = ? ORDER BY key").all(gateway, prefix.length, prefix) as Array<{
