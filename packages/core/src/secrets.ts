@@ -2,7 +2,7 @@
  * Generation and hashing of secrets. Values come from `crypto.randomBytes` with
  * rejection sampling (no modulo bias).
  */
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { hash, randomBytes, timingSafeEqual } from "node:crypto";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -43,7 +43,7 @@ export function generateApiKeyValue(): string {
  * secret: ≥ 238 bits, so a fast hash is safe; passwords use scrypt instead).
  */
 export function hashSecret(secret: string): string {
-  return createHash("sha256").update(secret, "utf8").digest("hex");
+  return hash("sha256", secret, "hex");
 }
 
 /** Constant-time comparison of a secret with a {@link hashSecret} digest. */

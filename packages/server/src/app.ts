@@ -269,7 +269,10 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
   });
   const jsonOnly = (req: Request, res: Response, next: NextFunction) => {
     if (req.method !== "POST") return next();
-    if (!req.is("application/json")) {
+    // The portal's usual header, on a request with a body, is checked as a string; anything else goes
+    // through type-is's parser (req.is, which is null without a body: refused alike).
+    const plainJson = req.headers["content-type"] === "application/json" && (req.headers["transfer-encoding"] !== undefined || !Number.isNaN(Number(req.headers["content-length"])));
+    if (!plainJson && !req.is("application/json")) {
       return sendError(res, req, 415, [`body must be application/json (got ${req.headers["content-type"] ? `'${String(req.headers["content-type"]).slice(0, 60)}'` : "no Content-Type"})`]);
     }
     next();

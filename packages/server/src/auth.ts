@@ -20,7 +20,7 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
-import { timingSafeEqual } from "node:crypto";
+import { hash, timingSafeEqual } from "node:crypto";
 import { digest, verifyPassword, type ResolvedUser } from "./passwords.js";
 import { sendError } from "./http-errors.js";
 
@@ -95,26 +95,16 @@ export function basicAuth(options: BasicAuthOptions): RequestHandler {
     sendError(res, req, 429, [`too many failed logins ${who}; try again in ${retry} s`], { "Retry-After": String(retry) });
   };
 
-  return async (req: Request, res: Response, next: NextFunction) => {
-    const header = req.headers.authorization;
+  /** Credentials not remembered (or no longer): parsed, budgeted and checked. */
+  const check = async (req: Request, res: Response, next: NextFunction, header: string | undefined, key: string | undefined) => {
     const creds = parseBasic(header);
-    if (!creds) {
+    if (!creds || key === undefined) {
       sendError(res, req, 401, [header ? "the Authorization header is not valid Basic credentials" : "the Authorization header (Basic) is required"], challenge);
       return;
     }
-    const key = digest(header!).toString("base64");
-    const known = remembered.get(key);
-    if (known && known.until > Date.now()) {
-      remembered.delete(key);
-      remembered.set(key, { username: known.username, until: Date.now() + rememberMs });
-      res.locals.user = known.username;
-      next();
-      return;
-    }
-    if (known) remembered.delete(key);
 
-    let check = checking.get(key);
-    if (!check) {
+    let pending = checking.get(key);
+    if (!pending) {
       const address = req.ip ?? req.socket.remoteAddress ?? "unknown";
       try {
         await perAddress.consume(address);
@@ -136,24 +126,44 @@ export function basicAuth(options: BasicAuthOptions): RequestHandler {
         return;
       }
       if (hashed) hashChecks++;
-      check = verify(creds).finally(() => {
+      pending = verify(creds).finally(() => {
         if (hashed) hashChecks--;
         checking.delete(key);
       });
-      checking.set(key, check);
-      const user = await check;
+      checking.set(key, pending);
+      const user = await pending;
       if (user) {
         await Promise.all([perAddress.reward(address), global.reward("all")]);
         if (remembered.size >= maxRemembered) remembered.delete(remembered.keys().next().value!);
         remembered.set(key, { username: user, until: Date.now() + rememberMs });
       }
     }
-    const user = await check;
+    const user = await pending;
     if (!user) {
       sendError(res, req, 401, ["the username or password is wrong"], challenge);
       return;
     }
     res.locals.user = user;
     next();
+  };
+
+  // The common case, synchronous: a remembered header passes with one SHA-256 and a map lookup.
+  return (req: Request, res: Response, next: NextFunction) => {
+    const header = req.headers.authorization;
+    const key = header === undefined ? undefined : hash("sha256", header, "base64");
+    const known = key === undefined ? undefined : remembered.get(key);
+    if (known) {
+      const now = Date.now();
+      if (known.until > now) {
+        // Least recently used first: move it to the end.
+        remembered.delete(key!);
+        remembered.set(key!, known);
+        known.until = now + rememberMs;
+        res.locals.user = known.username;
+        return next();
+      }
+      remembered.delete(key!);
+    }
+    return check(req, res, next, header, key);
   };
 }

@@ -77,20 +77,21 @@ export function jsonBody(limitBytes: number): RequestHandler {
     }
     continueIfAwaited(req, res);
     // The body arrives in the socket's async context: the rest of the request runs in the request's (its id on log lines, its trace).
+    const parse = (buf: Buffer) => {
+      const text = buf.toString("utf8");
+      try {
+        req.body = text.length === 0 ? {} : (JSON.parse(text) as unknown);
+      } catch {
+        // JSON.parse's message quotes the body; the body may hold a secret, so it is not echoed.
+        return next(new CredhookError(400, ErrorCodes.VALIDATION_FAILED, "body is not valid JSON"));
+      }
+      next();
+    };
     getRawBody(req, { limit: limitBytes, length: coding === "identity" ? req.headers["content-length"] : null }, AsyncResource.bind((err: (Error & { type?: string }) | null, wire: Buffer) => {
       if (err) return next(readError(req, err, limitBytes));
-      const decoded = decode ? decode(wire, { maxOutputLength: limitBytes }) : Promise.resolve(wire);
-      decoded.then(
-        (buf) => {
-          const text = buf.toString("utf8");
-          try {
-            req.body = text.length === 0 ? {} : (JSON.parse(text) as unknown);
-          } catch {
-            // JSON.parse's message quotes the body; the body may hold a secret, so it is not echoed.
-            return next(new CredhookError(400, ErrorCodes.VALIDATION_FAILED, "body is not valid JSON"));
-          }
-          next();
-        },
+      if (!decode) return parse(wire);
+      decode(wire, { maxOutputLength: limitBytes }).then(
+        parse,
         (zerr: { code?: string }) => {
           if (zerr.code === "ERR_BUFFER_TOO_LARGE") {
             return next(new EdgeError(413, "BODY_TOO_LARGE", `body is larger than the limit of ${limitBytes} bytes once decompressed (Content-Encoding: ${coding})`));

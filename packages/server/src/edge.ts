@@ -245,7 +245,10 @@ export function edgeChecks(bodyLimitBytes: number): RequestHandler {
     if (refusal) return next(refusal);
     if (req.httpVersion !== "1.0") {
       let hosts = 0;
-      for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i]!.toLowerCase() === "host") hosts++;
+      for (let i = 0; i < req.rawHeaders.length; i += 2) {
+        const name = req.rawHeaders[i]!;
+        if (name.length === 4 && (name === "Host" || name.toLowerCase() === "host")) hosts++;
+      }
       if (hosts !== 1) {
         return next(new EdgeError(400, "MALFORMED_HTTP", `an HTTP/1.1 request must carry exactly one Host header (RFC 9112, section 3.2); this one has ${hosts}`));
       }

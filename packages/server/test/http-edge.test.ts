@@ -120,6 +120,17 @@ describe("body limits are enforced before the body is read", () => {
   });
 });
 
+describe("Content-Type", () => {
+  it("application/json with a body passes; a POST that names it but has no body, or names another type, is a 415", async () => {
+    const noBody = await rawExchange(s.port, head("POST", "/v1/createCredentials", jsonHeaders({ Authorization: AUTH })), { stopAfter: 1 });
+    expect(refusal(noBody.responses[0], 415)).toEqual(["body must be application/json (got 'application/json')"]);
+    const text = await s.post("/v1/createCredentials", createBody("Typed"), { "content-type": "text/plain" });
+    expect(text.status).toBe(415);
+    const withCharset = await s.post("/v1/createCredentials", createBody("Typed"), { "content-type": "Application/JSON; charset=utf-8" });
+    expect(withCharset.status).toBe(200);
+  });
+});
+
 describe("bodies of other methods", () => {
   it("a GET's body is read up to the limit and ignored; a chunked one past the limit is a 413", async () => {
     const small = await rawExchange(s.port, head("GET", "/v1/health", { Host: "credhook", Authorization: AUTH, "Content-Length": 8 }) + "not json", { stopAfter: 1 });
