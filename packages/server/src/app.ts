@@ -18,7 +18,7 @@ import { basicAuth } from "./auth.js";
 import { jsonBody } from "./body.js";
 import { chain } from "./chain.js";
 import { createEdgeServer, edgeChecks } from "./edge.js";
-import { errorHandler, sendError } from "./http-errors.js";
+import { errorHandler, sendError, sendJson } from "./http-errors.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { createLogger, requestLogger } from "./logging.js";
 import { resolveUsers } from "./passwords.js";
@@ -292,7 +292,7 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
     const out = await orchestrator.create(validator.createRequest(req.body));
     noteOutcome(res, out);
     res.setHeader("Cache-Control", "no-store");
-    res.status(200).json(out.response);
+    sendJson(res, 200, out.response);
   });
   app.post("/v1/updateCredentials", async (req: Request, res: Response) => {
     noteOutcome(res, await orchestrator.update(validator.updateRequest(req.body)));

@@ -26,7 +26,20 @@ export function bodyPending(req: IncomingMessage): boolean {
 export function sendError(res: Response, req: Request, status: number, messages: string[], headers: Record<string, string> = {}): void {
   for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
   if (bodyPending(req)) res.setHeader("Connection", "close");
-  res.status(status).json(errorBody(status, messages, req.originalUrl.split("?")[0] ?? req.path));
+  sendJson(res, status, errorBody(status, messages, req.originalUrl.split("?")[0] ?? req.path));
+}
+
+/**
+ * Answers `status` with `body` as JSON (`application/json; charset=utf-8`, with its
+ * Content-Length; Node drops the body of a HEAD answer): what express's `res.json`
+ * sends, without re-parsing the Content-Type header it has just set to add the charset.
+ */
+export function sendJson(res: Response, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.statusCode = status;
+  res.setHeader("Content-Type", "application/json; charset=utf-8");
+  res.setHeader("Content-Length", Buffer.byteLength(text));
+  res.end(text);
 }
 
 /**

@@ -148,10 +148,8 @@ export function requestLogger(logger: PinoLogger): RequestHandler {
       const val = { requestId: id, req: { method: req.method, path }, res: { status: res.statusCode }, durationMs: Math.round(performance.now() - start) };
       lines[level](withOutcome(req, res, val), aborted ? "request aborted" : "request completed");
     };
-    res.once("finish", () => done(false));
-    res.once("close", () => {
-      if (!res.writableFinished) done(true);
-    });
+    // 'close' follows 'finish' when the response was sent, and comes alone when the client went away first.
+    res.once("close", () => done(!res.writableFinished));
     // The rest of the chain runs in the request's scope: every line it writes, by any logger, carries the id.
     requestScope.run({ id, own: lines }, next);
   };

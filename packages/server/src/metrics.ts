@@ -63,6 +63,7 @@ export function createMetrics(): Metrics {
   const embeddedChildren = new Map<string, { inc(): void }>();
   const durationOf = new Map<string, { observe(seconds: number): void }>();
   const requestsOf = new Map<string, { inc(): void }>();
+  const gatewayRequestsOf = new Map<string, { inc(): void }>();
   /** The child of `key` in `children`, made by `make` on first use. */
   const child = <C>(children: Map<string, C>, key: string, make: () => C): C => {
     let c = children.get(key);
@@ -86,8 +87,9 @@ export function createMetrics(): Metrics {
         child(durationOf, route, () => duration.labels({ route })).observe((performance.now() - start) / 1000);
         child(requestsOf, `${route} ${req.method} ${status}`, () => requests.labels({ route, method: req.method, status })).inc();
         if (res.statusCode >= 400) errors.inc({ route, code: String(res.locals.errorCode ?? res.statusCode) });
+        const outcome = res.statusCode >= 400 ? "error" : "ok";
         for (const g of (res.locals.gateways as string[] | undefined) ?? []) {
-          gateways.inc({ gateway: g, route, outcome: res.statusCode >= 400 ? "error" : "ok" });
+          child(gatewayRequestsOf, `${g} ${route} ${outcome}`, () => gateways.labels({ gateway: g, route, outcome })).inc();
         }
       });
       next();
