@@ -11,7 +11,7 @@
  * https://www.sqlite.org/pragma.html#pragma_secure_delete), and the WAL file is
  * truncated to nothing whenever a checkpoint resets it (`journal_size_limit = 0`),
  * so a revoked key's digest does not linger in freed pages or old WAL frames.
- * The store checkpoints the WAL itself, every second after writes, also while
+ * The store checkpoints the WAL itself, every 250 ms after writes, also while
  * they never pause (instead of SQLite's automatic checkpoint every 1000 pages, which under load
  * copied the same hot pages back over a dozen times a second), truncating it to
  * nothing when no other process is reading an older snapshot. A checkpoint is
@@ -34,7 +34,10 @@ export interface SqliteStoreOptions {
    * when something was written since the last time, ms: by a timer when writes
    * pause, and right after a commit while they do not (under sustained writes a
    * write transaction is open whenever the timer fires). SQLite's own automatic
-   * checkpoint is off. @default 1000
+   * checkpoint is off. A checkpoint blocks the event loop while it copies pages: a shorter interval
+   * makes each pause shorter (measured under sustained creates: about 120–200 ms after 1000 ms of
+   * writes, 15–40 ms after 100 ms) for about the same CPU in all, since each page is copied once per
+   * checkpoint either way; 250 ms brought the bench's p99 from about 100 ms to about 60. @default 250
    */
   checkpointIntervalMs?: number;
 }
@@ -178,7 +181,7 @@ export class SqliteCredentialStore implements CredentialStore {
       this.checkpointTimer = setInterval(() => {
         if (this.batch) this.checkpointDue = true;
         else this.checkpoint();
-      }, options.checkpointIntervalMs ?? 1000).unref();
+      }, options.checkpointIntervalMs ?? 250).unref();
     }
   }
 
