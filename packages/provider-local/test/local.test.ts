@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import { silentLogger } from "@credhook/core";
 import { memoryStateStore } from "@credhook/provider-testkit";
-import localProviderFactory, { type LocalProvider, type LocalProviderOptions } from "../src/index.js";
+import localProviderFactory, { newNativeId, type LocalProvider, type LocalProviderOptions } from "../src/index.js";
 
 const make = async (options: LocalProviderOptions = {}) => {
   const state = memoryStateStore();
@@ -18,6 +18,18 @@ const make = async (options: LocalProviderOptions = {}) => {
 const app = { appName: "A", developer: "d@example.com" };
 
 describe("provider-local", () => {
+  it("native ids are 24 characters, lower-case base 36 after their prefix, unique, and sort by the time they were made", async () => {
+    const first = newNativeId("lk");
+    await new Promise((r) => setTimeout(r, 2));
+    const ids = Array.from({ length: 1000 }, () => newNativeId("lk"));
+    for (const id of [first, ...ids]) expect(id).toMatch(/^lk[0-9a-z]{22}$/);
+    expect(newNativeId("lc")).toMatch(/^lc[0-9a-z]{22}$/);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids) expect(id > first).toBe(true);
+    expect(Number.parseInt(first.slice(2, 11), 36)).toBeLessThanOrEqual(Date.now());
+  });
+
+
   it("keeps only a SHA-256 digest of the secret, and verifies presented keys in constant time", async () => {
     const { provider, state } = await make();
     const cred = await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "a", usagePlans: ["p"] }] });

@@ -4,11 +4,10 @@
  * on the resource; `credhook adopt` brings a resource made elsewhere under
  * credhook explicitly, never from a portal request.
  */
-import { randomUUID } from "node:crypto";
 import type { UpdateCredentialsRequest } from "../contract.js";
 import { isCredhookError, NotFound } from "../errors.js";
 import type { AppIdentity, ProviderResources } from "../provider.js";
-import type { GatewayApiWithGateway } from "../store.js";
+import { newRecordId, type GatewayApiWithGateway } from "../store.js";
 import { appKeyOf, applyChanges, groupByGateway, uniq } from "./api-sets.js";
 import type { OrchestrationContext } from "./context.js";
 import { routeApis } from "./plan.js";
@@ -68,7 +67,7 @@ export async function adoptAndUpdate(ctx: OrchestrationContext, req: UpdateCrede
   }
   const resources = result.resources;
   const markedId = result.credentialId && !(await ctx.store.get(result.credentialId)) ? result.credentialId : undefined;
-  const id = markedId ?? randomUUID();
+  const id = markedId ?? newRecordId();
   const now = ctx.nowIso();
   await ctx.store.insert({
     id,
@@ -135,7 +134,7 @@ export async function adopt(ctx: OrchestrationContext, entries: AdoptionRequest[
       if (await ctx.store.findByPublicId(e.credentialType, publicId)) return { publicId, action: "skipped", gateway, reason: "credhook already holds this credential" };
       if (await ctx.store.findByAppKey(appKey, e.credentialType)) return { publicId, action: "skipped", gateway, reason: `the app already has a ${e.credentialType} credential in credhook` };
       if (options.dryRun) return { publicId, action: "would adopt", gateway };
-      const id = randomUUID();
+      const id = newRecordId();
       let resources: ProviderResources;
       try {
         ({ resources } = await gw.provider.adopt!({ credentialId: id, credentialType: e.credentialType, nativeId: publicId, resources: {}, app, apis: groupByGateway(apis).get(gateway)! }));

@@ -3,8 +3,7 @@
  * the intent of a create before any cloud call, and the turn of a failed or
  * interrupted create into an `abandoned` record.
  */
-import { randomUUID } from "node:crypto";
-import type { CredentialRecord } from "../store.js";
+import { newRecordId, type CredentialRecord } from "../store.js";
 import type { OrchestrationContext } from "./context.js";
 import type { CreatePlan } from "./plan.js";
 
@@ -17,7 +16,7 @@ import type { CreatePlan } from "./plan.js";
 export function createIntent(plan: CreatePlan, now: string): CredentialRecord {
   const gateways = [...plan.groups.keys()];
   return {
-    id: randomUUID(),
+    id: newRecordId(),
     credentialType: plan.credentialType,
     appKey: plan.appKey,
     app: plan.app,
