@@ -120,6 +120,12 @@ export interface ProviderCreateInput {
    * Absent: the provider generates one (or the cloud does).
    */
   apiKeyValue?: string;
+  /**
+   * True when core generated {@link apiKeyValue} for this create (`generateApiKeyValue`: 238
+   * random bits, never issued before), rather than reading it from another gateway: a provider that
+   * checks imported values against its other keys may skip that check.
+   */
+  apiKeyValueGenerated?: boolean;
   /** The request's customCredentials, passed through. */
   customCredentials?: Record<string, unknown>;
 }

@@ -243,8 +243,8 @@ export class LocalProvider implements Provider {
     const secret = isKey ? (input.apiKeyValue ?? this.newSecret()) : this.newSecret();
     const secretHash = hashSecret(secret);
     const now = new Date().toISOString();
-    // An imported value may be another key's; a value generated here (238 random bits) cannot be.
-    if (isKey && input.apiKeyValue !== undefined) await this.checkUnique(nativeId, secretHash);
+    // A value read from another gateway may be another key's; a value generated here or by core (238 random bits) cannot be.
+    if (isKey && input.apiKeyValue !== undefined && !input.apiKeyValueGenerated) await this.checkUnique(nativeId, secretHash);
     // The index entry, the credential and the change stamp are one write: the index alone grants
     // nothing (findByKeyDigest needs the credential), nor does the credential alone (the key check
     // finds keys through the index).

@@ -49,6 +49,18 @@ describe("provider-local", () => {
     expect(imported.apiKey).toBe("ImportedValue0123456789abcdefghij");
   });
 
+  it("an imported value already in use is a Conflict; one core generated (apiKeyValueGenerated) is not looked up", async () => {
+    const { provider, state } = await make();
+    const value = "SharedValue0123456789abcdefghijklmn";
+    await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [], apiKeyValue: value });
+    await expect(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [], apiKeyValue: value })).rejects.toThrow(/exists already/);
+    const reads: string[] = [];
+    const get = state.get.bind(state);
+    state.get = (key) => (reads.push(key), get(key));
+    await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [], apiKeyValue: "GeneratedByCore0123456789abcdefghijklm", apiKeyValueGenerated: true });
+    expect(reads.filter((k) => k.startsWith("key:"))).toEqual([]);
+  });
+
   it("revokeMode: disable keeps the credential disabled instead of deleting it", async () => {
     const { provider, state } = await make({ revokeMode: "disable" });
     const credentialId = randomUUID();

@@ -71,7 +71,7 @@ async function createFresh(ctx: OrchestrationContext, plan: CreatePlan, customCr
         credentialType,
         app,
         apis: groups.get(gateway)!,
-        ...(value !== undefined ? { apiKeyValue: value } : {}),
+        ...(value !== undefined ? { apiKeyValue: value, ...(generator ? {} : { apiKeyValueGenerated: true }) } : {}),
         ...(customCredentials ? { customCredentials } : {}),
       });
       rec.bindings.push({ gateway, nativeId: cred.nativeId, resources: cred.resources });
