@@ -52,6 +52,14 @@ export function credentialsTableSql(table: string, recordType: "JSONB" | "TEXT")
   )`;
 }
 
+/** An app's records as {@link CredentialStore.findApp} reads them. */
+export interface AppRecords {
+  /** The live (not `abandoned`) record of the asked type, if any. */
+  live: CredentialRecord | undefined;
+  /** The app's `abandoned` records of any type, oldest `updatedAt` first. */
+  abandoned: CredentialRecord[];
+}
+
 /**
  * A new credential record id: a UUID version 7 (RFC 9562, section 5.7: 48 bits of Unix
  * time in ms, then 74 random bits; the `uuid` package), so ids sort by creation time. The
@@ -267,6 +275,12 @@ export interface CredentialStore {
   findByAppKey(appKey: string, credentialType: CredentialType): Promise<CredentialRecord | undefined>;
   /** The `abandoned` records, of one app (any type) when `appKey` is given, else all; oldest first. */
   listAbandoned(appKey?: string): Promise<CredentialRecord[]>;
+  /**
+   * What a create asks first, in one read: the app's live record of `credentialType` (as
+   * {@link findByAppKey}) and its `abandoned` records of any type, oldest first (as
+   * {@link listAbandoned} with `appKey`). Optional: core makes those two calls without it.
+   */
+  findApp?(appKey: string, credentialType: CredentialType): Promise<AppRecords>;
   /**
    * The records that carry {@link CredentialRecord.unsettled}, oldest first.
    * Optional: without it core filters {@link list}.

@@ -123,6 +123,19 @@ export function storeConformance(test: ConformanceTest, factory: () => Promise<C
     expectEqual(await store.get(r.id), saved, "get after a save whose record changed before it settled");
   });
 
+  t("findApp (when implemented) reads the app's live record of a type and its abandoned ones of any type, oldest first", async (store) => {
+    if (!store.findApp) return;
+    const appKey = `slug:${randomUUID().slice(0, 8)}`;
+    expectEqual(await store.findApp(appKey, "API_KEY"), { live: undefined, abandoned: [] }, "an app with no record");
+    const live = rec({ appKey });
+    const otherType = rec({ appKey, credentialType: "CLIENT_CREDENTIALS" });
+    const later = rec({ appKey, status: "abandoned", updatedAt: "2026-01-03T00:00:00.000Z" });
+    const earlier = rec({ appKey, status: "abandoned", credentialType: "CLIENT_CREDENTIALS", updatedAt: "2026-01-02T00:00:00.000Z" });
+    for (const r of [live, otherType, later, earlier, rec({ appKey: `${appKey}-other`, status: "abandoned" })]) await store.insert(r);
+    expectEqual(await store.findApp(appKey, "API_KEY"), { live, abandoned: [earlier, later] }, "findApp of API_KEY");
+    expectEqual(await store.findApp(appKey, "CLIENT_CREDENTIALS"), { live: otherType, abandoned: [earlier, later] }, "findApp of CLIENT_CREDENTIALS");
+  });
+
   t("abandoned records live beside the app's live one, found only by listAbandoned", async (store) => {
     const gaveUp = (n: number) =>
       rec({

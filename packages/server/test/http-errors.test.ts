@@ -209,9 +209,12 @@ describe("500: a bug", () => {
     const dir = mkdtempSync(join(tmpdir(), "credhook-bug-"));
     const store = new SqliteCredentialStore({ path: join(dir, "c.db") });
     await store.init();
-    store.findByAppKey = async () => {
+    // The create's first read (one statement on SQLite; two on a store without findApp) hits a bug.
+    const bug = async (): Promise<never> => {
       throw new RangeError("internal invariant broken at row 42");
     };
+    store.findApp = bug;
+    store.findByAppKey = bug;
     const { writeFileSync } = await import("node:fs");
     writeFileSync(join(dir, "webhook.config.yaml"), LOCAL_YAML);
     const config = await loadConfigFile(join(dir, "webhook.config.yaml"), { env: { CREDHOOK_PASSWORD: "correct-horse-battery", CREDHOOK_DATA_DIR: dir } });

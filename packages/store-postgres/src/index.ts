@@ -20,7 +20,7 @@
 import { createHash } from "node:crypto";
 import pg from "pg";
 import { Kysely, Migrator, PostgresDialect, sql, type Migration, type MigrationProvider } from "kysely";
-import { ConfigError, Conflict, CREDENTIALS_INDEXES_SQL, credentialsTableSql, KeyedLock, NotFound, UpstreamUnavailable, type CredentialRecord, type CredentialStore, type CredentialType, type JsonValue, type Logger, type ProviderStateStore, type RateSlots, type StoreFactory, type StoreLocks } from "@credhook/core";
+import { ConfigError, Conflict, CREDENTIALS_INDEXES_SQL, credentialsTableSql, KeyedLock, NotFound, UpstreamUnavailable, type AppRecords, type CredentialRecord, type CredentialStore, type CredentialType, type JsonValue, type Logger, type ProviderStateStore, type RateSlots, type StoreFactory, type StoreLocks } from "@credhook/core";
 
 /** Options of {@link PostgresCredentialStore} (`store.postgres` as an object). */
 export interface PostgresStoreOptions {
@@ -302,6 +302,12 @@ export class PostgresCredentialStore implements CredentialStore {
     return appKey === undefined
       ? this.many("SELECT record FROM credentials WHERE status = 'abandoned' ORDER BY updated_at")
       : this.many("SELECT record FROM credentials WHERE app_key = $1 AND status = 'abandoned' ORDER BY updated_at", [appKey]);
+  }
+
+  /** {@inheritDoc CredentialStore.findApp} One round trip instead of two. */
+  async findApp(appKey: string, credentialType: CredentialType): Promise<AppRecords> {
+    const rows = await this.many("SELECT record FROM credentials WHERE app_key = $1 AND (status = 'abandoned' OR credential_type = $2) ORDER BY updated_at", [appKey, credentialType]);
+    return { live: rows.find((r) => r.status !== "abandoned"), abandoned: rows.filter((r) => r.status === "abandoned") };
   }
 
   /** {@inheritDoc CredentialStore.listUnsettled} */

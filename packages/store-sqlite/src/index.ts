@@ -21,7 +21,7 @@
 import { chmodSync, closeSync, mkdirSync, openSync, realpathSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import Database from "better-sqlite3";
-import { appKeyOf, Conflict, CREDENTIALS_INDEXES_SQL, credentialsTableSql, KeyedLock, NotFound, type StoreFactory, type StoreLocks, type CredentialRecord, type CredentialStore, type CredentialType, type JsonValue, type ProviderStateStore } from "@credhook/core";
+import { appKeyOf, Conflict, CREDENTIALS_INDEXES_SQL, credentialsTableSql, KeyedLock, NotFound, type StoreFactory, type StoreLocks, type AppRecords, type CredentialRecord, type CredentialStore, type CredentialType, type JsonValue, type ProviderStateStore } from "@credhook/core";
 
 /** Options of {@link SqliteCredentialStore}. */
 export interface SqliteStoreOptions {
@@ -130,6 +130,8 @@ function rewriteLegacyAppKeys(db: Database.Database): void {
 }
 
 type Row = { record: string };
+/** Oldest `updated_at` first (ISO 8601 strings sort as times). */
+const byUpdatedAt = (a: { updated_at: string }, b: { updated_at: string }) => (a.updated_at < b.updated_at ? -1 : a.updated_at > b.updated_at ? 1 : 0);
 /** One provider-state change as stored: the value's JSON, or undefined to delete the key. */
 type StateRow = { key: string; json?: string };
 
@@ -399,8 +401,18 @@ export class SqliteCredentialStore implements CredentialStore {
         ? this.stmt("SELECT record, updated_at FROM credentials WHERE status = 'abandoned'").all()
         : this.stmt("SELECT record, updated_at FROM credentials WHERE app_key = ? AND status = 'abandoned'").all(appKey)
     ) as Array<Row & { updated_at: string }>;
-    if (rows.length > 1) rows.sort((a, b) => (a.updated_at < b.updated_at ? -1 : a.updated_at > b.updated_at ? 1 : 0));
+    if (rows.length > 1) rows.sort(byUpdatedAt);
     return rows.map((r) => this.parse(r)!);
+  }
+
+  /** {@inheritDoc CredentialStore.findApp} One statement instead of two, on the (app_key, status) index. */
+  async findApp(appKey: string, credentialType: CredentialType): Promise<AppRecords> {
+    const rows = this.stmt("SELECT record, status, updated_at FROM credentials WHERE app_key = ? AND (status = 'abandoned' OR credential_type = ?)").all(appKey, credentialType) as Array<
+      Row & { status: string; updated_at: string }
+    >;
+    const abandoned = rows.filter((r) => r.status === "abandoned");
+    if (abandoned.length > 1) abandoned.sort(byUpdatedAt);
+    return { live: this.parse(rows.find((r) => r.status !== "abandoned")), abandoned: abandoned.map((r) => this.parse(r)!) };
   }
 
   /** {@inheritDoc CredentialStore.listUnsettled} */

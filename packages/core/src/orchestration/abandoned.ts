@@ -11,6 +11,7 @@ import type { CredhookError } from "../errors.js";
 import { isCredhookError } from "../errors.js";
 import type { GatewayApi, OwnedResource, ProviderCredentialRef, ProviderResources, RevokeOutcome } from "../provider.js";
 import type { CredentialRecord, GatewayBinding } from "../store.js";
+import type { CredentialType } from "../contract.js";
 import { groupByGateway, uniq } from "./api-sets.js";
 import type { OrchestrationContext } from "./context.js";
 import { markAbandoned } from "./journal.js";
@@ -178,9 +179,17 @@ export async function sweepAbandoned(ctx: OrchestrationContext): Promise<{ swept
   return out;
 }
 
-/** Sweeps one app's abandoned creates (caller holds the app's lock); never throws. */
-export async function sweepApp(ctx: OrchestrationContext, appKey: string): Promise<void> {
-  for (const rec of await ctx.store.listAbandoned(appKey)) await sweepOne(ctx, rec.id);
+/**
+ * Sweeps one app's abandoned creates (caller holds the app's lock; never throws), and returns its
+ * live record of `credentialType`: one store read where the store has {@link CredentialStore.findApp}.
+ */
+export async function sweepApp(ctx: OrchestrationContext, appKey: string, credentialType: CredentialType): Promise<CredentialRecord | undefined> {
+  const { live, abandoned } = ctx.store.findApp
+    ? await ctx.store.findApp(appKey, credentialType)
+    : { abandoned: await ctx.store.listAbandoned(appKey), live: undefined };
+  for (const rec of abandoned) await sweepOne(ctx, rec.id);
+  // A sweep touches only abandoned records: the live one read before it is still the live one.
+  return ctx.store.findApp ? live : ctx.store.findByAppKey(appKey, credentialType);
 }
 
 export async function sweepOne(ctx: OrchestrationContext, id: string): Promise<AbandonedCleanup | undefined> {

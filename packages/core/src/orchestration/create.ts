@@ -27,8 +27,7 @@ import type { CreateOutcome } from "./types.js";
 export async function createOrReplay(ctx: OrchestrationContext, plan: CreatePlan, req: CreateCredentialsRequest): Promise<CreateOutcome> {
   const { appKey, credentialType } = plan;
   // What an earlier, failed create of this app may have left: clean it up first (best effort; the sweep retries).
-  await sweepApp(ctx, appKey);
-  let existing = await ctx.store.findByAppKey(appKey, credentialType);
+  let existing = await sweepApp(ctx, appKey, credentialType);
   if (existing && existing.status !== "active") {
     // Left unfinished by a crash (requests of this app in this process hold the lock): finish it first.
     existing = await finishBeforeUse(ctx, existing);
