@@ -15,6 +15,24 @@ const ENTROPY_BYTES = 4096;
 let entropy = Buffer.alloc(0);
 let entropyAt = 0;
 
+/** The next unused byte of the buffer (refilled when spent), zeroed as it is taken. */
+function nextRandomByte(): number {
+  if (entropyAt >= entropy.length) {
+    entropy = randomBytes(ENTROPY_BYTES);
+    entropyAt = 0;
+  }
+  const byte = entropy[entropyAt]!;
+  entropy[entropyAt++] = 0;
+  return byte;
+}
+
+/** `length` random bytes from the same buffer (for ids: each call one `getrandom` less). */
+export function pooledRandomBytes(length: number): Uint8Array {
+  const out = new Uint8Array(length);
+  for (let i = 0; i < length; i++) out[i] = nextRandomByte();
+  return out;
+}
+
 /**
  * A random base62 string of `length` characters (default 40 ≈ 238 bits).
  * Bytes ≥ 248 are discarded so every character is equally likely.
@@ -22,12 +40,7 @@ let entropyAt = 0;
 export function randomBase62(length = 40): string {
   let out = "";
   while (out.length < length) {
-    if (entropyAt >= entropy.length) {
-      entropy = randomBytes(ENTROPY_BYTES);
-      entropyAt = 0;
-    }
-    const byte = entropy[entropyAt]!;
-    entropy[entropyAt++] = 0;
+    const byte = nextRandomByte();
     if (byte < 248) out += BASE62[byte % 62];
   }
   return out;

@@ -10,6 +10,7 @@
  */
 import { v7 as uuidv7 } from "uuid";
 import type { CredentialType } from "./contract.js";
+import { pooledRandomBytes } from "./secrets.js";
 import type { Logger } from "./logger.js";
 import type { AppIdentity, GatewayApi, ProviderResources, ProviderStateStore } from "./provider.js";
 
@@ -69,7 +70,8 @@ export interface AppRecords {
  * checkpoints; measured). Records written before keep their version 4 ids.
  */
 export function newRecordId(): string {
-  return uuidv7();
+  // The random bits from core's buffered CSPRNG bytes: the package's own source makes one getrandom call per id (2–3 µs, 10× a v4 id's).
+  return uuidv7({ random: pooledRandomBytes(16) });
 }
 
 /**
