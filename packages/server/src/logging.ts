@@ -148,8 +148,17 @@ export function requestLogger(logger: PinoLogger): RequestHandler {
       const val = { requestId: id, req: { method: req.method, path }, res: { status: res.statusCode }, durationMs: Math.round(performance.now() - start) };
       lines[level](withOutcome(req, res, val), aborted ? "request aborted" : "request completed");
     };
-    // 'close' follows 'finish' when the response was sent, and comes alone when the client went away first.
-    res.once("close", () => done(!res.writableFinished));
+    // One line: at 'finish' (the answer was handed to the connection), or at 'close' when that comes
+    // first — aborted only if credhook had not finished its answer (a Lambda adapter's response, or a
+    // connection credhook closes itself, may close before it reports 'finish').
+    let logged = false;
+    const once = (aborted: boolean) => {
+      if (logged) return;
+      logged = true;
+      done(aborted);
+    };
+    res.once("finish", () => once(false));
+    res.once("close", () => once(!res.writableEnded));
     // The rest of the chain runs in the request's scope: every line it writes, by any logger, carries the id.
     requestScope.run({ id, own: lines }, next);
   };

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Context } from "aws-lambda";
 import { createLambdaHandler, handler, reconcileHandler, type LambdaApp, type LambdaHttpEvent, type LambdaHttpResult } from "../src/lambda.js";
+import { Writable } from "node:stream";
 import { createLogger } from "../src/index.js";
 import { AUTH, LOCAL_YAML, PASSWORD } from "./helpers.js";
 
@@ -90,6 +91,33 @@ beforeAll(async () => {
 afterAll(async () => {
   await lambda.credhook.close();
   rmSync(dir, { recursive: true, force: true });
+});
+
+describe("the request log on Lambda", () => {
+  it("one 'request completed' line per invocation, at info, with the event's request id", async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, cb) {
+        lines.push(...String(chunk).split("\n").filter(Boolean));
+        cb();
+      },
+    });
+    const d = mkdtempSync(join(tmpdir(), "credhook-lambda-log-"));
+    writeFileSync(join(d, "webhook.config.yaml"), LOCAL_YAML);
+    const logged = await createLambdaHandler({ env: { CREDHOOK_CONFIG: join(d, "webhook.config.yaml"), CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: d }, logger: createLogger("info", sink) });
+    try {
+      for (const kind of ["rest-api-v1", "http-api-v2", "function-url"] as Kind[]) {
+        expect(status(await logged.handler(event(kind, "/v1/health"), context))).toBe(204);
+        const requestId = (fixture(kind).requestContext as { requestId: string }).requestId;
+        const mine = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.requestId === requestId);
+        expect(mine).toEqual([expect.objectContaining({ level: 30, msg: "request completed", status: 204, route: "/v1/health" })]);
+        lines.length = 0;
+      }
+    } finally {
+      await logged.credhook.close();
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
 });
 
 describe.each<Kind>(["rest-api-v1", "http-api-v2", "function-url"])("AWS Lambda handler, %s events", (kind) => {
