@@ -178,13 +178,9 @@ export class LocalProvider implements Provider {
     return added;
   }
 
-  /**
-   * Points the index entry of `secretHash` at `nativeId`.
-   * @throws Conflict another live API key of this gateway has the same value
-   */
-  private async index(nativeId: string, secretHash: string): Promise<void> {
-    await this.checkUnique(nativeId, secretHash);
-    await this.state.put(KEY_INDEX_PREFIX + secretHash, { nativeId });
+  /** The change that points the index entry of `secretHash` at `nativeId`. */
+  private indexChange(nativeId: string, secretHash: string): StateChange {
+    return { key: KEY_INDEX_PREFIX + secretHash, value: { nativeId } };
   }
 
   /** @throws Conflict another live API key of this gateway than `nativeId` has the digest `secretHash` */
@@ -195,10 +191,10 @@ export class LocalProvider implements Provider {
     }
   }
 
-  /** Removes the index entry of `secretHash` when it points at `nativeId`. */
-  private async unindex(nativeId: string, secretHash: string): Promise<void> {
+  /** The change that removes the index entry of `secretHash` when it points at `nativeId` (none when it points elsewhere, or is gone). */
+  private async unindexChanges(nativeId: string, secretHash: string): Promise<StateChange[]> {
     const idx = (await this.state.get(KEY_INDEX_PREFIX + secretHash)) as { nativeId?: string } | undefined;
-    if (idx?.nativeId === nativeId) await this.state.delete(KEY_INDEX_PREFIX + secretHash);
+    return idx?.nativeId === nativeId ? [{ key: KEY_INDEX_PREFIX + secretHash, delete: true }] : [];
   }
 
   private check(apis: GatewayApi[]): void {
@@ -228,10 +224,6 @@ export class LocalProvider implements Provider {
     return credentialId !== "" && s.credentialId !== credentialId ? "not-owned" : s;
   }
 
-  private async put(nativeId: string, s: LocalCredentialState): Promise<void> {
-    await this.state.put(KEY_PREFIX + nativeId, s as unknown as JsonValue);
-  }
-
   private newSecret(): string {
     return randomBase62(this.options.secretLength ?? 40);
   }
@@ -259,7 +251,7 @@ export class LocalProvider implements Provider {
       createdAt: now,
       updatedAt: now,
     };
-    await this.changed(nativeId, [secretHash], [...(isKey ? [{ key: KEY_INDEX_PREFIX + secretHash, value: { nativeId } }] : []), this.stateChange(nativeId, state)]);
+    await this.changed(nativeId, [secretHash], [...(isKey ? [this.indexChange(nativeId, secretHash)] : []), this.stateChange(nativeId, state)]);
     const out: ProviderCredential = { nativeId, resources: { kind: isKey ? "apiKey" : "client" } };
     if (isKey) out.apiKey = secret;
     else {
@@ -299,10 +291,7 @@ export class LocalProvider implements Provider {
     } else {
       // Both deletes and the stamp in one write: a key never passes a check after a partly done
       // revoke either way (with a third-party store's one-by-one writes), since a check needs both.
-      const idx = (await this.state.get(KEY_INDEX_PREFIX + hash)) as { nativeId?: string } | undefined;
-      const changes: StateChange[] = [{ key: KEY_PREFIX + ref.nativeId, delete: true }];
-      if (idx?.nativeId === ref.nativeId) changes.unshift({ key: KEY_INDEX_PREFIX + hash, delete: true });
-      await this.changed(ref.nativeId, [hash], changes);
+      await this.changed(ref.nativeId, [hash], [...(await this.unindexChanges(ref.nativeId, hash)), { key: KEY_PREFIX + ref.nativeId, delete: true }]);
     }
     return "revoked";
   }
@@ -319,10 +308,15 @@ export class LocalProvider implements Provider {
     const oldHash = s.secretHash;
     s.secretHash = hashSecret(secret);
     s.updatedAt = new Date().toISOString();
-    if (s.credentialType === "API_KEY") await this.index(ref.nativeId, s.secretHash);
-    await this.put(ref.nativeId, s);
-    if (s.credentialType === "API_KEY" && oldHash !== s.secretHash) await this.unindex(ref.nativeId, oldHash);
-    await this.changed(ref.nativeId, [oldHash, s.secretHash], []);
+    // The new index entry, the credential and the old entry's removal in one write with the stamp, as a create's.
+    const changes: StateChange[] = [];
+    if (s.credentialType === "API_KEY") {
+      await this.checkUnique(ref.nativeId, s.secretHash);
+      changes.push(this.indexChange(ref.nativeId, s.secretHash));
+    }
+    changes.push(this.stateChange(ref.nativeId, s));
+    if (s.credentialType === "API_KEY" && oldHash !== s.secretHash) changes.push(...(await this.unindexChanges(ref.nativeId, oldHash)));
+    await this.changed(ref.nativeId, [oldHash, s.secretHash], changes);
     return s.credentialType === "API_KEY" ? { apiKey: secret, resources: ref.resources } : { clientSecret: secret, resources: ref.resources };
   }
 

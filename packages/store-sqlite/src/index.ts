@@ -134,6 +134,9 @@ type Row = { record: string };
 const byUpdatedAt = (a: { updated_at: string }, b: { updated_at: string }) => (a.updated_at < b.updated_at ? -1 : a.updated_at > b.updated_at ? 1 : 0);
 /** One provider-state change as stored: the value's JSON, or undefined to delete the key. */
 type StateRow = { key: string; json?: string };
+/** A provider-state put (replacing) and delete: by {@link ProviderStateStore.put}/`delete` and in {@link ProviderStateStore.write}'s savepoint. */
+const PUT_STATE_SQL = "INSERT INTO provider_state (gateway, key, value) VALUES (?, ?, ?) ON CONFLICT (gateway, key) DO UPDATE SET value = excluded.value";
+const DELETE_STATE_SQL = "DELETE FROM provider_state WHERE gateway = ? AND key = ?";
 
 /**
  * A {@link CredentialStore} on one SQLite file. Synchronous underneath; one
@@ -219,8 +222,8 @@ export class SqliteCredentialStore implements CredentialStore {
    */
   private applyStateRows(gateway: string, rows: StateRow[]): void {
     this.stateRows ??= this.db.transaction((g: string, rs: StateRow[]) => {
-      const put = this.stmt("INSERT INTO provider_state (gateway, key, value) VALUES (?, ?, ?) ON CONFLICT (gateway, key) DO UPDATE SET value = excluded.value");
-      const del = this.stmt("DELETE FROM provider_state WHERE gateway = ? AND key = ?");
+      const put = this.stmt(PUT_STATE_SQL);
+      const del = this.stmt(DELETE_STATE_SQL);
       for (const r of rs) {
         if (r.json === undefined) del.run(g, r.key);
         else put.run(g, r.key, r.json);
@@ -447,11 +450,11 @@ export class SqliteCredentialStore implements CredentialStore {
       },
       put: async (key, value) => {
         const json = JSON.stringify(value);
-        const put = this.stmt("INSERT INTO provider_state (gateway, key, value) VALUES (?, ?, ?) ON CONFLICT (gateway, key) DO UPDATE SET value = excluded.value");
+        const put = this.stmt(PUT_STATE_SQL);
         await this.write(() => put.run(gateway, key, json));
       },
       delete: async (key) => {
-        const del = this.stmt("DELETE FROM provider_state WHERE gateway = ? AND key = ?");
+        const del = this.stmt(DELETE_STATE_SQL);
         return (await this.write(() => del.run(gateway, key))).changes > 0;
       },
       write: async (changes) => {

@@ -184,12 +184,13 @@ export async function sweepAbandoned(ctx: OrchestrationContext): Promise<{ swept
  * live record of `credentialType`: one store read where the store has {@link CredentialStore.findApp}.
  */
 export async function sweepApp(ctx: OrchestrationContext, appKey: string, credentialType: CredentialType): Promise<CredentialRecord | undefined> {
-  const { live, abandoned } = ctx.store.findApp
-    ? await ctx.store.findApp(appKey, credentialType)
-    : { abandoned: await ctx.store.listAbandoned(appKey), live: undefined };
-  for (const rec of abandoned) await sweepOne(ctx, rec.id);
-  // A sweep touches only abandoned records: the live one read before it is still the live one.
-  return ctx.store.findApp ? live : ctx.store.findByAppKey(appKey, credentialType);
+  if (ctx.store.findApp) {
+    const { live, abandoned } = await ctx.store.findApp(appKey, credentialType);
+    for (const rec of abandoned) await sweepOne(ctx, rec.id);
+    return live; // a sweep touches only abandoned records: the live one read before it is still the live one
+  }
+  for (const rec of await ctx.store.listAbandoned(appKey)) await sweepOne(ctx, rec.id);
+  return ctx.store.findByAppKey(appKey, credentialType);
 }
 
 export async function sweepOne(ctx: OrchestrationContext, id: string): Promise<AbandonedCleanup | undefined> {
