@@ -3,7 +3,16 @@
 // POSTs with the same JSON in and out as credhook — create: 200 with
 // { credentialType, apiKeyId, apiKey }; update and revoke: 204 — and nothing else
 // (no auth, validation, store or log line). Listens on 127.0.0.1:<argv[3]>, prints "ready".
-import { randomBytes } from "node:crypto";
+//
+// `journal` (argv[4]: a directory for the database file): the express app plus only the durable
+// writes that credhook's rule "the intent is durable before any gateway call" costs on the
+// embedded default, through credhook's own SQLite store (packages/store-sqlite: WAL, group commit,
+// its checkpoints) and a record of credhook's shape — create: insert the intent, then save it
+// active; update: find by the key id, save the intent, save the result; revoke: find, save
+// `revoking`, delete. No auth, validation, provider state, key hashing or log line: the floor
+// that any credhook on this store pays, to read its ratio to express against the goal's. Needs
+// the TypeScript sources: bench-server.ts starts it with its own loader (tsx).
+import { randomBytes, randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 
@@ -11,15 +20,87 @@ const [mode, port] = [process.argv[2], Number(process.argv[3])];
 let n = 0;
 const created = () => ({ credentialType: "API_KEY", apiKeyId: `lk${(n++).toString(36)}`, apiKey: randomBytes(30).toString("base64url") });
 
-let server;
-if (mode === "express") {
-  // express is the server package's dependency, not the workspace root's.
+/** The `journal` mode's store and its writes; undefined in the other modes. */
+const journal = mode === "journal" ? await openJournal(process.argv[4]) : undefined;
+
+async function openJournal(dir) {
+  const { openSqliteStore } = await import("../packages/store-sqlite/src/index.ts");
+  const store = await openSqliteStore({ path: `${dir}/journal.db` });
+  const now = () => new Date().toISOString();
+  const record = (body) => {
+    const t = now();
+    const apis = (body.apis ?? []).map((a) => ({ id: a.id, gateway: "local", usagePlans: (a.usagePlans ?? []).map((p) => p.id) }));
+    return {
+      id: `${Date.now().toString(16).padStart(12, "0")}${randomUUID().slice(12)}`, // time-ordered, as credhook's (UUIDv7)
+      credentialType: "API_KEY",
+      appKey: `app:${body.developer}/${body.appName}`,
+      app: { appName: body.appName, developer: body.developer },
+      publicId: "",
+      status: "pending",
+      apis,
+      bindings: [],
+      pending: { op: "create", startedAt: t, createOn: ["local"], removeFrom: [], previousApis: [], desiredApis: apis },
+      createdAt: t,
+      updatedAt: t,
+    };
+  };
+  return {
+    async create(body) {
+      const rec = record(body);
+      await store.insert(rec);
+      const out = created();
+      rec.publicId = out.apiKeyId;
+      rec.bindings.push({ gateway: "local", nativeId: out.apiKeyId, resources: { kind: "apiKey" } });
+      rec.status = "active";
+      delete rec.pending;
+      rec.updatedAt = now();
+      await store.save(rec);
+      return out;
+    },
+    async update(body) {
+      const rec = await store.findByPublicId("API_KEY", body.apiKeyId);
+      if (!rec) return 404;
+      rec.status = "pending";
+      rec.pending = { op: "update", startedAt: now(), createOn: [], removeFrom: [], previousApis: rec.apis, desiredApis: rec.apis };
+      await store.save(rec);
+      rec.status = "active";
+      delete rec.pending;
+      rec.updatedAt = now();
+      await store.save(rec);
+      return 204;
+    },
+    async revoke(body) {
+      const rec = await store.findByPublicId("API_KEY", body.apiKeyId);
+      if (!rec) return 204;
+      rec.status = "revoking";
+      rec.updatedAt = now();
+      await store.save(rec);
+      await store.delete(rec.id);
+      return 204;
+    },
+  };
+}
+
+/** A bare express 5 app with express.json() (express is the server package's dependency, not the workspace root's). */
+async function expressApp() {
   const express = createRequire(new URL("../packages/server/package.json", import.meta.url)).resolve("express");
   const { default: e } = await import(express);
   const app = e();
   app.disable("x-powered-by");
   app.set("etag", false);
   app.use(e.json());
+  return app;
+}
+
+let server;
+if (mode === "journal") {
+  const app = await expressApp();
+  app.post("/v1/createCredentials", async (req, res) => res.status(200).json(await journal.create(req.body)));
+  app.post("/v1/updateCredentials", async (req, res) => res.status(await journal.update(req.body)).end());
+  app.post("/v1/revokeCredentials", async (req, res) => res.status(await journal.revoke(req.body)).end());
+  server = createServer(app);
+} else if (mode === "express") {
+  const app = await expressApp();
   app.post("/v1/createCredentials", (req, res) => {
     void req.body.appName;
     res.status(200).json(created());
