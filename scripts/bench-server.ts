@@ -6,7 +6,11 @@
  *    express 5 app with express.json() (B), both answering the same JSON, and
  *    `credhook serve` on the embedded default (C: packages/server/config/webhook.config.yaml,
  *    SQLite, one info log line per request to a file), alternating A B C A B C.
- *    Prints each round, the median ratios C/B and C/A, p50/p99 and each server's RSS.
+ *    Then D, "express + journal" (bench-baseline.mjs `journal`): the express app plus only the
+ *    durable writes of "the intent before any gateway call" through credhook's SQLite store — the
+ *    floor under credhook's figures.
+ *    Prints each round, the median ratios C/B, C/A and D/B, p50/p99, each server's RSS, and
+ *    credhook's CPU per request split into express's, the journal's and the rest.
  * 2. Startup: `credhook serve` on the embedded default, time to the first 204 of
  *    /readyz, idle RSS, and whether any cloud SDK was loaded on the way.
  * 3. Clouds (examples/multi-cloud.yaml on the three fakes): throughput under
