@@ -12,7 +12,7 @@
 // `revoking`, delete. No auth, validation, provider state, key hashing or log line: the floor
 // that any credhook on this store pays, to read its ratio to express against the goal's. Needs
 // the TypeScript sources: bench-server.ts starts it with its own loader (tsx).
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 
@@ -25,16 +25,18 @@ const journal = mode === "journal" ? await openJournal(process.argv[4]) : undefi
 
 async function openJournal(dir) {
   const { openSqliteStore } = await import("../packages/store-sqlite/src/index.ts");
+  const { appKeyOf, newRecordId } = await import("../packages/core/src/index.ts");
   const store = await openSqliteStore({ path: `${dir}/journal.db` });
   const now = () => new Date().toISOString();
   const record = (body) => {
     const t = now();
+    const app = { appName: body.appName, developer: body.developer };
     const apis = (body.apis ?? []).map((a) => ({ id: a.id, gateway: "local", usagePlans: (a.usagePlans ?? []).map((p) => p.id) }));
     return {
-      id: `${Date.now().toString(16).padStart(12, "0")}${randomUUID().slice(12)}`, // time-ordered, as credhook's (UUIDv7)
+      id: newRecordId(),
       credentialType: "API_KEY",
-      appKey: `app:${body.developer}/${body.appName}`,
-      app: { appName: body.appName, developer: body.developer },
+      appKey: appKeyOf(app),
+      app,
       publicId: "",
       status: "pending",
       apis,

@@ -229,19 +229,16 @@ async function webhook(): Promise<void> {
   for (const op of ["create", "update", "revoke"] as const) {
     const cell = (rs: Ops[]) =>
       `${median(rs.map((r) => r[op].rps)).toFixed(0)} req/s, p50 ${median(rs.map((r) => r[op].p50))} ms, p99 ${median(rs.map((r) => r[op].p99))} ms, ${median(rs.map((r) => r[op].cpuUsPerRequest)).toFixed(0)} µs CPU`;
-    const ratio = (base: Ops[]) => median(c!.map((r, i) => r[op].rps / base[i]![op].rps)).toFixed(2);
-    const p99 = median(c!.map((r, i) => r[op].p99 / Math.max(1, b![i]![op].p99))).toFixed(2);
-    const capacity = median(c!.map((r, i) => b![i]![op].cpuUsPerRequest / r[op].cpuUsPerRequest)).toFixed(2);
-    console.log(`| ${op} | ${cell(a!)} | ${cell(b!)} | ${cell(c!)} | ${ratio(b!)}× (goal ≥ 0.6×) | ${ratio(a!)}× | ${p99}× (goal ≤ 2×) | ${capacity}× |`);
-    if (d) {
-      const dRatio = median(d.map((r, i) => r[op].rps / b![i]![op].rps)).toFixed(2);
-      const dCap = median(d.map((r, i) => b![i]![op].cpuUsPerRequest / r[op].cpuUsPerRequest)).toFixed(2);
-      console.log(`| ${op}, ${targets[4]!.name} | | | ${cell(d)} | ${dRatio}× | | ${median(d.map((r, i) => r[op].p99 / Math.max(1, b![i]![op].p99))).toFixed(2)}× | ${dCap}× |`);
-    }
+    // Medians over the rounds of one server's figure against a baseline's in the same round.
+    const ratio = (rs: Ops[], base: Ops[]) => median(rs.map((r, i) => r[op].rps / base[i]![op].rps)).toFixed(2);
+    const p99 = (rs: Ops[]) => median(rs.map((r, i) => r[op].p99 / Math.max(1, b![i]![op].p99))).toFixed(2);
+    const capacity = (rs: Ops[]) => median(rs.map((r, i) => b![i]![op].cpuUsPerRequest / r[op].cpuUsPerRequest)).toFixed(2);
+    /** A row for a server beside credhook: its cell, ratio to express, p99 over express's and capacity. */
+    const besideRow = (label: string, rs: Ops[]) => console.log(`| ${op}, ${label} | | | ${cell(rs)} | ${ratio(rs, b!)}× | | ${p99(rs)}× | ${capacity(rs)}× |`);
+    console.log(`| ${op} | ${cell(a!)} | ${cell(b!)} | ${cell(c!)} | ${ratio(c!, b!)}× (goal ≥ 0.6×) | ${ratio(c!, a!)}× | ${p99(c!)}× (goal ≤ 2×) | ${capacity(c!)}× |`);
+    if (d) besideRow(targets[4]!.name, d);
     // The journal floor: express plus only the durable writes of "intent before any gateway call" (see bench-baseline.mjs).
-    const jRatio = median(j!.map((r, i) => r[op].rps / b![i]![op].rps)).toFixed(2);
-    const jCap = median(j!.map((r, i) => b![i]![op].cpuUsPerRequest / r[op].cpuUsPerRequest)).toFixed(2);
-    console.log(`| ${op}, ${targets[3]!.name} (floor) | | | ${cell(j!)} | ${jRatio}× | | ${median(j!.map((r, i) => r[op].p99 / Math.max(1, b![i]![op].p99))).toFixed(2)}× | ${jCap}× |`);
+    besideRow(`${targets[3]!.name} (floor)`, j!);
   }
   const total = c!.reduce((n, r) => n + r.create.total + r.update.total + r.revoke.total, 0);
   console.log(`RSS after the last round: ${targets.map((t, i) => `${t.name} ${mib([a, b, c, j, d][i]!.at(-1)!.rss)}`).join(", ")} (credhook after ${total} requests)`);
