@@ -66,6 +66,6 @@ const kongProviderFactory = defineProvider({ type: "kong", optionsSchema, create
 export default kongProviderFactory;
 export { KongProvider, markOf, tagValue, WINDOWS } from "./provider.js";
 export type { PlanLimits, ResolvedKongOptions } from "./provider.js";
-export { KongAdmin, KongCallFailed } from "./admin.js";
+export { KongAdmin, KONG_PERMISSIONS } from "./admin.js";
 export type { KongAuth, KongAdminSettings, KongEntity } from "./admin.js";
 export { optionsSchema } from "./schema.js";

@@ -21,6 +21,7 @@ import {
   ValidationError,
   CachedHealthProbe,
   GatewayErrors,
+  HttpCallFailed,
   generateApiKeyValue,
   isCredhookError,
   type CredentialSearch,
@@ -39,7 +40,7 @@ import {
   type RevokeOutcome,
   type RotatedSecret,
 } from "@credhook/core";
-import { KongCallFailed, type KongAdmin, type KongEntity } from "./admin.js";
+import type { KongAdmin, KongEntity } from "./admin.js";
 
 /** A plan's limits: requests per window (the rate-limiting plugin's config fields). */
 export type PlanLimits = Partial<Record<(typeof WINDOWS)[number], number>>;
@@ -137,7 +138,7 @@ export class KongProvider implements Provider {
 
   /** Core's typed error of a failed call (the call's own, or any other error as it is). */
   private typed(err: unknown): CredhookError {
-    if (err instanceof KongCallFailed) return err.typed;
+    if (err instanceof HttpCallFailed) return err.typed;
     if (isCredhookError(err)) return err;
     throw err;
   }
@@ -152,7 +153,7 @@ export class KongProvider implements Provider {
   /** The consumer `nativeId` names (id or username), or undefined. */
   private async consumer(nativeId: string): Promise<KongEntity | undefined> {
     if (nativeId.length === 0) return undefined;
-    return this.admin.get(`/consumers/${encodeURIComponent(nativeId)}`, `reading consumer ${nativeId}`);
+    return this.admin.get<KongEntity>(`/consumers/${encodeURIComponent(nativeId)}`, `reading consumer ${nativeId}`);
   }
 
   /** The consumer of `ref` when it carries this gateway's mark and (unless empty) `ref.credentialId`'s. @throws NotFound otherwise */

@@ -1,7 +1,9 @@
 // Shared set-up of the Kong provider tests: a Kong Admin API fake and providers pointed at it through `adminUrl`.
 import { afterEach, beforeEach } from "vitest";
+import { freshPerTest } from "@credhook/provider-testkit";
+export { typedError } from "@credhook/provider-testkit";
 import { randomUUID } from "node:crypto";
-import { isCredhookError, silentLogger, type CredhookError, type GatewayApi, type ProviderCredentialRef } from "@credhook/core";
+import { silentLogger, type CredhookError, type GatewayApi, type ProviderCredentialRef } from "@credhook/core";
 import { startKongFake, type KongFake, type KongFakeOptions } from "@credhook/fakes/kong";
 import { createKongProvider, type KongProvider, type KongProviderOptions } from "../src/index.js";
 
@@ -31,14 +33,7 @@ export async function setup(fakeOptions: KongFakeOptions = {}): Promise<KongCont
 
 /** Registers hooks that start a fresh fake and provider for every test of the file. */
 export function useFake(fakeOptions: KongFakeOptions = {}): KongContext {
-  const ctx = {} as KongContext;
-  beforeEach(async () => {
-    Object.assign(ctx, await setup(fakeOptions));
-  });
-  afterEach(async () => {
-    await ctx.fake.close();
-  });
-  return ctx;
+  return freshPerTest({ beforeEach, afterEach }, () => setup(fakeOptions));
 }
 
 /** Creates a credential and returns its reference with the key. */
@@ -46,17 +41,6 @@ export async function createRef(provider: KongProvider, apis: GatewayApi[], apiK
   const credentialId = randomUUID();
   const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis, ...(apiKeyValue ? { apiKeyValue } : {}) });
   return { credentialId, credentialType: "API_KEY", nativeId: cred.nativeId, resources: cred.resources, app, apiKey: cred.apiKey! };
-}
-
-/** Awaits a promise expected to reject with a typed credhook error, and returns it. */
-export async function typedError(p: Promise<unknown>): Promise<CredhookError> {
-  try {
-    await p;
-  } catch (err) {
-    if (!isCredhookError(err)) throw new Error(`expected a typed error, got ${String(err)}`);
-    return err;
-  }
-  throw new Error("expected an error, but the call succeeded");
 }
 
 /**

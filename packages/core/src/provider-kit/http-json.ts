@@ -9,6 +9,7 @@
  */
 import { Conflict, type CredhookError, NotFound, Throttled, UpstreamError, UpstreamTimeout, UpstreamUnavailable } from "../errors.js";
 import { type RateLimiter, RateLimitQueueFull } from "./rate-limit.js";
+import { redactSecrets } from "./redact.js";
 import { retryAfterFromHeaders } from "./retry-after.js";
 
 /** Options of {@link httpJson}. */
@@ -185,4 +186,90 @@ export function httpFailure(failure: HttpJsonResponse | HttpTransportError, ctx:
   }
   if (status < 500) return new UpstreamError(gw(`${ctx.what}: unexpected answer ${status}${said}`), { ...cause, outcomeUnknown: false });
   return new UpstreamError(gw(`${ctx.what}: the gateway failed (${status})${said}`), { ...cause, outcomeUnknown: ctx.write });
+}
+
+/** A call of a {@link JsonApiClient} that answered something other than what was expected, with core's typed error. */
+export class HttpCallFailed extends Error {
+  override readonly name = "HttpCallFailed";
+  constructor(
+    /** The answer, or why there was none. */
+    readonly failure: HttpJsonResponse | HttpTransportError,
+    /** Core's typed error for it (what a provider throws). */
+    readonly typed: CredhookError,
+  ) {
+    super(typed.message);
+  }
+}
+
+/** Settings of a {@link JsonApiClient}. */
+export interface JsonApiSettings {
+  /** Base URL every path is appended to (no trailing slash needed). */
+  baseUrl: string;
+  /** The gateway's name, for messages. */
+  gateway: string;
+  /** Headers of each attempt's call (authorization); may refresh a token. */
+  headers: () => Record<string, string> | Promise<Record<string, string>>;
+  timeoutMs: number;
+  maxRetries: number;
+  maxRetryAfterS: number;
+  limiter?: RateLimiter;
+  /** The gateway's own message in an error body (Kong `message`, Google `error.message`), if any. */
+  messageOf: (json: unknown) => string | undefined;
+  /** Words for 401/403 answers: which permission to grant. */
+  permissionHint: string;
+}
+
+/**
+ * A JSON API of one gateway: {@link httpJson} with the gateway's headers, limits and
+ * error words; every failure is a {@link HttpCallFailed} carrying core's typed error,
+ * with the values in `secrets` redacted from the gateway's message.
+ */
+export class JsonApiClient {
+  private readonly base: string;
+
+  constructor(private readonly s: JsonApiSettings) {
+    this.base = s.baseUrl.replace(/\/+$/, "");
+  }
+
+  /**
+   * One call; answers the response when its status is one of `ok`.
+   * @param what what is being done, for messages (`creating consumer x`)
+   * @throws HttpCallFailed any other answer, or none
+   */
+  async call(
+    method: HttpJsonRequest["method"],
+    path: string,
+    what: string,
+    options: { body?: unknown; ok?: number[]; secrets?: readonly string[]; idempotent?: boolean } = {},
+  ): Promise<HttpJsonResponse> {
+    const write = method !== "GET";
+    let res: HttpJsonResponse;
+    try {
+      res = await httpJson({
+        url: `${this.base}${path}`,
+        method,
+        headers: await this.s.headers(),
+        body: options.body,
+        timeoutMs: this.s.timeoutMs,
+        maxRetries: this.s.maxRetries,
+        maxRetryAfterS: this.s.maxRetryAfterS,
+        // A POST creates: a 5xx may have been applied, so it is not resent. GET, PUT, PATCH and DELETE are idempotent.
+        idempotent: options.idempotent ?? method !== "POST",
+        ...(this.s.limiter ? { limiter: this.s.limiter } : {}),
+      });
+    } catch (err) {
+      if (!(err instanceof HttpTransportError)) throw err;
+      throw new HttpCallFailed(err, httpFailure(err, { gateway: this.s.gateway, what, write }));
+    }
+    if ((options.ok ?? [200, 201, 204]).includes(res.status)) return res;
+    const detail = this.s.messageOf(res.json)?.slice(0, 300);
+    const typed = httpFailure(res, { gateway: this.s.gateway, what, write, ...(detail ? { detail: redactSecrets(detail, options.secrets ?? []) } : {}), permissionHint: this.s.permissionHint });
+    throw new HttpCallFailed(res, typed);
+  }
+
+  /** The body of a GET, or undefined on 404. @throws HttpCallFailed other failures */
+  async get<T>(path: string, what: string): Promise<T | undefined> {
+    const res = await this.call("GET", path, what, { ok: [200, 404] });
+    return res.status === 404 ? undefined : (res.json as T);
+  }
 }
