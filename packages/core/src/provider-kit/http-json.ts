@@ -169,7 +169,8 @@ export interface HttpFailureContext {
  */
 export function httpFailure(failure: HttpJsonResponse | HttpTransportError, ctx: HttpFailureContext): CredhookError {
   const gw = (text: string) => `[gateway ${ctx.gateway}] ${text}`;
-  const cause = { cause: failure, gateway: ctx.gateway };
+  // The cause is kept for logs: an answer's body may quote a secret (Kong's 409 names the duplicate key), so only its status travels.
+  const cause = { cause: failure instanceof HttpTransportError ? failure : new Error(`HTTP ${failure.status}`), gateway: ctx.gateway };
   if (failure instanceof HttpTransportError) {
     const unknown = ctx.write && failure.outcomeUnknown;
     if (failure.kind === "queue") return new Throttled(gw(`${ctx.what}: ${failure.message}`), failure.retryAfterS ?? 1, { ...cause, outcomeUnknown: false });
