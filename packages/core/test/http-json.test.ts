@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { HttpCallFailed, HttpTransportError, JsonApiClient, SlidingWindowLimiter, httpJson } from "../src/index.js";
+import { type HttpCallFailed, HttpTransportError, JsonApiClient, SlidingWindowLimiter, httpJson } from "../src/index.js";
 
 let server: Server | undefined;
 afterEach(async () => {
