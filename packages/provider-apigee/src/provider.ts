@@ -169,7 +169,11 @@ export class ApigeeProvider implements Provider {
     return (await this.listApps()).find((a) => a.credentials?.some((c) => c.consumerKey === ref.nativeId));
   }
 
-  /** Every app of the organisation, expanded, paged by `startKey` (inclusive) and `rows`. */
+  /**
+   * Every app of the organisation, expanded, paged by `startKey` (the first app of the next
+   * page, inclusive) and `rows`. It pages until a page brings nothing new, so a server that
+   * answers fewer rows than asked is still read whole (one more call at the end).
+   */
   private async listApps(): Promise<App[]> {
     const out: App[] = [];
     let startKey: string | undefined;
@@ -178,7 +182,7 @@ export class ApigeeProvider implements Provider {
       const page = ((await this.api.call("GET", `/apps?${q}`, "listing the organisation's apps", { ok: [200] })).json as { app?: App[] } | undefined)?.app ?? [];
       const fresh = startKey ? page.filter((a) => a.appId !== startKey) : page;
       out.push(...fresh);
-      if (page.length < 1000 || fresh.length === 0) return out;
+      if (fresh.length === 0) return out;
       startKey = page[page.length - 1]!.appId;
     }
   }

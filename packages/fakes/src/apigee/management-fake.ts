@@ -35,6 +35,8 @@ export interface ApigeeFakeOptions {
   denied?: string[];
   /** Quota: at most `requests` per `windowMs`; past it, 429 RESOURCE_EXHAUSTED. */
   throttle?: { requests: number; windowMs: number };
+  /** Test control: at most this many apps per `apps.list` page whatever `rows` asks (to exercise `startKey` paging). */
+  maxRows?: number;
 }
 
 /** A name/value attribute. */
@@ -186,7 +188,7 @@ export async function startApigeeFake(options: ApigeeFakeOptions = {}): Promise<
   }
 
   function listApps(q: URLSearchParams): JsonFakeAnswer {
-    const rows = Math.min(Number(q.get("rows") ?? "1000") || 1000, 1000);
+    const rows = Math.min(Number(q.get("rows") ?? "1000") || 1000, 1000, options.maxRows ?? 1000);
     const all = [...apps.values()].sort((a, b) => a.appId.localeCompare(b.appId));
     const startKey = q.get("startKey");
     const from = startKey ? all.findIndex((a) => a.appId === startKey) : 0;

@@ -39,6 +39,8 @@ export interface KongFakeOptions {
   denied?: Array<{ method: string; path: string }>;
   /** Konnect-style rate limit: at most `requests` per `windowMs`; past it, 429 with `Retry-After`. */
   throttle?: { requests: number; windowMs: number };
+  /** Test control: at most this many items per page whatever `size` asks (to exercise `offset` paging with few entities). */
+  maxPageSize?: number;
 }
 
 /** A consumer as the fake holds it. */
@@ -151,7 +153,7 @@ export async function startKongFake(options: KongFakeOptions = {}): Promise<Kong
       if (wanted.length > 5) return { status: 400, body: { code: 9, name: "invalid options", message: "invalid option (tags: cannot query more than 5 tags)" } };
       filtered = items.filter((e) => (any ? wanted.some((t) => e.tags?.includes(t)) : wanted.every((t) => e.tags?.includes(t))));
     }
-    const p = page(filtered, offset, size);
+    const p = page(filtered, offset, Math.min(size, options.maxPageSize ?? size));
     const next = p.next ? `${path}?${new URLSearchParams({ ...(tags ? { tags } : {}), size: String(size), offset: p.next })}` : null;
     return { status: 200, body: { data: p.items, next, ...(p.next ? { offset: p.next } : {}) } };
   }
