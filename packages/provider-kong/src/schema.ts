@@ -74,7 +74,7 @@ export const optionsSchema = {
       additionalProperties: false,
       default: {},
       description:
-        "Client-side limit of Admin API calls: at most `requests` in any sliding window of `windowMs` (plus 50 ms for clock jitter), retries included; 0 requests: no limit. Self-hosted Kong does not throttle its Admin API; Konnect rate-limits its APIs per organisation and answers 429 with Retry-After (https://docs.konghq.com/konnect/api/#rate-limiting): set it below your organisation's limit there. Default: no limit.",
+        "Client-side limit of Admin API calls: at most `requests` in any sliding window of `windowMs` (plus 50 ms for clock jitter), retries included; 0 requests: no limit. Self-hosted Kong does not throttle its Admin API; Konnect rate-limits its APIs per organisation and answers 429 with Retry-After (Konnect API reference, https://developer.konghq.com/api/): set it below your organisation's limit there. Default: no limit.",
       properties: {
         requests: { type: "integer", minimum: 0, default: 0, description: "Calls per window; 0 turns the limit off. Default 0." },
         windowMs: { type: "integer", minimum: 1, default: 1000, description: "Window length (ms). Default 1000." },
