@@ -18,7 +18,7 @@ export const CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platf
 
 /** What the caller's principal needs; said with every 401/403. */
 export const APIGEE_PERMISSIONS =
-  "grant the service account roles/apigee.developerAdmin on the organisation's project, or a custom role with apigee.organizations.get, apigee.apiproducts.get, apigee.developers.get/create, apigee.developerapps.get/list/create/delete/manage and apigee.appkeys.get/create/delete/manage";
+  "grant the service account roles/apigee.developerAdmin on the organisation's project, or a custom role with apigee.organizations.get, apigee.apiproducts.get, apigee.apps.get/list, apigee.developers.get/create, apigee.developerapps.get/create/delete/manage and apigee.appkeys.get/create/delete/manage";
 
 /** The Authorization header source for `credentials` (google-auth-library refreshes real tokens itself). */
 export function authHeaders(credentials: ApigeeCredentials): () => Promise<Record<string, string>> {

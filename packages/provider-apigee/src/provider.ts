@@ -166,19 +166,21 @@ export class ApigeeProvider implements Provider {
       if (app && ref.credentialType === "CLIENT_CREDENTIALS" && !app.credentials?.some((c) => c.consumerKey === ref.nativeId)) return undefined;
       return app;
     }
-    return (await this.listApps()).find((a) => a.credentials?.some((c) => c.consumerKey === ref.nativeId));
+    return (await this.listApps(`consumerKey=${ref.nativeId}`)).find((a) => a.credentials?.some((c) => c.consumerKey === ref.nativeId));
   }
 
   /**
    * Every app of the organisation, expanded, paged by `startKey` (the first app of the next
    * page, inclusive) and `rows`. It pages until a page brings nothing new, so a server that
-   * answers fewer rows than asked is still read whole (one more call at the end).
+   * answers fewer rows than asked is still read whole (one more call at the end). `filter`
+   * (apps.list's, e.g. `consumerKey=…`) narrows the listing on the server; callers still check
+   * what comes back, so a server that ignores it is only slower.
    */
-  private async listApps(): Promise<App[]> {
+  private async listApps(filter?: string): Promise<App[]> {
     const out: App[] = [];
     let startKey: string | undefined;
     for (;;) {
-      const q = new URLSearchParams({ expand: "true", rows: "1000", ...(startKey ? { startKey } : {}) });
+      const q = new URLSearchParams({ expand: "true", rows: "1000", ...(filter ? { filter } : {}), ...(startKey ? { startKey } : {}) });
       const page = ((await this.api.call("GET", `/apps?${q}`, "listing the organisation's apps", { ok: [200] })).json as { app?: App[] } | undefined)?.app ?? [];
       const fresh = startKey ? page.filter((a) => a.appId !== startKey) : page;
       out.push(...fresh);

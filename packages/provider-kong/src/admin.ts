@@ -39,7 +39,7 @@ function kongMessage(json: unknown): string | undefined {
 
 /** What the RBAC role (or Konnect token) needs; said with every 401/403. */
 export const KONG_PERMISSIONS =
-  "the Admin API refused the token: grant its RBAC role create/read/update/delete on /consumers, /consumers/* and /plugins/* (Kong Enterprise), or the Konnect token the Control Plane Admin role on this control plane";
+  "the Admin API refused the token: grant its RBAC role create/read/update/delete on /consumers, /consumers/*, /consumers/*/*, /consumers/*/*/* and /plugins/* (Kong Enterprise), or the Konnect token the Control Plane Admin role on this control plane";
 
 /** The Admin API client of one gateway. */
 export class KongAdmin extends JsonApiClient {

@@ -13,7 +13,7 @@
  *   `keys.updateDeveloperAppKey` (`POST …/keys/{key}` adds `apiProducts`),
  *   `keys.apiproducts.delete` (removes one association);
  * - `apiproducts.get`; `apps.get` (by app id, with `developerEmail` and `credentials`)
- *   and `apps.list` (`expand`, `rows`, `startKey` paging);
+ *   and `apps.list` (`expand`, `rows`, `startKey` paging, a `filter` such as `consumerKey=…`);
  * - creates answer 200 (Google REST); errors are Google's `{"error":{code,message,status}}`:
  *   400 INVALID_ARGUMENT, 401 UNAUTHENTICATED (no Bearer token), 403 PERMISSION_DENIED
  *   (`denied` permissions, named as IAM does), 404 NOT_FOUND, 409 ALREADY_EXISTS,
@@ -191,8 +191,15 @@ export async function startApigeeFake(options: ApigeeFakeOptions = {}): Promise<
     const rows = Math.min(Number(q.get("rows") ?? "1000") || 1000, 1000, options.maxRows ?? 1000);
     const all = [...apps.values()].sort((a, b) => a.appId.localeCompare(b.appId));
     const startKey = q.get("startKey");
-    const from = startKey ? all.findIndex((a) => a.appId === startKey) : 0;
-    const slice = all.slice(Math.max(0, from), Math.max(0, from) + rows);
+    // `filter` (e.g. `consumerKey=abc`, `appName=x`, `developerEmail=y`): one field=value, as apps.list documents
+    const filter = /^(consumerKey|appName|developerEmail|appId)=(.+)$/.exec(q.get("filter") ?? "");
+    const matching = filter
+      ? all.filter((a) =>
+          filter[1] === "consumerKey" ? a.credentials.some((c) => c.consumerKey === filter[2]) : filter[1] === "appName" ? a.name === filter[2] : filter[1] === "appId" ? a.appId === filter[2] : a.developerEmail === filter[2],
+        )
+      : all;
+    const from = startKey ? matching.findIndex((a) => a.appId === startKey) : 0;
+    const slice = matching.slice(Math.max(0, from), Math.max(0, from) + rows);
     const expand = q.get("expand") === "true";
     return { status: 200, body: { app: slice.map((a) => (expand ? a : { appId: a.appId })) } };
   }
@@ -209,7 +216,7 @@ export async function startApigeeFake(options: ApigeeFakeOptions = {}): Promise<
     if (parts[0] !== "v1" || parts[1] !== "organizations" || parts[2] !== org) return err(404, "NOT_FOUND", `Organization ${parts[2] ?? ""} not found`);
     const rest = parts.slice(3);
     const kind = rest.includes("keys") ? "keys" : rest.at(-1) === "attributes" ? "attributes" : rest.includes("apps") ? "apps" : rest[0] ?? "";
-    const permission = PERMISSION[`${req.method} ${kind}`];
+    const permission = rest[0] === "apps" ? (rest.length === 1 ? "apigee.apps.list" : "apigee.apps.get") : PERMISSION[`${req.method} ${kind}`];
     if (permission && options.denied?.includes(permission)) return err(403, "PERMISSION_DENIED", `Permission '${permission}' denied on resource '${req.path.replace(/^\/v1\//, "")}' (or it may not exist).`);
     const body = (req.body ?? {}) as Record<string, unknown>;
     if (rest.length === 0) return req.method === "GET" ? { status: 200, body: { name: org, projectId: org, runtimeType: "CLOUD", state: "ACTIVE" } } : err(404, "NOT_FOUND", "Not found");
