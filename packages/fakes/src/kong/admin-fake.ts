@@ -2,7 +2,7 @@
  * An in-process fake of the Kong Gateway Admin API entities credhook drives —
  * consumers, key-auth credentials, ACLs and plugins — written from Kong's Admin
  * API reference (https://developer.konghq.com/api/gateway/admin-ee/) and the
- * error shapes of Kong's `kong/db/errors.lua`:
+ * error shapes and codes of Kong's `kong/db/errors.lua` (2 schema violation, 5 unique violation, 7 invalid offset, 9 invalid size, 11 invalid options):
  *
  * - creates answer 201, reads 200, `PATCH` 200, `DELETE` 204 — also for an entity
  *   that does not exist (Kong's deletes are idempotent);
@@ -141,16 +141,16 @@ export async function startKongFake(options: KongFakeOptions = {}): Promise<Kong
   function list<T extends Entity>(items: T[], q: URLSearchParams, path: string): JsonFakeAnswer {
     const sizeText = q.get("size");
     const size = sizeText === null ? 100 : Number(sizeText);
-    if (!Number.isInteger(size) || size < 1 || size > 1000) return { status: 400, body: { code: 3, name: "invalid size", message: "size must be an integer between 1 and 1000" } };
+    if (!Number.isInteger(size) || size < 1 || size > 1000) return { status: 400, body: { code: 9, name: "invalid size", message: "size must be an integer between 1 and 1000" } };
     const offset = q.get("offset");
     if (offset !== null && !/^[A-Za-z0-9_-]+$/.test(offset)) return { status: 400, body: { code: 7, name: "invalid offset", message: `'${offset}' is not a valid offset: bad base64 encoding` } };
     let filtered = items;
     const tags = q.get("tags");
     if (tags) {
-      if (tags.includes(",") && tags.includes("/")) return { status: 400, body: { code: 9, name: "invalid options", message: "invalid option (tags: cannot mix the 'or' and 'and' operators)" } };
+      if (tags.includes(",") && tags.includes("/")) return { status: 400, body: { code: 11, name: "invalid options", message: "invalid option (tags: cannot mix the 'or' and 'and' operators)" } };
       const any = tags.includes("/");
       const wanted = tags.split(any ? "/" : ",");
-      if (wanted.length > 5) return { status: 400, body: { code: 9, name: "invalid options", message: "invalid option (tags: cannot query more than 5 tags)" } };
+      if (wanted.length > 5) return { status: 400, body: { code: 11, name: "invalid options", message: "invalid option (tags: cannot query more than 5 tags)" } };
       filtered = items.filter((e) => (any ? wanted.some((t) => e.tags?.includes(t)) : wanted.every((t) => e.tags?.includes(t))));
     }
     const p = page(filtered, offset, Math.min(size, options.maxPageSize ?? size));
