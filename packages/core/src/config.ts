@@ -77,7 +77,7 @@ export type StoreConfig = Record<string, unknown>;
 
 /** One entry of `gateways:`. */
 export interface GatewayConfig {
-  /** `local`, `aws`, `azure`, `gcp`, or a package name (`credhook-provider-kong`). */
+  /** `local`, `aws`, `azure`, `gcp`, `kong`, `apigee`, or a package name (`credhook-provider-tyk`). */
   provider: string;
   /** The credential type this gateway issues. */
   credentialType: CredentialType;

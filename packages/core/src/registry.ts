@@ -2,9 +2,9 @@
  * The provider and store registries: turn each `gateways:` entry of the config
  * into a live {@link Provider}, and `store:` into a {@link CredentialStore}.
  * `provider: aws` loads `@credhook/provider-aws` (likewise `azure`, `gcp`,
- * `local`); `store: { postgres: … }` loads `@credhook/store-postgres` (likewise
+ * `kong`, `apigee`, `local`); `store: { postgres: … }` loads `@credhook/store-postgres` (likewise
  * `sqlite`); any other value is imported as a package name, so a third party
- * ships `credhook-provider-kong` or `credhook-store-dynamodb` without touching
+ * ships `credhook-provider-tyk` or `credhook-store-dynamodb` without touching
  * credhook.
  *
  * A package that fails to load, or whose options fail its schema, stops
@@ -25,6 +25,8 @@ export const BUILTIN_PROVIDERS: Readonly<Record<string, string>> = {
   aws: "@credhook/provider-aws",
   azure: "@credhook/provider-azure",
   gcp: "@credhook/provider-gcp",
+  kong: "@credhook/provider-kong",
+  apigee: "@credhook/provider-apigee",
 };
 
 /** A configured gateway: its name, type, credential type and provider. */

@@ -73,7 +73,7 @@ describe("test fakes stay out of production", () => {
     const allowed = (entry: string) => /^\s*\S+: import type /.test(entry) || (entry.startsWith("server/src/demo.ts:") && entry.includes("import("));
     const imports = devOnlyImports();
     expect(imports.filter((e) => !allowed(e))).toEqual([]);
-    // the demo still loads the three fakes, and only dynamically
-    expect(imports.filter((e) => e.startsWith("server/src/demo.ts:") && e.includes("import(")).join("\n")).toMatch(/fakes\/aws[\s\S]*fakes\/azure[\s\S]*fakes\/gcp/);
+    // the demo still loads the five fakes, and only dynamically
+    expect(imports.filter((e) => e.startsWith("server/src/demo.ts:") && e.includes("import(")).join("\n")).toMatch(/fakes\/aws[\s\S]*fakes\/azure[\s\S]*fakes\/gcp[\s\S]*fakes\/kong[\s\S]*fakes\/apigee/);
   });
 });

@@ -28,6 +28,8 @@ const ENV = {
   AZURE_CLIENT_SECRET: "secret",
   AZURE_SUBSCRIPTION_ID: "00000000-0000-0000-0000-000000000000",
   GCP_ENDPOINT: "http://127.0.0.1:9",
+  KONG_ADMIN_URL: "http://127.0.0.1:9",
+  APIGEE_ENDPOINT: "http://127.0.0.1:9",
   DATABASE_URL: "postgres://u:p@127.0.0.1:9/credhook",
   CREDHOOK_DATA_DIR: mkdtempSync(join(tmpdir(), "credhook-schema-")),
 };

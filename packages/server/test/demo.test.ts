@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { runDemo } from "../src/demo.js";
 
-it("`credhook demo` walks one app across AWS, Azure, Google and the embedded provider, and leaves nothing behind", async () => {
+it("`credhook demo` walks one app across AWS, Azure, Google, Kong, Apigee and the embedded provider, and leaves nothing behind", async () => {
   const lines: string[] = [];
   const { server, clouds, password } = await runDemo({ port: 0, print: (l) => lines.push(l) });
   try {
@@ -17,6 +17,11 @@ it("`credhook demo` walks one app across AWS, Azure, Google and the embedded pro
     expect(out).toContain(`AWS API Gateway  key ${created![1]} "credhook/dev@example.com/storefront01" value ${fp} plans [1el57v]`);
     expect(out).toMatch(new RegExp(`Azure APIM {7}subscription \\S+-p-gold /products/gold \\(active\\) key ${fp}`));
     expect(out).toContain("credhook embedded key");
+    // the same value on Kong (key-auth, ACL group, the plan's rate limit) and Apigee (imported consumer key, the plan's product)
+    expect(out).toMatch(new RegExp(`Kong {13}consumer credhook-kong-\\S+ key ${fp} ACL \\[catalog-1\\] rate limit 600/minute, 20000/hour`));
+    expect(out).toMatch(new RegExp(`Apigee X {9}app credhook-apigee-\\S+ \\(dev@example.com\\) key ${fp} → \\[payments-gold\\]`));
+    expect(out).toMatch(/Kong {13}consumer \S+ key sha256:[0-9a-f]{12} ACL \[catalog-1\] rate limit 60\/minute/);
+    expect(out).toMatch(/Apigee X {9}app \S+ \(dev@example.com\) key sha256:[0-9a-f]{12} → \[payments-gold, payments-silver\]/);
     expect(out).toContain(`plans [1el57v, 2plan2]`);
     expect(out).toMatch(/Google API Keys {2}key credhook-\S+ value sha256:[0-9a-f]{12} restricted to \[maps-geo\.apigateway\.fake-project\.cloud\.goog\]/);
     expect(out).toContain("→ 422: gateway 'aws' cannot import the API key values gateway 'gcp' generates");

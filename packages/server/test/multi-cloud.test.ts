@@ -1,7 +1,8 @@
 /**
  * One app, several clouds (examples/multi-cloud.yaml): the real server and the
  * in-process fakes of API Gateway, API Management and Google API Keys, driven
- * through the unmodified SDKs. Every point of design.md's "Credentials across
+ * through the unmodified SDKs, and of Kong's Admin API and Apigee X's management
+ * API, driven through the providers' production HTTP clients. Every point of design.md's "Credentials across
  * several gateways", each with its own test.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -25,6 +26,8 @@ afterAll(async () => {
 const awsKeys = () => [...clouds.aws.apiGateway.keys.values()];
 const azureSubs = () => clouds.azure.listSubscriptions();
 const gcpLive = () => clouds.gcp.keys().filter((k) => !k.deleteTime);
+const kongKeys = () => clouds.kong.keyAuths();
+const apigeeKeys = () => clouds.apigee.apps().flatMap((a) => a.credentials);
 const localKeys = async () => (await s.credhook.store.stateFor("local").list("cred:")).map((e) => e.key.slice(5));
 const local = () => (s.credhook.orchestrator as unknown as { gateways: Map<string, { provider: LocalProvider }> }).gateways.get("local")!.provider;
 const record = (publicId: string) => s.credhook.store.findByPublicId("API_KEY", publicId);
@@ -34,6 +37,8 @@ async function expectNothingAnywhere(): Promise<void> {
   expect(awsKeys()).toEqual([]);
   expect(azureSubs()).toEqual([]);
   expect(gcpLive()).toEqual([]);
+  expect(clouds.kong.consumers()).toEqual([]);
+  expect(clouds.apigee.apps()).toEqual([]);
   expect(await localKeys()).toEqual([]);
   expect(await s.credhook.store.list()).toEqual([]);
 }
@@ -108,6 +113,92 @@ describe("one key value across gateways", () => {
     expect(azureSubs().length).toBe(subs);
     expect((await localKeys()).length).toBe(1);
     expect((await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: first.json!.apiKeyId })).status).toBe(204);
+  });
+});
+
+describe("six gateways: AWS, Azure, Kong, Apigee, Google and the embedded one", () => {
+  const six = { aws: "5aba4csvd4", azure: "orders-eu-1", kong: "catalog-1", apigee: "payments-1", local: "weather" };
+  const kongAccess = () => {
+    const [c] = clouds.kong.consumers();
+    const rl = clouds.kong.plugins().find((p) => p.consumer?.id === c?.id);
+    return { groups: clouds.kong.acls().map((a) => a.group).sort(), minute: rl?.config.minute };
+  };
+
+  it("one value created, updated and revoked on AWS, Azure, Kong, Apigee and the embedded gateway", async () => {
+    const res = await s.call("/v1/createCredentials", {
+      appName: "Everywhere",
+      developer: dev,
+      apis: [
+        { id: six.aws, usagePlans: [{ id: "1el57v" }] },
+        { id: six.azure, usagePlans: [{ id: "eu-gold" }] },
+        { id: six.kong, usagePlans: [{ id: "kong-gold" }] },
+        { id: six.apigee, usagePlans: [{ id: "pay-gold" }] },
+        { id: six.local },
+      ],
+    });
+    expect(res.status).toBe(200);
+    const { apiKeyId, apiKey } = res.json as { apiKeyId: string; apiKey: string };
+    expect(awsKeys()).toEqual([expect.objectContaining({ id: apiKeyId, value: apiKey })]);
+    expect(azureSubs()).toEqual([expect.objectContaining({ primaryKey: apiKey })]);
+    expect(kongKeys().map((k) => k.key)).toEqual([apiKey]);
+    expect(kongAccess()).toEqual({ groups: ["catalog-1"], minute: 600 });
+    expect(apigeeKeys().map((k) => [k.consumerKey, k.apiProducts.map((p) => p.apiproduct)])).toEqual([[apiKey, ["payments-gold"]]]);
+    expect(await local().verify((await localKeys())[0]!, apiKey)).toBeTruthy();
+    expect((await record(apiKeyId))!.bindings.map((b) => b.gateway).sort()).toEqual(["apigee", "aws", "azure", "kong", "local"]);
+
+    const base = { appName: "Everywhere", developer: dev, credentialType: "API_KEY", apiKeyId };
+    const updated = await s.call("/v1/updateCredentials", {
+      ...base,
+      apis: [
+        { id: six.aws, action: "NONE", usagePlans: [{ id: "1el57v", action: "NONE" }, { id: "2plan2", action: "ADDED" }] },
+        { id: six.kong, action: "NONE", usagePlans: [{ id: "kong-gold", action: "REMOVED" }, { id: "kong-silver", action: "ADDED" }] },
+        { id: six.apigee, action: "NONE", usagePlans: [{ id: "pay-gold", action: "NONE" }, { id: "pay-silver", action: "ADDED" }] },
+        { id: "catalog-2", action: "ADDED" },
+      ],
+    });
+    expect(updated.status).toBe(204);
+    expect(clouds.aws.apiGateway.plansOfKey(apiKeyId)).toEqual(["1el57v", "2plan2"]);
+    expect(kongKeys().map((k) => k.key)).toEqual([apiKey]);
+    expect(kongAccess()).toEqual({ groups: ["catalog-1", "catalog-2"], minute: 60 });
+    expect(apigeeKeys().map((k) => [k.consumerKey, k.apiProducts.map((p) => p.apiproduct).sort()])).toEqual([[apiKey, ["payments-gold", "payments-silver"]]]);
+
+    expect((await s.call("/v1/revokeCredentials", base)).status).toBe(204);
+    await expectNothingAnywhere();
+  });
+
+  it("with Google in the app, Google's key string is the value Azure, Kong, Apigee and the embedded gateway import; update and revoke follow", async () => {
+    const res = await s.call("/v1/createCredentials", {
+      appName: "Atlas Six",
+      developer: dev,
+      apis: [{ id: "maps-geo", usagePlans: [{ id: "maps-basic" }] }, { id: "orders-eu-2" }, { id: six.kong }, { id: "payments-2" }, { id: six.local }],
+    });
+    expect(res.status).toBe(200);
+    const { apiKeyId, apiKey } = res.json as { apiKeyId: string; apiKey: string };
+    expect(gcpLive()).toEqual([expect.objectContaining({ keyId: apiKeyId, keyString: apiKey })]);
+    expect(azureSubs()).toEqual([expect.objectContaining({ primaryKey: apiKey })]);
+    expect(kongKeys().map((k) => k.key)).toEqual([apiKey]);
+    expect(apigeeKeys().map((k) => [k.consumerKey, k.apiProducts.map((p) => p.apiproduct)])).toEqual([[apiKey, ["payments-2"]]]);
+    expect(await local().verify((await localKeys())[0]!, apiKey)).toBeTruthy();
+    const base = { credentialType: "API_KEY", apiKeyId };
+    const updated = await s.call("/v1/updateCredentials", { ...base, apis: [{ id: six.kong, action: "NONE", usagePlans: [{ id: "kong-gold", action: "ADDED" }] }, { id: "payments-2", action: "REMOVED" }] });
+    expect(updated.status).toBe(204);
+    expect(kongAccess()).toEqual({ groups: ["catalog-1"], minute: 600 });
+    expect(clouds.apigee.apps()).toEqual([]); // its gateway's last API went: the app went with it
+    expect((await s.call("/v1/revokeCredentials", base)).status).toBe(204);
+    await expectNothingAnywhere();
+  });
+
+  it("all six in one app is a clear 422 before any gateway call: AWS cannot import Google's key strings", async () => {
+    const calls = () => [clouds.gcp.requests().length, clouds.kong.requests.length, clouds.apigee.requests.length, clouds.aws.stats().calls.CreateApiKey ?? 0];
+    const before = calls();
+    const err = await errorOf(
+      await s.post("/v1/createCredentials", { appName: "All Six", developer: dev, apis: [{ id: six.aws }, { id: six.azure }, { id: six.kong }, { id: six.apigee }, { id: "maps-geo" }, { id: six.local }] }),
+    );
+    expect(err.status).toBe(422);
+    expect(err.messages[0]).toBe(
+      "gateway 'aws' cannot import the API key values gateway 'gcp' generates: they may contain '-', '_', which 'aws' does not accept (^[A-Za-z0-9]{20,128}$)",
+    );
+    expect(calls()).toEqual(before);
   });
 });
 

@@ -54,7 +54,7 @@ describe("the packed install", () => {
     // runtime only: no testkit (the fakes' helper), no TypeScript toolchain
     for (const dev of ["@credhook/provider-testkit", "@credhook/fakes", "tsx", "typescript", "vitest"]) expect(existsSync(join(nm, dev)), dev).toBe(false);
     // the cloud providers ship no fake of their cloud
-    for (const cloud of ["aws", "azure", "gcp"]) {
+    for (const cloud of ["aws", "azure", "gcp", "kong", "apigee"]) {
       const pkg = join(nm, "@credhook", `provider-${cloud}`);
       expect(existsSync(join(pkg, "dist", "index.js")), cloud).toBe(true);
       expect(existsSync(join(pkg, "dist", "fake")) || existsSync(join(pkg, "src", "fake")), cloud).toBe(false);

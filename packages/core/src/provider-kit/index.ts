@@ -1,7 +1,7 @@
 /**
  * What every provider shares: Retry-After parsing, client-side rate limiters,
  * cached health probes, secret redaction, errors that name their gateway, and
- * settling many calls at once, and `defineProvider()` (options typed from their
+ * settling many calls at once, one JSON call over `fetch` (`httpJson`), and `defineProvider()` (options typed from their
  * JSON Schema). Exported from `@credhook/core`.
  */
 export * from "./retry-after.js";
@@ -11,3 +11,4 @@ export * from "./redact.js";
 export * from "./gateway-errors.js";
 export * from "./settle.js";
 export * from "./define-provider.js";
+export * from "./http-json.js";

@@ -1,0 +1,59 @@
+// Shared set-up of the Apigee provider tests: the management API fake, and providers pointed at it
+// through the `endpoint` option with a local credential (`static-token`).
+import { afterEach, beforeEach } from "vitest";
+import { freshPerTest } from "@credhook/provider-testkit";
+export { typedError } from "@credhook/provider-testkit";
+import { randomUUID } from "node:crypto";
+import { type CredentialType, type CredhookError, type GatewayApi, type ProviderCredentialRef, silentLogger } from "@credhook/core";
+import { startApigeeFake, type ApigeeFake, type ApigeeFakeOptions } from "@credhook/fakes/apigee";
+import { createApigeeProvider, type ApigeeProvider, type ApigeeProviderOptions } from "../src/index.js";
+
+/** The gateway name every test provider uses. */
+export const GATEWAY = "apigee-test";
+
+/** The app every test uses. */
+export const app = { appName: "Orders App", developer: "dev@example.com", appSlug: "590d83b5c05f" };
+
+/** What a test file gets (fresh for every test with {@link useFake}). */
+export interface ApigeeContext {
+  fake: ApigeeFake;
+  provider: ApigeeProvider;
+  make: (o?: Partial<ApigeeProviderOptions>, gateway?: string, type?: CredentialType) => ApigeeProvider;
+}
+
+/** Starts a fake (API products orders-gold, orders-silver, echo) and a maker of providers on it. */
+export async function setup(fakeOptions: ApigeeFakeOptions = {}): Promise<ApigeeContext> {
+  const fake = await startApigeeFake({ apiProducts: ["orders-gold", "orders-silver", "echo"], ...fakeOptions });
+  const make = (o: Partial<ApigeeProviderOptions> = {}, gateway = GATEWAY, type: CredentialType = "API_KEY") =>
+    createApigeeProvider(
+      { organization: fake.organization, endpoint: fake.url, credentials: { type: "static-token", token: "fake" }, productMap: { gold: "orders-gold", silver: "orders-silver" }, ...o },
+      { gateway, configPath: `gateways.${gateway}.options`, credentialType: type, logger: silentLogger },
+    );
+  return { fake, provider: make(), make };
+}
+
+/** Registers hooks that start a fresh fake and provider for every test of the file. */
+export function useFake(fakeOptions: ApigeeFakeOptions = {}): ApigeeContext {
+  return freshPerTest({ beforeEach, afterEach }, () => setup(fakeOptions));
+}
+
+/** Creates a credential and returns its reference with the key. */
+export async function createRef(provider: ApigeeProvider, apis: GatewayApi[], apiKeyValue?: string): Promise<ProviderCredentialRef & { apiKey: string }> {
+  const credentialId = randomUUID();
+  const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis, ...(apiKeyValue ? { apiKeyValue } : {}) });
+  return { credentialId, credentialType: "API_KEY", nativeId: cred.nativeId, resources: cred.resources, app, apiKey: cred.apiKey! };
+}
+
+/** What core does after a failed create: revoke the error's `partial`, then what the search by the mark finds. */
+export async function compensate(provider: ApigeeProvider, credentialId: string, err: CredhookError, apis: GatewayApi[]): Promise<string[]> {
+  const outcomes: string[] = [];
+  const ref = { credentialId, credentialType: "API_KEY" as const, app };
+  if (err.partial) outcomes.push(await provider.revoke({ ...ref, nativeId: err.partial.nativeId, resources: err.partial.resources as ProviderCredentialRef["resources"] }));
+  for (const found of await provider.findByCredential({ ...ref, apis })) outcomes.push(await provider.revoke({ ...ref, nativeId: found.nativeId, resources: {} }));
+  return outcomes;
+}
+
+/** Consumer keys that hold at least one API product (what grants access), across the organisation. */
+export function liveKeys(fake: ApigeeFake): string[] {
+  return fake.apps().flatMap((a) => a.credentials.filter((c) => c.status === "approved" && c.apiProducts.length > 0).map((c) => c.consumerKey));
+}

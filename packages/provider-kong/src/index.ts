@@ -1,0 +1,71 @@
+/**
+ * @credhook/provider-kong: API keys as Kong Gateway consumers (key-auth credential,
+ * ACL groups, a rate-limiting plugin), through the Admin API of a self-hosted Kong
+ * (OSS or Enterprise with RBAC) or a Konnect control plane.
+ *
+ * ```yaml
+ * gateways:
+ *   kong:
+ *     provider: kong
+ *     credentialType: API_KEY
+ *     options: { adminUrl: "http://kong-admin:8001", plans: { gold: { minute: 600 } } }
+ * ```
+ */
+import { applyOptionDefaults, ConfigError, defineProvider, type OptionsOf, type ProviderContext, type ResolvedOptionsOf, SlidingWindowLimiter } from "@credhook/core";
+import { KongAdmin } from "./admin.js";
+import { KongProvider } from "./provider.js";
+import { optionsSchema } from "./schema.js";
+
+/** Options of the `kong` provider as written in YAML (`gateways.<name>.options`); see `schema.ts`. */
+export type KongProviderOptions = OptionsOf<typeof optionsSchema>;
+
+/** {@link KongProviderOptions} with every schema default applied. */
+export type KongProviderOptionsWithDefaults = ResolvedOptionsOf<typeof optionsSchema>;
+
+/** What {@link createKongProvider} needs of core's {@link ProviderContext}. */
+type KongContext = Pick<ProviderContext, "gateway" | "configPath" | "credentialType" | "logger">;
+
+/**
+ * Builds the provider of one gateway from options as written (the schema's defaults are applied here).
+ * @throws ConfigError the gateway issues CLIENT_CREDENTIALS (Kong's key-auth holds API keys)
+ */
+export function createKongProvider(options: KongProviderOptions, context: KongContext): KongProvider {
+  return buildKongProvider(applyOptionDefaults(optionsSchema, options), context);
+}
+
+/** {@link createKongProvider} once the schema's defaults are applied. */
+function buildKongProvider(options: KongProviderOptionsWithDefaults, context: KongContext): KongProvider {
+  if (context.credentialType !== "API_KEY") {
+    throw new ConfigError([`[provider-kong] ${context.configPath}: the Kong provider issues API_KEY credentials (key-auth) only, not ${context.credentialType}`]);
+  }
+  const { requests, windowMs } = options.rateLimit;
+  const limiter = requests > 0 ? new SlidingWindowLimiter(requests, windowMs + 50, "Kong Admin API") : undefined;
+  const admin = new KongAdmin({
+    adminUrl: options.adminUrl,
+    auth: options.auth,
+    timeoutMs: options.timeoutMs,
+    maxRetries: options.maxRetries,
+    maxRetryAfterS: options.maxRetryAfterS,
+    gateway: context.gateway,
+    ...(limiter ? { limiter } : {}),
+  });
+  return new KongProvider(
+    admin,
+    { apiMap: options.apiMap, plans: options.plans, policy: options.policy, usernamePrefix: options.usernamePrefix, healthCacheMs: options.healthCacheMs },
+    context.gateway,
+    context.logger,
+    async () => {
+      await limiter?.stop();
+    },
+  );
+}
+
+/** The `kong` provider factory (`provider: kong` in `gateways:`). */
+const kongProviderFactory = defineProvider({ type: "kong", optionsSchema, create: buildKongProvider });
+
+export default kongProviderFactory;
+export { KongProvider, markOf, tagValue, WINDOWS } from "./provider.js";
+export type { PlanLimits, ResolvedKongOptions } from "./provider.js";
+export { KongAdmin, KONG_PERMISSIONS } from "./admin.js";
+export type { KongAuth, KongAdminSettings, KongEntity } from "./admin.js";
+export { optionsSchema } from "./schema.js";

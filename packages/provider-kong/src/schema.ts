@@ -1,0 +1,85 @@
+/**
+ * JSON Schema (draft 2020-12) of the `kong` provider's options (the `options:` block
+ * of a `gateways:` entry with `provider: kong`): the one source of their type, their
+ * defaults and their documentation.
+ */
+
+const limit = { type: "integer", minimum: 1, description: "Requests allowed per window." } as const;
+
+/** The options schema core validates `gateways.<name>.options` with. */
+export const optionsSchema = {
+  $schema: "https://json-schema.org/draft/2020-12/schema",
+  title: "credhook kong provider options",
+  type: "object",
+  additionalProperties: false,
+  required: ["adminUrl"],
+  properties: {
+    adminUrl: {
+      type: "string",
+      pattern: "^https?://[^\\s/]+(/.*)?$",
+      description:
+        "Base URL of the Admin API, with the workspace when Kong Enterprise uses one: `http://kong-admin:8001`, `https://kong-admin.internal:8444/team-a`, or a Konnect control plane's `https://us.api.konghq.com/v2/control-planes/<control-plane id>/core-entities`.",
+    },
+    auth: {
+      description:
+        "How the provider authenticates to the Admin API. `none` (default): an Admin API reachable only from a trusted network. `rbac-token`: Kong Enterprise RBAC, the user's token in the `Kong-Admin-Token` header (write `${KONG_ADMIN_TOKEN}`, never the value). `bearer`: a Konnect personal or system access token in `Authorization: Bearer` (write `${KONNECT_TOKEN}`).",
+      default: { type: "none" },
+      oneOf: [
+        { type: "object", additionalProperties: false, required: ["type"], properties: { type: { const: "none" } } },
+        { type: "object", additionalProperties: false, required: ["type", "token"], properties: { type: { const: "rbac-token" }, token: { type: "string", minLength: 1, description: "The RBAC user's token." } } },
+        { type: "object", additionalProperties: false, required: ["type", "token"], properties: { type: { const: "bearer" }, token: { type: "string", minLength: 1, description: "The Konnect access token." } } },
+      ],
+    },
+    apiMap: {
+      type: "object",
+      additionalProperties: { type: "string", pattern: "^[^,/\\s]+$" },
+      default: {},
+      description:
+        "Portal API id → the ACL group the consumer joins for it (the group an `acl` plugin on that API's service or route allows). Unmapped ids are used as they are. Default `{}` (identity).",
+    },
+    plans: {
+      type: "object",
+      default: {},
+      description:
+        "Portal usage plan id → its limits, set on the consumer's `rate-limiting` plugin. A plan not listed here is unknown (422). With several plans, each window takes the largest limit of them. Default `{}`: an app with no usage plan gets no rate-limiting plugin.",
+      additionalProperties: {
+        type: "object",
+        additionalProperties: false,
+        minProperties: 1,
+        properties: { second: limit, minute: limit, hour: limit, day: limit, month: limit, year: limit },
+      },
+    },
+    policy: {
+      enum: ["local", "cluster", "redis"],
+      default: "local",
+      description: "The rate-limiting plugin's `policy` (where counters live). Konnect and DB-less/hybrid data planes need `local` or `redis`. Default `local`.",
+    },
+    usernamePrefix: {
+      type: "string",
+      pattern: "^[A-Za-z0-9_.-]{1,40}$",
+      default: "credhook-",
+      description: "Prefix of the consumer usernames the provider creates (`<prefix><gateway>-<credential id>`). Default `credhook-`.",
+    },
+    timeoutMs: { type: "integer", minimum: 100, maximum: 600000, default: 10000, description: "Time limit of one Admin API call (ms), retries included; exceeded: 504. Default 10000." },
+    maxRetries: { type: "integer", minimum: 0, maximum: 10, default: 2, description: "Retries of a throttled (429) call, and of a failed (5xx, network) read or delete. Default 2." },
+    maxRetryAfterS: {
+      type: "number",
+      minimum: 0,
+      maximum: 600,
+      default: 10,
+      description: "Longest `Retry-After` (s) waited for inside one request; a longer one answers 503 with it at once. Default 10.",
+    },
+    rateLimit: {
+      type: "object",
+      additionalProperties: false,
+      default: {},
+      description:
+        "Client-side limit of Admin API calls: at most `requests` in any sliding window of `windowMs` (plus 50 ms for clock jitter), retries included; 0 requests: no limit. Self-hosted Kong does not throttle its Admin API; Konnect rate-limits its APIs per organisation and answers 429 with Retry-After (Konnect API reference, https://developer.konghq.com/api/): set it below your organisation's limit there. Default: no limit.",
+      properties: {
+        requests: { type: "integer", minimum: 0, default: 0, description: "Calls per window; 0 turns the limit off. Default 0." },
+        windowMs: { type: "integer", minimum: 1, default: 1000, description: "Window length (ms). Default 1000." },
+      },
+    },
+    healthCacheMs: { type: "integer", minimum: 0, maximum: 3600000, default: 30000, description: "How long a health() answer is reused (ms). Default 30000." },
+  },
+} as const;

@@ -1,0 +1,35 @@
+/** Small helpers the provider packages' own tests share. */
+import { type CredhookError, isCredhookError } from "@credhook/core";
+
+/**
+ * Awaits a promise expected to reject with a typed credhook error, and returns that error.
+ * @throws Error the promise resolved, or rejected with something that is not a credhook error
+ */
+export async function typedError(p: Promise<unknown>): Promise<CredhookError> {
+  try {
+    await p;
+  } catch (err) {
+    if (!isCredhookError(err)) throw new Error(`expected a typed error, got ${String(err)}`);
+    return err;
+  }
+  throw new Error("expected an error, but the call succeeded");
+}
+
+/**
+ * Registers `beforeEach`/`afterEach` hooks (vitest's, passed in) that give every test a fresh
+ * context from `setup` — a fake and providers on it — and close the fake after the test.
+ * The returned object is filled in before each test; a test may replace its fields.
+ */
+export function freshPerTest<C extends { fake: { close(): Promise<void> } }>(
+  hooks: { beforeEach(fn: () => Promise<void>): void; afterEach(fn: () => Promise<void>): void },
+  setup: () => Promise<C>,
+): C {
+  const ctx = {} as C;
+  hooks.beforeEach(async () => {
+    Object.assign(ctx, await setup());
+  });
+  hooks.afterEach(async () => {
+    await ctx.fake.close();
+  });
+  return ctx;
+}
