@@ -18,6 +18,7 @@ import { promisify } from "node:util";
 
 /** scripts/pack.mjs: the same steps the Dockerfile runs. */
 const PACK_SCRIPT = fileURLToPath(new URL("../../../scripts/pack.mjs", import.meta.url));
+const README = fileURLToPath(new URL("../../../README.md", import.meta.url));
 const execFileAsync = promisify(execFile);
 const PASSWORD = "packed-install-password";
 
@@ -124,6 +125,39 @@ describe("the packed install", () => {
     expect(demo.status).toBe(1);
     expect(demo.stderr).toContain("credhook demo runs the cloud fakes and examples/multi-cloud.yaml of the repository");
   });
+});
+
+describe("the README's global install line", () => {
+  /** The README's `npm install -g …` line, exactly as written. */
+  const line = () => {
+    const found = readFileSync(README, "utf8").split("\n").filter((l) => l.startsWith("npm install -g "));
+    expect(found).toHaveLength(1);
+    return found[0]!;
+  };
+
+  it("names the server and every @credhook package it depends on at run time, and nothing else", async () => {
+    const { runtimeTarballs } = (await import(PACK_SCRIPT)) as { runtimeTarballs: (dir: string) => string[] };
+    const braces = /\.\/packs\/credhook-\{([^}]+)\}-(\S+)\.tgz/.exec(line());
+    const named = braces![1]!.split(",").map((p) => `credhook-${p}-${braces![2]}.tgz`);
+    const needed = runtimeTarballs(join(work, "packs")).map((f) => f.slice(f.lastIndexOf("/") + 1));
+    expect(named.sort()).toEqual(needed.sort());
+  });
+
+  it("run as written (bash, in the folder holding ./packs, npm's global prefix an empty folder) installs a `credhook` that serves", async () => {
+    const prefix = join(work, "global");
+    mkdirSync(prefix);
+    const run = spawnSync("bash", ["-c", line()], { cwd: work, env: { ...npmEnv, npm_config_prefix: prefix }, encoding: "utf8", timeout: 170_000 });
+    expect(run.status, run.stderr).toBe(0);
+    const cwd = join(work, "global-serve");
+    mkdirSync(cwd);
+    const cli = serve(cwd, join(prefix, "bin", "credhook"));
+    try {
+      const url = await cli.listening();
+      expect((await fetch(`${url}/readyz`)).status).toBe(204);
+    } finally {
+      expect((await cli.stop()).code).toBe(0);
+    }
+  }, 180_000);
 });
 
 describe("an installed package without its build", () => {
