@@ -22,7 +22,7 @@ import { destination } from "pino";
 import type { EmbeddedGatewayConfig } from "@credhook/provider-local/gateway";
 import { createRuntime, startServer, importProviderModule, SHUTDOWN_MARGIN_MS } from "./app.js";
 import { CONFIG_SEARCH_PLACES, embeddedConfigText, loadConfigFile, maskSecrets, type LoadedConfig } from "./config.js";
-import { createLogger } from "./logging.js";
+import { createLogger, settleLogs } from "./logging.js";
 import { hashPassword } from "./passwords.js";
 import { formatReconcileReport, readAdoptionFile } from "./operations-cli.js";
 import { startTracing } from "./tracing.js";
@@ -83,20 +83,19 @@ program
         const deadlineMs = config.server.shutdownTimeoutMs + SHUTDOWN_MARGIN_MS;
         setTimeout(() => {
           logger.error({ signal, deadlineMs }, "shutdown did not finish in time; exiting anyway");
-          logger.flush?.();
-          process.exit(1);
+          void settleLogs(logger).then(() => process.exit(1));
         }, deadlineMs);
+        const exit = (code: number) => settleLogs(logger).then(() => process.exit(code));
         running!
           .close()
           .then(() => tracing?.shutdown())
           .then(() => {
             logger.info({}, "stopped");
-            logger.flush?.();
-            process.exit(0);
+            return exit(0);
           })
           .catch((err: unknown) => {
             logger.error({ err: { message: (err as Error).message } }, "shutdown failed");
-            process.exit(1);
+            return exit(1);
           });
       };
       process.once("SIGTERM", () => stop("SIGTERM"));

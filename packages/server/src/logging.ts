@@ -7,7 +7,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RequestHandler } from "express";
-import { destination as pinoDestination, pino, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from "pino";
+import { destination as pinoDestination, pino, symbols, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from "pino";
 import { traceIds } from "./tracing.js";
 
 /** Paths redacted from every log line, wherever a secret could appear. */
@@ -58,11 +58,51 @@ function lineFields(_line: object, _level: number, logger: unknown): { requestId
  * write is in flight, and lines that come while one is are written together
  * with the next (one write for many under load, none of them held back when
  * idle). What is still buffered is written synchronously when the process exits
- * (pino's exit handler, also on `process.exit`); only a hard kill can lose it.
+ * (pino's exit handler, also on `process.exit`; call {@link settleLogs} first); only a
+ * hard kill can lose it, and a reader that stopped reading loses what it did not take.
  * Lines written inside a traced request carry its `traceId` and `spanId`; lines
  * written while a request is handled carry its `requestId`, whichever logger (or
  * child) writes them.
  */
+/**
+ * Set once the process exits: from then on a write to a log destination that answers EAGAIN
+ * (a pipe whose reader stopped reading) is given up instead of retried — sonic-boom would
+ * otherwise retry it every 100 ms for ever in pino's exit handler. Registered before any
+ * destination, so before pino's own exit handler.
+ */
+let exiting = false;
+process.once("exit", () => {
+  exiting = true;
+});
+
+/**
+ * Waits until the logger's destination has no write in flight, at most `maxMs` ms, so that
+ * `process.exit` right after finds nothing to flush. Needed because sonic-boom's synchronous
+ * flush at exit (pino's exit handler) retries a write that failed with EPIPE every 100 ms for
+ * ever (sonic-boom 4.2: only EAGAIN/EBUSY are meant to be retried, any other error sleeps and
+ * retries too), so a server whose stdout reader went away (a log shipper or parent that died)
+ * never ended. Once the in-flight write has failed, pino turns the destination into a no-op
+ * (its EPIPE handler) and the exit is immediate. A destination that is not sonic-boom's
+ * returns at once.
+ */
+export async function settleLogs(logger: PinoLogger, maxMs = 250): Promise<void> {
+  const stream = (logger as unknown as Record<symbol, unknown>)[symbols.streamSym] as
+    | { _writing?: boolean; once?(event: string, fn: () => void): void; removeListener?(event: string, fn: () => void): void }
+    | undefined;
+  if (!stream?._writing || typeof stream.once !== "function") return;
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      stream.removeListener?.("drain", done);
+      stream.removeListener?.("error", done);
+      resolve();
+    };
+    const timer = setTimeout(done, maxMs);
+    stream.once!("drain", done);
+    stream.once!("error", done);
+  });
+}
+
 export function createLogger(level: LoggerOptions["level"] = "info", destination?: DestinationStream): PinoLogger {
   const options: LoggerOptions = {
     level,
@@ -72,7 +112,7 @@ export function createLogger(level: LoggerOptions["level"] = "info", destination
     timestamp: pino.stdTimeFunctions.isoTime,
     serializers: { err: safeError },
   };
-  return pino(options, destination ?? pinoDestination({ dest: 1, sync: false }));
+  return pino(options, destination ?? pinoDestination({ dest: 1, sync: false, retryEAGAIN: () => !exiting }));
 }
 
 const PROBES = new Set(["/livez", "/readyz"]);

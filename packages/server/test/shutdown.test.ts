@@ -47,6 +47,31 @@ describe("graceful shutdown", () => {
     expect(child.output()).toContain('"memory":"default"');
   });
 
+  it("`credhook serve` whose stdout and stderr pipes were closed (a log shipper that died) still exits on SIGTERM, within the shutdown timeout", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "credhook-pipes-"));
+    const shutdownTimeoutMs = 2000;
+    writeFileSync(join(dir, "webhook.config.yaml"), LOCAL_YAML.replace("server:\n", `server:\n  port: 0\n  host: 127.0.0.1\n  shutdownTimeoutMs: ${shutdownTimeoutMs}\n`));
+    const cli = spawnCredhook([process.execPath, CLI, "serve", "--config", join(dir, "webhook.config.yaml")], {
+      env: { ...process.env, CREDHOOK_FROM_SOURCE: "1", CREDHOOK_PASSWORD: "pw-for-pipes-test", CREDHOOK_DATA_DIR: dir },
+    });
+    const url = await cli.listening();
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => cli.child.once("exit", (code, signal) => resolve({ code, signal })));
+    // The reading ends go away: every later write of the server fails (EPIPE).
+    cli.child.stdout!.destroy();
+    cli.child.stderr!.destroy();
+    // Requests keep logging into the broken pipes before the signal.
+    for (let i = 0; i < 5; i++) expect((await fetch(`${url}/livez`)).status).toBe(204);
+    await fetch(`${url}/v1/health`, { headers: { authorization: "Basic eDp5" } });
+    const t0 = Date.now();
+    cli.child.kill("SIGTERM");
+    const bound = shutdownTimeoutMs + SHUTDOWN_MARGIN_MS;
+    const timeout = new Promise<"alive">((resolve) => setTimeout(() => resolve("alive"), bound + 3000).unref());
+    const result = await Promise.race([exited, timeout]);
+    if (result === "alive") cli.child.kill("SIGKILL");
+    expect(result).toEqual({ code: 0, signal: null });
+    expect(Date.now() - t0).toBeLessThan(bound + 3000);
+  });
+
   it("CREDHOOK_MEMORY=lean serves with V8 sized for memory (said in the listening line); another value stops the command at once", async () => {
     const dir = mkdtempSync(join(tmpdir(), "credhook-lean-"));
     writeFileSync(join(dir, "webhook.config.yaml"), LOCAL_YAML.replace("server:\n", "server:\n  port: 0\n  host: 127.0.0.1\n"));
