@@ -26,6 +26,7 @@ import { createLogger, settleLogs } from "./logging.js";
 import { hashPassword } from "./passwords.js";
 import { formatReconcileReport, readAdoptionFile } from "./operations-cli.js";
 import { startTracing } from "./tracing.js";
+import { VERSION } from "./version.js";
 
 /** Loads `--config FILE`, `$CREDHOOK_CONFIG` or `./webhook.config.yaml`, else the embedded default. */
 const loadConfig = (file: string | undefined): Promise<LoadedConfig> => loadConfigFile(file, { embeddedDefault: true });
@@ -56,7 +57,11 @@ function reportAndExit(err: unknown): never {
 }
 
 const program = new Command();
-program.name("credhook").description("Multi-cloud credential-provisioning webhook for developer portals").showHelpAfterError();
+program
+  .name("credhook")
+  .description("Multi-cloud credential-provisioning webhook for developer portals")
+  .version(VERSION, "-V, --version", "print credhook's version")
+  .showHelpAfterError();
 
 program
   .command("serve")
@@ -103,6 +108,8 @@ program
       logger.info(
         {
           url: running.url,
+          version: VERSION,
+          node: process.version,
           config: config.configFile,
           gateways: Object.keys(config.gateways),
           tracing: !!tracing,

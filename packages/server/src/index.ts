@@ -5,6 +5,7 @@ export { EDGE_DEFAULTS } from "./edge.js";
 export { loadConfigFile, interpolate, maskSecrets, embeddedConfigText, CONFIG_SEARCH_PLACES, CONFIG_SCHEMA_FILE, EMBEDDED_CONFIG_FILE, MAX_SECRET_FILE_BYTES } from "./config.js";
 export type { LoadedConfig, LoadConfigOptions, InterpolateOptions } from "./config.js";
 export { hashPassword, verifyPassword } from "./passwords.js";
+export { VERSION } from "./version.js";
 export { createLogger, REDACT_PATHS } from "./logging.js";
 export { errorBody } from "./http-errors.js";
 export { createReadiness } from "./probes.js";

@@ -9,10 +9,12 @@
  *   exists on the gateway without credhook's mark (left live: someone else's key);
  * - `credhook_embedded_gateway_requests_total{endpoint,status}`: answers of the embedded
  *   gateway (key checks by decision: 200, 401, 403, 429, 503; token, introspection, …);
+ * - `credhook_build_info{version,node}`: always 1; the running credhook and Node.js versions;
  * - Node.js process metrics with the `credhook_` prefix.
  */
 import type { NextFunction, Request, Response } from "express";
-import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { VERSION } from "./version.js";
 
 /** The metrics of one server. */
 export interface Metrics {
@@ -31,6 +33,10 @@ export interface Metrics {
 export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: "credhook_" });
+  new Gauge({ name: "credhook_build_info", help: "credhook's version and the Node.js version it runs on (always 1).", labelNames: ["version", "node"], registers: [registry] }).set(
+    { version: VERSION, node: process.version },
+    1,
+  );
   const requests = new Counter({ name: "credhook_http_requests_total", help: "Answered HTTP requests.", labelNames: ["route", "method", "status"], registers: [registry] });
   const duration = new Histogram({
     name: "credhook_http_request_duration_seconds",

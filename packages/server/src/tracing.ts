@@ -24,6 +24,7 @@ import type { NextFunction, Request, Response } from "express";
 import { context, propagation, ProxyTracerProvider, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from "@opentelemetry/api";
 import type { SpanExporter } from "@opentelemetry/sdk-trace-node";
 import { ConfigError, isCredhookError, type Gateway, type Provider } from "@credhook/core";
+import { VERSION } from "./version.js";
 
 /** Instrumentation scope name of credhook's spans. */
 export const TRACER_NAME = "credhook";
@@ -80,7 +81,7 @@ export interface StartTracingOptions {
    * processor (tests: an `InMemorySpanExporter`). Tracing is then on whatever the environment says.
    */
   exporter?: SpanExporter;
-  /** `service.version` resource attribute. */
+  /** `service.version` resource attribute. @default credhook's {@link VERSION} */
   serviceVersion?: string;
 }
 
@@ -89,7 +90,7 @@ export interface StartTracingOptions {
  * a NodeTracerProvider (AsyncLocalStorage context, W3C trace context propagation,
  * `OTEL_TRACES_SAMPLER`), a batch processor (`OTEL_BSP_*`) and the OTLP/HTTP protobuf
  * exporter (`OTEL_EXPORTER_OTLP_*ENDPOINT`, `_HEADERS`, `_TIMEOUT`), with the resource
- * `service.name=credhook` unless `OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES` say otherwise.
+ * `service.name=credhook` and `service.version` (credhook's version) unless `OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES` say otherwise.
  * The SDK packages are imported only here, only then.
  * @returns the running SDK, or undefined when traces are off
  * @throws ConfigError see {@link tracingRequested}
@@ -107,7 +108,7 @@ export async function startTracing(options: StartTracingOptions = {}): Promise<T
     processor = new BatchSpanProcessor(new OTLPTraceExporter());
   }
   const resource = defaultResource()
-    .merge(resourceFromAttributes({ "service.name": "credhook", ...(options.serviceVersion ? { "service.version": options.serviceVersion } : {}) }))
+    .merge(resourceFromAttributes({ "service.name": "credhook", "service.version": options.serviceVersion ?? VERSION }))
     .merge(detectResources({ detectors: [envDetector] }));
   const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
   provider.register();
