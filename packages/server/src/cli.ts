@@ -22,6 +22,7 @@ import { destination } from "pino";
 import type { EmbeddedGatewayConfig } from "@credhook/provider-local/gateway";
 import { createRuntime, startServer, importProviderModule, SHUTDOWN_MARGIN_MS } from "./app.js";
 import { CONFIG_SEARCH_PLACES, embeddedConfigText, loadConfigFile, maskSecrets, type LoadedConfig } from "./config.js";
+import { describeListenError } from "./listen-errors.js";
 import { createLogger, settleLogs } from "./logging.js";
 import { hashPassword } from "./passwords.js";
 import { formatReconcileReport, readAdoptionFile } from "./operations-cli.js";
@@ -69,8 +70,10 @@ program
   .option("-c, --config <file>", "config file (default: ./webhook.config.yaml, or $CREDHOOK_CONFIG)")
   .action(async (opts: { config?: string }) => {
     let running;
+    let loaded: LoadedConfig | undefined;
     try {
       const config = await loadConfig(opts.config);
+      loaded = config;
       const logger = createLogger(config.server.logLevel);
       if (config.embeddedDefault) {
         logger.info(
@@ -78,7 +81,7 @@ program
           `no ${CONFIG_SEARCH_PLACES[0]} in ${process.cwd()} (nor --config, nor CREDHOOK_CONFIG): serving the embedded default; \`credhook init\` writes it to a file you can edit`,
         );
       }
-      const tracing = await startTracing();
+      const tracing = await startTracing({ logger });
       running = await startServer(config, { logger });
       // Signal handlers before the line that says it listens: whoever waits for that line (a supervisor, a test)
       // may send SIGTERM at once, and must find the graceful shutdown in place, not the default (killed).
@@ -120,7 +123,7 @@ program
         "credhook listening",
       );
     } catch (err) {
-      reportAndExit(err);
+      reportAndExit((loaded && describeListenError(err, loaded)) ?? err);
     }
   });
 

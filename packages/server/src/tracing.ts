@@ -21,7 +21,7 @@
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import type { IncomingHttpHeaders } from "node:http";
 import type { NextFunction, Request, Response } from "express";
-import { context, propagation, ProxyTracerProvider, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from "@opentelemetry/api";
+import { context, diag, DiagLogLevel, propagation, ProxyTracerProvider, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from "@opentelemetry/api";
 import type { SpanExporter } from "@opentelemetry/sdk-trace-node";
 import { ConfigError, isCredhookError, type Gateway, type Provider } from "@credhook/core";
 import { VERSION } from "./version.js";
@@ -69,8 +69,43 @@ export function tracingRequested(env: Record<string, string | undefined> = proce
 
 /** A started tracing SDK. */
 export interface Tracing {
-  /** Flushes pending spans and stops the SDK (call on shutdown). */
-  shutdown(): Promise<void>;
+  /**
+   * Flushes pending spans and stops the SDK (call on shutdown), waiting at most `maxMs` ms
+   * (default {@link TRACING_SHUTDOWN_MS}) for an exporter that does not answer: the spans still
+   * pending then are dropped, and said so once in the log.
+   */
+  shutdown(maxMs?: number): Promise<void>;
+}
+
+/** How long {@link Tracing.shutdown} waits for the last spans to be exported, ms. */
+export const TRACING_SHUTDOWN_MS = 2000;
+
+/** The logger tracing reports to: an export that failed, a flush that did not finish in time. */
+export interface TracingLogger {
+  warn(fields: object, msg: string): void;
+}
+
+/**
+ * Routes the SDK's errors (an OTLP export that failed: unreachable or invalid endpoint, a
+ * refusing Collector…, which the SDK reports through `diag` and otherwise drops) to `logger`,
+ * once: the first one is logged with its message (never a stack), later ones only counted
+ * silently — an unreachable Collector would otherwise write a line per batch.
+ */
+function reportSdkErrorsOnce(logger: TracingLogger | undefined, endpoint: string | undefined): void {
+  let reported = false;
+  const error = (message: string) => {
+    if (reported || !logger) return;
+    reported = true;
+    let reason = message;
+    try {
+      reason = (JSON.parse(message) as { message?: string }).message ?? message;
+    } catch {
+      // not JSON: the message as it is
+    }
+    logger.warn({ endpoint, reason: reason.slice(0, 300) }, "OpenTelemetry: traces cannot be exported (logged once; spans are dropped until the exporter recovers)");
+  };
+  const ignore = () => {};
+  diag.setLogger({ error, warn: ignore, info: ignore, debug: ignore, verbose: ignore }, { logLevel: DiagLogLevel.ERROR, suppressOverrideMessage: true });
 }
 
 /** Options of {@link startTracing}. */
@@ -83,6 +118,8 @@ export interface StartTracingOptions {
   exporter?: SpanExporter;
   /** `service.version` resource attribute. @default credhook's {@link VERSION} */
   serviceVersion?: string;
+  /** Where the SDK's errors (a failed export) and a late shutdown are reported, once. @default nowhere */
+  logger?: TracingLogger;
 }
 
 /**
@@ -111,12 +148,21 @@ export async function startTracing(options: StartTracingOptions = {}): Promise<T
     .merge(resourceFromAttributes({ "service.name": "credhook", "service.version": options.serviceVersion ?? VERSION }))
     .merge(detectResources({ detectors: [envDetector] }));
   const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
+  const env = options.env ?? process.env;
+  reportSdkErrorsOnce(options.logger, env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT);
   provider.register();
   const stopInstrumentations = await instrumentCloudHttp(provider);
   return {
-    async shutdown() {
+    async shutdown(maxMs = TRACING_SHUTDOWN_MS) {
       stopInstrumentations();
-      await provider.shutdown();
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<"late">((resolve) => {
+        timer = setTimeout(() => resolve("late"), maxMs);
+      });
+      const outcome = await Promise.race([provider.shutdown().catch(() => undefined), late]);
+      clearTimeout(timer);
+      if (outcome === "late") options.logger?.warn({ maxMs }, "OpenTelemetry: the last spans were not exported in time; dropped");
+      diag.disable();
       trace.disable();
       context.disable();
       propagation.disable();
