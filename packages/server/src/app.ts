@@ -24,6 +24,7 @@ import { createLogger, requestLogger } from "./logging.js";
 import { resolveUsers } from "./passwords.js";
 import { createReadiness, livez, readyz } from "./probes.js";
 import { traceGateways, traceRequests } from "./tracing.js";
+import { bundledModules } from "./modules.js";
 
 /**
  * `credhook serve` on SIGTERM/SIGINT: time allowed after `server.shutdownTimeoutMs`
@@ -102,8 +103,10 @@ export async function openStore(config: CredhookConfig, logger: Logger = silentL
   return loadStore(config, { importModule: importProviderModule, logger, baseDir });
 }
 
-/** Imports a provider package: from the server's own dependencies first, then from the working directory (third-party providers). */
+/** Imports a provider package: from a bundle's own modules, then the server's own dependencies, then the working directory (third-party providers). */
 export async function importProviderModule(specifier: string): Promise<unknown> {
+  const bundled = bundledModules.get(specifier);
+  if (bundled) return bundled();
   try {
     return await import(specifier);
   } catch (err) {
