@@ -21,9 +21,9 @@ import { createEdgeServer, edgeChecks } from "./edge.js";
 import { errorHandler, sendError, sendJson } from "./http-errors.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { createLogger, requestLogger } from "./logging.js";
-import { resolveUsers } from "./passwords.js";
+import { announceGeneratedPassword, resolveUsers } from "./passwords.js";
 import { createReadiness, livez, readyz } from "./probes.js";
-import { traceGateways, traceRequests } from "./tracing.js";
+import { type GatewayCallObserver, traceGateways, traceRequests } from "./tracing.js";
 import { bundledModules } from "./modules.js";
 
 /**
@@ -136,7 +136,10 @@ export interface CredhookRuntime {
  * Opens the store (unless given) and loads every gateway's provider.
  * @throws ConfigError when a provider fails to load or validate, or the store cannot be opened
  */
-export async function createRuntime(config: CredhookConfig, options: { logger?: PinoLogger; store?: CredentialStore } = {}): Promise<CredhookRuntime> {
+export async function createRuntime(
+  config: CredhookConfig,
+  options: { logger?: PinoLogger; store?: CredentialStore; onGatewayCall?: GatewayCallObserver } = {},
+): Promise<CredhookRuntime> {
   const logger = (options.logger ?? createLogger(config.server.logLevel)) as unknown as Logger;
   const store = options.store ?? (await openStore(config, logger));
   try {
@@ -146,7 +149,7 @@ export async function createRuntime(config: CredhookConfig, options: { logger?: 
       stateFor: (g) => store.stateFor(g),
       ...(store.rateSlots ? { rateSlots: store.rateSlots } : {}),
     });
-    const orchestrator = new Orchestrator({ gateways: traceGateways(gateways), router: createRouter(config.routes), store, logger, abandonSettleMs: (config.reconcile?.settleS ?? 300) * 1000 });
+    const orchestrator = new Orchestrator({ gateways: traceGateways(gateways, options.onGatewayCall), router: createRouter(config.routes), store, logger, abandonSettleMs: (config.reconcile?.settleS ?? 300) * 1000 });
     return {
       store,
       orchestrator,
@@ -170,28 +173,20 @@ export async function createRuntime(config: CredhookConfig, options: { logger?: 
  */
 export async function createApp(config: CredhookConfig, options: AppOptions = {}): Promise<CredhookApp> {
   const logger = options.logger ?? createLogger(config.server.logLevel);
-  const runtime = await createRuntime(config, { logger, ...(options.store ? { store: options.store } : {}) });
+  const metrics = createMetrics();
+  const runtime = await createRuntime(config, { logger, onGatewayCall: metrics.observeGatewayCall, ...(options.store ? { store: options.store } : {}) });
   const { store, orchestrator } = runtime;
   let users;
   try {
     users = await resolveUsers(
       config.server.auth.users,
       config.dataDir,
-      options.announcePassword ??
-        ((username, password, file) => {
-          process.stderr.write(
-            `\ncredhook: no password is set for portal user '${username}', so one was generated.\n` +
-              `  It is shown only now; only its scrypt hash is kept, in ${file}.\n` +
-              `  Basic credentials: ${username}:${password}\n` +
-              `  To choose your own, set CREDHOOK_PASSWORD (and delete that file).\n\n`,
-          );
-        }),
+      options.announcePassword ?? announceGeneratedPassword,
     );
   } catch (err) {
     await runtime.close();
     throw err;
   }
-  const metrics = createMetrics();
   let created: Awaited<ReturnType<typeof createEmbeddedGateway>>;
   try {
     created = await createEmbeddedGateway(config, runtime, logger, metrics.observeGateway);

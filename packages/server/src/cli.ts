@@ -23,8 +23,8 @@ import type { EmbeddedGatewayConfig } from "@credhook/provider-local/gateway";
 import { createRuntime, startServer, importProviderModule, SHUTDOWN_MARGIN_MS } from "./app.js";
 import { CONFIG_SEARCH_PLACES, embeddedConfigText, loadConfigFile, maskSecrets, type LoadedConfig } from "./config.js";
 import { describeListenError } from "./listen-errors.js";
-import { createLogger, settleLogs } from "./logging.js";
-import { hashPassword } from "./passwords.js";
+import { createLogger, operatorMessage, settleLogs } from "./logging.js";
+import { hashPassword, passwordProblem } from "./passwords.js";
 import { formatReconcileReport, readAdoptionFile } from "./operations-cli.js";
 import { startTracing } from "./tracing.js";
 import { VERSION } from "./version.js";
@@ -48,12 +48,16 @@ function embeddedGatewaySummary(gw: EmbeddedGatewayConfig | undefined): string[]
   ];
 }
 
-function reportAndExit(err: unknown): never {
-  if (isCredhookError(err)) {
-    process.stderr.write(`credhook: ${err instanceof ConfigError ? "invalid configuration" : "error"}:\n${err.messages.map((m) => `  - ${m}`).join("\n")}\n`);
-  } else {
-    process.stderr.write(`credhook: ${(err as Error)?.message ?? String(err)}\n`);
-  }
+/**
+ * Says why the command failed on stderr and exits 1. With `json` (`credhook serve`, whose output a
+ * log pipeline reads), one JSON line when stdout is not a terminal (see operatorMessage).
+ */
+function reportAndExit(err: unknown, json = false): never {
+  const messages = isCredhookError(err) ? err.messages : [(err as Error)?.message ?? String(err)];
+  const what = isCredhookError(err) ? (err instanceof ConfigError ? "invalid configuration" : "error") : undefined;
+  const text = what ? `credhook: ${what}:\n${messages.map((m) => `  - ${m}`).join("\n")}` : `credhook: ${messages[0]}`;
+  if (json) operatorMessage("fatal", `credhook could not start${what ? `: ${what}` : ""}`, { messages }, text);
+  else process.stderr.write(`${text}\n`);
   process.exit(1);
 }
 
@@ -123,7 +127,7 @@ program
         "credhook listening",
       );
     } catch (err) {
-      reportAndExit((loaded && describeListenError(err, loaded)) ?? err);
+      reportAndExit((loaded && describeListenError(err, loaded)) ?? err, true);
     }
   });
 
@@ -255,7 +259,8 @@ program
     const chunks: Buffer[] = [];
     for await (const c of process.stdin) chunks.push(c as Buffer);
     const password = Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
-    if (password.length < 12) reportAndExit(new Error("the password must have at least 12 characters"));
+    const problem = passwordProblem(password);
+    if (problem) reportAndExit(new Error(problem));
     process.stdout.write(`${await hashPassword(password)}\n`);
   });
 

@@ -11,4 +11,4 @@ export { errorBody } from "./http-errors.js";
 export { createReadiness } from "./probes.js";
 export type { Readiness, ReadinessOptions, ReadinessResult } from "./probes.js";
 export { startTracing, TRACING_SHUTDOWN_MS, tracingRequested, traceProvider, traceGateways, traceRequests, cloudRequestId, cloudRequestIdIn, CLOUD_REQUEST_ID_HEADERS, TRACER_NAME } from "./tracing.js";
-export type { Tracing, TracingLogger, TracingRequest, StartTracingOptions } from "./tracing.js";
+export type { GatewayCallObserver, Tracing, TracingLogger, TracingRequest, StartTracingOptions } from "./tracing.js";

@@ -53,7 +53,8 @@ function lineFields(_line: object, _level: number, logger: unknown): { requestId
 }
 
 /**
- * Creates the process logger. `destination` defaults to stdout (fd 1), written
+ * Creates the process logger: one JSON object per line, its level as a string (`"level":"info"`).
+ * `destination` defaults to stdout (fd 1), written
  * asynchronously: a line is handed to the operating system at once when no
  * write is in flight, and lines that come while one is are written together
  * with the next (one write for many under load, none of them held back when
@@ -110,9 +111,23 @@ export function createLogger(level: LoggerOptions["level"] = "info", destination
     mixin: lineFields,
     redact: { paths: REDACT_PATHS, censor: "[redacted]" },
     timestamp: pino.stdTimeFunctions.isoTime,
+    // "level":"info", not pino's number 30: what log pipelines and people read without a table.
+    formatters: { level: (label) => ({ level: label }) },
     serializers: { err: safeError },
   };
   return pino(options, destination ?? pinoDestination({ dest: 1, sync: false, retryEAGAIN: () => !exiting }));
+}
+
+/**
+ * Writes a message meant for the operator — a start-up failure, the generated password — on
+ * stderr: as the plain `text` when stdout is a terminal (someone is reading), else as one JSON
+ * line shaped like the logger's (`level`, `time`, `service`, `msg`, and `fields`), so that a log
+ * pipeline reading a container's or a service's output gets JSON on every line.
+ * @param stream where to write; default stderr
+ */
+export function operatorMessage(level: "fatal" | "error" | "warn", msg: string, fields: Record<string, unknown>, text: string, stream: NodeJS.WritableStream = process.stderr): void {
+  if (process.stdout.isTTY) stream.write(text.endsWith("\n") ? text : `${text}\n`);
+  else stream.write(`${JSON.stringify({ level, time: new Date().toISOString(), service: "credhook", msg, ...fields })}\n`);
 }
 
 const PROBES = new Set(["/livez", "/readyz"]);

@@ -3,17 +3,22 @@
  * `GET /metrics` behind the same Basic auth as the webhook:
  * - `credhook_http_requests_total{route,method,status}`: answered requests;
  * - `credhook_http_request_duration_seconds{route}`: latency histogram (s);
- * - `credhook_errors_total{route,code}`: 4xx/5xx answers by credhook error code;
+ * - `credhook_errors_total{route,status,code}`: 4xx/5xx answers by HTTP status and credhook error
+ *   code (`code="NONE"` for an answer without one), two labels, never one mixing both;
  * - `credhook_gateway_requests_total{gateway,route,outcome}`: requests that touched each gateway;
+ * - `credhook_gateway_call_duration_seconds{gateway,operation,outcome}`: every provider call (create,
+ *   update, revoke, readSecret, rotateSecret, listOwned, health), outcome `ok` or the error code;
  * - `credhook_revoke_unowned_total{gateway}`: revokes of an id credhook does not know whose resource
  *   exists on the gateway without credhook's mark (left live: someone else's key);
  * - `credhook_embedded_gateway_requests_total{endpoint,status}`: answers of the embedded
  *   gateway (key checks by decision: 200, 401, 403, 429, 503; token, introspection, …);
  * - `credhook_build_info{version,node}`: always 1; the running credhook and Node.js versions;
- * - Node.js process metrics with the `credhook_` prefix.
+ * - prom-client's default process and Node.js metrics under their standard names (`process_*`,
+ *   `nodejs_*`), as dashboards for Node.js services expect them.
  */
 import type { NextFunction, Request, Response } from "express";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { GatewayCallObserver } from "./tracing.js";
 import { VERSION } from "./version.js";
 
 /** The metrics of one server. */
@@ -27,17 +32,21 @@ export interface Metrics {
   unownedRevokes: Counter<"gateway">;
   /** Counts one answer of the embedded gateway. */
   observeGateway(endpoint: string, status: number): void;
+  /** Observes one provider call: `credhook_gateway_call_duration_seconds{gateway,operation,outcome}`. */
+  observeGatewayCall: GatewayCallObserver;
 }
 
 /** Creates a private registry with credhook's metrics and the process defaults. */
 export function createMetrics(): Metrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: "credhook_" });
+  collectDefaultMetrics({ register: registry });
   new Gauge({ name: "credhook_build_info", help: "credhook's version and the Node.js version it runs on (always 1).", labelNames: ["version", "node"], registers: [registry] }).set(
     { version: VERSION, node: process.version },
     1,
   );
-  const requests = new Counter({ name: "credhook_http_requests_total", help: "Answered HTTP requests.", labelNames: ["route", "method", "status"], registers: [registry] });
+  /** A counter on this registry. */
+  const counter = <L extends string>(name: string, help: string, labelNames: L[]) => new Counter<L>({ name, help, labelNames, registers: [registry] });
+  const requests = counter("credhook_http_requests_total", "Answered HTTP requests.", ["route", "method", "status"]);
   const duration = new Histogram({
     name: "credhook_http_request_duration_seconds",
     help: "Time to answer a request, seconds.",
@@ -45,31 +54,24 @@ export function createMetrics(): Metrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
   });
-  const errors = new Counter({ name: "credhook_errors_total", help: "4xx/5xx answers by error code.", labelNames: ["route", "code"], registers: [registry] });
-  const gateways = new Counter({
-    name: "credhook_gateway_requests_total",
-    help: "Requests that touched a gateway, by outcome (ok or error).",
-    labelNames: ["gateway", "route", "outcome"],
+  const errors = counter("credhook_errors_total", "4xx/5xx answers by HTTP status and credhook error code (NONE: no code).", ["route", "status", "code"]);
+  const gatewayCalls = new Histogram({
+    name: "credhook_gateway_call_duration_seconds",
+    help: "Duration of each call credhook made to a gateway's provider, seconds, by outcome (ok or the error code).",
+    labelNames: ["gateway", "operation", "outcome"],
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [registry],
   });
-  const unownedRevokes = new Counter({
-    name: "credhook_revoke_unowned_total",
-    help: "Revokes of an id credhook does not know, whose resource exists on the gateway without credhook's mark (left live).",
-    labelNames: ["gateway"],
-    registers: [registry],
-  });
-  const embedded = new Counter({
-    name: "credhook_embedded_gateway_requests_total",
-    help: "Answers of the embedded gateway, by endpoint (check, token, introspection, jwks, metadata, other) and status.",
-    labelNames: ["endpoint", "status"],
-    registers: [registry],
-  });
+  const gateways = counter("credhook_gateway_requests_total", "Requests that touched a gateway, by outcome (ok or error).", ["gateway", "route", "outcome"]);
+  const unownedRevokes = counter("credhook_revoke_unowned_total", "Revokes of an id credhook does not know, whose resource exists on the gateway without credhook's mark (left live).", ["gateway"]);
+  const embedded = counter("credhook_embedded_gateway_requests_total", "Answers of the embedded gateway, by endpoint (check, token, introspection, jwks, metadata, other) and status.", ["endpoint", "status"]);
   const known = new Set(["/v1/createCredentials", "/v1/updateCredentials", "/v1/revokeCredentials", "/v1/health", "/metrics", "/livez", "/readyz"]);
   // One labelled child per label set, made once: the key check and the webhook count every request, so labels are not hashed per request.
   const embeddedChildren = new Map<string, { inc(): void }>();
   const durationOf = new Map<string, { observe(seconds: number): void }>();
   const requestsOf = new Map<string, { inc(): void }>();
   const gatewayRequestsOf = new Map<string, { inc(): void }>();
+  const gatewayCallsOf = new Map<string, { observe(seconds: number): void }>();
   /** The child of `key` in `children`, made by `make` on first use. */
   const child = <C>(children: Map<string, C>, key: string, make: () => C): C => {
     let c = children.get(key);
@@ -82,6 +84,9 @@ export function createMetrics(): Metrics {
   return {
     registry,
     unownedRevokes,
+    observeGatewayCall(gateway, operation, outcome, seconds) {
+      child(gatewayCallsOf, `${gateway} ${operation} ${outcome}`, () => gatewayCalls.labels({ gateway, operation, outcome })).observe(seconds);
+    },
     observeGateway(endpoint, status) {
       child(embeddedChildren, `${endpoint} ${status}`, () => embedded.labels({ endpoint, status: String(status) })).inc();
     },
@@ -92,7 +97,7 @@ export function createMetrics(): Metrics {
         const status = String(res.statusCode);
         child(durationOf, route, () => duration.labels({ route })).observe((performance.now() - start) / 1000);
         child(requestsOf, `${route} ${req.method} ${status}`, () => requests.labels({ route, method: req.method, status })).inc();
-        if (res.statusCode >= 400) errors.inc({ route, code: String(res.locals.errorCode ?? res.statusCode) });
+        if (res.statusCode >= 400) errors.inc({ route, status, code: String(res.locals.errorCode ?? "NONE") });
         const outcome = res.statusCode >= 400 ? "error" : "ok";
         for (const g of (res.locals.gateways as string[] | undefined) ?? []) {
           child(gatewayRequestsOf, `${g} ${route} ${outcome}`, () => gateways.labels({ gateway: g, route, outcome })).inc();
@@ -102,7 +107,7 @@ export function createMetrics(): Metrics {
     },
     refused(status, reason) {
       requests.inc({ route: "other", method: "-", status: String(status) });
-      errors.inc({ route: "other", code: reason });
+      errors.inc({ route: "other", status: String(status), code: reason });
     },
   };
 }

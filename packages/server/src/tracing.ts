@@ -353,24 +353,45 @@ async function inGatewaySpan<T>(gateway: Gateway, operation: string, fn: () => P
   );
 }
 
+/** Receives each provider call's gateway, operation, outcome (`ok` or the error code) and duration in seconds (the metrics' histogram). */
+export type GatewayCallObserver = (gateway: string, operation: string, outcome: string, seconds: number) => void;
+
+/** Runs `fn` and reports its outcome and duration to `observe`. */
+async function timed<T>(observe: GatewayCallObserver, gateway: string, operation: string, fn: () => Promise<T>): Promise<T> {
+  const start = performance.now();
+  let outcome = "ok";
+  try {
+    return await fn();
+  } catch (err) {
+    outcome = isCredhookError(err) ? err.code : "INTERNAL";
+    throw err;
+  } finally {
+    observe(gateway, operation, outcome, (performance.now() - start) / 1000);
+  }
+}
+
 /**
  * Wraps one gateway's provider so that every call of a {@link TRACED_OPERATIONS}
- * method runs in its own span (a no-op when traces are off). Capabilities,
- * `close` and absent optional methods are passed through unchanged.
+ * method runs in its own span (a no-op when traces are off) and, with `observe`,
+ * is timed for the metrics. Capabilities, `close` and absent optional methods are
+ * passed through unchanged.
  */
-export function traceProvider(gateway: Gateway): Provider {
+export function traceProvider(gateway: Gateway, observe?: GatewayCallObserver): Provider {
   const provider = gateway.provider;
   return new Proxy(provider, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver) as unknown;
       if (typeof prop !== "string" || !TRACED_OPERATIONS.has(prop) || typeof value !== "function") return value;
       const call = value as (...a: unknown[]) => Promise<unknown>;
-      return (...args: unknown[]) => (tracingRegistered() ? inGatewaySpan(gateway, prop, () => call.apply(target, args)) : call.apply(target, args));
+      return (...args: unknown[]) => {
+        const run = tracingRegistered() ? () => inGatewaySpan(gateway, prop, () => call.apply(target, args)) : () => call.apply(target, args);
+        return observe ? timed(observe, gateway.name, prop, run) : run();
+      };
     },
   });
 }
 
 /** The same gateways, each with its provider wrapped by {@link traceProvider}. */
-export function traceGateways(gateways: Map<string, Gateway>): Map<string, Gateway> {
-  return new Map([...gateways].map(([name, g]) => [name, { ...g, provider: traceProvider(g) }]));
+export function traceGateways(gateways: Map<string, Gateway>, observe?: GatewayCallObserver): Map<string, Gateway> {
+  return new Map([...gateways].map(([name, g]) => [name, { ...g, provider: traceProvider(g, observe) }]));
 }

@@ -75,12 +75,12 @@ describe("graceful shutdown", () => {
   it("CREDHOOK_MEMORY=lean serves with V8 sized for memory (said in the listening line); another value stops the command at once", async () => {
     const dir = mkdtempSync(join(tmpdir(), "credhook-lean-"));
     writeFileSync(join(dir, "webhook.config.yaml"), LOCAL_YAML.replace("server:\n", "server:\n  port: 0\n  host: 127.0.0.1\n"));
-    const lean = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-lean", CREDHOOK_DATA_DIR: dir, CREDHOOK_MEMORY: "lean" });
+    const lean = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-lean-long-enough", CREDHOOK_DATA_DIR: dir, CREDHOOK_MEMORY: "lean" });
     expect((await fetch(`${lean.url}/livez`)).status).toBe(204);
     expect(lean.output()).toContain('"memory":"lean"');
     expect((await lean.stop()).code).toBe(0);
     const typo = spawnSync(process.execPath, [CLI, "serve", "--config", join(dir, "webhook.config.yaml")], {
-      env: { ...process.env, CREDHOOK_PASSWORD: "pw-lean", CREDHOOK_DATA_DIR: dir, CREDHOOK_MEMORY: "Lean" },
+      env: { ...process.env, CREDHOOK_PASSWORD: "pw-lean-long-enough", CREDHOOK_DATA_DIR: dir, CREDHOOK_MEMORY: "Lean" },
       encoding: "utf8",
     });
     expect(typo.status).toBe(1);
@@ -101,8 +101,8 @@ describe("graceful shutdown", () => {
       );
       expect(yaml).toContain("shutdownTimeoutMs: 1000");
       writeFileSync(join(dir, "webhook.config.yaml"), yaml);
-      const child = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-aws-load", CREDHOOK_DATA_DIR: dir, FAKE_URL: fake.url });
-      const auth = `Basic ${Buffer.from("portal:pw-aws-load").toString("base64")}`;
+      const child = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-aws-load-test", CREDHOOK_DATA_DIR: dir, FAKE_URL: fake.url });
+      const auth = `Basic ${Buffer.from("portal:pw-aws-load-test").toString("base64")}`;
       const load = Array.from({ length: 60 }, (_, i) =>
         fetch(`${child.url}/v1/createCredentials`, {
           method: "POST",
@@ -135,7 +135,7 @@ describe("graceful shutdown", () => {
         `  stuck: { provider: ${FAULTY}, credentialType: API_KEY, options: { label: s, hangOnClose: true } }\nroutes:\n  - { apis: [stuck-*], gateway: stuck }\n`,
       ),
     );
-    const child = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-hang", CREDHOOK_DATA_DIR: dir });
+    const child = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-hang-for-test", CREDHOOK_DATA_DIR: dir });
     const { code, ms } = await child.stop();
     expect(code).toBe(1);
     expect(ms).toBeGreaterThanOrEqual(300 + SHUTDOWN_MARGIN_MS - 100);
