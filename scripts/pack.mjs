@@ -29,6 +29,8 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const SKIP = new Set(["node_modules", "dist", ".git", "data", "coverage"]);
+/** The pnpm the repository pins (package.json "packageManager", e.g. `pnpm@10.34.9`). */
+const PNPM = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).packageManager;
 /** Install-script policy of the installed folder (npm `allowScripts`; name-only entries). */
 export const ALLOW_SCRIPTS = { "better-sqlite3": false, protobufjs: false };
 
@@ -61,7 +63,7 @@ export function pack(out) {
   const dir = stage();
   try {
     // Each package's prepack (tsc -b) builds it; pnpm lists every packed file: kept out of the way.
-    execFileSync("npx", ["--yes", "pnpm@10", "-r", "pack", "--pack-destination", out], { cwd: dir, stdio: ["ignore", "ignore", "inherit"] });
+    execFileSync("npx", ["--yes", PNPM, "-r", "pack", "--pack-destination", out], { cwd: dir, stdio: ["ignore", "ignore", "inherit"] });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
