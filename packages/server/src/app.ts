@@ -176,6 +176,7 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
   const metrics = createMetrics();
   const runtime = await createRuntime(config, { logger, onGatewayCall: metrics.observeGatewayCall, ...(options.store ? { store: options.store } : {}) });
   const { store, orchestrator } = runtime;
+  metrics.watchStore(store);
   let users;
   try {
     users = await resolveUsers(

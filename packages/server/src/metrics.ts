@@ -13,11 +13,14 @@
  * - `credhook_embedded_gateway_requests_total{endpoint,status}`: answers of the embedded
  *   gateway (key checks by decision: 200, 401, 403, 429, 503; token, introspection, …);
  * - `credhook_build_info{version,node}`: always 1; the running credhook and Node.js versions;
+ * - `credhook_store_up`, `credhook_records_abandoned`, `credhook_records_unsettled`,
+ *   `credhook_records_unfinished`: the store, read at each scrape ({@link Metrics.watchStore});
  * - prom-client's default process and Node.js metrics under their standard names (`process_*`,
  *   `nodejs_*`), as dashboards for Node.js services expect them.
  */
 import type { NextFunction, Request, Response } from "express";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { CredentialStore } from "@credhook/core";
 import type { GatewayCallObserver } from "./tracing.js";
 import { VERSION } from "./version.js";
 
@@ -34,6 +37,41 @@ export interface Metrics {
   observeGateway(endpoint: string, status: number): void;
   /** Observes one provider call: `credhook_gateway_call_duration_seconds{gateway,operation,outcome}`. */
   observeGatewayCall: GatewayCallObserver;
+  /**
+   * Reads `store` at each scrape (one set of queries per scrape, at most {@link STORE_SCRAPE_TIMEOUT_MS}):
+   * `credhook_store_up` 1 when it answered, else 0; `credhook_records_abandoned` (creates whose
+   * credential the portal never received, until the sweep cleans them up),
+   * `credhook_records_unsettled` (updates whose outcome on a gateway is unknown) and
+   * `credhook_records_unfinished` (pending or revoking records last written over
+   * {@link UNFINISHED_AFTER_S} s ago: operations a crash interrupted, not yet finished).
+   */
+  watchStore(store: CredentialStore): void;
+}
+
+/** How long a scrape waits for the store before it reports `credhook_store_up 0`, ms. */
+export const STORE_SCRAPE_TIMEOUT_MS = 2000;
+/** Age after which a pending or revoking record counts as unfinished, s. */
+export const UNFINISHED_AFTER_S = 300;
+
+/** The store's figures for one scrape; undefined when the store did not answer in time. */
+async function storeSample(store: CredentialStore): Promise<{ abandoned: number; unsettled: number | undefined; unfinished: number } | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), STORE_SCRAPE_TIMEOUT_MS);
+  });
+  const read = (async () => {
+    const [abandoned, unsettled, unfinished] = await Promise.all([
+      store.listAbandoned(),
+      store.listUnsettled?.(),
+      store.listUnfinished(new Date(Date.now() - UNFINISHED_AFTER_S * 1000).toISOString()),
+    ]);
+    return { abandoned: abandoned.length, unsettled: unsettled?.length, unfinished: unfinished.length };
+  })().catch(() => undefined);
+  try {
+    return await Promise.race([read, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Creates a private registry with credhook's metrics and the process defaults. */
@@ -84,6 +122,32 @@ export function createMetrics(): Metrics {
   return {
     registry,
     unownedRevokes,
+    watchStore(store) {
+      // The gauges of one scrape share one sample: the first collect reads the store, the others wait for it.
+      let sample: ReturnType<typeof storeSample> | undefined;
+      const current = () => {
+        if (!sample) {
+          sample = storeSample(store);
+          void sample.then(() => setTimeout(() => (sample = undefined), 1000).unref());
+        }
+        return sample;
+      };
+      const gauge = (name: string, help: string, value: (s: NonNullable<Awaited<ReturnType<typeof storeSample>>> | undefined) => number | undefined) =>
+        new Gauge({
+          name,
+          help,
+          registers: [registry],
+          async collect() {
+            const v = value(await current());
+            if (v === undefined) this.reset();
+            else this.set(v);
+          },
+        });
+      gauge("credhook_store_up", `1 when the store answered this scrape's reads within ${STORE_SCRAPE_TIMEOUT_MS} ms, else 0.`, (s) => (s ? 1 : 0));
+      gauge("credhook_records_abandoned", "Records of creates whose credential the portal never received, waiting for the sweep to clean them up.", (s) => s?.abandoned);
+      gauge("credhook_records_unsettled", "Records of updates whose outcome on a gateway is unknown, waiting for reconcile.", (s) => s?.unsettled);
+      gauge("credhook_records_unfinished", `Records pending or revoking, last written over ${UNFINISHED_AFTER_S} s ago (interrupted operations not yet finished).`, (s) => s?.unfinished);
+    },
     observeGatewayCall(gateway, operation, outcome, seconds) {
       child(gatewayCallsOf, `${gateway} ${operation} ${outcome}`, () => gatewayCalls.labels({ gateway, operation, outcome })).observe(seconds);
     },
