@@ -20,7 +20,7 @@ const ISOLATED_FILES = ["**/test/tracing.test.ts", "**/test/tracing-sdk.test.ts"
 
 /**
  * The packaging check, a project of its own (`packaging`) that `pnpm test` does not run and
- * `pnpm test:packaging` does (CI runs both): it compiles the workspace, packs every package and
+ * `pnpm test:packaging` does (CI runs both): it packs every package (each prepack compiles it) and
  * installs the tarballs with npm into an empty folder, as an operator would — about 45 s of
  * compiling and installing (50 s of CPU) that tells nothing about a change to the sources'
  * behaviour, so the daily loop does not pay for it.

@@ -3,9 +3,10 @@
 // packed-install test both use:
 //
 //   node scripts/pack.mjs pack <packDir>
-//     Compiles the workspace (tsc -b) in a staging copy — the working tree keeps no
-//     dist/ — and packs every package with `pnpm pack` (workspace:* become versions)
-//     into <packDir>. Prints the tarballs.
+//     Packs every package with `pnpm -r pack` (workspace:* become versions) into <packDir>
+//     from a staging copy of the sources — the working tree keeps no dist/. No build step
+//     of its own: each package's `prepack` script (`tsc -b`) builds it, as it does for
+//     `pnpm -r pack` or `pnpm -r publish` run on a fresh clone. Prints the tarballs.
 //
 //   node scripts/pack.mjs install <packDir> <targetDir>
 //     Installs @credhook/server and the @credhook packages it depends on from those
@@ -28,6 +29,8 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const SKIP = new Set(["node_modules", "dist", ".git", "data", "coverage"]);
+/** The pnpm the repository pins (package.json "packageManager", e.g. `pnpm@10.34.9`). */
+const PNPM = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).packageManager;
 /** Install-script policy of the installed folder (npm `allowScripts`; name-only entries). */
 export const ALLOW_SCRIPTS = { "better-sqlite3": false, protobufjs: false };
 
@@ -59,9 +62,8 @@ export function pack(out) {
   mkdirSync(out, { recursive: true });
   const dir = stage();
   try {
-    run(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-b"], dir);
-    // pnpm lists every packed file: kept out of the way.
-    execFileSync("npx", ["--yes", "pnpm@10", "-r", "pack", "--pack-destination", out], { cwd: dir, stdio: ["ignore", "ignore", "inherit"] });
+    // Each package's prepack (tsc -b) builds it; pnpm lists every packed file: kept out of the way.
+    execFileSync("npx", ["--yes", PNPM, "-r", "pack", "--pack-destination", out], { cwd: dir, stdio: ["ignore", "ignore", "inherit"] });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

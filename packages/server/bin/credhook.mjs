@@ -5,7 +5,8 @@
 // with the "dev-source" export condition so sibling @credhook/* packages resolve to src/,
 // and when a dist/ exists but is stale it says so on stderr (one line), so that a build
 // left behind never runs in place of the code being edited.
-// CREDHOOK_FROM_SOURCE=1 forces the sources.
+// CREDHOOK_FROM_SOURCE=1 forces the sources (in a workspace checkout; an installed package
+// never loads a development tool and stops with a message when it has no dist/).
 // credhook needs Node.js 22 or later (the SQLite store's driver, better-sqlite3 13, is
 // built on Node-API 10): on an older Node it stops here with a message, before anything
 // loads a native addon that would crash.
@@ -37,14 +38,20 @@ const serverDir = fileURLToPath(new URL("..", import.meta.url));
 const built = new URL("../dist/cli.js", import.meta.url);
 
 /**
- * The package folders whose dist/ the compiled CLI loads, in a workspace checkout (a
- * pnpm-workspace.yaml two levels up): every packages/* with a src/. None in an installed
- * package: there dist/ is the build that was packed (file times say nothing), and the
- * sources cannot run (tsx is a development dependency).
+ * Whether this is a workspace checkout (a pnpm-workspace.yaml two levels up) rather than an
+ * installed package. An installed package runs its dist/ build and nothing else: the sources
+ * need esbuild or tsx, development dependencies it does not have.
+ */
+const inWorkspace = existsSync(join(serverDir, "..", "..", "pnpm-workspace.yaml"));
+
+/**
+ * The package folders whose dist/ the compiled CLI loads, in a workspace checkout: every
+ * packages/* with a src/. None in an installed package: there dist/ is the build that was
+ * packed (file times say nothing).
  */
 function packageDirs() {
   const workspace = join(serverDir, "..", "..");
-  if (!existsSync(join(workspace, "pnpm-workspace.yaml"))) return [];
+  if (!inWorkspace) return [];
   const packages = join(workspace, "packages");
   return readdirSync(packages)
     .map((name) => join(packages, name))
@@ -85,7 +92,14 @@ function staleSource() {
   return undefined;
 }
 
-const fromDist = existsSync(built) && !process.env.CREDHOOK_FROM_SOURCE;
+if (!inWorkspace && !existsSync(built)) {
+  process.stderr.write(
+    "credhook: this installed @credhook/server has no build (dist/cli.js is missing): it was packed without one. " +
+      "Pack it with `pnpm pack` or `pnpm -r pack` (each package's prepack script runs `tsc -b`), or install a published release.\n",
+  );
+  process.exit(1);
+}
+const fromDist = existsSync(built) && !(inWorkspace && process.env.CREDHOOK_FROM_SOURCE);
 const stale = fromDist ? staleSource() : undefined;
 if (fromDist && stale === undefined) {
   await import(built.href);

@@ -21,9 +21,10 @@ import { createEdgeServer, edgeChecks } from "./edge.js";
 import { errorHandler, sendError, sendJson } from "./http-errors.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { createLogger, requestLogger } from "./logging.js";
-import { resolveUsers } from "./passwords.js";
+import { announceGeneratedPassword, resolveUsers } from "./passwords.js";
 import { createReadiness, livez, readyz } from "./probes.js";
-import { traceGateways, traceRequests } from "./tracing.js";
+import { type GatewayCallObserver, traceGateways, traceRequests } from "./tracing.js";
+import { bundledModules } from "./modules.js";
 
 /**
  * `credhook serve` on SIGTERM/SIGINT: time allowed after `server.shutdownTimeoutMs`
@@ -102,8 +103,10 @@ export async function openStore(config: CredhookConfig, logger: Logger = silentL
   return loadStore(config, { importModule: importProviderModule, logger, baseDir });
 }
 
-/** Imports a provider package: from the server's own dependencies first, then from the working directory (third-party providers). */
+/** Imports a provider package: from a bundle's own modules, then the server's own dependencies, then the working directory (third-party providers). */
 export async function importProviderModule(specifier: string): Promise<unknown> {
+  const bundled = bundledModules.get(specifier);
+  if (bundled) return bundled();
   try {
     return await import(specifier);
   } catch (err) {
@@ -133,7 +136,10 @@ export interface CredhookRuntime {
  * Opens the store (unless given) and loads every gateway's provider.
  * @throws ConfigError when a provider fails to load or validate, or the store cannot be opened
  */
-export async function createRuntime(config: CredhookConfig, options: { logger?: PinoLogger; store?: CredentialStore } = {}): Promise<CredhookRuntime> {
+export async function createRuntime(
+  config: CredhookConfig,
+  options: { logger?: PinoLogger; store?: CredentialStore; onGatewayCall?: GatewayCallObserver } = {},
+): Promise<CredhookRuntime> {
   const logger = (options.logger ?? createLogger(config.server.logLevel)) as unknown as Logger;
   const store = options.store ?? (await openStore(config, logger));
   try {
@@ -143,7 +149,7 @@ export async function createRuntime(config: CredhookConfig, options: { logger?: 
       stateFor: (g) => store.stateFor(g),
       ...(store.rateSlots ? { rateSlots: store.rateSlots } : {}),
     });
-    const orchestrator = new Orchestrator({ gateways: traceGateways(gateways), router: createRouter(config.routes), store, logger, abandonSettleMs: (config.reconcile?.settleS ?? 300) * 1000 });
+    const orchestrator = new Orchestrator({ gateways: traceGateways(gateways, options.onGatewayCall), router: createRouter(config.routes), store, logger, abandonSettleMs: (config.reconcile?.settleS ?? 300) * 1000 });
     return {
       store,
       orchestrator,
@@ -167,28 +173,21 @@ export async function createRuntime(config: CredhookConfig, options: { logger?: 
  */
 export async function createApp(config: CredhookConfig, options: AppOptions = {}): Promise<CredhookApp> {
   const logger = options.logger ?? createLogger(config.server.logLevel);
-  const runtime = await createRuntime(config, { logger, ...(options.store ? { store: options.store } : {}) });
+  const metrics = createMetrics();
+  const runtime = await createRuntime(config, { logger, onGatewayCall: metrics.observeGatewayCall, ...(options.store ? { store: options.store } : {}) });
   const { store, orchestrator } = runtime;
+  metrics.watchStore(store);
   let users;
   try {
     users = await resolveUsers(
       config.server.auth.users,
       config.dataDir,
-      options.announcePassword ??
-        ((username, password, file) => {
-          process.stderr.write(
-            `\ncredhook: no password is set for portal user '${username}', so one was generated.\n` +
-              `  It is shown only now; only its scrypt hash is kept, in ${file}.\n` +
-              `  Basic credentials: ${username}:${password}\n` +
-              `  To choose your own, set CREDHOOK_PASSWORD (and delete that file).\n\n`,
-          );
-        }),
+      options.announcePassword ?? announceGeneratedPassword,
     );
   } catch (err) {
     await runtime.close();
     throw err;
   }
-  const metrics = createMetrics();
   let created: Awaited<ReturnType<typeof createEmbeddedGateway>>;
   try {
     created = await createEmbeddedGateway(config, runtime, logger, metrics.observeGateway);

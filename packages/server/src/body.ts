@@ -43,8 +43,8 @@ function readError(req: Request, err: { type?: string }, limitBytes: number): Cr
 }
 
 /**
- * Middleware: parses a POST's `application/json` body (UTF-8; gzip, deflate or br
- * allowed) of at most `limitBytes` — on the wire and once decompressed — into
+ * Middleware: parses a POST's `application/json` body (UTF-8, a leading byte order mark
+ * ignored; gzip, deflate or br allowed) of at most `limitBytes` — on the wire and once decompressed — into
  * `req.body`. An empty body is `{}`; a request without a body leaves it undefined.
  * The body of another method (which has no meaning here) is read up to the same
  * limit and ignored.
@@ -78,7 +78,9 @@ export function jsonBody(limitBytes: number): RequestHandler {
     continueIfAwaited(req, res);
     // The body arrives in the socket's async context: the rest of the request runs in the request's (its id on log lines, its trace).
     const parse = (buf: Buffer) => {
-      const text = buf.toString("utf8");
+      // A UTF-8 byte order mark before the JSON text is ignored, as RFC 8259 §8.1 allows
+      // (https://www.rfc-editor.org/rfc/rfc8259#section-8.1): some portal stacks write one.
+      const text = buf.toString("utf8").replace(/^\uFEFF/, "");
       try {
         req.body = text.length === 0 ? {} : (JSON.parse(text) as unknown);
       } catch {

@@ -22,10 +22,12 @@ import { destination } from "pino";
 import type { EmbeddedGatewayConfig } from "@credhook/provider-local/gateway";
 import { createRuntime, startServer, importProviderModule, SHUTDOWN_MARGIN_MS } from "./app.js";
 import { CONFIG_SEARCH_PLACES, embeddedConfigText, loadConfigFile, maskSecrets, type LoadedConfig } from "./config.js";
-import { createLogger } from "./logging.js";
-import { hashPassword } from "./passwords.js";
+import { describeListenError } from "./listen-errors.js";
+import { createLogger, operatorMessage, settleLogs } from "./logging.js";
+import { hashPassword, passwordProblem } from "./passwords.js";
 import { formatReconcileReport, readAdoptionFile } from "./operations-cli.js";
 import { startTracing } from "./tracing.js";
+import { VERSION } from "./version.js";
 
 /** Loads `--config FILE`, `$CREDHOOK_CONFIG` or `./webhook.config.yaml`, else the embedded default. */
 const loadConfig = (file: string | undefined): Promise<LoadedConfig> => loadConfigFile(file, { embeddedDefault: true });
@@ -46,17 +48,25 @@ function embeddedGatewaySummary(gw: EmbeddedGatewayConfig | undefined): string[]
   ];
 }
 
-function reportAndExit(err: unknown): never {
-  if (isCredhookError(err)) {
-    process.stderr.write(`credhook: ${err instanceof ConfigError ? "invalid configuration" : "error"}:\n${err.messages.map((m) => `  - ${m}`).join("\n")}\n`);
-  } else {
-    process.stderr.write(`credhook: ${(err as Error)?.message ?? String(err)}\n`);
-  }
+/**
+ * Says why the command failed on stderr and exits 1. With `json` (`credhook serve`, whose output a
+ * log pipeline reads), one JSON line when stdout is not a terminal (see operatorMessage).
+ */
+function reportAndExit(err: unknown, json = false): never {
+  const messages = isCredhookError(err) ? err.messages : [(err as Error)?.message ?? String(err)];
+  const what = isCredhookError(err) ? (err instanceof ConfigError ? "invalid configuration" : "error") : undefined;
+  const text = what ? `credhook: ${what}:\n${messages.map((m) => `  - ${m}`).join("\n")}` : `credhook: ${messages[0]}`;
+  if (json) operatorMessage("fatal", `credhook could not start${what ? `: ${what}` : ""}`, { messages }, text);
+  else process.stderr.write(`${text}\n`);
   process.exit(1);
 }
 
 const program = new Command();
-program.name("credhook").description("Multi-cloud credential-provisioning webhook for developer portals").showHelpAfterError();
+program
+  .name("credhook")
+  .description("Multi-cloud credential-provisioning webhook for developer portals")
+  .version(VERSION, "-V, --version", "print credhook's version")
+  .showHelpAfterError();
 
 program
   .command("serve")
@@ -64,8 +74,10 @@ program
   .option("-c, --config <file>", "config file (default: ./webhook.config.yaml, or $CREDHOOK_CONFIG)")
   .action(async (opts: { config?: string }) => {
     let running;
+    let loaded: LoadedConfig | undefined;
     try {
       const config = await loadConfig(opts.config);
+      loaded = config;
       const logger = createLogger(config.server.logLevel);
       if (config.embeddedDefault) {
         logger.info(
@@ -73,7 +85,7 @@ program
           `no ${CONFIG_SEARCH_PLACES[0]} in ${process.cwd()} (nor --config, nor CREDHOOK_CONFIG): serving the embedded default; \`credhook init\` writes it to a file you can edit`,
         );
       }
-      const tracing = await startTracing();
+      const tracing = await startTracing({ logger });
       running = await startServer(config, { logger });
       // Signal handlers before the line that says it listens: whoever waits for that line (a supervisor, a test)
       // may send SIGTERM at once, and must find the graceful shutdown in place, not the default (killed).
@@ -83,20 +95,19 @@ program
         const deadlineMs = config.server.shutdownTimeoutMs + SHUTDOWN_MARGIN_MS;
         setTimeout(() => {
           logger.error({ signal, deadlineMs }, "shutdown did not finish in time; exiting anyway");
-          logger.flush?.();
-          process.exit(1);
+          void settleLogs(logger).then(() => process.exit(1));
         }, deadlineMs);
+        const exit = (code: number) => settleLogs(logger).then(() => process.exit(code));
         running!
           .close()
           .then(() => tracing?.shutdown())
           .then(() => {
             logger.info({}, "stopped");
-            logger.flush?.();
-            process.exit(0);
+            return exit(0);
           })
           .catch((err: unknown) => {
             logger.error({ err: { message: (err as Error).message } }, "shutdown failed");
-            process.exit(1);
+            return exit(1);
           });
       };
       process.once("SIGTERM", () => stop("SIGTERM"));
@@ -104,6 +115,8 @@ program
       logger.info(
         {
           url: running.url,
+          version: VERSION,
+          node: process.version,
           config: config.configFile,
           gateways: Object.keys(config.gateways),
           tracing: !!tracing,
@@ -114,7 +127,7 @@ program
         "credhook listening",
       );
     } catch (err) {
-      reportAndExit(err);
+      reportAndExit((loaded && describeListenError(err, loaded)) ?? err, true);
     }
   });
 
@@ -246,7 +259,8 @@ program
     const chunks: Buffer[] = [];
     for await (const c of process.stdin) chunks.push(c as Buffer);
     const password = Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
-    if (password.length < 12) reportAndExit(new Error("the password must have at least 12 characters"));
+    const problem = passwordProblem(password);
+    if (problem) reportAndExit(new Error(problem));
     process.stdout.write(`${await hashPassword(password)}\n`);
   });
 

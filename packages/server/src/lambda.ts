@@ -31,7 +31,7 @@ import { ConfigError, isCredhookError } from "@credhook/core";
 import { createApp, type CredhookApp } from "./app.js";
 import { loadConfigFile, type LoadedConfig } from "./config.js";
 import { errorBody } from "./http-errors.js";
-import { createLogger } from "./logging.js";
+import { createLogger, operatorMessage } from "./logging.js";
 import { startTracing } from "./tracing.js";
 
 /** An API Gateway (REST or HTTP API) or function URL event. */
@@ -134,7 +134,7 @@ export const handler: LambdaHttpHandler = async (event, context) => {
     built = await app();
   } catch (err) {
     const messages = isCredhookError(err) ? err.messages : [(err as Error)?.message ?? String(err)];
-    process.stderr.write(`credhook: cannot start:\n${messages.map((m) => `  - ${m}`).join("\n")}\n`);
+    operatorMessage("error", "credhook could not start", { messages }, `credhook: cannot start:\n${messages.map((m) => `  - ${m}`).join("\n")}`);
     return {
       statusCode: 500,
       headers: { "content-type": "application/json; charset=utf-8" },

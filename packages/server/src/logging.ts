@@ -7,7 +7,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RequestHandler } from "express";
-import { destination as pinoDestination, pino, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from "pino";
+import { destination as pinoDestination, pino, symbols, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from "pino";
 import { traceIds } from "./tracing.js";
 
 /** Paths redacted from every log line, wherever a secret could appear. */
@@ -53,16 +53,57 @@ function lineFields(_line: object, _level: number, logger: unknown): { requestId
 }
 
 /**
- * Creates the process logger. `destination` defaults to stdout (fd 1), written
+ * Creates the process logger: one JSON object per line, its level as a string (`"level":"info"`).
+ * `destination` defaults to stdout (fd 1), written
  * asynchronously: a line is handed to the operating system at once when no
  * write is in flight, and lines that come while one is are written together
  * with the next (one write for many under load, none of them held back when
  * idle). What is still buffered is written synchronously when the process exits
- * (pino's exit handler, also on `process.exit`); only a hard kill can lose it.
+ * (pino's exit handler, also on `process.exit`; call {@link settleLogs} first); only a
+ * hard kill can lose it, and a reader that stopped reading loses what it did not take.
  * Lines written inside a traced request carry its `traceId` and `spanId`; lines
  * written while a request is handled carry its `requestId`, whichever logger (or
  * child) writes them.
  */
+/**
+ * Set once the process exits: from then on a write to a log destination that answers EAGAIN
+ * (a pipe whose reader stopped reading) is given up instead of retried — sonic-boom would
+ * otherwise retry it every 100 ms for ever in pino's exit handler. Registered before any
+ * destination, so before pino's own exit handler.
+ */
+let exiting = false;
+process.once("exit", () => {
+  exiting = true;
+});
+
+/**
+ * Waits until the logger's destination has no write in flight, at most `maxMs` ms, so that
+ * `process.exit` right after finds nothing to flush. Needed because sonic-boom's synchronous
+ * flush at exit (pino's exit handler) retries a write that failed with EPIPE every 100 ms for
+ * ever (sonic-boom 4.2: only EAGAIN/EBUSY are meant to be retried, any other error sleeps and
+ * retries too), so a server whose stdout reader went away (a log shipper or parent that died)
+ * never ended. Once the in-flight write has failed, pino turns the destination into a no-op
+ * (its EPIPE handler) and the exit is immediate. A destination that is not sonic-boom's
+ * returns at once.
+ */
+export async function settleLogs(logger: PinoLogger, maxMs = 250): Promise<void> {
+  const stream = (logger as unknown as Record<symbol, unknown>)[symbols.streamSym] as
+    | { _writing?: boolean; once?(event: string, fn: () => void): void; removeListener?(event: string, fn: () => void): void }
+    | undefined;
+  if (!stream?._writing || typeof stream.once !== "function") return;
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      stream.removeListener?.("drain", done);
+      stream.removeListener?.("error", done);
+      resolve();
+    };
+    const timer = setTimeout(done, maxMs);
+    stream.once!("drain", done);
+    stream.once!("error", done);
+  });
+}
+
 export function createLogger(level: LoggerOptions["level"] = "info", destination?: DestinationStream): PinoLogger {
   const options: LoggerOptions = {
     level,
@@ -70,9 +111,23 @@ export function createLogger(level: LoggerOptions["level"] = "info", destination
     mixin: lineFields,
     redact: { paths: REDACT_PATHS, censor: "[redacted]" },
     timestamp: pino.stdTimeFunctions.isoTime,
+    // "level":"info", not pino's number 30: what log pipelines and people read without a table.
+    formatters: { level: (label) => ({ level: label }) },
     serializers: { err: safeError },
   };
-  return pino(options, destination ?? pinoDestination({ dest: 1, sync: false }));
+  return pino(options, destination ?? pinoDestination({ dest: 1, sync: false, retryEAGAIN: () => !exiting }));
+}
+
+/**
+ * Writes a message meant for the operator — a start-up failure, the generated password — on
+ * stderr: as the plain `text` when stdout is a terminal (someone is reading), else as one JSON
+ * line shaped like the logger's (`level`, `time`, `service`, `msg`, and `fields`), so that a log
+ * pipeline reading a container's or a service's output gets JSON on every line.
+ * @param stream where to write; default stderr
+ */
+export function operatorMessage(level: "fatal" | "error" | "warn", msg: string, fields: Record<string, unknown>, text: string, stream: NodeJS.WritableStream = process.stderr): void {
+  if (process.stdout.isTTY) stream.write(text.endsWith("\n") ? text : `${text}\n`);
+  else stream.write(`${JSON.stringify({ level, time: new Date().toISOString(), service: "credhook", msg, ...fields })}\n`);
 }
 
 const PROBES = new Set(["/livez", "/readyz"]);

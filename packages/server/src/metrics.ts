@@ -3,16 +3,26 @@
  * `GET /metrics` behind the same Basic auth as the webhook:
  * - `credhook_http_requests_total{route,method,status}`: answered requests;
  * - `credhook_http_request_duration_seconds{route}`: latency histogram (s);
- * - `credhook_errors_total{route,code}`: 4xx/5xx answers by credhook error code;
+ * - `credhook_errors_total{route,status,code}`: 4xx/5xx answers by HTTP status and credhook error
+ *   code (`code="NONE"` for an answer without one), two labels, never one mixing both;
  * - `credhook_gateway_requests_total{gateway,route,outcome}`: requests that touched each gateway;
+ * - `credhook_gateway_call_duration_seconds{gateway,operation,outcome}`: every provider call (create,
+ *   update, revoke, readSecret, rotateSecret, listOwned, health), outcome `ok` or the error code;
  * - `credhook_revoke_unowned_total{gateway}`: revokes of an id credhook does not know whose resource
  *   exists on the gateway without credhook's mark (left live: someone else's key);
  * - `credhook_embedded_gateway_requests_total{endpoint,status}`: answers of the embedded
  *   gateway (key checks by decision: 200, 401, 403, 429, 503; token, introspection, …);
- * - Node.js process metrics with the `credhook_` prefix.
+ * - `credhook_build_info{version,node}`: always 1; the running credhook and Node.js versions;
+ * - `credhook_store_up`, `credhook_records_abandoned`, `credhook_records_unsettled`,
+ *   `credhook_records_unfinished`: the store, read at each scrape ({@link Metrics.watchStore});
+ * - prom-client's default process and Node.js metrics under their standard names (`process_*`,
+ *   `nodejs_*`), as dashboards for Node.js services expect them.
  */
 import type { NextFunction, Request, Response } from "express";
-import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { CredentialStore } from "@credhook/core";
+import type { GatewayCallObserver } from "./tracing.js";
+import { VERSION } from "./version.js";
 
 /** The metrics of one server. */
 export interface Metrics {
@@ -25,13 +35,56 @@ export interface Metrics {
   unownedRevokes: Counter<"gateway">;
   /** Counts one answer of the embedded gateway. */
   observeGateway(endpoint: string, status: number): void;
+  /** Observes one provider call: `credhook_gateway_call_duration_seconds{gateway,operation,outcome}`. */
+  observeGatewayCall: GatewayCallObserver;
+  /**
+   * Reads `store` at each scrape (one set of queries per scrape, at most {@link STORE_SCRAPE_TIMEOUT_MS}):
+   * `credhook_store_up` 1 when it answered, else 0; `credhook_records_abandoned` (creates whose
+   * credential the portal never received, until the sweep cleans them up),
+   * `credhook_records_unsettled` (updates whose outcome on a gateway is unknown) and
+   * `credhook_records_unfinished` (pending or revoking records last written over
+   * {@link UNFINISHED_AFTER_S} s ago: operations a crash interrupted, not yet finished).
+   */
+  watchStore(store: CredentialStore): void;
+}
+
+/** How long a scrape waits for the store before it reports `credhook_store_up 0`, ms. */
+export const STORE_SCRAPE_TIMEOUT_MS = 2000;
+/** Age after which a pending or revoking record counts as unfinished, s. */
+export const UNFINISHED_AFTER_S = 300;
+
+/** The store's figures for one scrape; undefined when the store did not answer in time. */
+async function storeSample(store: CredentialStore): Promise<{ abandoned: number; unsettled: number | undefined; unfinished: number } | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), STORE_SCRAPE_TIMEOUT_MS);
+  });
+  const read = (async () => {
+    const [abandoned, unsettled, unfinished] = await Promise.all([
+      store.listAbandoned(),
+      store.listUnsettled?.(),
+      store.listUnfinished(new Date(Date.now() - UNFINISHED_AFTER_S * 1000).toISOString()),
+    ]);
+    return { abandoned: abandoned.length, unsettled: unsettled?.length, unfinished: unfinished.length };
+  })().catch(() => undefined);
+  try {
+    return await Promise.race([read, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Creates a private registry with credhook's metrics and the process defaults. */
 export function createMetrics(): Metrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: "credhook_" });
-  const requests = new Counter({ name: "credhook_http_requests_total", help: "Answered HTTP requests.", labelNames: ["route", "method", "status"], registers: [registry] });
+  collectDefaultMetrics({ register: registry });
+  new Gauge({ name: "credhook_build_info", help: "credhook's version and the Node.js version it runs on (always 1).", labelNames: ["version", "node"], registers: [registry] }).set(
+    { version: VERSION, node: process.version },
+    1,
+  );
+  /** A counter on this registry. */
+  const counter = <L extends string>(name: string, help: string, labelNames: L[]) => new Counter<L>({ name, help, labelNames, registers: [registry] });
+  const requests = counter("credhook_http_requests_total", "Answered HTTP requests.", ["route", "method", "status"]);
   const duration = new Histogram({
     name: "credhook_http_request_duration_seconds",
     help: "Time to answer a request, seconds.",
@@ -39,31 +92,24 @@ export function createMetrics(): Metrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
   });
-  const errors = new Counter({ name: "credhook_errors_total", help: "4xx/5xx answers by error code.", labelNames: ["route", "code"], registers: [registry] });
-  const gateways = new Counter({
-    name: "credhook_gateway_requests_total",
-    help: "Requests that touched a gateway, by outcome (ok or error).",
-    labelNames: ["gateway", "route", "outcome"],
+  const errors = counter("credhook_errors_total", "4xx/5xx answers by HTTP status and credhook error code (NONE: no code).", ["route", "status", "code"]);
+  const gatewayCalls = new Histogram({
+    name: "credhook_gateway_call_duration_seconds",
+    help: "Duration of each call credhook made to a gateway's provider, seconds, by outcome (ok or the error code).",
+    labelNames: ["gateway", "operation", "outcome"],
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [registry],
   });
-  const unownedRevokes = new Counter({
-    name: "credhook_revoke_unowned_total",
-    help: "Revokes of an id credhook does not know, whose resource exists on the gateway without credhook's mark (left live).",
-    labelNames: ["gateway"],
-    registers: [registry],
-  });
-  const embedded = new Counter({
-    name: "credhook_embedded_gateway_requests_total",
-    help: "Answers of the embedded gateway, by endpoint (check, token, introspection, jwks, metadata, other) and status.",
-    labelNames: ["endpoint", "status"],
-    registers: [registry],
-  });
+  const gateways = counter("credhook_gateway_requests_total", "Requests that touched a gateway, by outcome (ok or error).", ["gateway", "route", "outcome"]);
+  const unownedRevokes = counter("credhook_revoke_unowned_total", "Revokes of an id credhook does not know, whose resource exists on the gateway without credhook's mark (left live).", ["gateway"]);
+  const embedded = counter("credhook_embedded_gateway_requests_total", "Answers of the embedded gateway, by endpoint (check, token, introspection, jwks, metadata, other) and status.", ["endpoint", "status"]);
   const known = new Set(["/v1/createCredentials", "/v1/updateCredentials", "/v1/revokeCredentials", "/v1/health", "/metrics", "/livez", "/readyz"]);
   // One labelled child per label set, made once: the key check and the webhook count every request, so labels are not hashed per request.
   const embeddedChildren = new Map<string, { inc(): void }>();
   const durationOf = new Map<string, { observe(seconds: number): void }>();
   const requestsOf = new Map<string, { inc(): void }>();
   const gatewayRequestsOf = new Map<string, { inc(): void }>();
+  const gatewayCallsOf = new Map<string, { observe(seconds: number): void }>();
   /** The child of `key` in `children`, made by `make` on first use. */
   const child = <C>(children: Map<string, C>, key: string, make: () => C): C => {
     let c = children.get(key);
@@ -76,6 +122,35 @@ export function createMetrics(): Metrics {
   return {
     registry,
     unownedRevokes,
+    watchStore(store) {
+      // The gauges of one scrape share one sample: the first collect reads the store, the others wait for it.
+      let sample: ReturnType<typeof storeSample> | undefined;
+      const current = () => {
+        if (!sample) {
+          sample = storeSample(store);
+          void sample.then(() => setTimeout(() => (sample = undefined), 1000).unref());
+        }
+        return sample;
+      };
+      const gauge = (name: string, help: string, value: (s: NonNullable<Awaited<ReturnType<typeof storeSample>>> | undefined) => number | undefined) =>
+        new Gauge({
+          name,
+          help,
+          registers: [registry],
+          async collect() {
+            const v = value(await current());
+            if (v === undefined) this.reset();
+            else this.set(v);
+          },
+        });
+      gauge("credhook_store_up", `1 when the store answered this scrape's reads within ${STORE_SCRAPE_TIMEOUT_MS} ms, else 0.`, (s) => (s ? 1 : 0));
+      gauge("credhook_records_abandoned", "Records of creates whose credential the portal never received, waiting for the sweep to clean them up.", (s) => s?.abandoned);
+      gauge("credhook_records_unsettled", "Records of updates whose outcome on a gateway is unknown, waiting for reconcile.", (s) => s?.unsettled);
+      gauge("credhook_records_unfinished", `Records pending or revoking, last written over ${UNFINISHED_AFTER_S} s ago (interrupted operations not yet finished).`, (s) => s?.unfinished);
+    },
+    observeGatewayCall(gateway, operation, outcome, seconds) {
+      child(gatewayCallsOf, `${gateway} ${operation} ${outcome}`, () => gatewayCalls.labels({ gateway, operation, outcome })).observe(seconds);
+    },
     observeGateway(endpoint, status) {
       child(embeddedChildren, `${endpoint} ${status}`, () => embedded.labels({ endpoint, status: String(status) })).inc();
     },
@@ -86,7 +161,7 @@ export function createMetrics(): Metrics {
         const status = String(res.statusCode);
         child(durationOf, route, () => duration.labels({ route })).observe((performance.now() - start) / 1000);
         child(requestsOf, `${route} ${req.method} ${status}`, () => requests.labels({ route, method: req.method, status })).inc();
-        if (res.statusCode >= 400) errors.inc({ route, code: String(res.locals.errorCode ?? res.statusCode) });
+        if (res.statusCode >= 400) errors.inc({ route, status, code: String(res.locals.errorCode ?? "NONE") });
         const outcome = res.statusCode >= 400 ? "error" : "ok";
         for (const g of (res.locals.gateways as string[] | undefined) ?? []) {
           child(gatewayRequestsOf, `${g} ${route} ${outcome}`, () => gateways.labels({ gateway: g, route, outcome })).inc();
@@ -96,7 +171,7 @@ export function createMetrics(): Metrics {
     },
     refused(status, reason) {
       requests.inc({ route: "other", method: "-", status: String(status) });
-      errors.inc({ route: "other", code: reason });
+      errors.inc({ route: "other", status: String(status), code: reason });
     },
   };
 }

@@ -6,7 +6,8 @@
 import { createHash, randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { randomBase62, type AuthUser } from "@credhook/core";
+import { ConfigError, randomBase62, type AuthUser } from "@credhook/core";
+import { operatorMessage } from "./logging.js";
 
 const scrypt = (password: string, salt: Buffer, keylen: number, options: ScryptOptions) =>
   new Promise<Buffer>((resolve, reject) => scryptCb(password, salt, keylen, options, (err, key) => (err ? reject(err) : resolve(key))));
@@ -38,6 +39,33 @@ export async function verifyPassword(password: string, hash: string): Promise<bo
   return timingSafeEqual(key, expected);
 }
 
+/**
+ * The fewest characters a portal password may have, wherever it comes from (`credhook
+ * hash-password`, `CREDHOOK_PASSWORD`, `CREDHOOK_PASSWORD_FILE`, a `password:` in the config).
+ */
+export const MIN_PASSWORD_LENGTH = 12;
+
+/** Why `password` is refused by the one password policy ({@link MIN_PASSWORD_LENGTH}), or undefined when it is accepted. */
+export function passwordProblem(password: string): string | undefined {
+  return [...password].length < MIN_PASSWORD_LENGTH ? `the password must have at least ${MIN_PASSWORD_LENGTH} characters` : undefined;
+}
+
+/**
+ * Shows a generated password once, on stderr: a banner on a terminal, a JSON line (`"level":"warn"`,
+ * with `username`, `password` and `hashFile`) otherwise — see {@link operatorMessage}.
+ */
+export function announceGeneratedPassword(username: string, password: string, file: string): void {
+  operatorMessage(
+    "warn",
+    `no password is set for portal user '${username}', so one was generated; it is shown only now (only its scrypt hash is kept); set CREDHOOK_PASSWORD (and delete the hash file) to choose your own`,
+    { username, password, hashFile: file },
+    `\ncredhook: no password is set for portal user '${username}', so one was generated.\n` +
+      `  It is shown only now; only its scrypt hash is kept, in ${file}.\n` +
+      `  Basic credentials: ${username}:${password}\n` +
+      `  To choose your own, set CREDHOOK_PASSWORD (and delete that file).\n`,
+  );
+}
+
 /** SHA-256 digest, for constant-time comparison of strings of any length. */
 export function digest(value: string): Buffer {
   return createHash("sha256").update(value, "utf8").digest();
@@ -57,12 +85,19 @@ export interface ResolvedUser {
  * to `<dataDir>/auth-<username>.scrypt` (mode 0600), and `announce` is called
  * once with it; later starts read the hash back. credhook never runs with a
  * known default password.
+ * @throws ConfigError a configured plain password shorter than {@link MIN_PASSWORD_LENGTH} (the
+ *   policy `credhook hash-password` applies)
  */
 export async function resolveUsers(
   users: AuthUser[],
   dataDir: string,
   announce: (username: string, password: string, file: string) => void,
 ): Promise<ResolvedUser[]> {
+  const short = users.flatMap((u, i) => {
+    const problem = u.password ? passwordProblem(u.password) : undefined;
+    return problem ? [`server.auth.users[${i}] (${u.username}): ${problem} (CREDHOOK_PASSWORD, CREDHOOK_PASSWORD_FILE or password:, as for \`credhook hash-password\`)`] : [];
+  });
+  if (short.length > 0) throw new ConfigError(short);
   const out: ResolvedUser[] = [];
   for (const u of users) {
     if (u.passwordHash) out.push({ username: u.username, passwordHash: u.passwordHash });

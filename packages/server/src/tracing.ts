@@ -21,9 +21,10 @@
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import type { IncomingHttpHeaders } from "node:http";
 import type { NextFunction, Request, Response } from "express";
-import { context, propagation, ProxyTracerProvider, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from "@opentelemetry/api";
+import { context, diag, DiagLogLevel, propagation, ProxyTracerProvider, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from "@opentelemetry/api";
 import type { SpanExporter } from "@opentelemetry/sdk-trace-node";
 import { ConfigError, isCredhookError, type Gateway, type Provider } from "@credhook/core";
+import { VERSION } from "./version.js";
 
 /** Instrumentation scope name of credhook's spans. */
 export const TRACER_NAME = "credhook";
@@ -68,8 +69,43 @@ export function tracingRequested(env: Record<string, string | undefined> = proce
 
 /** A started tracing SDK. */
 export interface Tracing {
-  /** Flushes pending spans and stops the SDK (call on shutdown). */
-  shutdown(): Promise<void>;
+  /**
+   * Flushes pending spans and stops the SDK (call on shutdown), waiting at most `maxMs` ms
+   * (default {@link TRACING_SHUTDOWN_MS}) for an exporter that does not answer: the spans still
+   * pending then are dropped, and said so once in the log.
+   */
+  shutdown(maxMs?: number): Promise<void>;
+}
+
+/** How long {@link Tracing.shutdown} waits for the last spans to be exported, ms. */
+export const TRACING_SHUTDOWN_MS = 2000;
+
+/** The logger tracing reports to: an export that failed, a flush that did not finish in time. */
+export interface TracingLogger {
+  warn(fields: object, msg: string): void;
+}
+
+/**
+ * Routes the SDK's errors (an OTLP export that failed: unreachable or invalid endpoint, a
+ * refusing Collector…, which the SDK reports through `diag` and otherwise drops) to `logger`,
+ * once: the first one is logged with its message (never a stack), later ones only counted
+ * silently — an unreachable Collector would otherwise write a line per batch.
+ */
+function reportSdkErrorsOnce(logger: TracingLogger | undefined, endpoint: string | undefined): void {
+  let reported = false;
+  const error = (message: string) => {
+    if (reported || !logger) return;
+    reported = true;
+    let reason = message;
+    try {
+      reason = (JSON.parse(message) as { message?: string }).message ?? message;
+    } catch {
+      // not JSON: the message as it is
+    }
+    logger.warn({ endpoint, reason: reason.slice(0, 300) }, "OpenTelemetry: traces cannot be exported (logged once; spans are dropped until the exporter recovers)");
+  };
+  const ignore = () => {};
+  diag.setLogger({ error, warn: ignore, info: ignore, debug: ignore, verbose: ignore }, { logLevel: DiagLogLevel.ERROR, suppressOverrideMessage: true });
 }
 
 /** Options of {@link startTracing}. */
@@ -80,8 +116,10 @@ export interface StartTracingOptions {
    * processor (tests: an `InMemorySpanExporter`). Tracing is then on whatever the environment says.
    */
   exporter?: SpanExporter;
-  /** `service.version` resource attribute. */
+  /** `service.version` resource attribute. @default credhook's {@link VERSION} */
   serviceVersion?: string;
+  /** Where the SDK's errors (a failed export) and a late shutdown are reported, once. @default nowhere */
+  logger?: TracingLogger;
 }
 
 /**
@@ -89,7 +127,7 @@ export interface StartTracingOptions {
  * a NodeTracerProvider (AsyncLocalStorage context, W3C trace context propagation,
  * `OTEL_TRACES_SAMPLER`), a batch processor (`OTEL_BSP_*`) and the OTLP/HTTP protobuf
  * exporter (`OTEL_EXPORTER_OTLP_*ENDPOINT`, `_HEADERS`, `_TIMEOUT`), with the resource
- * `service.name=credhook` unless `OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES` say otherwise.
+ * `service.name=credhook` and `service.version` (credhook's version) unless `OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES` say otherwise.
  * The SDK packages are imported only here, only then.
  * @returns the running SDK, or undefined when traces are off
  * @throws ConfigError see {@link tracingRequested}
@@ -107,15 +145,24 @@ export async function startTracing(options: StartTracingOptions = {}): Promise<T
     processor = new BatchSpanProcessor(new OTLPTraceExporter());
   }
   const resource = defaultResource()
-    .merge(resourceFromAttributes({ "service.name": "credhook", ...(options.serviceVersion ? { "service.version": options.serviceVersion } : {}) }))
+    .merge(resourceFromAttributes({ "service.name": "credhook", "service.version": options.serviceVersion ?? VERSION }))
     .merge(detectResources({ detectors: [envDetector] }));
   const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
+  const env = options.env ?? process.env;
+  reportSdkErrorsOnce(options.logger, env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT);
   provider.register();
   const stopInstrumentations = await instrumentCloudHttp(provider);
   return {
-    async shutdown() {
+    async shutdown(maxMs = TRACING_SHUTDOWN_MS) {
       stopInstrumentations();
-      await provider.shutdown();
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<"late">((resolve) => {
+        timer = setTimeout(() => resolve("late"), maxMs);
+      });
+      const outcome = await Promise.race([provider.shutdown().catch(() => undefined), late]);
+      clearTimeout(timer);
+      if (outcome === "late") options.logger?.warn({ maxMs }, "OpenTelemetry: the last spans were not exported in time; dropped");
+      diag.disable();
       trace.disable();
       context.disable();
       propagation.disable();
@@ -306,24 +353,45 @@ async function inGatewaySpan<T>(gateway: Gateway, operation: string, fn: () => P
   );
 }
 
+/** Receives each provider call's gateway, operation, outcome (`ok` or the error code) and duration in seconds (the metrics' histogram). */
+export type GatewayCallObserver = (gateway: string, operation: string, outcome: string, seconds: number) => void;
+
+/** Runs `fn` and reports its outcome and duration to `observe`. */
+async function timed<T>(observe: GatewayCallObserver, gateway: string, operation: string, fn: () => Promise<T>): Promise<T> {
+  const start = performance.now();
+  let outcome = "ok";
+  try {
+    return await fn();
+  } catch (err) {
+    outcome = isCredhookError(err) ? err.code : "INTERNAL";
+    throw err;
+  } finally {
+    observe(gateway, operation, outcome, (performance.now() - start) / 1000);
+  }
+}
+
 /**
  * Wraps one gateway's provider so that every call of a {@link TRACED_OPERATIONS}
- * method runs in its own span (a no-op when traces are off). Capabilities,
- * `close` and absent optional methods are passed through unchanged.
+ * method runs in its own span (a no-op when traces are off) and, with `observe`,
+ * is timed for the metrics. Capabilities, `close` and absent optional methods are
+ * passed through unchanged.
  */
-export function traceProvider(gateway: Gateway): Provider {
+export function traceProvider(gateway: Gateway, observe?: GatewayCallObserver): Provider {
   const provider = gateway.provider;
   return new Proxy(provider, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver) as unknown;
       if (typeof prop !== "string" || !TRACED_OPERATIONS.has(prop) || typeof value !== "function") return value;
       const call = value as (...a: unknown[]) => Promise<unknown>;
-      return (...args: unknown[]) => (tracingRegistered() ? inGatewaySpan(gateway, prop, () => call.apply(target, args)) : call.apply(target, args));
+      return (...args: unknown[]) => {
+        const run = tracingRegistered() ? () => inGatewaySpan(gateway, prop, () => call.apply(target, args)) : () => call.apply(target, args);
+        return observe ? timed(observe, gateway.name, prop, run) : run();
+      };
     },
   });
 }
 
 /** The same gateways, each with its provider wrapped by {@link traceProvider}. */
-export function traceGateways(gateways: Map<string, Gateway>): Map<string, Gateway> {
-  return new Map([...gateways].map(([name, g]) => [name, { ...g, provider: traceProvider(g) }]));
+export function traceGateways(gateways: Map<string, Gateway>, observe?: GatewayCallObserver): Map<string, Gateway> {
+  return new Map([...gateways].map(([name, g]) => [name, { ...g, provider: traceProvider(g, observe) }]));
 }

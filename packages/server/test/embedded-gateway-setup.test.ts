@@ -82,7 +82,7 @@ embeddedGateway: { limits: { counters: store } }
   it("names the YAML path of a wrong option", async () => {
     await expect(
       startTestServer(`
-server: { auth: { users: [ { username: portal, password: "x" } ] } }
+server: { auth: { users: [ { username: portal, password: "long-enough-password" } ] } }
 gateways: { local: { provider: local, credentialType: API_KEY } }
 routes: [ { default: local } ]
 embeddedGateway: { keyCheck: { cache: { maxEntries: 0 } } }

@@ -195,7 +195,7 @@ describe("Node's own refusals are ErrorResponses", () => {
   it("the metrics count the refusals written outside express", async () => {
     await rawExchange(s.port, "HELLO THERE\r\n\r\n", { waitMs: 2000 });
     const text = await (await s.get("/metrics")).text();
-    expect(text).toMatch(/credhook_errors_total\{route="other",code="MALFORMED_HTTP"\} [1-9]/);
+    expect(text).toMatch(/credhook_errors_total\{route="other",status="400",code="MALFORMED_HTTP"\} [1-9]/);
   });
 });
 

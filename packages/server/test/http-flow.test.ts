@@ -123,18 +123,28 @@ describe("the contract's example flow on the embedded provider", () => {
 });
 
 describe("metrics", () => {
-  it("GET /metrics (behind Basic auth) counts requests by route and status, errors by code, and gateways", async () => {
+  it("GET /metrics (behind Basic auth) counts requests by route and status, errors by status and code (two labels), gateways, and times each gateway call", async () => {
     expect((await fetch(`${s.url}/metrics`)).status).toBe(401);
+    expect((await s.post("/v1/createCredentials", { appName: "Metered", developer: "m@example.com", apis: [{ id: "5aba4csvd4" }] })).status).toBe(200);
     await s.post("/v1/createCredentials", { appName: "Metered", developer: "m@example.com", apis: [{ id: "nowhere-at-all" }] });
     const res = await s.get("/metrics");
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^text\/plain/);
     const text = await res.text();
     expect(text).toMatch(/credhook_http_requests_total\{route="\/v1\/createCredentials",method="POST",status="200"\} [1-9]/);
-    expect(text).toMatch(/credhook_errors_total\{route="\/v1\/createCredentials",code="UNROUTABLE"\} 1/);
+    expect(text).toMatch(/credhook_errors_total\{route="\/v1\/createCredentials",status="\d{3}",code="UNROUTABLE"\} 1/);
+    // an answer without a credhook code (the 401 above is UNAUTHORIZED or NONE): the status never stands in for a code
+    expect(text).toMatch(/credhook_errors_total\{route="\/metrics",status="401",code="[A-Z_]+"\} 1/);
+    expect(text).not.toMatch(/credhook_errors_total\{[^}]*code="\d+"/);
+    expect(text).toMatch(/credhook_gateway_call_duration_seconds_count\{gateway="local",operation="create",outcome="ok"\} [1-9]/);
+    expect(text).toMatch(/credhook_gateway_call_duration_seconds_bucket\{le="\+Inf",gateway="local",operation="create",outcome="ok"\} [1-9]/);
     expect(text).toMatch(/credhook_gateway_requests_total\{gateway="local",route="\/v1\/createCredentials",outcome="ok"\} [1-9]/);
     expect(text).toContain("credhook_http_request_duration_seconds_bucket");
-    expect(text).toContain("credhook_process_cpu_user_seconds_total");
+    // prom-client's default metrics under their standard names
+    expect(text).toContain("process_cpu_user_seconds_total");
+    expect(text).toContain("nodejs_eventloop_lag_seconds");
+    expect(text).not.toContain("credhook_process_");
+    expect(text).not.toContain("credhook_nodejs_");
   });
 });
 

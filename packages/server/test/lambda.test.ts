@@ -110,7 +110,7 @@ describe("the request log on Lambda", () => {
         expect(status(await logged.handler(event(kind, "/v1/health"), context))).toBe(204);
         const requestId = (fixture(kind).requestContext as { requestId: string }).requestId;
         const mine = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.requestId === requestId);
-        expect(mine).toEqual([expect.objectContaining({ level: 30, msg: "request completed", status: 204, route: "/v1/health" })]);
+        expect(mine).toEqual([expect.objectContaining({ level: "info", msg: "request completed", status: 204, route: "/v1/health" })]);
         lines.length = 0;
       }
     } finally {

@@ -1,5 +1,6 @@
 // The package operators install, exercised as they would: the workspace packed
-// (`pnpm pack` of each package), the tarballs installed with npm into an empty folder
+// (`pnpm -r pack` of a copy of the sources with no dist/, as on a fresh clone: each
+// package's prepack script builds it), the tarballs installed with npm into an empty folder
 // (scripts/pack.mjs, the same steps the Dockerfile runs), and `credhook` started from
 // another empty folder. Slow (about a minute): it packs and installs.
 //
@@ -7,8 +8,8 @@
 // prebuilt in its package (prebuilds/<platform>-<arch>.node), so nothing is downloaded
 // or compiled — the SQLite store working from the installed folder proves it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFile, execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { execFile, execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,20 +18,22 @@ import { promisify } from "node:util";
 
 /** scripts/pack.mjs: the same steps the Dockerfile runs. */
 const PACK_SCRIPT = fileURLToPath(new URL("../../../scripts/pack.mjs", import.meta.url));
+const README = fileURLToPath(new URL("../../../README.md", import.meta.url));
 const execFileAsync = promisify(execFile);
 const PASSWORD = "packed-install-password";
 
 let work: string;
 let credhook: string;
+/** npm's environment as an operator has it: none of the npm_* variables `pnpm test` sets for its own scripts. */
+let npmEnv: Record<string, string | undefined>;
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "credhook-packed-"));
   const packs = join(work, "packs");
   await execFileAsync(process.execPath, [PACK_SCRIPT, "pack", packs], { maxBuffer: 64 * 1024 * 1024 });
-  // npm as an operator runs it: none of the npm_* variables `pnpm test` sets for its own scripts.
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
+  npmEnv = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k))), npm_config_prefer_offline: "true" };
   const installed = await execFileAsync(process.execPath, [PACK_SCRIPT, "install", packs, join(work, "install")], {
-    env: { ...env, npm_config_prefer_offline: "true" },
+    env: npmEnv,
     maxBuffer: 64 * 1024 * 1024,
   });
   credhook = installed.stdout.trim();
@@ -40,9 +43,9 @@ afterAll(async () => {
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
-/** Starts the installed `credhook serve` in `cwd` with a clean environment (no repository around). */
-const serve = (cwd: string) =>
-  spawnCredhook([credhook, "serve"], { cwd, env: { PATH: process.env.PATH!, HOME: process.env.HOME!, PORT: "0", CREDHOOK_GATEWAY_PORT: "0", CREDHOOK_PASSWORD: PASSWORD } });
+/** Starts the installed `credhook serve` (or `command`) in `cwd` with a clean environment (no repository around). */
+const serve = (cwd: string, command = credhook) =>
+  spawnCredhook([command, "serve"], { cwd, env: { PATH: process.env.PATH!, HOME: process.env.HOME!, PORT: "0", CREDHOOK_GATEWAY_PORT: "0", CREDHOOK_PASSWORD: PASSWORD } });
 
 describe("the packed install", () => {
   it("installs a credhook command with better-sqlite3's prebuilt addon and no install script run, without the test fakes", () => {
@@ -121,5 +124,54 @@ describe("the packed install", () => {
     }
     expect(demo.status).toBe(1);
     expect(demo.stderr).toContain("credhook demo runs the cloud fakes and examples/multi-cloud.yaml of the repository");
+  });
+});
+
+describe("the README's global install line", () => {
+  /** The README's `npm install -g …` line, exactly as written. */
+  const line = () => {
+    const found = readFileSync(README, "utf8").split("\n").filter((l) => l.startsWith("npm install -g "));
+    expect(found).toHaveLength(1);
+    return found[0]!;
+  };
+
+  it("names the server and every @credhook package it depends on at run time, and nothing else", async () => {
+    const { runtimeTarballs } = (await import(PACK_SCRIPT)) as { runtimeTarballs: (dir: string) => string[] };
+    const braces = /\.\/packs\/credhook-\{([^}]+)\}-(\S+)\.tgz/.exec(line());
+    const named = braces![1]!.split(",").map((p) => `credhook-${p}-${braces![2]}.tgz`);
+    const needed = runtimeTarballs(join(work, "packs")).map((f) => f.slice(f.lastIndexOf("/") + 1));
+    expect(named.sort()).toEqual(needed.sort());
+  });
+
+  it("run as written (bash, in the folder holding ./packs, npm's global prefix an empty folder) installs a `credhook` that serves", async () => {
+    const prefix = join(work, "global");
+    mkdirSync(prefix);
+    const run = spawnSync("bash", ["-c", line()], { cwd: work, env: { ...npmEnv, npm_config_prefix: prefix }, encoding: "utf8", timeout: 170_000 });
+    expect(run.status, run.stderr).toBe(0);
+    const cwd = join(work, "global-serve");
+    mkdirSync(cwd);
+    const cli = serve(cwd, join(prefix, "bin", "credhook"));
+    try {
+      const url = await cli.listening();
+      expect((await fetch(`${url}/readyz`)).status).toBe(204);
+    } finally {
+      expect((await cli.stop()).code).toBe(0);
+    }
+  }, 180_000);
+});
+
+describe("an installed package without its build", () => {
+  it("stops with a message naming the missing build instead of reaching for a development tool (esbuild, tsx)", () => {
+    const dist = join(work, "install", "node_modules", "@credhook", "server", "dist");
+    renameSync(dist, `${dist}.away`);
+    try {
+      const env = { PATH: process.env.PATH!, HOME: process.env.HOME!, CREDHOOK_FROM_SOURCE: "1" };
+      const run = spawnSync(credhook, ["serve"], { cwd: work, env, encoding: "utf8" });
+      expect(run.status).toBe(1);
+      expect(run.stderr).toContain("has no build (dist/cli.js is missing)");
+      expect(run.stderr).not.toMatch(/esbuild|tsx/);
+    } finally {
+      renameSync(`${dist}.away`, dist);
+    }
   });
 });

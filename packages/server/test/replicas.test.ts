@@ -121,7 +121,7 @@ describe("three instances on one PostgreSQL database", () => {
     }
     const answers = await Promise.all(mixed);
     const bad = await Promise.all(answers.filter((r) => r.status !== 200 && r.status !== 204).map(async (r) => `${r.status} ${await r.text()}`));
-    if (bad.length > 0) for (const sv of servers) console.log(sv.output().split("\n").filter((l) => l.includes('"level":50')).slice(0, 3).join("\n"));
+    if (bad.length > 0) for (const sv of servers) console.log(sv.output().split("\n").filter((l) => l.includes('"level":"error"')).slice(0, 3).join("\n"));
     expect(bad).toEqual([]);
 
     const records = (await store.list()).filter((r) => r.app.appSlug?.startsWith("replica-"));

@@ -47,15 +47,40 @@ describe("graceful shutdown", () => {
     expect(child.output()).toContain('"memory":"default"');
   });
 
+  it("`credhook serve` whose stdout and stderr pipes were closed (a log shipper that died) still exits on SIGTERM, within the shutdown timeout", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "credhook-pipes-"));
+    const shutdownTimeoutMs = 2000;
+    writeFileSync(join(dir, "webhook.config.yaml"), LOCAL_YAML.replace("server:\n", `server:\n  port: 0\n  host: 127.0.0.1\n  shutdownTimeoutMs: ${shutdownTimeoutMs}\n`));
+    const cli = spawnCredhook([process.execPath, CLI, "serve", "--config", join(dir, "webhook.config.yaml")], {
+      env: { ...process.env, CREDHOOK_FROM_SOURCE: "1", CREDHOOK_PASSWORD: "pw-for-pipes-test", CREDHOOK_DATA_DIR: dir },
+    });
+    const url = await cli.listening();
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => cli.child.once("exit", (code, signal) => resolve({ code, signal })));
+    // The reading ends go away: every later write of the server fails (EPIPE).
+    cli.child.stdout!.destroy();
+    cli.child.stderr!.destroy();
+    // Requests keep logging into the broken pipes before the signal.
+    for (let i = 0; i < 5; i++) expect((await fetch(`${url}/livez`)).status).toBe(204);
+    await fetch(`${url}/v1/health`, { headers: { authorization: "Basic eDp5" } });
+    const t0 = Date.now();
+    cli.child.kill("SIGTERM");
+    const bound = shutdownTimeoutMs + SHUTDOWN_MARGIN_MS;
+    const timeout = new Promise<"alive">((resolve) => setTimeout(() => resolve("alive"), bound + 3000).unref());
+    const result = await Promise.race([exited, timeout]);
+    if (result === "alive") cli.child.kill("SIGKILL");
+    expect(result).toEqual({ code: 0, signal: null });
+    expect(Date.now() - t0).toBeLessThan(bound + 3000);
+  });
+
   it("CREDHOOK_MEMORY=lean serves with V8 sized for memory (said in the listening line); another value stops the command at once", async () => {
     const dir = mkdtempSync(join(tmpdir(), "credhook-lean-"));
     writeFileSync(join(dir, "webhook.config.yaml"), LOCAL_YAML.replace("server:\n", "server:\n  port: 0\n  host: 127.0.0.1\n"));
-    const lean = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-lean", CREDHOOK_DATA_DIR: dir, CREDHOOK_MEMORY: "lean" });
+    const lean = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-lean-long-enough", CREDHOOK_DATA_DIR: dir, CREDHOOK_MEMORY: "lean" });
     expect((await fetch(`${lean.url}/livez`)).status).toBe(204);
     expect(lean.output()).toContain('"memory":"lean"');
     expect((await lean.stop()).code).toBe(0);
     const typo = spawnSync(process.execPath, [CLI, "serve", "--config", join(dir, "webhook.config.yaml")], {
-      env: { ...process.env, CREDHOOK_PASSWORD: "pw-lean", CREDHOOK_DATA_DIR: dir, CREDHOOK_MEMORY: "Lean" },
+      env: { ...process.env, CREDHOOK_PASSWORD: "pw-lean-long-enough", CREDHOOK_DATA_DIR: dir, CREDHOOK_MEMORY: "Lean" },
       encoding: "utf8",
     });
     expect(typo.status).toBe(1);
@@ -76,8 +101,8 @@ describe("graceful shutdown", () => {
       );
       expect(yaml).toContain("shutdownTimeoutMs: 1000");
       writeFileSync(join(dir, "webhook.config.yaml"), yaml);
-      const child = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-aws-load", CREDHOOK_DATA_DIR: dir, FAKE_URL: fake.url });
-      const auth = `Basic ${Buffer.from("portal:pw-aws-load").toString("base64")}`;
+      const child = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-aws-load-test", CREDHOOK_DATA_DIR: dir, FAKE_URL: fake.url });
+      const auth = `Basic ${Buffer.from("portal:pw-aws-load-test").toString("base64")}`;
       const load = Array.from({ length: 60 }, (_, i) =>
         fetch(`${child.url}/v1/createCredentials`, {
           method: "POST",
@@ -110,7 +135,7 @@ describe("graceful shutdown", () => {
         `  stuck: { provider: ${FAULTY}, credentialType: API_KEY, options: { label: s, hangOnClose: true } }\nroutes:\n  - { apis: [stuck-*], gateway: stuck }\n`,
       ),
     );
-    const child = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-hang", CREDHOOK_DATA_DIR: dir });
+    const child = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-hang-for-test", CREDHOOK_DATA_DIR: dir });
     const { code, ms } = await child.stop();
     expect(code).toBe(1);
     expect(ms).toBeGreaterThanOrEqual(300 + SHUTDOWN_MARGIN_MS - 100);

@@ -5,6 +5,7 @@
  * recorded on successful calls too. In-memory exporter, against the cloud fakes.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
 import { SpanKind } from "@opentelemetry/api";
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-node";
 import { startAwsFake } from "@credhook/fakes/aws";
@@ -108,6 +109,12 @@ describe("the instrumentation", () => {
 });
 
 describe("cloudRequestIdIn", () => {
+  it("the spans' resource names the service and its version (service.version: the package's)", async () => {
+    const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
+    await until("a finished span", () => spans().length > 0);
+    expect(spans()[0]!.resource.attributes).toMatchObject({ "service.name": "credhook", "service.version": pkg.version });
+  });
+
   it("reads each cloud's header from node:http headers and from undici's raw list", () => {
     expect(cloudRequestIdIn({ "x-amzn-requestid": "aws-1" })).toBe("aws-1");
     expect(cloudRequestIdIn({ "x-ms-request-id": "azure-1", "x-request-id": "other" })).toBe("azure-1");

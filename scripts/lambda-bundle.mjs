@@ -1,0 +1,149 @@
+#!/usr/bin/env node
+// The AWS Lambda zip of credhook: one esbuild bundle of the handler (@credhook/server/lambda)
+// with only the providers a config uses and the PostgreSQL store — no SQLite store, so no
+// native addon for any platform, no node_modules.
+//
+//   pnpm lambda:bundle [--config FILE] [--providers aws,local] [--out FILE] [--work DIR]
+//
+//   --config     the webhook.config.yaml to run (shipped in the zip, CREDHOOK_CONFIG points at it);
+//                default: the embedded default with `store: { postgres: "${DATABASE_URL}" }`
+//   --providers  the provider packages to bundle (built-in names aws, azure, gcp, local, or package
+//                names); default: those the config's gateways name
+//   --out        the zip (default ./credhook-lambda.zip); --work: where the unzipped files are
+//                written first (default ./lambda)
+//
+// The zip: index.mjs (handler: index.handler, and index.reconcileHandler for a schedule),
+// bundle/credhook.mjs (minified, with its third-party licences in bundle/credhook.mjs.LEGAL.txt),
+// webhook.config.yaml, and the two data files the code reads beside itself (the contract's
+// OpenAPI document, the embedded default config). Prints the zip's size; the Lambda limits are
+// 50 MB zipped for a direct upload, 250 MB unzipped
+// (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html).
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { build } from "esbuild";
+import { zipSync } from "fflate";
+import { parseDocument } from "yaml";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const SERVER = join(ROOT, "packages", "server");
+/** Built-in provider names and their packages (as @credhook/core's BUILTIN_PROVIDERS). */
+const BUILTIN_PROVIDERS = { local: "@credhook/provider-local", aws: "@credhook/provider-aws", azure: "@credhook/provider-azure", gcp: "@credhook/provider-gcp" };
+/** The one store a Lambda bundle carries: executions environments share nothing but it. */
+const STORE = "@credhook/store-postgres";
+
+/** The config text to ship: `file`'s, or the embedded default on PostgreSQL. @throws when it names a store other than PostgreSQL */
+function configText(file) {
+  const text = file ? readFileSync(file, "utf8") : readFileSync(join(SERVER, "config", "webhook.config.yaml"), "utf8");
+  const doc = parseDocument(text);
+  if (!file) {
+    doc.set("store", doc.createNode({ postgres: "${DATABASE_URL}" }));
+    return doc.toString();
+  }
+  const store = doc.get("store")?.toJSON?.() ?? doc.get("store");
+  if (!store || typeof store !== "object" || !("postgres" in store)) {
+    throw new Error(`${file}: the Lambda bundle carries only the PostgreSQL store; set store: { postgres: "\${DATABASE_URL}" } (SQLite in one execution environment's /tmp would lose its records)`);
+  }
+  return text;
+}
+
+/** The provider packages `text`'s gateways name. */
+function providersOf(text) {
+  const gateways = parseDocument(text).toJS()?.gateways ?? {};
+  return [...new Set(Object.values(gateways).map((g) => BUILTIN_PROVIDERS[g.provider] ?? g.provider))];
+}
+
+/** Total size in bytes and number of files under `dir`. */
+function tally(dir) {
+  let bytes = 0;
+  let files = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!e.isFile()) continue;
+    files++;
+    bytes += statSync(join(e.parentPath, e.name)).size;
+  }
+  return { bytes, files };
+}
+
+/** Every file under `dir` as `{ "rel/path": bytes }`, for the zip. */
+function filesOf(dir) {
+  const out = {};
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) out[relative(dir, join(e.parentPath, e.name))] = readFileSync(join(e.parentPath, e.name));
+  }
+  return out;
+}
+
+/**
+ * Builds the bundle into `work` and zips it to `out`.
+ * @returns the zip's path and size, the unzipped size and file count, and the providers bundled
+ */
+export async function bundleLambda({ config, providers, out = "credhook-lambda.zip", work = "lambda" } = {}) {
+  out = resolve(out);
+  work = resolve(work);
+  const text = configText(config);
+  const packages = providers ? providers.map((p) => BUILTIN_PROVIDERS[p] ?? p) : providersOf(text);
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(join(work, "bundle"), { recursive: true });
+  const version = JSON.parse(readFileSync(join(SERVER, "package.json"), "utf8")).version;
+  // The entry: a loader per bundled package (importProviderModule asks them first), then the handlers.
+  const entry = [
+    `import { bundledModules } from "./src/modules.ts";`,
+    ...[...packages, STORE].map((p) => `bundledModules.set(${JSON.stringify(p)}, () => import(${JSON.stringify(p)}));`),
+    `export { handler, reconcileHandler } from "./src/lambda.ts";`,
+  ].join("\n");
+  await build({
+    stdin: { contents: entry, resolveDir: SERVER, sourcefile: "lambda-entry.ts", loader: "ts" },
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node22",
+    minify: true,
+    // The sources themselves (the "dev-source" condition), so no tsc build is needed first.
+    conditions: ["dev-source"],
+    mainFields: ["module", "main"],
+    outfile: join(work, "bundle", "credhook.mjs"),
+    legalComments: "external",
+    define: { CREDHOOK_BUNDLED_VERSION: JSON.stringify(version) },
+    // Never loaded on Lambda: pg's optional native binding and its Cloudflare Workers socket, and
+    // TypeScript, which cosmiconfig requires only to read a webhook.config.ts (3.6 MB of the bundle).
+    external: ["pg-native", "cloudflare:sockets", "typescript"],
+    // CommonJS dependencies inside an ES module bundle call require() for Node's built-ins.
+    banner: { js: 'import { createRequire as __credhookRequire } from "node:module"; const require = __credhookRequire(import.meta.url);' },
+    logLevel: "warning",
+  });
+  // Read beside the code at run time: ../openapi/… (core's contract validator) and ../config/… (the embedded default).
+  cpSync(join(ROOT, "packages", "core", "openapi"), join(work, "openapi"), { recursive: true });
+  mkdirSync(join(work, "config"));
+  cpSync(join(SERVER, "config", "webhook.config.yaml"), join(work, "config", "webhook.config.yaml"));
+  writeFileSync(join(work, "webhook.config.yaml"), text);
+  writeFileSync(
+    join(work, "index.mjs"),
+    `// credhook ${version} for AWS Lambda: handler index.handler (API Gateway, function URL), index.reconcileHandler (a schedule).\n` +
+      `// Its configuration: webhook.config.yaml beside this file, unless CREDHOOK_CONFIG names another.\n` +
+      `process.env.CREDHOOK_CONFIG ||= "webhook.config.yaml";\n` +
+      `export { handler, reconcileHandler } from "./bundle/credhook.mjs";\n`,
+  );
+  const unzipped = tally(work);
+  const zip = zipSync(filesOf(work), { level: 9 });
+  writeFileSync(out, zip);
+  return { out, bytes: zip.length, unzippedBytes: unzipped.bytes, files: unzipped.files, providers: packages, work };
+}
+
+const MB = (n) => `${(n / 1e6).toFixed(2)} MB`;
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const { values } = parseArgs({ options: { config: { type: "string" }, providers: { type: "string" }, out: { type: "string" }, work: { type: "string" } } });
+  try {
+    const r = await bundleLambda({ ...values, providers: values.providers?.split(",").filter(Boolean) });
+    process.stdout.write(
+      `${r.out}: ${MB(r.bytes)} zipped (${r.bytes} bytes; direct upload limit 50 MB), ${MB(r.unzippedBytes)} unzipped in ${r.files} files (limit 250 MB)\n` +
+        `  providers: ${r.providers.join(", ")}; store: ${STORE}\n` +
+        `  handler: index.handler (and index.reconcileHandler for a schedule); runtime nodejs22.x or nodejs24.x\n`,
+    );
+  } catch (err) {
+    process.stderr.write(`lambda-bundle: ${err.message}\n`);
+    process.exit(1);
+  }
+}
