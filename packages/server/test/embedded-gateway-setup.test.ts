@@ -15,7 +15,7 @@ routes:
   - { default: local }
 embeddedGateway:
   pathPrefix: /gateway
-  keyCheck: { header: X-Key, apiHeader: X-Api }
+  keyCheck: { header: X-Key, apiHeader: X-Credhook-Api }
   oauth: { signing: { alg: ES256, keyFile: ./signing-keys.json } }
 `;
 
@@ -30,10 +30,10 @@ describe("embedded gateway under a path prefix of the webhook's port", () => {
     expect(s.gatewayUrl).toBe(`${s.url}/gateway`);
     const { json } = await s.call("/v1/createCredentials", { appName: "Prefixed", developer: "d@example.com", apis: [{ id: "orders" }] });
     const key = (json as { apiKey: string }).apiKey;
-    const ok = await fetch(`${s.url}/gateway/check`, { headers: { "x-key": key, "x-api": "orders" } });
+    const ok = await fetch(`${s.url}/gateway/check`, { headers: { "x-key": key, "x-credhook-api": "orders" } });
     expect(ok.status).toBe(200);
     expect(ok.headers.get("x-credhook-api")).toBe("orders");
-    const denied = await fetch(`${s.url}/gateway/check`, { headers: { "x-api": "orders" } });
+    const denied = await fetch(`${s.url}/gateway/check`, { headers: { "x-credhook-api": "orders" } });
     expect(denied.status).toBe(401);
     expect((await errorOf(denied)).path).toBe("/gateway/check");
     expect((await fetch(`${s.url}/v1/health`)).status).toBe(401);
@@ -77,6 +77,19 @@ embeddedGateway: {}
 routes: [ { default: local } ]
 embeddedGateway: { limits: { counters: store } }
 `)).rejects.toMatchObject({ messages: [expect.stringMatching(/^embeddedGateway\.limits\.counters: store keeps usage-plan counters on the PostgreSQL store/)] });
+  });
+
+  it("refuses an API header a client could send itself (one without the prefix the proxy examples strip)", async () => {
+    const yaml = (apiHeader: string) => `${SERVER_YAML}gateways: { local: { provider: local, credentialType: API_KEY } }
+routes: [ { default: local } ]
+embeddedGateway: { keyCheck: { apiHeader: ${apiHeader} } }
+`;
+    await expect(startTestServer(yaml("X-Api"))).rejects.toMatchObject({
+      messages: [
+        "embeddedGateway.keyCheck.apiHeader 'x-api' would let a client choose the API: it must begin with keyCheck.responseHeaderPrefix 'x-credhook-' (e.g. x-credhook-api), the prefix whose client-sent headers the proxy removes before it sets its own",
+      ],
+    });
+    await expect(startTestServer(yaml("x-credhook-"))).rejects.toMatchObject({ messages: [expect.stringMatching(/apiHeader 'x-credhook-' would let a client choose the API/)] });
   });
 
   it("names the YAML path of a wrong option", async () => {

@@ -28,7 +28,7 @@ embeddedGateway:
   listen: { port: 0, host: 127.0.0.1 }
   keyCheck:
     queryParam: api_key
-    apiHeader: x-api-id
+    apiHeader: x-credhook-api
     apis:
       - { pathPrefix: /orders/, api: orders }
       - { pathPrefix: /weather/, api: weather }
@@ -91,8 +91,8 @@ describe("key check (NGINX auth_request / Envoy ext_authz)", () => {
     const nowhere = await check("/admin/", { "x-api-key": key.apiKey });
     expect(nowhere.status).toBe(403);
     expect((await errorOf(nowhere)).messages[0]).toMatch(/no API is configured for path '\/admin\/'/);
-    expect((await check("/admin/", { "x-api-key": key.apiKey, "x-api-id": "orders" })).status).toBe(200);
-    expect((await check("/orders/1", { "x-api-key": key.apiKey, "x-api-id": "weather" })).status).toBe(403);
+    expect((await check("/admin/", { "x-api-key": key.apiKey, "x-credhook-api": "orders" })).status).toBe(200);
+    expect((await check("/orders/1", { "x-api-key": key.apiKey, "x-credhook-api": "weather" })).status).toBe(403);
   });
 
   it("normalises the original path: dot segments and encoded slashes cannot reach another API's prefix", async () => {

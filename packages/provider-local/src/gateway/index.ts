@@ -165,6 +165,12 @@ export class EmbeddedGateway {
       });
       await keys.init();
     }
+    if (config.keyCheck.apis.length === 0 && !config.keyCheck.apiHeader && providers.some((p) => p.credentialType === "API_KEY")) {
+      logger.warn(
+        { apis: 0 },
+        "embedded gateway: embeddedGateway.keyCheck.apis is empty and no apiHeader is set, so every key check answers 403 (no API for the path); add { pathPrefix, api } rules",
+      );
+    }
     const limiter = new PlanLimiter(options.sharedLimits);
     await limiter.init();
     if (providers.some((p) => p.limitedPlans().size > 0)) logger.info({ counters: limiter.description }, "embedded gateway: usage-plan limits enforced");
