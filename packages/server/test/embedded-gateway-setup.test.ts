@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as oidc from "openid-client";
-import { createLogger, embeddedConfigText, loadConfigFile, startServer } from "../src/index.js";
+import { checkConfig } from "../src/check-config.js";
+import { createLogger, embeddedConfigText, importProviderModule, loadConfigFile, startServer } from "../src/index.js";
 import { AUTH, errorOf, PASSWORD, startTestServer, SERVER_YAML, type TestServer } from "./helpers.js";
 
 const YAML = `
@@ -72,11 +73,21 @@ embeddedGateway: {}
     ).rejects.toMatchObject({ messages: [expect.stringMatching(/^embeddedGateway: no gateway uses provider: local/)] });
   });
 
-  it("refuses usage-plan counters on a store that is not PostgreSQL", async () => {
-    await expect(startTestServer(`${SERVER_YAML}gateways: { local: { provider: local, credentialType: API_KEY } }
+  it("refuses usage-plan counters on a store that is not PostgreSQL — serve and check-config alike (one validation)", async () => {
+    const yaml = `${SERVER_YAML}gateways: { local: { provider: local, credentialType: API_KEY } }
 routes: [ { default: local } ]
 embeddedGateway: { limits: { counters: store } }
-`)).rejects.toMatchObject({ messages: [expect.stringMatching(/^embeddedGateway\.limits\.counters: store keeps usage-plan counters on the PostgreSQL store/)] });
+`;
+    const message = expect.stringMatching(/^embeddedGateway\.limits\.counters: store keeps usage-plan counters on the PostgreSQL store/);
+    await expect(startTestServer(yaml)).rejects.toMatchObject({ messages: [message] });
+    const dir = mkdtempSync(join(tmpdir(), "credhook-check-config-"));
+    try {
+      writeFileSync(join(dir, "webhook.config.yaml"), yaml);
+      const config = await loadConfigFile(join(dir, "webhook.config.yaml"), { env: { CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir } });
+      await expect(checkConfig(config, importProviderModule)).rejects.toMatchObject({ messages: [message] });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("refuses an API header a client could send itself (one without the prefix the proxy examples strip)", async () => {
