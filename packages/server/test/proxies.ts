@@ -3,8 +3,8 @@
  * proxy benchmark): NGINX with examples/nginx/credhook-auth.conf and Caddy with
  * examples/caddy/Caddyfile, each as shipped with only its addresses replaced, and
  * an upstream API that records what reaches it. Debian's `nginx` (with
- * `libnginx-mod-http-headers-more-filter`) and `caddy` packages; `.ci/run`
- * installs them when missing.
+ * `libnginx-mod-http-headers-more-filter` and `libnginx-mod-http-set-misc`) and
+ * `caddy` packages; `.ci/run` installs them when missing.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -25,10 +25,12 @@ function findBinary(name: string, candidates: Array<string | undefined>): string
 export const NGINX_BIN = findBinary("nginx", [process.env.NGINX_BIN, "/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx"]);
 /** The Caddy binary (`CADDY_BIN`, else the usual places), or undefined. */
 export const CADDY_BIN = findBinary("caddy", [process.env.CADDY_BIN, "/usr/bin/caddy", "/usr/local/bin/caddy"]);
-/** Debian's headers-more module for NGINX (examples/nginx needs it), or undefined. */
-export const HEADERS_MORE = ["/usr/lib/nginx/modules/ngx_http_headers_more_filter_module.so", "/usr/share/nginx/modules/ngx_http_headers_more_filter_module.so"].find((p) =>
-  existsSync(p),
-);
+/** Debian's dynamic NGINX modules examples/nginx needs (NDK, set-misc, headers-more), in load order; undefined when one is missing. */
+export const NGINX_MODULES = (() => {
+  const dir = ["/usr/lib/nginx/modules", "/usr/share/nginx/modules"].find((d) => existsSync(join(d, "ngx_http_headers_more_filter_module.so")));
+  const files = ["ndk_http_module.so", "ngx_http_set_misc_module.so", "ngx_http_headers_more_filter_module.so"].map((f) => join(dir ?? "/nonexistent", f));
+  return files.every((f) => existsSync(f)) ? files : undefined;
+})();
 
 /** Path of a file of the repository's examples/ folder. */
 export const examplePath = (rel: string) => fileURLToPath(new URL(`../../../examples/${rel}`, import.meta.url));
@@ -115,13 +117,14 @@ export async function startNginx(t: ProxyTargets, text = readFileSync(examplePat
   const site = text
     .replace("server 127.0.0.1:8081;", `server ${t.gateway};`)
     .replace("server 127.0.0.1:9000;", `server 127.0.0.1:${t.upstreamPort};`)
-    .replace("listen 8000;", `listen 127.0.0.1:${port};`);
+    .replace("listen 8000;", `listen 127.0.0.1:${port};`)
+    .replace("/var/cache/nginx/credhook-checks", join(dir, "credhook-checks"));
   if (!site.includes(`listen 127.0.0.1:${port};`)) throw new Error("the NGINX example no longer has `listen 8000;`");
   writeFileSync(join(dir, "credhook-auth.conf"), site);
   const temp = ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map((k) => `${k}_temp_path ${join(dir, k)};`).join("\n  ");
   writeFileSync(
     join(dir, "nginx.conf"),
-    `${HEADERS_MORE ? `load_module ${HEADERS_MORE};\n` : ""}daemon off;
+    `${(NGINX_MODULES ?? []).map((m) => `load_module ${m};\n`).join("")}daemon off;
 master_process ${t.workers ? "on" : "off"};
 ${t.workers ? `worker_processes ${t.workers};\n` : ""}pid ${join(dir, "nginx.pid")};
 error_log ${join(dir, "logs", "error.log")} warn;

@@ -7,7 +7,7 @@
  * a usage plan's limit reaches the client as 429 with Retry-After.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { errorResponseProblem, startTestServer, SERVER_YAML, type TestServer } from "./helpers.js";
+import { AUTH, errorResponseProblem, startTestServer, SERVER_YAML, type TestServer } from "./helpers.js";
 import { startUpstream, type ProxyTargets, type RunningProxy, type Seen } from "./proxies.js";
 
 /** credhook with API keys (orders, weather) and client credentials (m2m-weather, under /weather/m2m/), apiHeader set. */
@@ -69,11 +69,17 @@ async function within1s(get: () => Promise<Response>, status: number): Promise<v
   expect(Date.now() - t).toBeLessThan(1000);
 }
 
+/** What differs between the proxies. */
+export interface ProxyTraits {
+  /** The example caches admissions credhook marks cacheable (NGINX): a burst of one key's requests mostly never reaches credhook. */
+  cachesAdmissions?: boolean;
+}
+
 /**
  * Registers the shared tests (call inside a describe).
  * @param start starts the proxy in front of the given gateway and upstream
  */
-export function proxyContract(start: (t: ProxyTargets) => Promise<RunningProxy>): void {
+export function proxyContract(start: (t: ProxyTargets) => Promise<RunningProxy>, traits: ProxyTraits = {}): void {
   let credhook: TestServer;
   let upstream: Awaited<ReturnType<typeof startUpstream>>;
   let proxy: RunningProxy;
@@ -186,9 +192,34 @@ export function proxyContract(start: (t: ProxyTargets) => Promise<RunningProxy>)
     expect(seen.length).toBe(before + 2);
   });
 
+  it("two keys on the same URI each reach the API as themselves, request after request (cached answers included); a request without a key never passes", async () => {
+    const a = await createKey("App A", [{ id: "orders" }]);
+    const b = await createKey("App B", [{ id: "orders" }]);
+    const checks = async () => {
+      const text = await (await fetch(`${credhook.url}/metrics`, { headers: { authorization: AUTH } })).text();
+      return Number(/credhook_embedded_gateway_requests_total\{endpoint="check",status="200"\} (\d+)/.exec(text)?.[1] ?? 0);
+    };
+    const before = await checks();
+    for (let i = 0; i < 20; i++) {
+      const key = i % 2 === 0 ? a : b;
+      expect((await get("/orders/7", { "x-api-key": key.apiKey })).status).toBe(200);
+      expect(seen.at(-1)!.headers["x-credhook-key-id"]).toBe(key.apiKeyId);
+      expect(seen.at(-1)!.headers["x-credhook-app"]).toBe(i % 2 === 0 ? "App A" : "App B");
+      await refusal(await get("/orders/7"), 401);
+      await refusal(await get("/orders/7", { "x-api-key": `${key.apiKey}x` }), 401);
+    }
+    const asked = (await checks()) - before;
+    // About one answer per key and second when the proxy caches them (more near a second's start, where credhook
+    // marks none cacheable); else every one.
+    if (traits.cachesAdmissions) expect(asked).toBeLessThan(15);
+    else expect(asked).toBe(20);
+  });
+
   it("a key created through the webhook passes; after an update removing that API 403; after revoke 401 — within one second, nothing restarted", async () => {
     const { apiKeyId, apiKey } = await createKey("Changing App", [{ id: "orders", usagePlans: [{ id: "free" }] }, { id: "weather" }]);
-    expect((await get("/orders/42", { "x-api-key": apiKey })).status).toBe(200);
+    // Several admissions first (a proxy that caches them has this one cached).
+    for (let i = 0; i < 5; i++) expect((await get("/orders/42", { "x-api-key": apiKey })).status).toBe(200);
+    for (let i = 0; i < 5; i++) expect((await get("/weather/today", { "x-api-key": apiKey })).status).toBe(200);
     const updated = await credhook.call("/v1/updateCredentials", {
       credentialType: "API_KEY",
       apiKeyId,

@@ -89,7 +89,7 @@ export interface KeyCheckOptions {
 export class KeyCheck {
   private readonly rules: Array<{ prefix: string; api: string }>;
   private readonly challenges: string[];
-  private readonly h: { app: string; developer: string; credentialId: string; keyId: string; clientId: string; api: string; plans: string; scopes: string; error: string };
+  private readonly h: { app: string; developer: string; credentialId: string; keyId: string; clientId: string; api: string; plans: string; scopes: string; error: string; cacheKey: string };
 
   constructor(private readonly options: KeyCheckOptions) {
     const c = options.config;
@@ -106,6 +106,7 @@ export class KeyCheck {
       plans: `${p}plans`,
       scopes: `${p}scopes`,
       error: `${p}error`,
+      cacheKey: `${p}cache-key`,
     };
   }
 
@@ -133,9 +134,13 @@ export class KeyCheck {
     const c = this.options.config;
     const given = req.headers[c.originalUriHeader];
     const original = typeof given === "string" && given !== "" ? splitTarget(given) : { path: path.slice(KEY_CHECK_PATH.length) || "/", query };
-    const at: Refusal = { res, where: (typeof given === "string" && given !== "" ? original.path : this.options.basePath + path).slice(0, 200) };
     const raw = req.headers[c.header];
     let key = Array.isArray(raw) ? raw[0] : raw;
+    const at: Refusal = {
+      res,
+      where: (typeof given === "string" && given !== "" ? original.path : this.options.basePath + path).slice(0, 200),
+      cacheKeyInput: typeof given === "string" && given !== "" ? `${key ?? ""} ${req.headers.authorization ?? ""} ${given}` : undefined,
+    };
     if (!key && c.queryParam && original.query) key = new URLSearchParams(original.query).get(c.queryParam) ?? undefined;
     if (!key) {
       const auth = req.headers.authorization;
@@ -213,24 +218,47 @@ export class KeyCheck {
         headerValue(plans.join(",")),
         this.h.scopes,
         scopes ? headerValue(scopes.join(" ")) : "",
-        "cache-control",
-        "no-store",
         "content-length",
         "0",
       ];
       grant.memo.set(memoKey, headers);
     }
-    if (!this.options.limiter.hasLimits(grant.provider, plans)) return this.allow(at.res, headers);
+    if (!this.options.limiter.hasLimits(grant.provider, plans)) return this.allow(at.res, headers, this.cacheable(req, at));
     const ok = headers;
     return this.options.limiter.admit(grant.provider, grant.credentialId, plans).then((refusal) => {
-      if (!refusal) return this.allow(at.res, ok);
+      // Counted: never cached, or the proxy would admit requests the plan does not count.
+      if (!refusal) return this.allow(at.res, ok, false);
       this.refuse(at, 429, refusal.message, { "retry-after": String(refusal.retryAfterS) });
     });
   }
 
-  private allow(res: ServerResponse, headers: string[]): void {
+  /**
+   * Whether the proxy may cache this admission: it asked to (the cache-key
+   * header) under a key that is exactly the SHA-1 of what decided it — the key
+   * header, the Authorization header and the original URI, space-separated —
+   * and no API header named the API. (SHA-1 as NGINX's set-misc module computes
+   * it; the cache key holds no credential in clear.)
+   */
+  private cacheable(req: IncomingMessage, at: Refusal): boolean {
+    const claimed = req.headers[this.h.cacheKey];
+    if (typeof claimed !== "string" || at.cacheKeyInput === undefined) return false;
+    const api = this.options.config.apiHeader;
+    if (api !== undefined && req.headers[api] !== undefined) return false;
+    return claimed.toLowerCase() === createHash("sha1").update(at.cacheKeyInput, "utf8").digest("hex");
+  }
+
+  /**
+   * Sends the admission. Cacheable: `X-Accel-Expires: @<this second>` (NGINX
+   * keeps it to the end of the current second, so a revoke or update reaches
+   * the proxy within 1 − {@link CACHE_MARGIN_MS}/1000 s on the same clock); else
+   * `Cache-Control: no-store`.
+   */
+  private allow(res: ServerResponse, headers: string[], cacheable: boolean): void {
     this.options.observe?.(200);
-    res.writeHead(200, headers);
+    const now = Date.now();
+    // Not in the first CACHE_MARGIN_MS of a second: a revoke right after would otherwise wait a whole second.
+    const cache = cacheable && now % 1000 >= CACHE_MARGIN_MS;
+    res.writeHead(200, headers.concat(cache ? ["x-accel-expires", `@${Math.floor(now / 1000)}`] : NO_STORE));
     res.end();
   }
 
@@ -259,8 +287,15 @@ export class KeyCheck {
   }
 }
 
-/** Where a refusal goes: the response, and the path its ErrorResponse names. */
+/** Where an answer goes: the response, the path a refusal's ErrorResponse names, and what a proxy's cache key must digest. */
 interface Refusal {
   res: ServerResponse;
   where: string;
+  /** `<key header> <Authorization> <original URI>` when the proxy stated the original URI; else undefined (never cached). */
+  cacheKeyInput: string | undefined;
 }
+
+const NO_STORE = ["cache-control", "no-store"];
+
+/** An admission in the first this-many ms of a second is not cached: a cached one then lives at most 1000 − this ms. */
+export const CACHE_MARGIN_MS = 50;
