@@ -10,6 +10,7 @@
  * | `POST /oauth2/introspect` | token introspection (RFC 7662) |
  * | `GET /.well-known/jwks.json` | the signing keys (RFC 7517) |
  * | `GET /.well-known/oauth-authorization-server` | metadata (RFC 8414) |
+ * | `GET /.well-known/openid-configuration` | the same metadata, where OpenID Connect discovery looks |
  *
  * The server runs it on its own port (`embeddedGateway.listen`) or under a path
  * prefix of the webhook's port (`embeddedGateway.pathPrefix`) — never behind the
@@ -253,6 +254,7 @@ export class EmbeddedGateway {
       case OAUTH_PATHS.jwks:
         return "jwks";
       case OAUTH_PATHS.metadata:
+      case OAUTH_PATHS.openidConfiguration:
         return "metadata";
       default:
         return "other";
