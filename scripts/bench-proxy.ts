@@ -182,7 +182,9 @@ embeddedGateway:
     const quota = await create([{ id: "weather", usagePlans: [{ id: "quota" }] }]);
     const q = await load({ url: `${checked.base}/weather/1`, headers: { "x-api-key": quota.apiKey }, connections: CONNECTIONS, amount: QUOTA * 4 });
     const admitted = q.total - q.non2xx;
-    console.log(`plan quota ${QUOTA}/day, ${q.total} requests through NGINX at ${CONNECTIONS} connections: ${admitted} admitted (${admitted === QUOTA ? "exact" : "NOT EXACT"})`);
+    console.log(
+      `plan quota ${QUOTA}/day, ${q.total} requests answered through NGINX at ${CONNECTIONS} connections (errors ${q.errors}): ${admitted} admitted (${admitted === QUOTA ? "exact" : "NOT EXACT"})`,
+    );
   } finally {
     for (const p of proxies) await p.stop();
     upstream.stop();

@@ -137,8 +137,8 @@ describe("key check (NGINX auth_request / Envoy ext_authz)", () => {
   it("lets the proxy cache an admission only under the SHA-1 of exactly what decided it, to the end of the current second, and never a counted or refused one", async () => {
     const key = await createKey("Cacheable App", [{ id: "orders" }, { id: "weather", usagePlans: [{ id: "five-per-second" }] }]);
     const sha1 = (text: string) => createHash("sha1").update(text).digest("hex");
-    const claim = (uri: string, authz = "") => sha1(`${key.apiKey} ${authz} ${uri}`);
-    // Not in the first 50 ms of a second (credhook caches nothing there: see CACHE_MARGIN_MS).
+    const claim = (uri: string, authz = "") => sha1(`${key.apiKey}\n${authz}\n${uri}`);
+    // Not in the first 25 ms of a second (credhook caches nothing there: see CACHE_MARGIN_MS).
     if (Date.now() % 1000 < 100) await new Promise((r) => setTimeout(r, 100));
     const cached = await check("/orders/1?x=1", { "x-api-key": key.apiKey, "x-credhook-cache-key": claim("/orders/1?x=1") });
     expect(cached.status).toBe(200);
@@ -151,10 +151,10 @@ describe("key check (NGINX auth_request / Envoy ext_authz)", () => {
     };
     // Another URI, another key header, a digest of something else, an API header, no original URI: never cacheable.
     await notCached(await check("/orders/2", { "x-api-key": key.apiKey, "x-credhook-cache-key": claim("/orders/1?x=1") }));
-    await notCached(await check("/orders/1?x=1", { "x-api-key": key.apiKey, "x-credhook-cache-key": sha1(" /orders/1?x=1") }));
+    await notCached(await check("/orders/1?x=1", { "x-api-key": key.apiKey, "x-credhook-cache-key": sha1("\n\n/orders/1?x=1") }));
     await notCached(await check("/orders/1?x=1", { "x-api-key": key.apiKey, authorization: "Basic eA==", "x-credhook-cache-key": claim("/orders/1?x=1") }));
     await notCached(await check("/orders/1?x=1", { "x-api-key": key.apiKey, "x-credhook-api": "orders", "x-credhook-cache-key": claim("/orders/1?x=1") }));
-    await notCached(await fetch(`${gw}/check/orders/1`, { headers: { "x-api-key": key.apiKey, "x-credhook-cache-key": sha1(`${key.apiKey}  `) } }));
+    await notCached(await fetch(`${gw}/check/orders/1`, { headers: { "x-api-key": key.apiKey, "x-credhook-cache-key": sha1(`${key.apiKey}\n\n`) } }));
     await notCached(await check("/orders/1", { "x-api-key": key.apiKey }));
     // A limited plan counts every request: never cached. A refusal: never cached.
     const limited = await check("/weather/1", { "x-api-key": key.apiKey, "x-credhook-cache-key": claim("/weather/1") });

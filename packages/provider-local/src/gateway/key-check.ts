@@ -139,7 +139,7 @@ export class KeyCheck {
     const at: Refusal = {
       res,
       where: (typeof given === "string" && given !== "" ? original.path : this.options.basePath + path).slice(0, 200),
-      cacheKeyInput: typeof given === "string" && given !== "" ? `${key ?? ""} ${req.headers.authorization ?? ""} ${given}` : undefined,
+      cacheKeyInput: typeof given === "string" && given !== "" ? `${key ?? ""}\n${req.headers.authorization ?? ""}\n${given}` : undefined,
     };
     if (!key && c.queryParam && original.query) key = new URLSearchParams(original.query).get(c.queryParam) ?? undefined;
     if (!key) {
@@ -235,7 +235,8 @@ export class KeyCheck {
   /**
    * Whether the proxy may cache this admission: it asked to (the cache-key
    * header) under a key that is exactly the SHA-1 of what decided it — the key
-   * header, the Authorization header and the original URI, space-separated —
+   * header, the Authorization header and the original URI, each ended by a line
+   * break but the last (none of them can hold one) —
    * and no API header named the API. (SHA-1 as NGINX's set-misc module computes
    * it; the cache key holds no credential in clear.)
    */
@@ -291,11 +292,11 @@ export class KeyCheck {
 interface Refusal {
   res: ServerResponse;
   where: string;
-  /** `<key header> <Authorization> <original URI>` when the proxy stated the original URI; else undefined (never cached). */
+  /** `<key header>\n<Authorization>\n<original URI>` when the proxy stated the original URI; else undefined (never cached). */
   cacheKeyInput: string | undefined;
 }
 
 const NO_STORE = ["cache-control", "no-store"];
 
 /** An admission in the first this-many ms of a second is not cached: a cached one then lives at most 1000 − this ms. */
-export const CACHE_MARGIN_MS = 50;
+export const CACHE_MARGIN_MS = 25;
