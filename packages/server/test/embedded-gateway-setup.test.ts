@@ -55,6 +55,9 @@ describe("embedded gateway under a path prefix of the webhook's port", () => {
     const config = await oidc.discovery(new URL(issuer), cred.clientId, cred.clientSecret, undefined, { algorithm: "oauth2", execute: [oidc.allowInsecureRequests] });
     const tokens = await oidc.clientCredentialsGrant(config, { scope: "m2m-x" });
     expect(tokens.scope).toBe("m2m-x");
+    // openid-client's default (OpenID Connect) discovery appends /.well-known/openid-configuration to the issuer.
+    const oidcDefault = await oidc.discovery(new URL(issuer), cred.clientId, cred.clientSecret, undefined, { execute: [oidc.allowInsecureRequests] });
+    expect((await oidc.clientCredentialsGrant(oidcDefault)).scope).toBe("m2m-x");
     const jwks = (await (await fetch(`${s.url}/gateway/.well-known/jwks.json`)).json()) as { keys: Array<{ kty: string; alg: string }> };
     expect(jwks.keys[0]).toMatchObject({ kty: "EC", alg: "ES256" });
   });
