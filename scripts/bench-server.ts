@@ -18,9 +18,12 @@
  *    a 3-gateway create against a 1-gateway create (fan-out), and the cloud
  *    calls of a create with k usage plans and of a no-op update.
  * 4. The embedded gateway's key check against a bare node:http server.
+ * 5. Behind a real NGINX: plain NGINX against key-checked NGINX (examples/nginx) to the same
+ *    upstream, in the same rounds, 16 connections; revocation and a plan quota through it
+ *    (scripts/bench-proxy.ts).
  * Asserts nothing; figures depend on the machine's load (the load generator shares its cores).
  *
- *   npx --yes pnpm@10 bench [--rounds 3] [--seconds 5] [--connections 64] [--only webhook,startup,clouds,check]
+ *   npx --yes pnpm@10 bench [--rounds 3] [--seconds 5] [--connections 64] [--only webhook,startup,clouds,check,proxy]
  *   npx --yes pnpm@10 bench --soak            credhook alone for 10 minutes, RSS over time (--soak-s N: N seconds)
  *   npx --yes pnpm@10 bench --cpu-prof DIR    writes credhook's CPU profile (node --cpu-prof) into DIR
  *   npx --yes pnpm@10 bench --lean            adds, in the same rounds, this checkout's credhook with CREDHOOK_MEMORY=lean
@@ -28,6 +31,7 @@
  *   npx --yes pnpm@10 bench --compare DIR     adds, in the same rounds, the credhook of another checkout
  *                                             (e.g. a worktree of main) as a fourth server: before/after
  *   BENCH_CHECK_SECONDS=5 BENCH_CHECK_CONNECTIONS=64 BENCH_CHECK_ROUNDS=3 (the key-check part)
+ *   BENCH_PROXY_SECONDS=5 BENCH_PROXY_CONNECTIONS=16 BENCH_PROXY_ROUNDS=3 (the proxy part)
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, openSync, readFileSync, writeFileSync } from "node:fs";
@@ -38,6 +42,7 @@ import { join } from "node:path";
 import { parseArgs, promisify } from "node:util";
 import { createLogger, loadConfigFile, startServer } from "../packages/server/src/index.js";
 import { startDemoClouds } from "../packages/server/src/demo.js";
+import { proxyBench } from "./bench-proxy.js";
 
 
 const { values: args } = parseArgs({
@@ -58,7 +63,7 @@ const ROUNDS = Number(args.rounds);
 const SECONDS = Number(args.seconds);
 const CONNECTIONS = Number(args.connections);
 const SOAK_S = args["soak-s"] ? Number(args["soak-s"]) : args.soak ? 600 : 0;
-const ONLY = new Set((args.only ?? (SOAK_S ? "soak" : "webhook,startup,clouds,check")).split(","));
+const ONLY = new Set((args.only ?? (SOAK_S ? "soak" : "webhook,startup,clouds,check,proxy")).split(","));
 const PASSWORD = "bench-password-123";
 const auth = `Basic ${Buffer.from(`portal:${PASSWORD}`).toString("base64")}`;
 const root = new URL("../", import.meta.url).pathname;
@@ -510,3 +515,4 @@ if (ONLY.has("webhook")) await webhook();
 if (ONLY.has("startup")) await startup();
 if (ONLY.has("clouds")) await cloudsPart();
 if (ONLY.has("check")) await keyCheck();
+if (ONLY.has("proxy")) await proxyBench(load, cpuOf);

@@ -17,6 +17,7 @@ import { EMBEDDED_GATEWAY_STATE, EmbeddedGateway, OAUTH_PATHS, parseEmbeddedGate
 import { basicAuth } from "./auth.js";
 import { jsonBody } from "./body.js";
 import { chain } from "./chain.js";
+import { embeddedGatewayProblems } from "./check-config.js";
 import { createEdgeServer, edgeChecks } from "./edge.js";
 import { errorHandler, sendError, sendJson } from "./http-errors.js";
 import { createMetrics, type Metrics } from "./metrics.js";
@@ -328,20 +329,15 @@ async function createEmbeddedGateway(
 ): Promise<{ gateway: EmbeddedGateway; release: () => Promise<void> } | undefined> {
   if (!config.embeddedGateway) return undefined;
   const gwConfig = parseEmbeddedGatewayConfig(config.embeddedGateway);
+  // The same checks as `credhook check-config`.
+  const problems = embeddedGatewayProblems(config, runtime.gateways, runtime.store.shared);
+  if (problems.length > 0) throw new ConfigError(problems);
   const providers = [...runtime.gateways.values()].map((g) => g.provider).filter((p): p is LocalProvider => p instanceof LocalProvider);
-  if (providers.length === 0) {
-    throw new ConfigError(["embeddedGateway: no gateway uses provider: local, so the embedded gateway would have nothing to enforce; remove embeddedGateway or add a local gateway"]);
-  }
   let pool: pg.Pool | undefined;
   let sharedLimits: SharedLimitsBackend | undefined;
   const counters = gwConfig.limits.counters ?? (runtime.store.shared ? "store" : "memory");
   if (counters === "store") {
-    const pgConfig = (config.store as { postgres?: string | { url: string; schema?: string } }).postgres;
-    if (pgConfig === undefined) {
-      throw new ConfigError([
-        "embeddedGateway.limits.counters: store keeps usage-plan counters on the PostgreSQL store, but store: is not postgres (one SQLite instance counts every request in memory: use counters: memory)",
-      ]);
-    }
+    const pgConfig = (config.store as { postgres: string | { url: string; schema?: string } }).postgres;
     const { url, schema } = typeof pgConfig === "string" ? { url: pgConfig, schema: undefined } : pgConfig;
     // pg only for this PostgreSQL mode: the embedded default (SQLite) never loads it.
     const { default: pgModule } = await import("pg");

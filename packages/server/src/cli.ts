@@ -17,11 +17,12 @@
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { Command } from "commander";
-import { ConfigError, createRouter, isCredhookError, loadGateways, memoryStateStore, silentLogger, type Logger } from "@credhook/core";
+import { ConfigError, isCredhookError } from "@credhook/core";
 import { destination } from "pino";
 import type { EmbeddedGatewayConfig } from "@credhook/provider-local/gateway";
 import { createRuntime, startServer, importProviderModule, SHUTDOWN_MARGIN_MS } from "./app.js";
 import { CONFIG_SEARCH_PLACES, embeddedConfigText, loadConfigFile, maskSecrets, type LoadedConfig } from "./config.js";
+import { checkConfig } from "./check-config.js";
 import { describeListenError } from "./listen-errors.js";
 import { createLogger, operatorMessage, settleLogs } from "./logging.js";
 import { hashPassword, passwordProblem } from "./passwords.js";
@@ -158,8 +159,7 @@ program
   .action(async (opts: { config?: string }) => {
     try {
       const config = await loadConfig(opts.config);
-      const gateways = await loadGateways(config, { importModule: importProviderModule, logger: silentLogger as Logger, stateFor: () => memoryStateStore() });
-      createRouter(config.routes);
+      const gateways = await checkConfig(config, importProviderModule);
       const out: string[] = [`config: ${config.configFile}${config.embeddedDefault ? " (embedded default: no config file found)" : ""}`, "", "gateways:"];
       for (const [name, g] of Object.entries(config.gateways)) {
         const caps = gateways.get(name)!.provider.capabilities;

@@ -79,6 +79,18 @@ export interface ResolvedUser {
 }
 
 /**
+ * The configured plain passwords that break the password policy ({@link passwordProblem}),
+ * checked by `credhook serve` and `credhook check-config` alike.
+ * @returns one message per user, naming its YAML path (`server.auth.users[i]`); empty when none
+ */
+export function userPasswordProblems(users: AuthUser[]): string[] {
+  return users.flatMap((u, i) => {
+    const problem = u.password ? passwordProblem(u.password) : undefined;
+    return problem ? [`server.auth.users[${i}] (${u.username}): ${problem} (CREDHOOK_PASSWORD, CREDHOOK_PASSWORD_FILE or password:, as for \`credhook hash-password\`)`] : [];
+  });
+}
+
+/**
  * Resolves the configured users. A user whose password is empty (the shipped
  * config with `CREDHOOK_PASSWORD` unset) gets a generated password: on first
  * start it is created (24 base62 characters ≈ 143 bits), its scrypt hash written
@@ -93,10 +105,7 @@ export async function resolveUsers(
   dataDir: string,
   announce: (username: string, password: string, file: string) => void,
 ): Promise<ResolvedUser[]> {
-  const short = users.flatMap((u, i) => {
-    const problem = u.password ? passwordProblem(u.password) : undefined;
-    return problem ? [`server.auth.users[${i}] (${u.username}): ${problem} (CREDHOOK_PASSWORD, CREDHOOK_PASSWORD_FILE or password:, as for \`credhook hash-password\`)`] : [];
-  });
+  const short = userPasswordProblems(users);
   if (short.length > 0) throw new ConfigError(short);
   const out: ResolvedUser[] = [];
   for (const u of users) {

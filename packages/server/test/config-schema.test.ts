@@ -2,8 +2,9 @@
  * The generated JSON Schema of webhook.config.yaml (packages/server/config/webhook.config.schema.json,
  * shipped in @credhook/server next to the starter config,
  * written by `pnpm schema`) is current, every shipped YAML file references it, and it
- * agrees with `credhook check-config` (the same steps: load and interpolate the file,
- * validate it, load every gateway's provider and its options, build the router) on the
+ * agrees with `credhook check-config` (the same steps — load and interpolate the file,
+ * validate it, then checkConfig: every gateway's provider and its options, the router, the
+ * embedded gateway's fit) on the
  * shipped files and on bad configs that a schema can express.
  */
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -12,8 +13,9 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
-import { ConfigError, createAjv, createRouter, loadGateways, memoryStateStore, silentLogger, type Logger } from "@credhook/core";
+import { ConfigError, createAjv } from "@credhook/core";
 import { buildConfigSchema } from "../../../schema/config-schema.js";
+import { checkConfig } from "../src/check-config.js";
 import { EMBEDDED_CONFIG_FILE, importProviderModule, loadConfigFile } from "../src/index.js";
 
 const REPO = fileURLToPath(new URL("../../../", import.meta.url));
@@ -21,7 +23,7 @@ const SCHEMA_FILE = join(REPO, "packages/server/config/webhook.config.schema.jso
 const SHIPPED = [EMBEDDED_CONFIG_FILE, ...readdirSync(join(REPO, "examples")).filter((f) => f.endsWith(".yaml")).map((f) => join(REPO, "examples", f))];
 /** Values for every `${VAR}` without a default in the shipped files. */
 const ENV = {
-  CREDHOOK_PASSWORD: "pw",
+  CREDHOOK_PASSWORD: "long-enough-password",
   FAKE_URL: "http://127.0.0.1:9",
   AWS_ENDPOINT: "http://127.0.0.1:9",
   AZURE_ENDPOINT: "http://127.0.0.1:9",
@@ -46,8 +48,7 @@ function schemaErrors(yaml: string): string[] {
 async function checkConfigErrors(file: string): Promise<string[]> {
   try {
     const config = await loadConfigFile(file, { env: ENV });
-    const gateways = await loadGateways(config, { importModule: importProviderModule, logger: silentLogger as Logger, stateFor: () => memoryStateStore() });
-    createRouter(config.routes);
+    const gateways = await checkConfig(config, importProviderModule);
     await Promise.allSettled([...gateways.values()].map((g) => g.provider.close?.()));
     return [];
   } catch (err) {

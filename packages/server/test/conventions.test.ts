@@ -57,6 +57,10 @@ describe("one password policy", () => {
     const [line] = jsonLines(serve.stderr);
     expect(line!.messages).toEqual([expect.stringContaining("server.auth.users[0] (portal): the password must have at least 12 characters")]);
     expect(serve.stderr).not.toContain('"x"');
+    // check-config runs the same policy: a file serve refuses is never reported valid
+    const check = spawnSync(process.execPath, [CLI, "check-config"], { cwd: dir, env: { ...env, CREDHOOK_PASSWORD: "x" }, encoding: "utf8" });
+    expect(check.status).toBe(1);
+    expect(check.stderr).toContain("server.auth.users[0] (portal): the password must have at least 12 characters");
     // exactly 12 is enough for both
     expect(spawnSync(process.execPath, [CLI, "hash-password"], { env, input: "twelve-chars\n", encoding: "utf8" }).status).toBe(0);
   });

@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as oidc from "openid-client";
-import { createLogger, embeddedConfigText, loadConfigFile, startServer } from "../src/index.js";
+import { checkConfig } from "../src/check-config.js";
+import { createLogger, embeddedConfigText, importProviderModule, loadConfigFile, startServer } from "../src/index.js";
 import { AUTH, errorOf, PASSWORD, startTestServer, SERVER_YAML, type TestServer } from "./helpers.js";
 
 const YAML = `
@@ -15,7 +16,7 @@ routes:
   - { default: local }
 embeddedGateway:
   pathPrefix: /gateway
-  keyCheck: { header: X-Key, apiHeader: X-Api }
+  keyCheck: { header: X-Key, apiHeader: X-Credhook-Api }
   oauth: { signing: { alg: ES256, keyFile: ./signing-keys.json } }
 `;
 
@@ -30,10 +31,10 @@ describe("embedded gateway under a path prefix of the webhook's port", () => {
     expect(s.gatewayUrl).toBe(`${s.url}/gateway`);
     const { json } = await s.call("/v1/createCredentials", { appName: "Prefixed", developer: "d@example.com", apis: [{ id: "orders" }] });
     const key = (json as { apiKey: string }).apiKey;
-    const ok = await fetch(`${s.url}/gateway/check`, { headers: { "x-key": key, "x-api": "orders" } });
+    const ok = await fetch(`${s.url}/gateway/check`, { headers: { "x-key": key, "x-credhook-api": "orders" } });
     expect(ok.status).toBe(200);
     expect(ok.headers.get("x-credhook-api")).toBe("orders");
-    const denied = await fetch(`${s.url}/gateway/check`, { headers: { "x-api": "orders" } });
+    const denied = await fetch(`${s.url}/gateway/check`, { headers: { "x-credhook-api": "orders" } });
     expect(denied.status).toBe(401);
     expect((await errorOf(denied)).path).toBe("/gateway/check");
     expect((await fetch(`${s.url}/v1/health`)).status).toBe(401);
@@ -54,6 +55,9 @@ describe("embedded gateway under a path prefix of the webhook's port", () => {
     const config = await oidc.discovery(new URL(issuer), cred.clientId, cred.clientSecret, undefined, { algorithm: "oauth2", execute: [oidc.allowInsecureRequests] });
     const tokens = await oidc.clientCredentialsGrant(config, { scope: "m2m-x" });
     expect(tokens.scope).toBe("m2m-x");
+    // openid-client's default (OpenID Connect) discovery appends /.well-known/openid-configuration to the issuer.
+    const oidcDefault = await oidc.discovery(new URL(issuer), cred.clientId, cred.clientSecret, undefined, { execute: [oidc.allowInsecureRequests] });
+    expect((await oidc.clientCredentialsGrant(oidcDefault)).scope).toBe("m2m-x");
     const jwks = (await (await fetch(`${s.url}/gateway/.well-known/jwks.json`)).json()) as { keys: Array<{ kty: string; alg: string }> };
     expect(jwks.keys[0]).toMatchObject({ kty: "EC", alg: "ES256" });
   });
@@ -72,11 +76,34 @@ embeddedGateway: {}
     ).rejects.toMatchObject({ messages: [expect.stringMatching(/^embeddedGateway: no gateway uses provider: local/)] });
   });
 
-  it("refuses usage-plan counters on a store that is not PostgreSQL", async () => {
-    await expect(startTestServer(`${SERVER_YAML}gateways: { local: { provider: local, credentialType: API_KEY } }
+  it("refuses usage-plan counters on a store that is not PostgreSQL — serve and check-config alike (one validation)", async () => {
+    const yaml = `${SERVER_YAML}gateways: { local: { provider: local, credentialType: API_KEY } }
 routes: [ { default: local } ]
 embeddedGateway: { limits: { counters: store } }
-`)).rejects.toMatchObject({ messages: [expect.stringMatching(/^embeddedGateway\.limits\.counters: store keeps usage-plan counters on the PostgreSQL store/)] });
+`;
+    const message = expect.stringMatching(/^embeddedGateway\.limits\.counters: store keeps usage-plan counters on the PostgreSQL store/);
+    await expect(startTestServer(yaml)).rejects.toMatchObject({ messages: [message] });
+    const dir = mkdtempSync(join(tmpdir(), "credhook-check-config-"));
+    try {
+      writeFileSync(join(dir, "webhook.config.yaml"), yaml);
+      const config = await loadConfigFile(join(dir, "webhook.config.yaml"), { env: { CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir } });
+      await expect(checkConfig(config, importProviderModule)).rejects.toMatchObject({ messages: [message] });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses an API header a client could send itself (one without the prefix the proxy examples strip)", async () => {
+    const yaml = (apiHeader: string) => `${SERVER_YAML}gateways: { local: { provider: local, credentialType: API_KEY } }
+routes: [ { default: local } ]
+embeddedGateway: { keyCheck: { apiHeader: ${apiHeader} } }
+`;
+    await expect(startTestServer(yaml("X-Api"))).rejects.toMatchObject({
+      messages: [
+        "embeddedGateway.keyCheck.apiHeader 'x-api' would let a client choose the API: it must begin with keyCheck.responseHeaderPrefix 'x-credhook-' (e.g. x-credhook-api), the prefix whose client-sent headers the proxy removes before it sets its own",
+      ],
+    });
+    await expect(startTestServer(yaml("x-credhook-"))).rejects.toMatchObject({ messages: [expect.stringMatching(/apiHeader 'x-credhook-' would let a client choose the API/)] });
   });
 
   it("names the YAML path of a wrong option", async () => {

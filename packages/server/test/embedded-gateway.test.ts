@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
@@ -28,7 +29,7 @@ embeddedGateway:
   listen: { port: 0, host: 127.0.0.1 }
   keyCheck:
     queryParam: api_key
-    apiHeader: x-api-id
+    apiHeader: x-credhook-api
     apis:
       - { pathPrefix: /orders/, api: orders }
       - { pathPrefix: /weather/, api: weather }
@@ -91,8 +92,8 @@ describe("key check (NGINX auth_request / Envoy ext_authz)", () => {
     const nowhere = await check("/admin/", { "x-api-key": key.apiKey });
     expect(nowhere.status).toBe(403);
     expect((await errorOf(nowhere)).messages[0]).toMatch(/no API is configured for path '\/admin\/'/);
-    expect((await check("/admin/", { "x-api-key": key.apiKey, "x-api-id": "orders" })).status).toBe(200);
-    expect((await check("/orders/1", { "x-api-key": key.apiKey, "x-api-id": "weather" })).status).toBe(403);
+    expect((await check("/admin/", { "x-api-key": key.apiKey, "x-credhook-api": "orders" })).status).toBe(200);
+    expect((await check("/orders/1", { "x-api-key": key.apiKey, "x-credhook-api": "weather" })).status).toBe(403);
   });
 
   it("normalises the original path: dot segments and encoded slashes cannot reach another API's prefix", async () => {
@@ -131,6 +132,37 @@ describe("key check (NGINX auth_request / Envoy ext_authz)", () => {
     expect(again.apiKey).not.toBe(first.apiKey);
     expect((await check("/orders/1", { "x-api-key": first.apiKey })).status).toBe(401);
     expect((await check("/orders/1", { "x-api-key": again.apiKey })).status).toBe(200);
+  });
+
+  it("lets the proxy cache an admission only under the SHA-1 of exactly what decided it, to the end of the current second, and never a counted or refused one", async () => {
+    const key = await createKey("Cacheable App", [{ id: "orders" }, { id: "weather", usagePlans: [{ id: "five-per-second" }] }]);
+    const sha1 = (text: string) => createHash("sha1").update(text).digest("hex");
+    const claim = (uri: string, authz = "") => sha1(`${key.apiKey}\n${authz}\n${uri}`);
+    // Not in the first 25 ms of a second (credhook caches nothing there: see CACHE_MARGIN_MS).
+    if (Date.now() % 1000 < 100) await new Promise((r) => setTimeout(r, 100));
+    const cached = await check("/orders/1?x=1", { "x-api-key": key.apiKey, "x-credhook-cache-key": claim("/orders/1?x=1") });
+    expect(cached.status).toBe(200);
+    const second = Number(cached.headers.get("x-accel-expires")?.slice(1));
+    expect(Math.abs(second - Math.floor(Date.now() / 1000))).toBeLessThanOrEqual(1);
+    expect(cached.headers.get("cache-control")).toBeNull();
+    const notCached = async (res: Response) => {
+      expect(res.headers.get("x-accel-expires")).toBeNull();
+      expect(res.headers.get("cache-control")).toBe("no-store");
+    };
+    // Another URI, another key header, a digest of something else, an API header, no original URI: never cacheable.
+    await notCached(await check("/orders/2", { "x-api-key": key.apiKey, "x-credhook-cache-key": claim("/orders/1?x=1") }));
+    await notCached(await check("/orders/1?x=1", { "x-api-key": key.apiKey, "x-credhook-cache-key": sha1("\n\n/orders/1?x=1") }));
+    await notCached(await check("/orders/1?x=1", { "x-api-key": key.apiKey, authorization: "Basic eA==", "x-credhook-cache-key": claim("/orders/1?x=1") }));
+    await notCached(await check("/orders/1?x=1", { "x-api-key": key.apiKey, "x-credhook-api": "orders", "x-credhook-cache-key": claim("/orders/1?x=1") }));
+    await notCached(await fetch(`${gw}/check/orders/1`, { headers: { "x-api-key": key.apiKey, "x-credhook-cache-key": sha1(`${key.apiKey}\n\n`) } }));
+    await notCached(await check("/orders/1", { "x-api-key": key.apiKey }));
+    // A limited plan counts every request: never cached. A refusal: never cached.
+    const limited = await check("/weather/1", { "x-api-key": key.apiKey, "x-credhook-cache-key": claim("/weather/1") });
+    expect(limited.status).toBe(200);
+    await notCached(limited);
+    const refused = await check("/admin/1", { "x-api-key": key.apiKey, "x-credhook-cache-key": claim("/admin/1") });
+    expect(refused.status).toBe(403);
+    await notCached(refused);
   });
 
   it("is not behind the webhook's Basic auth, and the webhook's endpoints are not on the gateway's port", async () => {

@@ -25,7 +25,12 @@ export interface KeyCheckConfig {
   queryParam?: string;
   /** Also accept `Authorization: Bearer <access token>` issued by the embedded token endpoint. @default true */
   bearer: boolean;
-  /** Header, set by the proxy, that names the API id of the request. Checked before {@link apis}. @default unset */
+  /**
+   * Header, set by the proxy, that names the API id of the request. Checked
+   * before {@link apis}. Must begin with {@link responseHeaderPrefix}: the shipped
+   * proxy examples remove every client-sent header with that prefix, so only the
+   * proxy can state it (a name a client could send is refused at start). @default unset
+   */
   apiHeader?: string;
   /** Header carrying the original request URI (NGINX `auth_request`: `proxy_set_header X-Original-URI $request_uri`). Without it, the path after `/check` is used (Envoy `ext_authz` `path_prefix`). @default "x-original-uri" */
   originalUriHeader: string;
@@ -212,6 +217,13 @@ export function checkEmbeddedGatewayConfig(config: EmbeddedGatewayConfig, at = "
   for (const k of ["header", "apiHeader", "originalUriHeader", "responseHeaderPrefix"] as const) {
     const v = config.keyCheck[k];
     if (v !== undefined) config.keyCheck[k] = v.toLowerCase();
+  }
+  const k = config.keyCheck;
+  if (k.apiHeader !== undefined && (!k.apiHeader.startsWith(k.responseHeaderPrefix) || k.apiHeader === k.responseHeaderPrefix)) {
+    problems.push(
+      `${at}.keyCheck.apiHeader '${k.apiHeader}' would let a client choose the API: it must begin with keyCheck.responseHeaderPrefix ` +
+        `'${k.responseHeaderPrefix}' (e.g. ${k.responseHeaderPrefix}api), the prefix whose client-sent headers the proxy removes before it sets its own`,
+    );
   }
   return problems;
 }

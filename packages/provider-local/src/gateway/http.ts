@@ -14,6 +14,15 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
+/**
+ * JSON text in printable ASCII only (every other character as a `\uXXXX`
+ * escape, which JSON allows anywhere in a string), so that it is also a valid
+ * HTTP header value.
+ */
+export function asciiJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
 /** Sends an ErrorResponse `{ timestamp, status, error, messages, path }`. */
 export function sendProblem(res: ServerResponse, status: number, path: string, messages: string[], headers: Record<string, string> = {}): void {
   sendJson(res, status, errorResponse(status, messages, path), headers);

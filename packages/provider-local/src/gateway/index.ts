@@ -10,6 +10,7 @@
  * | `POST /oauth2/introspect` | token introspection (RFC 7662) |
  * | `GET /.well-known/jwks.json` | the signing keys (RFC 7517) |
  * | `GET /.well-known/oauth-authorization-server` | metadata (RFC 8414) |
+ * | `GET /.well-known/openid-configuration` | the same metadata, where OpenID Connect discovery looks |
  *
  * The server runs it on its own port (`embeddedGateway.listen`) or under a path
  * prefix of the webhook's port (`embeddedGateway.pathPrefix`) — never behind the
@@ -165,6 +166,12 @@ export class EmbeddedGateway {
       });
       await keys.init();
     }
+    if (config.keyCheck.apis.length === 0 && !config.keyCheck.apiHeader && providers.some((p) => p.credentialType === "API_KEY")) {
+      logger.warn(
+        { apis: 0 },
+        "embedded gateway: embeddedGateway.keyCheck.apis is empty and no apiHeader is set, so every key check answers 403 (no API for the path); add { pathPrefix, api } rules",
+      );
+    }
     const limiter = new PlanLimiter(options.sharedLimits);
     await limiter.init();
     if (providers.some((p) => p.limitedPlans().size > 0)) logger.info({ counters: limiter.description }, "embedded gateway: usage-plan limits enforced");
@@ -247,6 +254,7 @@ export class EmbeddedGateway {
       case OAUTH_PATHS.jwks:
         return "jwks";
       case OAUTH_PATHS.metadata:
+      case OAUTH_PATHS.openidConfiguration:
         return "metadata";
       default:
         return "other";

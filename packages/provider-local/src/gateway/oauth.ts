@@ -34,6 +34,12 @@ export const OAUTH_PATHS = {
   introspection: "/oauth2/introspect",
   jwks: "/.well-known/jwks.json",
   metadata: "/.well-known/oauth-authorization-server",
+  /**
+   * The same metadata where OpenID Connect discovery looks (RFC 8414 §5: its
+   * fields are compatible), so a client library's default discovery
+   * (openid-client's `discovery()`) works without `algorithm: "oauth2"`.
+   */
+  openidConfiguration: "/.well-known/openid-configuration",
 } as const;
 
 const FORM_LIMIT_BYTES = 16 * 1024;
