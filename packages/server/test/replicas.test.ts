@@ -62,7 +62,7 @@ beforeAll(async () => {
   writeFileSync(
     config,
     example
-      .replace(/^store: .*$/m, `store: { postgres: { url: "\${DATABASE_URL}", schema: ${schema} } }\nreconcile: { intervalS: 1, settleS: 2 }`)
+      .replace(/^store: .*$/m, `store: { postgres: { url: "\${DATABASE_URL}", schema: ${schema}, leaseTtlMs: 6000 } }\nreconcile: { intervalS: 1, settleS: 2 }`)
       .replace("  port: ${PORT:-8080}", "  port: ${PORT:-8080}\n  logLevel: info"),
   );
   store = await openPostgresStore({ url, schema });
@@ -205,6 +205,7 @@ describe("three instances on one PostgreSQL database", () => {
       45_000, // a few loop turns on a quiet machine; a busy one delays each turn
     );
     const survivorsLog = servers[0]!.output() + servers[1]!.output();
+    if (!survivorsLog.includes("reconcile loop finished an interrupted operation")) console.log(survivorsLog.split("\n").filter((l) => /"level":[45]0/.test(l)).slice(-12).join("\n"));
     expect(survivorsLog).toContain("reconcile loop finished an interrupted operation");
     await until("the abandoned record to settle (settleS: 2) and go", async () => (await store.get(pending!.id)) === undefined);
   }, 90_000);
