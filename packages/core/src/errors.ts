@@ -261,7 +261,8 @@ export class CircuitOpen extends CredhookError {
   /** Seconds until the breaker lets a trial call through. */
   readonly retryAfterS: number;
   constructor(gateway: string, retryAfterS: number, options: Omit<CredhookErrorOptions, "gateway"> = {}) {
-    super(503, ErrorCodes.CIRCUIT_OPEN, `gateway '${gateway}' is unavailable: its recent calls failed, so credhook stopped calling it for now (circuit breaker open); try again later`, { ...options, gateway });
+    // Refused before any call: nothing can have landed.
+    super(503, ErrorCodes.CIRCUIT_OPEN, `gateway '${gateway}' is unavailable: its recent calls failed, so credhook stopped calling it for now (circuit breaker open); try again later`, { ...options, gateway, outcomeUnknown: false });
     this.retryAfterS = Math.max(1, Math.ceil(retryAfterS));
   }
 }

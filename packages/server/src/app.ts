@@ -10,7 +10,7 @@ import { dirname } from "node:path";
 import type { Server } from "node:http";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
 import type { Logger as PinoLogger } from "pino";
-import { compileContractValidator, ConfigError, type Gateway, createRouter, loadGateways, loadStore, Orchestrator, silentLogger, ShuttingDown, type CredentialStore, type CredhookConfig, type Logger, type OperationOutcome } from "@credhook/core";
+import { compileContractValidator, ConfigError, isStoreFailure, type Gateway, createRouter, loadGateways, loadStore, Orchestrator, silentLogger, ShuttingDown, type CredentialStore, type CredhookConfig, type Logger, type OperationOutcome } from "@credhook/core";
 import type pg from "pg";
 import { LocalProvider } from "@credhook/provider-local";
 import { EMBEDDED_GATEWAY_STATE, EmbeddedGateway, OAUTH_PATHS, parseEmbeddedGatewayConfig, type SharedLimitsBackend } from "@credhook/provider-local/gateway";
@@ -143,7 +143,10 @@ export async function createRuntime(config: CredhookConfig, options: { logger?: 
       stateFor: (g) => store.stateFor(g),
       ...(store.rateSlots ? { rateSlots: store.rateSlots } : {}),
     });
-    const orchestrator = new Orchestrator({ gateways: traceGateways(gateways), router: createRouter(config.routes), store, logger, abandonSettleMs: (config.reconcile?.settleS ?? 300) * 1000 });
+    const circuitBreakers = Object.fromEntries(
+      Object.entries(config.gateways).map(([name, g]) => [name, { threshold: g.circuitBreaker?.threshold ?? 5, halfOpenAfterMs: (g.circuitBreaker?.halfOpenAfterS ?? 5) * 1000 }]),
+    );
+    const orchestrator = new Orchestrator({ gateways: traceGateways(gateways), router: createRouter(config.routes), store, logger, abandonSettleMs: (config.reconcile?.settleS ?? 300) * 1000, circuitBreakers });
     return {
       store,
       orchestrator,
@@ -233,7 +236,8 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
   // Probes: unauthenticated, answered before the shutdown gate (/readyz reports draining itself).
   const readiness = createReadiness({
     store,
-    gateways: runtime.gateways,
+    gateways: orchestrator.gateways,
+    openCircuits: () => orchestrator.openCircuits(),
     isDraining: () => built.draining,
     logger,
     ...(options.readinessTtlMs !== undefined ? { gatewayCheckTtlMs: options.readinessTtlMs } : {}),
@@ -394,7 +398,8 @@ function startBackgroundReconcile(credhook: CredhookApp, config: CredhookConfig)
   let running: Promise<void> | undefined;
   const timer = setInterval(() => {
     running ??= pass()
-      .catch((err: unknown) => credhook.logger.error({ err: String(err) }, "background reconcile pass failed"))
+      // A store outage is logged by the store, once per state change: not again every pass.
+      .catch((err: unknown) => (isStoreFailure(err) ? credhook.logger.debug : credhook.logger.error).call(credhook.logger, { err: String(err) }, "background reconcile pass failed"))
       .finally(() => (running = undefined));
   }, intervalMs);
   timer.unref();

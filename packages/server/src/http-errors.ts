@@ -82,7 +82,8 @@ export function errorHandler(err: unknown, req: Request, res: Response, _next: N
   const retry = retryAfterOf(typed);
   if (retry !== undefined && (typed.status === 429 || typed.status === 503)) headers["Retry-After"] = String(retry);
   if (typed instanceof EdgeError) headers.Connection = "close";
-  if (typed.status >= 500) {
+  // A store outage or an open circuit breaker is logged once per state change by the store or the breaker, not per request.
+  if (typed.status >= 500 && typed.code !== ErrorCodes.STORE_UNAVAILABLE && typed.code !== ErrorCodes.CIRCUIT_OPEN) {
     const cause = typed.cause as { name?: string; message?: string } | undefined;
     req.log?.warn({ requestId: req.id, err: { code: typed.code, message: typed.message, gateway: typed.gateway, cause: cause?.name } }, "request failed");
   }

@@ -18,8 +18,8 @@
  */
 import pg from "pg";
 import { Kysely, Migrator, PostgresDialect, sql, type Migration, type MigrationProvider } from "kysely";
-import { assertFenceHeld, ConfigError, Conflict, CREDENTIALS_INDEXES_SQL, credentialsTableSql, currentFence, LockLost, NotFound, type AppRecords, type CredentialRecord, type CredentialStore, type CredentialType, type JsonValue, type Logger, type ProviderStateStore, type RateSlots, type StoreFactory, type StoreLocks } from "@credhook/core";
-import { asStoreError } from "./errors.js";
+import { assertFenceHeld, AvailabilityLog, ConfigError, isStoreFailure, Conflict, CREDENTIALS_INDEXES_SQL, credentialsTableSql, currentFence, LockLost, NotFound, type AppRecords, type CredentialRecord, type CredentialStore, type CredentialType, type JsonValue, type Logger, type ProviderStateStore, type RateSlots, type StoreFactory, type StoreLocks } from "@credhook/core";
+import { asStoreError, reasonOf } from "./errors.js";
 import { AdvisoryLocks } from "./locks.js";
 
 export { AdvisoryLocks } from "./locks.js";
@@ -118,6 +118,8 @@ export class PostgresCredentialStore implements CredentialStore {
   private readonly pool: pg.Pool;
   private readonly lockPool: pg.Pool;
   private readonly logger: Logger | undefined;
+  /** The database's outages, logged once each (then a summary a minute, then its end), never per failed call. */
+  private readonly availability: AvailabilityLog;
 
   /**
    * Creates the pools (no connection is made until {@link init}).
@@ -135,8 +137,18 @@ export class PostgresCredentialStore implements CredentialStore {
     // Every query runs in credhook's schema.
     for (const p of [this.pool, this.lockPool]) p.on("connect", (client) => void client.query(`SET search_path TO "${this.schema}"`).catch(() => undefined));
     // A connection that dies (server restart, network) is dropped by the pool; say so.
-    for (const p of [this.pool, this.lockPool]) p.on("error", (err) => this.logger?.warn({ err: err.message }, "PostgreSQL connection lost; the pool reconnects"));
-    this.locks = new AdvisoryLocks({ lockPool: this.lockPool, pool: this.pool, namespace: this.schema, leaseTtlMs: options.leaseTtlMs ?? 30_000, lockWaitMs, logger });
+    // A connection that dies (server restart, network) is dropped by the pool, which reconnects: logged once per outage, not per connection.
+    for (const p of [this.pool, this.lockPool]) p.on("error", (err) => this.availability.failed(`a connection was lost: ${reasonOf(err)}`));
+    this.availability = new AvailabilityLog(logger, { store: "store.postgres" }, "the credential store");
+    this.locks = new AdvisoryLocks({
+      lockPool: this.lockPool,
+      pool: this.pool,
+      namespace: this.schema,
+      leaseTtlMs: options.leaseTtlMs ?? 30_000,
+      lockWaitMs,
+      logger,
+      onSessionLost: (err) => this.availability.failed(`a lock session ended: ${reasonOf(err)}`),
+    });
     const q = this.q.bind(this);
     this.rateSlots = {
       // One statement on the database's clock, GCRA: next_at_ms is the key's theoretical arrival
@@ -186,9 +198,17 @@ export class PostgresCredentialStore implements CredentialStore {
    * @param what the step, for the message (`a query`, `a rate-limit slot`)
    */
   private q<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values: unknown[] = [], what = "a query"): Promise<pg.QueryResult<R>> {
-    return this.pool.query<R>(text, values).catch((err: unknown) => {
-      throw asStoreError(err, what);
-    });
+    return this.pool.query<R>(text, values).then(
+      (res) => {
+        this.availability.succeeded();
+        return res;
+      },
+      (err: unknown) => {
+        const typed = asStoreError(err, what);
+        if (isStoreFailure(typed)) this.availability.failed(typed.messages[1] ?? typed.message);
+        throw typed;
+      },
+    );
   }
 
   /**

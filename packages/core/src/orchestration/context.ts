@@ -16,6 +16,7 @@ import type { Gateway } from "../registry.js";
 import type { Router } from "../routing.js";
 import { generateApiKeyValue } from "../secrets.js";
 import type { CredentialRecord, CredentialStore, GatewayBinding, StoreLocks } from "../store.js";
+import { GatewayCircuits } from "./circuits.js";
 import type { OrchestratorOptions } from "./types.js";
 
 /**
@@ -54,11 +55,15 @@ export class OrchestrationContext implements GatewayTopology {
   /** The clock, ms since the epoch ({@link OrchestratorOptions.now}). */
   readonly now: () => number;
 
+  /** The per-gateway circuit breakers; {@link gateways} call their providers through them. */
+  readonly circuits: GatewayCircuits;
+
   constructor(options: OrchestratorOptions) {
-    this.gateways = options.gateways;
+    this.logger = options.logger ?? silentLogger;
+    this.circuits = new GatewayCircuits(options.gateways.keys(), (g) => options.circuitBreakers?.[g] ?? {}, this.logger);
+    this.gateways = new Map([...options.gateways].map(([name, gw]) => [name, this.circuits.wrap(gw)]));
     this.router = options.router;
     this.store = options.store;
-    this.logger = options.logger ?? silentLogger;
     this.generateApiKey = options.generateApiKey ?? generateApiKeyValue;
     this.settleMs = options.abandonSettleMs ?? 300_000;
     this.lock = options.store.locks ?? new KeyedLock();
