@@ -7,7 +7,7 @@ import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { dirname } from "node:path";
-import type { Server } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
 import type { Logger as PinoLogger } from "pino";
 import { compileContractValidator, ConfigError, isStoreFailure, type Gateway, createRouter, loadGateways, loadStore, Orchestrator, silentLogger, ShuttingDown, type CredentialStore, type CredhookConfig, type Logger, type OperationOutcome } from "@credhook/core";
@@ -18,7 +18,7 @@ import { basicAuth } from "./auth.js";
 import { jsonBody } from "./body.js";
 import { chain } from "./chain.js";
 import { createEdgeServer, edgeChecks } from "./edge.js";
-import { errorHandler, sendError, sendJson } from "./http-errors.js";
+import { errorBody, errorHandler, sendError, sendJson } from "./http-errors.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { createLogger, requestLogger } from "./logging.js";
 import { resolveUsers } from "./passwords.js";
@@ -236,7 +236,7 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
   // Probes: unauthenticated, answered before the shutdown gate (/readyz reports draining itself).
   const readiness = createReadiness({
     store,
-    gateways: orchestrator.gateways,
+    gateways: runtime.gateways, // unwrapped: a probe makes no span and no breaker trial
     openCircuits: () => orchestrator.openCircuits(),
     isDraining: () => built.draining,
     logger,
@@ -409,6 +409,24 @@ function startBackgroundReconcile(credhook: CredhookApp, config: CredhookConfig)
   };
 }
 
+/**
+ * What the server answers while it starts (the store is still being opened): `/livez` 204, `/readyz` 503
+ * "not ready", anything else 503 + Retry-After saying so — each an ErrorResponse.
+ */
+function starting(req: IncomingMessage, res: ServerResponse): void {
+  const path = (req.url ?? "/").split("?")[0] ?? "/";
+  req.resume();
+  res.setHeader("Cache-Control", "no-store");
+  if (path === "/livez") {
+    res.statusCode = 204;
+    res.end();
+    return;
+  }
+  res.setHeader("Retry-After", "5");
+  res.setHeader("Connection", "close");
+  sendJson(res as unknown as Response, 503, errorBody(503, [path === "/readyz" ? "not ready" : "credhook is starting: the credential store is not reachable yet; try again shortly"], path));
+}
+
 /** A listening server. */
 export interface RunningServer {
   /** `http://127.0.0.1:PORT` (or the configured host). */
@@ -431,33 +449,42 @@ export interface RunningServer {
  * @throws ConfigError | Error (EADDRINUSE …)
  */
 export async function startServer(config: CredhookConfig, options: AppOptions & { port?: number; host?: string } = {}): Promise<RunningServer> {
-  const credhook = await createApp(config, options);
-  try {
-    await credhook.store.claimServer?.(); // one server per SQLite file
-  } catch (err) {
-    await credhook.close();
-    throw err;
-  }
+  const logger = options.logger ?? createLogger(config.server.logLevel);
+  // Listening comes first: while the store is still being waited for (a database that is away at start), /livez
+  // answers 204, /readyz 503 and every other request 503 + Retry-After; then the app takes over.
+  let credhook: CredhookApp | undefined;
+  let handler: (req: IncomingMessage, res: ServerResponse) => void = starting;
   const host = options.host ?? config.server.host;
   const limits = options.limits ?? {};
-  const server = createEdgeServer(credhook.app, {
+  const server = createEdgeServer((req, res) => handler(req, res), {
     limits: {
       bodyLimitBytes: config.server.bodyLimitBytes,
       headersTimeoutMs: limits.headersTimeoutMs ?? config.server.headersTimeoutMs,
       requestTimeoutMs: limits.requestTimeoutMs ?? config.server.requestTimeoutMs,
       maxHeaderBytes: limits.maxHeaderBytes ?? config.server.maxHeaderBytes,
     },
-    logger: credhook.logger,
-    onRefused: (status, reason) => credhook.metrics.refused(status, reason),
+    logger,
+    onRefused: (status, reason) => credhook?.metrics.refused(status, reason),
   });
   server.listen(options.port ?? config.server.port, host);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
     server.once("error", reject);
-  }).catch(async (err) => {
-    await credhook.close();
-    throw err;
   });
+  try {
+    credhook = await createApp(config, { ...options, logger });
+    try {
+      await credhook.store.claimServer?.(); // one server per SQLite file
+    } catch (err) {
+      await credhook.close();
+      throw err;
+    }
+  } catch (err) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    throw err;
+  }
+  handler = credhook.app;
   server.keepAliveTimeout = config.server.keepAliveTimeoutMs;
   const port = (server.address() as AddressInfo).port;
   const stopSweep = startBackgroundReconcile(credhook, config);

@@ -19,7 +19,7 @@ import { sendError } from "./http-errors.js";
 /** Options of {@link createReadiness}. */
 export interface ReadinessOptions {
   store: CredentialStore;
-  /** The configured gateways, as the orchestrator calls them (through their circuit breakers); their providers' `health()` is what is cached. */
+  /** The configured gateways (their providers' `health()` is what is cached). */
   gateways: ReadonlyMap<string, Gateway>;
   /** The gateways whose circuit breaker is open now: not ready at once, without a call. @default none */
   openCircuits?: () => string[];

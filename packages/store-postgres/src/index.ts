@@ -18,8 +18,8 @@
  */
 import pg from "pg";
 import { Kysely, Migrator, PostgresDialect, sql, type Migration, type MigrationProvider } from "kysely";
-import { assertFenceHeld, AvailabilityLog, ConfigError, isStoreFailure, Conflict, CREDENTIALS_INDEXES_SQL, credentialsTableSql, currentFence, LockLost, NotFound, type AppRecords, type CredentialRecord, type CredentialStore, type CredentialType, type JsonValue, type Logger, type ProviderStateStore, type RateSlots, type StoreFactory, type StoreLocks } from "@credhook/core";
-import { asStoreError, reasonOf } from "./errors.js";
+import { assertFenceHeld, AvailabilityLog, ConfigError, isStoreFailure, StoreUnavailable, Conflict, CREDENTIALS_INDEXES_SQL, credentialsTableSql, currentFence, LockLost, NotFound, type AppRecords, type CredentialRecord, type CredentialStore, type CredentialType, type JsonValue, type Logger, type ProviderStateStore, type RateSlots, type StoreFactory, type StoreLocks } from "@credhook/core";
+import { asStoreError, isUnavailable, reasonOf } from "./errors.js";
 import { AdvisoryLocks } from "./locks.js";
 
 export { AdvisoryLocks } from "./locks.js";
@@ -61,6 +61,15 @@ export interface PostgresStoreOptions {
    * @default 30000
    */
   leaseTtlMs?: number;
+  /**
+   * At start, a database that cannot be reached (refused, starting up, failing over) is waited
+   * for, with exponential backoff (0.5 s doubling up to 10 s), while `credhook serve` listens and
+   * reports not ready; `true`: the start fails at once instead (StoreUnavailable naming store.postgres).
+   * @default false
+   */
+  failFast?: boolean;
+  /** The longest wait for the database at start, ms; then the start fails. 0: as long as it takes. @default 0 */
+  startupTimeoutMs?: number;
 }
 
 /** `store.postgres`: a connection string, or {@link PostgresStoreOptions}. */
@@ -118,6 +127,8 @@ export class PostgresCredentialStore implements CredentialStore {
   private readonly pool: pg.Pool;
   private readonly lockPool: pg.Pool;
   private readonly logger: Logger | undefined;
+  private readonly options: PostgresStoreOptions;
+  private closed = false;
   /** The database's outages, logged once each (then a summary a minute, then its end), never per failed call. */
   private readonly availability: AvailabilityLog;
 
@@ -129,6 +140,7 @@ export class PostgresCredentialStore implements CredentialStore {
     this.schema = options.schema ?? "credhook";
     if (!SCHEMA_NAME.test(this.schema)) throw new ConfigError([`store.postgres.schema must match ${SCHEMA_NAME.source} (got '${this.schema}')`]);
     this.logger = logger;
+    this.options = options;
     const common = { connectionString: options.url, connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000, application_name: "credhook" };
     this.pool = new pg.Pool({ ...common, max: options.poolMax ?? 10 });
     const lockWaitMs = options.lockWaitTimeoutMs ?? 60_000;
@@ -172,10 +184,33 @@ export class PostgresCredentialStore implements CredentialStore {
   /**
    * Creates the schema when missing and applies pending migrations. Several
    * instances may call it at once on an empty database: Kysely's migration
-   * lock lets one migrate while the others wait.
-   * @throws Error the database cannot be reached, or a migration failed
+   * lock lets one migrate while the others wait. A database that cannot be
+   * reached is waited for with backoff (logged once, then a summary a minute),
+   * unless {@link PostgresStoreOptions.failFast}.
+   * @throws StoreUnavailable (503, naming store.postgres) the database cannot be reached and failFast is set, or startupTimeoutMs passed
+   * @throws Error a migration failed
    */
   async init(): Promise<void> {
+    const started = Date.now();
+    for (let delay = 500; ; delay = Math.min(delay * 2, 10_000)) {
+      try {
+        await this.migrate();
+        this.availability.succeeded();
+        return;
+      } catch (err) {
+        const typed = asStoreError(err, "connecting at start");
+        if (!isStoreFailure(typed) || this.options.failFast) throw typed;
+        const timeout = this.options.startupTimeoutMs ?? 0;
+        if (timeout > 0 && Date.now() - started + delay > timeout) throw new StoreUnavailable(`store.postgres: the database could not be reached within ${timeout} ms of the start: ${reasonOf(err)}`, 5, { cause: err });
+        this.availability.failed(`${typed.messages[1] ?? typed.message} (waiting for it, retrying every ${Math.round(delay / 100) / 10} s or more; store.postgres.failFast: true fails the start instead)`);
+        if (this.closed) throw typed;
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  }
+
+  /** One attempt of {@link init}. */
+  private async migrate(): Promise<void> {
     await this.pool.query(`CREATE SCHEMA IF NOT EXISTS "${this.schema}"`).catch((err: { code?: string }) => {
       // Two instances creating it at the same moment: one wins, the other sees it exist.
       if (err.code !== "23505" && err.code !== "42P06") throw err;
@@ -183,7 +218,10 @@ export class PostgresCredentialStore implements CredentialStore {
     const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: this.pool }) });
     const migrator = new Migrator({ db, provider: migrationProvider, migrationTableSchema: this.schema });
     const { error, results } = await migrator.migrateToLatest();
-    if (error) throw new Error(`PostgreSQL store: migration failed: ${(error as Error).message ?? String(error)}`, { cause: error });
+    if (error) {
+      if (isUnavailable(error)) throw error;
+      throw new Error(`PostgreSQL store: migration failed: ${(error as Error).message ?? String(error)}`, { cause: error });
+    }
     for (const r of results ?? []) if (r.status === "Success") this.logger?.info({ migration: r.migrationName }, "PostgreSQL store migrated");
   }
 
@@ -365,6 +403,7 @@ export class PostgresCredentialStore implements CredentialStore {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     await Promise.allSettled([this.pool.end(), this.lockPool.end()]);
   }
 }
@@ -402,6 +441,8 @@ const postgresStoreFactory: StoreFactory<PostgresStoreConfig> = {
           connectionTimeoutMs: { type: "integer", minimum: 100, maximum: 600000 },
           lockWaitTimeoutMs: { type: "integer", minimum: 100, maximum: 3600000 },
           leaseTtlMs: { type: "integer", minimum: 1000, maximum: 3600000 },
+          failFast: { type: "boolean" },
+          startupTimeoutMs: { type: "integer", minimum: 0, maximum: 86400000 },
         },
       },
     ],
