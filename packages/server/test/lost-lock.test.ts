@@ -10,20 +10,18 @@
  */
 import { afterAll, beforeAll, expect, inject, it } from "vitest";
 import { randomUUID } from "node:crypto";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { appKeyOf } from "@credhook/core";
 import { openPostgresStore, type PostgresCredentialStore } from "@credhook/store-postgres";
 import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
 import { terminateLockSession } from "../../store-postgres/test/lock-sessions.js";
-import { PROCESS_START_MS, until } from "./helpers.js";
+import { PROCESS_START_MS, spawnServe, until, type ServeProcess } from "./helpers.js";
 
-const CLI = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
 const PASSWORD = "lost-lock-test-password";
 const AUTH = `Basic ${Buffer.from(`portal:${PASSWORD}`).toString("base64")}`;
 const url = inject("databaseUrl");
@@ -64,22 +62,13 @@ routes:
   - { default: local }
 `;
 
-async function serve(name: string, config: string): Promise<{ url: string; output: () => string }> {
+function serve(name: string, config: string): Promise<ServeProcess> {
   const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
-  const env = { ...process.env, CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_FROM_SOURCE: "1", DATABASE_URL: url, AWS_ENDPOINT: proxyUrl, AWS_KEY_ID: name };
-  const child = spawn(process.execPath, [CLI, "serve", "--config", config], { env, stdio: ["ignore", "pipe", "pipe"] });
-  children.push(child);
-  let out = "";
-  child.stdout!.on("data", (d) => (out += String(d)));
-  child.stderr!.on("data", (d) => (out += String(d)));
-  const listening = await until("an instance to listen", () => /"url":"(http:\/\/[^"]+)"/.exec(out)?.[1], PROCESS_START_MS).catch((err: Error) => {
-    throw new Error(`${err.message}; its output: ${out.slice(-1500)}`);
-  });
-  return { url: listening, output: () => out };
+  return spawnServe(config, { CREDHOOK_PASSWORD: PASSWORD, DATABASE_URL: url, AWS_ENDPOINT: proxyUrl, AWS_KEY_ID: name }, children);
 }
 
-let a: { url: string; output: () => string };
-let b: { url: string; output: () => string };
+let a: ServeProcess;
+let b: ServeProcess;
 
 beforeAll(async () => {
   aws = await startAwsFake();

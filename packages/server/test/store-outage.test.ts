@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
 import { createLogger, loadConfigFile, startServer, type RunningServer } from "../src/index.js";
-import { AUTH, errorOf, PASSWORD, until } from "./helpers.js";
+import { AUTH, errorOf, freePort, PASSWORD, until } from "./helpers.js";
 
 const url = new URL(inject("databaseUrl"));
 const schema = `outage_${randomUUID().replace(/-/g, "").slice(0, 12)}`;
@@ -50,15 +50,6 @@ class DbSwitch {
     for (const s of this.sockets) s.destroy();
     if (server) await new Promise((resolve) => server.close(resolve));
   }
-}
-
-/** A free TCP port on 127.0.0.1. */
-async function freePort(): Promise<number> {
-  const s = createNetServer();
-  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((resolve) => s.close(resolve));
-  return port;
 }
 
 let aws: AwsFake;
