@@ -38,6 +38,12 @@ export interface AppOptions {
   /** Store to use instead of the one the config names (tests, embedding). */
   store?: CredentialStore;
   /**
+   * Wait (with backoff) for a database that cannot be reached at start instead of failing at once,
+   * unless the store is configured to fail fast; `startServer` sets it, since it listens and reports not ready meanwhile.
+   * @default false
+   */
+  waitForStore?: boolean;
+  /**
    * Called once when a password was generated for a user with an empty
    * password. Default: prints it to stderr (not to the log).
    */
@@ -94,12 +100,15 @@ const ENDPOINTS: Record<string, string[]> = {
   "/readyz": ["GET", "HEAD"],
 };
 
-/** Opens the store the config names. */
-export async function openStore(config: CredhookConfig, logger: Logger = silentLogger): Promise<CredentialStore> {
+/**
+ * Opens the store the config names.
+ * @param waitAtStart a serving process: a database away at start may be waited for (see `StoreContext.waitAtStart`)
+ */
+export async function openStore(config: CredhookConfig, logger: Logger = silentLogger, waitAtStart = false): Promise<CredentialStore> {
   // Relative store paths mean the config file's directory; for the embedded default (a file inside the package), the working directory.
   const loaded = config as { configFile?: string; embeddedDefault?: boolean };
   const baseDir = loaded.configFile && !loaded.embeddedDefault ? dirname(loaded.configFile) : process.cwd();
-  return loadStore(config, { importModule: importProviderModule, logger, baseDir });
+  return loadStore(config, { importModule: importProviderModule, logger, baseDir, ...(waitAtStart ? { waitAtStart } : {}) });
 }
 
 /** Imports a provider package: from the server's own dependencies first, then from the working directory (third-party providers). */
@@ -133,9 +142,9 @@ export interface CredhookRuntime {
  * Opens the store (unless given) and loads every gateway's provider.
  * @throws ConfigError when a provider fails to load or validate, or the store cannot be opened
  */
-export async function createRuntime(config: CredhookConfig, options: { logger?: PinoLogger; store?: CredentialStore } = {}): Promise<CredhookRuntime> {
+export async function createRuntime(config: CredhookConfig, options: { logger?: PinoLogger; store?: CredentialStore; waitForStore?: boolean } = {}): Promise<CredhookRuntime> {
   const logger = (options.logger ?? createLogger(config.server.logLevel)) as unknown as Logger;
-  const store = options.store ?? (await openStore(config, logger));
+  const store = options.store ?? (await openStore(config, logger, options.waitForStore));
   try {
     const gateways = await loadGateways(config, {
       importModule: importProviderModule,
@@ -170,7 +179,7 @@ export async function createRuntime(config: CredhookConfig, options: { logger?: 
  */
 export async function createApp(config: CredhookConfig, options: AppOptions = {}): Promise<CredhookApp> {
   const logger = options.logger ?? createLogger(config.server.logLevel);
-  const runtime = await createRuntime(config, { logger, ...(options.store ? { store: options.store } : {}) });
+  const runtime = await createRuntime(config, { logger, ...(options.store ? { store: options.store } : {}), ...(options.waitForStore ? { waitForStore: true } : {}) });
   const { store, orchestrator } = runtime;
   let users;
   try {
@@ -472,7 +481,7 @@ export async function startServer(config: CredhookConfig, options: AppOptions & 
     server.once("error", reject);
   });
   try {
-    credhook = await createApp(config, { ...options, logger });
+    credhook = await createApp(config, { ...options, logger, waitForStore: true });
     try {
       await credhook.store.claimServer?.(); // one server per SQLite file
     } catch (err) {

@@ -216,9 +216,15 @@ it(`PostgreSQL restarted ${RESTARTS}× (fast shutdown and kill -9) and away ${OU
   const storeAnswers = failures.filter((a) => a.body.includes("the credential store is unavailable")).length;
   const upFailures = failures.filter((a) => a.dbUp).length;
   // Logging bounded: lines other than the request lines, per instance, over the whole run.
-  const otherLines = instances.map((s) => s.output().split("\n").filter((l) => l.startsWith("{") && !l.includes('"msg":"request completed"')).length);
+  const other = instances.map((s) => s.output().split("\n").filter((l) => l.startsWith("{") && !l.includes('"msg":"request completed"')));
+  const otherLines = other.map((ls) => ls.length);
+  const byMessage = new Map<string, number>();
+  for (const l of other.flat()) {
+    const msg = (/"msg":"([^"]{0,60})/.exec(l)?.[1] ?? "?").replace(/:.*/, "");
+    byMessage.set(msg, (byMessage.get(msg) ?? 0) + 1);
+  }
   console.log(
-    `db restarts: ${RESTARTS} restarts (${RESTARTS / 2} fast shutdown, ${RESTARTS / 2} kill -9) + a ${OUTAGE_S} s outage; ${answers.length} answers: ${by(200)}×200 ${by(204)}×204 ${by(503)}×503 (${storeAnswers} 'the credential store is unavailable') ${by(500)}×500, other ${answers.length - by(200) - by(204) - by(503) - by(500)}; ${upFailures} of the failures while the database was up (just after a start); portal timeouts ${timeouts}; log lines besides request lines per instance: ${otherLines.join(",")}; ready again after each start (ms): ${readyMs.join(",")}; after reconcile: ${last.live} live records, ${last.orphans} orphan keys, ${last.disagree} records that disagree with AWS, ${last.unfinished} unfinished`,
+    `db restarts: ${RESTARTS} restarts (${RESTARTS / 2} fast shutdown, ${RESTARTS / 2} kill -9) + a ${OUTAGE_S} s outage; ${answers.length} answers: ${by(200)}×200 ${by(204)}×204 ${by(503)}×503 (${storeAnswers} 'the credential store is unavailable') ${by(500)}×500, other ${answers.length - by(200) - by(204) - by(503) - by(500)}; ${upFailures} of the failures while the database was up (just after a start); portal timeouts ${timeouts}; log lines besides request lines per instance: ${otherLines.join(",")} (${[...byMessage].sort((x, y) => y[1] - x[1]).map(([m, c]) => `${c}× ${m}`).join("; ")}); ready again after each start (ms): ${readyMs.join(",")}; after reconcile: ${last.live} live records, ${last.orphans} orphan keys, ${last.disagree} records that disagree with AWS, ${last.unfinished} unfinished`,
   );
   expect(by(500)).toBe(0);
   for (const f of failures) {

@@ -65,7 +65,7 @@ export interface PostgresStoreOptions {
    * At start, a database that cannot be reached (refused, starting up, failing over) is waited
    * for, with exponential backoff (0.5 s doubling up to 10 s), while `credhook serve` listens and
    * reports not ready; `true`: the start fails at once instead (StoreUnavailable naming store.postgres).
-   * @default false
+   * @default false for `credhook serve`; true for one-shot commands (`reconcile`, `adopt`) and Lambda
    */
   failFast?: boolean;
   /** The longest wait for the database at start, ms; then the start fails. 0: as long as it takes. @default 0 */
@@ -448,7 +448,9 @@ const postgresStoreFactory: StoreFactory<PostgresStoreConfig> = {
     ],
   },
   create(options, context) {
-    return openPostgresStore(typeof options === "string" ? { url: options } : options, context.logger);
+    const o = typeof options === "string" ? { url: options } : options;
+    // Only a serving process waits for a database that is away at start (it reports not ready meanwhile).
+    return openPostgresStore({ ...o, failFast: o.failFast ?? !context.waitAtStart }, context.logger);
   },
 };
 export default postgresStoreFactory;
