@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, inject, it } from "vitest";
-import { assertFenceHeld, LockLost, runFenced } from "@credhook/core";
+import { assertFenceHeld, LockLost, runFenced, StoreUnavailable } from "@credhook/core";
 import { storeConformance } from "@credhook/provider-testkit";
-import { openPostgresStore, PostgresCredentialStore } from "../src/index.js";
+import { asStoreError, openPostgresStore, PostgresCredentialStore } from "../src/index.js";
 import { terminateLockSession as terminateSession } from "./lock-sessions.js";
 
 const url = inject("databaseUrl");
@@ -215,5 +215,25 @@ describe("shared call slots (cloud quotas across instances)", () => {
     } finally {
       await Promise.all(stores.map((x) => x.close()));
     }
+  });
+});
+
+describe("PostgreSQL failures as the store's typed errors", () => {
+  it("an unreachable, starting, failing-over or exhausted database is StoreUnavailable naming store.postgres; a bug or a constraint is not", () => {
+    const typed = (err: unknown) => asStoreError(err, "a query") as StoreUnavailable;
+    expect(typed(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" })).messages).toEqual([
+      "the credential store is unavailable",
+      "store.postgres: a query failed: connection refused (ECONNREFUSED)",
+    ]);
+    expect(typed(Object.assign(new Error("the database system is starting up"), { code: "57P03" })).messages[1]).toBe("store.postgres: a query failed: the database system is starting up (57P03)");
+    for (const code of ["57P01", "08006", "53300", "25006", "40001"]) expect(typed(Object.assign(new Error("x"), { code }))).toBeInstanceOf(StoreUnavailable);
+    expect(typed(new Error("Connection terminated unexpectedly"))).toBeInstanceOf(StoreUnavailable);
+    expect(typed(new Error("timeout exceeded when trying to connect"))).toBeInstanceOf(StoreUnavailable);
+    expect(typed(new AggregateError([Object.assign(new Error("refused"), { code: "ECONNREFUSED" })]))).toBeInstanceOf(StoreUnavailable);
+    const unique = Object.assign(new Error("duplicate key"), { code: "23505" });
+    expect(asStoreError(unique, "a query")).toBe(unique);
+    const syntax = Object.assign(new Error("syntax error"), { code: "42601" });
+    expect(asStoreError(syntax, "a query")).toBe(syntax);
+    expect(typed(Object.assign(new Error("could not connect to postgres://u:secret@db/x"), { code: "08001" })).messages[1]).not.toContain("secret");
   });
 });
