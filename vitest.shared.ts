@@ -32,7 +32,7 @@ const PACKAGING_FILES = ["**/test/packed-install.test.ts"];
  * started before the others so that the run is not as long as the last of them to start.
  * Vitest orders by the durations it cached in an earlier run; a fresh clone has none.
  */
-const SLOW_FIRST = /\/(replicas|crash-reconcile|shutdown|gcp-faults)\.test\.ts$/;
+const SLOW_FIRST = /\/(replicas|crash-reconcile|shutdown|gcp-faults|circuit-breaker|db-restarts|lost-lock)\.test\.ts$/;
 
 /** Vitest's own order (failed, then longest, by its cache), with {@link SLOW_FIRST} files first. */
 export class SlowFirstSequencer extends BaseSequencer {

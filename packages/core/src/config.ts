@@ -83,6 +83,13 @@ export interface GatewayConfig {
   credentialType: CredentialType;
   /** Provider options, validated by the provider's own options schema. */
   options: Record<string, unknown>;
+  /**
+   * The gateway's circuit breaker: after `threshold` calls in a row failed with the cloud down or
+   * unreachable (502/503/504), its requests answer 503 + Retry-After at once, without a call, until
+   * a trial call — one every `halfOpenAfterS` — succeeds. `threshold: 0` turns it off.
+   * @default { threshold: 5, halfOpenAfterS: 5 }
+   */
+  circuitBreaker?: { threshold?: number; halfOpenAfterS?: number };
 }
 
 /** `reconcile:` block: the clean-up credhook does while it serves. */
@@ -214,6 +221,14 @@ export const configSchema = {
           provider: { type: "string", minLength: 1 },
           credentialType: { enum: ["API_KEY", "CLIENT_CREDENTIALS"] },
           options: { type: "object", default: {} },
+          circuitBreaker: {
+            type: "object",
+            additionalProperties: false,
+            properties: {
+              threshold: { type: "integer", minimum: 0, maximum: 1000, default: 5 },
+              halfOpenAfterS: { type: "number", minimum: 0.1, maximum: 3600, default: 5 },
+            },
+          },
         },
       },
     },

@@ -22,6 +22,9 @@ export const ErrorCodes = {
   UPSTREAM_FAILED: "UPSTREAM_FAILED",
   UPSTREAM_UNAVAILABLE: "UPSTREAM_UNAVAILABLE",
   UPSTREAM_TIMEOUT: "UPSTREAM_TIMEOUT",
+  STORE_UNAVAILABLE: "STORE_UNAVAILABLE",
+  LOCK_LOST: "LOCK_LOST",
+  CIRCUIT_OPEN: "CIRCUIT_OPEN",
   CONFIG_INVALID: "CONFIG_INVALID",
   INTERNAL: "INTERNAL",
 } as const;
@@ -203,6 +206,71 @@ export class UpstreamTimeout extends CredhookError {
   constructor(message: string, options: CredhookErrorOptions = {}) {
     super(504, ErrorCodes.UPSTREAM_TIMEOUT, message, options);
   }
+}
+
+/**
+ * 503: the credential store (the database) cannot be reached or cannot take the
+ * write right now — connection refused or lost, the database starting up or
+ * shutting down, SQLite's disk full or its file busy. Never a gateway's fault:
+ * it carries no gateway. The first message is always
+ * "the credential store is unavailable"; the second says what and where
+ * (`store.postgres: connection refused (ECONNREFUSED)`).
+ * `retryAfterS` becomes `Retry-After` (seconds).
+ */
+export class StoreUnavailable extends CredhookError {
+  /** Seconds after which trying again makes sense. */
+  readonly retryAfterS: number;
+  /**
+   * @param detail what failed and where, secret-free (`store.postgres: the database system is starting up`)
+   * @param retryAfterS seconds before a retry makes sense @default 5
+   */
+  constructor(detail: string, retryAfterS = 5, options: Omit<CredhookErrorOptions, "gateway"> = {}) {
+    super(503, ErrorCodes.STORE_UNAVAILABLE, "the credential store is unavailable", { ...options, messages: [detail, ...(options.messages ?? [])] });
+    this.retryAfterS = Math.max(1, Math.ceil(retryAfterS));
+  }
+}
+
+/**
+ * 503: the operation lost its app's lock while it ran (its PostgreSQL lock
+ * session ended: the database restarted or failed over, or the session was
+ * terminated) or could not renew its lease on the app. The operation stopped
+ * before its next cloud write or record save; its record stays as it was (an
+ * interrupted operation whose outcome is unknown) for recovery, which another
+ * instance starts only once this one has stopped (see `Fence`).
+ */
+export class LockLost extends CredhookError {
+  /** Seconds after which trying again makes sense. */
+  readonly retryAfterS: number;
+  /** @param detail why the lock is gone, secret-free */
+  constructor(detail: string, retryAfterS = 5, options: Omit<CredhookErrorOptions, "gateway"> = {}) {
+    super(503, ErrorCodes.LOCK_LOST, "the credential store is unavailable", {
+      ...options,
+      messages: [`this instance lost its lock on the app (${detail}); the operation stopped before its next write and is left for recovery; try again shortly`],
+    });
+    this.retryAfterS = Math.max(1, Math.ceil(retryAfterS));
+  }
+}
+
+/**
+ * 503: the gateway's circuit breaker is open — its recent calls failed one after
+ * another (the cloud is down or unreachable), so credhook refuses requests that
+ * need it at once, before any store or cloud write, until a trial call succeeds.
+ * `retryAfterS` (until the next trial) becomes `Retry-After`.
+ */
+export class CircuitOpen extends CredhookError {
+  /** Seconds until the breaker lets a trial call through. */
+  readonly retryAfterS: number;
+  constructor(gateway: string, retryAfterS: number, options: Omit<CredhookErrorOptions, "gateway"> = {}) {
+    // Refused before any call: nothing can have landed.
+    super(503, ErrorCodes.CIRCUIT_OPEN, `gateway '${gateway}' is unavailable: its recent calls failed, so credhook stopped calling it for now (circuit breaker open); try again later`, { ...options, gateway, outcomeUnknown: false });
+    this.retryAfterS = Math.max(1, Math.ceil(retryAfterS));
+  }
+}
+
+/** True when `err` is a failure of the credential store ({@link StoreUnavailable} or {@link LockLost}), not of a gateway. */
+export function isStoreFailure(err: unknown): err is StoreUnavailable | LockLost {
+  const code = (err as { code?: unknown } | null)?.code;
+  return isCredhookError(err) && (code === ErrorCodes.STORE_UNAVAILABLE || code === ErrorCodes.LOCK_LOST);
 }
 
 /** Configuration is invalid; thrown at start-up. `messages` name the YAML path of each problem. */

@@ -10,6 +10,8 @@ export * from "./registry.js";
 export * from "./store.js";
 export * from "./secrets.js";
 export * from "./keyed-lock.js";
+export * from "./fence.js";
+export * from "./availability.js";
 export * from "./orchestrator.js";
 export * from "./shared-pool.js";
 export * from "./memory-state.js";

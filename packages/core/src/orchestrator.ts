@@ -35,6 +35,7 @@ export * from "./orchestration/types.js";
 export { appKeyOf, applyChanges, changesBetween, changesForReplay, groupByGateway } from "./orchestration/api-sets.js";
 export { planCreate, planUpdate, type CreatePlan, type UpdatePlan } from "./orchestration/plan.js";
 export type { GatewayTopology } from "./orchestration/context.js";
+export { isGatewayDown, type CircuitBreakerOptions } from "./orchestration/circuits.js";
 
 /**
  * Runs create / update / revoke / health / reconcile / adopt for the server
@@ -58,11 +59,14 @@ export class Orchestrator {
    * Creates the app's credential on every gateway its APIs route to, or returns
    * the live one of a replayed create.
    * @throws Unroutable (422) unrouted API ids
+   * @throws CircuitOpen (503) a gateway of the app is known down (its breaker is open): nothing was written
    * @throws PolicyViolation (422) mixed credential types, two gateways that generate their own key values, client credentials on several gateways, a key value another gateway cannot import
    * @throws InvalidReference (422) | Throttled (503) | UpstreamError (502) | UpstreamTimeout (504) from a gateway, after the create was abandoned and cleaned up
    */
   async create(req: CreateCredentialsRequest): Promise<CreateOutcome> {
     const plan = planCreate(this.ctx, req);
+    // A gateway known down: refused before any store or cloud write (never a half-made credential).
+    this.ctx.circuits.assertClosed(plan.groups.keys());
     return this.ctx.lock.run(plan.appKey, () => createOrReplay(this.ctx, plan, req));
   }
 
@@ -79,6 +83,7 @@ export class Orchestrator {
     const ctx = this.ctx;
     const publicId = (req.credentialType === "API_KEY" ? req.apiKeyId : req.clientId)!;
     const found = await ctx.store.findByPublicId(req.credentialType, publicId);
+    ctx.circuits.assertClosed(found ? [...found.bindings.map((b) => b.gateway), ...this.routedGateways(req)] : this.routedGateways(req));
     if (!found) return ctx.lock.run(`id:${req.credentialType}:${publicId}`, () => adoptAndUpdate(ctx, req, publicId));
     return ctx.lock.run(found.appKey, async () => {
       let rec = await ctx.store.findByPublicId(req.credentialType, publicId);
@@ -86,6 +91,20 @@ export class Orchestrator {
       if (!rec) throw new NotFound(`credential ${req.credentialType} '${publicId}' does not exist (it was revoked)`);
       return updateKnown(ctx, rec, req);
     });
+  }
+
+  /** The gateways the request's API ids route to (none when one does not route: planning answers that 422). */
+  private routedGateways(req: UpdateCredentialsRequest): string[] {
+    try {
+      return [...new Set(this.ctx.resolveAll(req.apis.map((a) => a.id)).values())];
+    } catch {
+      return [];
+    }
+  }
+
+  /** The gateways whose circuit breaker is open now (their requests answer 503 at once). */
+  openCircuits(): string[] {
+    return this.ctx.circuits.openGateways();
   }
 
   /**

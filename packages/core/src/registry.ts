@@ -112,6 +112,8 @@ export interface LoadStoreOptions {
   logger: Logger;
   /** Directory relative store paths are resolved against (the config file's). */
   baseDir: string;
+  /** A serving process: a database that is away at start may be waited for ({@link StoreContext.waitAtStart}). @default false */
+  waitAtStart?: boolean;
 }
 
 /**
@@ -128,7 +130,7 @@ export async function loadStore(config: CredhookConfig, options: LoadStoreOption
   const opts = { value: structuredClone(raw) };
   const schema = validate as unknown as (v: unknown) => boolean;
   if (!schema(opts.value)) throw new ConfigError(formatConfigErrors(validate.errors, at).map((m) => `[store-${factory.type}] ${m}`));
-  return factory.create(opts.value, { configPath: at, baseDir: options.baseDir, logger: options.logger.child({ store: factory.type }) });
+  return factory.create(opts.value, { configPath: at, baseDir: options.baseDir, logger: options.logger.child({ store: factory.type }), ...(options.waitAtStart ? { waitAtStart: true } : {}) });
 }
 
 /**

@@ -311,6 +311,12 @@ export interface StoreContext {
   /** The config file's directory: relative paths in options are relative to it. */
   baseDir: string;
   logger: Logger;
+  /**
+   * True for a serving process (`credhook serve`, which listens and reports not ready meanwhile):
+   * a database that cannot be reached at start may be waited for. One-shot commands and Lambda
+   * leave it unset: they fail at once. @default false
+   */
+  waitAtStart?: boolean;
 }
 
 /**

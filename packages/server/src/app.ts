@@ -7,10 +7,10 @@ import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { dirname } from "node:path";
-import type { Server } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
 import type { Logger as PinoLogger } from "pino";
-import { compileContractValidator, ConfigError, type Gateway, createRouter, loadGateways, loadStore, Orchestrator, silentLogger, ShuttingDown, type CredentialStore, type CredhookConfig, type Logger, type OperationOutcome } from "@credhook/core";
+import { compileContractValidator, ConfigError, isStoreFailure, type Gateway, createRouter, loadGateways, loadStore, Orchestrator, silentLogger, ShuttingDown, type CredentialStore, type CredhookConfig, type Logger, type OperationOutcome } from "@credhook/core";
 import type pg from "pg";
 import { LocalProvider } from "@credhook/provider-local";
 import { EMBEDDED_GATEWAY_STATE, EmbeddedGateway, OAUTH_PATHS, parseEmbeddedGatewayConfig, type SharedLimitsBackend } from "@credhook/provider-local/gateway";
@@ -19,7 +19,7 @@ import { jsonBody } from "./body.js";
 import { chain } from "./chain.js";
 import { embeddedGatewayProblems } from "./check-config.js";
 import { createEdgeServer, edgeChecks } from "./edge.js";
-import { errorHandler, sendError, sendJson } from "./http-errors.js";
+import { errorBody, errorHandler, sendError, sendJson } from "./http-errors.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { createLogger, requestLogger } from "./logging.js";
 import { announceGeneratedPassword, resolveUsers } from "./passwords.js";
@@ -39,6 +39,12 @@ export interface AppOptions {
   logger?: PinoLogger;
   /** Store to use instead of the one the config names (tests, embedding). */
   store?: CredentialStore;
+  /**
+   * Wait (with backoff) for a database that cannot be reached at start instead of failing at once,
+   * unless the store is configured to fail fast; `startServer` sets it, since it listens and reports not ready meanwhile.
+   * @default false
+   */
+  waitForStore?: boolean;
   /**
    * Called once when a password was generated for a user with an empty
    * password. Default: prints it to stderr (not to the log).
@@ -96,12 +102,15 @@ const ENDPOINTS: Record<string, string[]> = {
   "/readyz": ["GET", "HEAD"],
 };
 
-/** Opens the store the config names. */
-export async function openStore(config: CredhookConfig, logger: Logger = silentLogger): Promise<CredentialStore> {
+/**
+ * Opens the store the config names.
+ * @param waitAtStart a serving process: a database away at start may be waited for (see `StoreContext.waitAtStart`)
+ */
+export async function openStore(config: CredhookConfig, logger: Logger = silentLogger, waitAtStart = false): Promise<CredentialStore> {
   // Relative store paths mean the config file's directory; for the embedded default (a file inside the package), the working directory.
   const loaded = config as { configFile?: string; embeddedDefault?: boolean };
   const baseDir = loaded.configFile && !loaded.embeddedDefault ? dirname(loaded.configFile) : process.cwd();
-  return loadStore(config, { importModule: importProviderModule, logger, baseDir });
+  return loadStore(config, { importModule: importProviderModule, logger, baseDir, ...(waitAtStart ? { waitAtStart } : {}) });
 }
 
 /** Imports a provider package: from a bundle's own modules, then the server's own dependencies, then the working directory (third-party providers). */
@@ -139,10 +148,10 @@ export interface CredhookRuntime {
  */
 export async function createRuntime(
   config: CredhookConfig,
-  options: { logger?: PinoLogger; store?: CredentialStore; onGatewayCall?: GatewayCallObserver } = {},
+  options: { logger?: PinoLogger; store?: CredentialStore; onGatewayCall?: GatewayCallObserver; waitForStore?: boolean } = {},
 ): Promise<CredhookRuntime> {
   const logger = (options.logger ?? createLogger(config.server.logLevel)) as unknown as Logger;
-  const store = options.store ?? (await openStore(config, logger));
+  const store = options.store ?? (await openStore(config, logger, options.waitForStore));
   try {
     const gateways = await loadGateways(config, {
       importModule: importProviderModule,
@@ -150,7 +159,17 @@ export async function createRuntime(
       stateFor: (g) => store.stateFor(g),
       ...(store.rateSlots ? { rateSlots: store.rateSlots } : {}),
     });
-    const orchestrator = new Orchestrator({ gateways: traceGateways(gateways, options.onGatewayCall), router: createRouter(config.routes), store, logger, abandonSettleMs: (config.reconcile?.settleS ?? 300) * 1000 });
+    const circuitBreakers = Object.fromEntries(
+      Object.entries(config.gateways).map(([name, g]) => [name, { threshold: g.circuitBreaker?.threshold ?? 5, halfOpenAfterMs: (g.circuitBreaker?.halfOpenAfterS ?? 5) * 1000 }]),
+    );
+    const orchestrator = new Orchestrator({
+      gateways: traceGateways(gateways, options.onGatewayCall),
+      router: createRouter(config.routes),
+      store,
+      logger,
+      abandonSettleMs: (config.reconcile?.settleS ?? 300) * 1000,
+      circuitBreakers,
+    });
     return {
       store,
       orchestrator,
@@ -175,7 +194,12 @@ export async function createRuntime(
 export async function createApp(config: CredhookConfig, options: AppOptions = {}): Promise<CredhookApp> {
   const logger = options.logger ?? createLogger(config.server.logLevel);
   const metrics = createMetrics();
-  const runtime = await createRuntime(config, { logger, onGatewayCall: metrics.observeGatewayCall, ...(options.store ? { store: options.store } : {}) });
+  const runtime = await createRuntime(config, {
+    logger,
+    onGatewayCall: metrics.observeGatewayCall,
+    ...(options.store ? { store: options.store } : {}),
+    ...(options.waitForStore ? { waitForStore: true } : {}),
+  });
   const { store, orchestrator } = runtime;
   metrics.watchStore(store);
   let users;
@@ -233,7 +257,8 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
   // Probes: unauthenticated, answered before the shutdown gate (/readyz reports draining itself).
   const readiness = createReadiness({
     store,
-    gateways: runtime.gateways,
+    gateways: runtime.gateways, // unwrapped: a probe makes no span and no breaker trial
+    openCircuits: () => orchestrator.openCircuits(),
     isDraining: () => built.draining,
     logger,
     ...(options.readinessTtlMs !== undefined ? { gatewayCheckTtlMs: options.readinessTtlMs } : {}),
@@ -389,7 +414,8 @@ function startBackgroundReconcile(credhook: CredhookApp, config: CredhookConfig)
   let running: Promise<void> | undefined;
   const timer = setInterval(() => {
     running ??= pass()
-      .catch((err: unknown) => credhook.logger.error({ err: String(err) }, "background reconcile pass failed"))
+      // A store outage is logged by the store, once per state change: not again every pass.
+      .catch((err: unknown) => (isStoreFailure(err) ? credhook.logger.debug : credhook.logger.error).call(credhook.logger, { err: String(err) }, "background reconcile pass failed"))
       .finally(() => (running = undefined));
   }, intervalMs);
   timer.unref();
@@ -397,6 +423,24 @@ function startBackgroundReconcile(credhook: CredhookApp, config: CredhookConfig)
     clearInterval(timer);
     await running;
   };
+}
+
+/**
+ * What the server answers while it starts (the store is still being opened): `/livez` 204, `/readyz` 503
+ * "not ready", anything else 503 + Retry-After saying so — each an ErrorResponse.
+ */
+function starting(req: IncomingMessage, res: ServerResponse): void {
+  const path = (req.url ?? "/").split("?")[0] ?? "/";
+  req.resume();
+  res.setHeader("Cache-Control", "no-store");
+  if (path === "/livez") {
+    res.statusCode = 204;
+    res.end();
+    return;
+  }
+  res.setHeader("Retry-After", "5");
+  res.setHeader("Connection", "close");
+  sendJson(res as unknown as Response, 503, errorBody(503, [path === "/readyz" ? "not ready" : "credhook is starting: the credential store is not reachable yet; try again shortly"], path));
 }
 
 /** A listening server. */
@@ -421,33 +465,42 @@ export interface RunningServer {
  * @throws ConfigError | Error (EADDRINUSE …)
  */
 export async function startServer(config: CredhookConfig, options: AppOptions & { port?: number; host?: string } = {}): Promise<RunningServer> {
-  const credhook = await createApp(config, options);
-  try {
-    await credhook.store.claimServer?.(); // one server per SQLite file
-  } catch (err) {
-    await credhook.close();
-    throw err;
-  }
+  const logger = options.logger ?? createLogger(config.server.logLevel);
+  // Listening comes first: while the store is still being waited for (a database that is away at start), /livez
+  // answers 204, /readyz 503 and every other request 503 + Retry-After; then the app takes over.
+  let credhook: CredhookApp | undefined;
+  let handler: (req: IncomingMessage, res: ServerResponse) => void = starting;
   const host = options.host ?? config.server.host;
   const limits = options.limits ?? {};
-  const server = createEdgeServer(credhook.app, {
+  const server = createEdgeServer((req, res) => handler(req, res), {
     limits: {
       bodyLimitBytes: config.server.bodyLimitBytes,
       headersTimeoutMs: limits.headersTimeoutMs ?? config.server.headersTimeoutMs,
       requestTimeoutMs: limits.requestTimeoutMs ?? config.server.requestTimeoutMs,
       maxHeaderBytes: limits.maxHeaderBytes ?? config.server.maxHeaderBytes,
     },
-    logger: credhook.logger,
-    onRefused: (status, reason) => credhook.metrics.refused(status, reason),
+    logger,
+    onRefused: (status, reason) => credhook?.metrics.refused(status, reason),
   });
   server.listen(options.port ?? config.server.port, host);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
     server.once("error", reject);
-  }).catch(async (err) => {
-    await credhook.close();
-    throw err;
   });
+  try {
+    credhook = await createApp(config, { ...options, logger, waitForStore: true });
+    try {
+      await credhook.store.claimServer?.(); // one server per SQLite file
+    } catch (err) {
+      await credhook.close();
+      throw err;
+    }
+  } catch (err) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    throw err;
+  }
+  handler = credhook.app;
   server.keepAliveTimeout = config.server.keepAliveTimeoutMs;
   const port = (server.address() as AddressInfo).port;
   const stopSweep = startBackgroundReconcile(credhook, config);

@@ -63,6 +63,9 @@ export class EdgeError extends CredhookError {
   }
 }
 
+/** Codes whose failures the store or the circuit breaker log once per state change: no warning per request. */
+const QUIET_CODES = new Set<string>([ErrorCodes.STORE_UNAVAILABLE, ErrorCodes.LOCK_LOST, ErrorCodes.CIRCUIT_OPEN]);
+
 /** Express error handler: maps typed errors to their status, everything else to 500. Logs without stack or secret. */
 export function errorHandler(err: unknown, req: Request, res: Response, _next: NextFunction): void {
   const typed = isCredhookError(err) ? err : undefined;
@@ -82,7 +85,9 @@ export function errorHandler(err: unknown, req: Request, res: Response, _next: N
   const retry = retryAfterOf(typed);
   if (retry !== undefined && (typed.status === 429 || typed.status === 503)) headers["Retry-After"] = String(retry);
   if (typed instanceof EdgeError) headers.Connection = "close";
-  if (typed.status >= 500) {
+  // A store outage (a lost lock session included) or an open circuit breaker is logged once per state change by the
+  // store or the breaker, not per request (the request line remains).
+  if (typed.status >= 500 && !QUIET_CODES.has(typed.code)) {
     const cause = typed.cause as { name?: string; message?: string } | undefined;
     req.log?.warn({ requestId: req.id, err: { code: typed.code, message: typed.message, gateway: typed.gateway, cause: cause?.name } }, "request failed");
   }

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess, type SpawnOptions } from "node:child_process";
+import { createServer as createNetServer } from "node:net";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -218,4 +219,39 @@ export async function sweepUntilSettled(s: TestServer, options: { timeoutMs?: nu
 /** The portal's updateCredentials body for an API key (the contract's example `updatedAt`). */
 export function apiKeyUpdate(appName: string, developer: string, apiKeyId: string, apis: Array<{ id: string; action: string; usagePlans: Array<{ id: string; action: string }> }>) {
   return { updatedAt: "2023-06-27T21:23:21.523Z[GMT]", appName, developer, credentialType: "API_KEY", apiKeyId, apis };
+}
+
+/** A free TCP port on 127.0.0.1 (for a server that must be told its port before it listens). */
+export async function freePort(): Promise<number> {
+  const s = createNetServer();
+  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
+  const port = (s.address() as { port: number }).port;
+  await new Promise((resolve) => s.close(resolve));
+  return port;
+}
+
+/** A `credhook serve` process on `config`, once it listens: its URL and its output so far. */
+export interface ServeProcess {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+}
+
+/**
+ * Spawns `credhook serve --config <config>` from the sources with `env` added to this process's
+ * environment, and waits for it to listen (up to {@link PROCESS_START_MS}).
+ * @param spawned every child is pushed here first, so that the caller can stop it even when it never listened
+ * @throws when it does not listen in time, with the end of its output
+ */
+export async function spawnServe(config: string, env: Record<string, string>, spawned: ChildProcess[]): Promise<ServeProcess> {
+  const cli = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
+  const child = spawn(process.execPath, [cli, "serve", "--config", config], { env: { ...process.env, CREDHOOK_FROM_SOURCE: "1", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  spawned.push(child);
+  let out = "";
+  child.stdout!.on("data", (d) => (out += String(d)));
+  child.stderr!.on("data", (d) => (out += String(d)));
+  const url = await until("an instance to listen", () => /"url":"(http:\/\/[^"]+)"/.exec(out)?.[1], PROCESS_START_MS).catch((err: Error) => {
+    throw new Error(`${err.message}; its output: ${out.slice(-1500)}`);
+  });
+  return { child, url, output: () => out };
 }

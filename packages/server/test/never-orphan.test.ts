@@ -17,15 +17,19 @@ import { cloud } from "./fixtures/marked-cloud-provider.js";
 import { formatReconcileReport } from "../src/operations-cli.js";
 
 const MARKED = fileURLToPath(new URL("./fixtures/marked-cloud-provider.ts", import.meta.url));
+// Each test injects its failures into the same fake gateways one after another: their circuit breakers are off here,
+// or the fifth 5xx in a row would open them (the breaker has its own tests, in circuit-breaker.test.ts).
 const yaml = (reconcile: string) =>
   LOCAL_YAML.replace(
     "routes:\n",
     `  mc:
     provider: ${MARKED}
     credentialType: API_KEY
+    circuitBreaker: { threshold: 0 }
   mc2:
     provider: ${MARKED}
     credentialType: API_KEY
+    circuitBreaker: { threshold: 0 }
 reconcile: ${reconcile}
 routes:
   - { apis: ["mc-*"], gateway: mc }

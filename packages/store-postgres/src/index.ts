@@ -10,17 +10,20 @@
  *   instances start at once on an empty database: one migrates, the others wait.
  * - Requests for one app are serialised across instances with session-level
  *   advisory locks (`pg_advisory_lock`), held by a connection of a separate lock
- *   pool for the length of the operation: they end with the session, so a dead
- *   instance (kill -9 included) never leaves a stale lock, and the reconcile
- *   loop tells a dead instance's interrupted work (lock free) from a live one's
- *   (lock held) without waiting for it to age.
- *
- * PostgreSQL docs: advisory locks https://www.postgresql.org/docs/current/explicit-locking.html#ADVISORY-LOCKS
+ *   pool for the length of the operation, plus a fenced lease per app: an
+ *   operation whose lock session ends stops before its next write, and no other
+ *   instance acts on the app until it has stopped (`locks.ts`).
+ * - A database that is away, starting up or failing over answers every call
+ *   with core's StoreUnavailable (503), never a raw driver error (`errors.ts`).
  */
-import { createHash } from "node:crypto";
 import pg from "pg";
 import { Kysely, Migrator, PostgresDialect, sql, type Migration, type MigrationProvider } from "kysely";
-import { ConfigError, Conflict, CREDENTIALS_INDEXES_SQL, credentialsTableSql, KeyedLock, NotFound, UpstreamUnavailable, type AppRecords, type CredentialRecord, type CredentialStore, type CredentialType, type JsonValue, type Logger, type ProviderStateStore, type RateSlots, type StoreFactory, type StoreLocks } from "@credhook/core";
+import { assertFenceHeld, AvailabilityLog, ConfigError, isStoreFailure, StoreUnavailable, Conflict, CREDENTIALS_INDEXES_SQL, credentialsTableSql, currentFence, LockLost, NotFound, type AppRecords, type CredentialRecord, type CredentialStore, type CredentialType, type JsonValue, type Logger, type ProviderStateStore, type RateSlots, type StoreFactory, type StoreLocks } from "@credhook/core";
+import { asStoreError, isUnavailable, reasonOf } from "./errors.js";
+import { AdvisoryLocks } from "./locks.js";
+
+export { AdvisoryLocks } from "./locks.js";
+export { asStoreError, isUnavailable } from "./errors.js";
 
 /** Options of {@link PostgresCredentialStore} (`store.postgres` as an object). */
 export interface PostgresStoreOptions {
@@ -50,6 +53,23 @@ export interface PostgresStoreOptions {
    * @default 60000
    */
   lockWaitTimeoutMs?: number;
+  /**
+   * Length of an operation's lease on its app, ms: renewed every third of it while the
+   * operation runs; an instance that dies leaves its apps' leases to run out after it, and
+   * an operation that cannot renew stops starting writes when half of it is left. Must be
+   * more than twice the longest cloud call (the providers' timeouts: 10 s by default).
+   * @default 30000
+   */
+  leaseTtlMs?: number;
+  /**
+   * At start, a database that cannot be reached (refused, starting up, failing over) is waited
+   * for, with exponential backoff (0.5 s doubling up to 10 s), while `credhook serve` listens and
+   * reports not ready; `true`: the start fails at once instead (StoreUnavailable naming store.postgres).
+   * @default false for `credhook serve`; true for one-shot commands (`reconcile`, `adopt`) and Lambda
+   */
+  failFast?: boolean;
+  /** The longest wait for the database at start, ms; then the start fails. 0: as long as it takes. @default 0 */
+  startupTimeoutMs?: number;
 }
 
 /** `store.postgres`: a connection string, or {@link PostgresStoreOptions}. */
@@ -79,89 +99,21 @@ const MIGRATIONS: Record<string, Migration> = {
   },
 };
 
+MIGRATIONS["0002_app_leases"] = {
+  async up(db) {
+    // One lease per app while an operation holds its lock (locks.ts); tokens only grow.
+    await sql`CREATE SEQUENCE lease_tokens`.execute(db);
+    await sql`
+      CREATE TABLE app_leases (
+        app_key TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        token BIGINT NOT NULL,
+        expires_at_ms BIGINT NOT NULL
+      )`.execute(db);
+  },
+};
+
 const migrationProvider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
-
-/** A signed 64-bit advisory-lock key (as a decimal string) for `key` in `namespace`. */
-function lockKey(namespace: string, key: string): string {
-  return createHash("sha256").update(`${namespace}\u0000${key}`).digest().readBigInt64BE(0).toString();
-}
-
-/**
- * {@link StoreLocks} on PostgreSQL session-level advisory locks. An in-process
- * lock queues this instance's own callers first, so each key costs at most one
- * lock connection per instance.
- */
-class AdvisoryLocks implements StoreLocks {
-  private readonly local = new KeyedLock();
-
-  constructor(
-    private readonly pool: pg.Pool,
-    private readonly namespace: string,
-    private readonly logger: Logger | undefined,
-  ) {}
-
-  /**
-   * A lock connection, with a listener for its death while checked out (the server restarted, the session was terminated).
-   * @throws UpstreamUnavailable (503) when none frees up within the lock wait timeout
-   */
-  private async connect(): Promise<{ client: pg.PoolClient; done: (err?: unknown) => void }> {
-    const client = await this.pool.connect().catch((err: unknown) => {
-      throw new UpstreamUnavailable("the credential store is busy: every lock connection is held by operations in flight; try again shortly", 2, { cause: err });
-    });
-    const onError = (err: Error) => this.logger?.warn({ err: err.message }, "PostgreSQL lock session lost: its advisory locks are released");
-    client.on("error", onError);
-    return {
-      client,
-      done: (err) => {
-        client.off("error", onError);
-        // A session whose unlock failed is destroyed: ending the session frees its locks.
-        client.release(err instanceof Error ? err : undefined);
-      },
-    };
-  }
-
-  /**
-   * Holds the session lock of `key` around `fn` when `take` (pg_advisory_lock
-   * or pg_try_advisory_lock) gets it; unlocks after. A session whose unlock
-   * failed is destroyed, which frees its locks.
-   * @returns `{ ran: false }` when `take` did not get the lock
-   */
-  private async hold<T>(key: string, take: "pg_advisory_lock" | "pg_try_advisory_lock", fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }> {
-    const { client, done } = await this.connect();
-    const k = lockKey(this.namespace, key);
-    let broken: unknown;
-    try {
-      const { rows } = await client.query<{ ok: boolean | string }>(`SELECT ${take}($1::bigint) AS ok`, [k]).catch((err: { code?: string }) => {
-        // 57014: the session's statement_timeout (the lock wait timeout) ended the wait
-        if (err.code === "57014") throw new UpstreamUnavailable("another instance has held this app's lock too long; try again shortly", 2, { cause: err });
-        throw err;
-      });
-      if (rows[0]?.ok === false) return { ran: false }; // pg_advisory_lock returns void ("")
-      try {
-        return { ran: true, value: await fn() };
-      } finally {
-        await client.query("SELECT pg_advisory_unlock($1::bigint)", [k]).catch((err: unknown) => (broken = err));
-      }
-    } catch (err) {
-      broken ??= err;
-      throw err;
-    } finally {
-      done(broken);
-    }
-  }
-
-  run<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    return this.local.run(key, async () => {
-      const r = await this.hold(key, "pg_advisory_lock", fn);
-      return (r as { ran: true; value: T }).value;
-    });
-  }
-
-  async tryRun<T>(key: string, fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }> {
-    const outer = await this.local.tryRun(key, () => this.hold(key, "pg_try_advisory_lock", fn));
-    return outer.ran ? outer.value : outer;
-  }
-}
 
 type Row = { record: CredentialRecord };
 
@@ -175,6 +127,10 @@ export class PostgresCredentialStore implements CredentialStore {
   private readonly pool: pg.Pool;
   private readonly lockPool: pg.Pool;
   private readonly logger: Logger | undefined;
+  private readonly options: PostgresStoreOptions;
+  private closed = false;
+  /** The database's outages, logged once each (then a summary a minute, then its end), never per failed call. */
+  private readonly availability: AvailabilityLog;
 
   /**
    * Creates the pools (no connection is made until {@link init}).
@@ -184,28 +140,41 @@ export class PostgresCredentialStore implements CredentialStore {
     this.schema = options.schema ?? "credhook";
     if (!SCHEMA_NAME.test(this.schema)) throw new ConfigError([`store.postgres.schema must match ${SCHEMA_NAME.source} (got '${this.schema}')`]);
     this.logger = logger;
+    this.options = options;
     const common = { connectionString: options.url, connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000, application_name: "credhook" };
     this.pool = new pg.Pool({ ...common, max: options.poolMax ?? 10 });
     const lockWaitMs = options.lockWaitTimeoutMs ?? 60_000;
     // A lock session waits for the lock at most lockWaitMs (statement_timeout), and for a connection as long.
     this.lockPool = new pg.Pool({ ...common, connectionTimeoutMillis: lockWaitMs, max: options.lockPoolMax ?? 10, idleTimeoutMillis: 30_000, statement_timeout: lockWaitMs });
     // Every query runs in credhook's schema.
-    this.pool.on("connect", (client) => void client.query(`SET search_path TO "${this.schema}"`).catch(() => undefined));
+    for (const p of [this.pool, this.lockPool]) p.on("connect", (client) => void client.query(`SET search_path TO "${this.schema}"`).catch(() => undefined));
     // A connection that dies (server restart, network) is dropped by the pool; say so.
-    for (const p of [this.pool, this.lockPool]) p.on("error", (err) => this.logger?.warn({ err: err.message }, "PostgreSQL connection lost; the pool reconnects"));
-    this.locks = new AdvisoryLocks(this.lockPool, this.schema, logger);
-    const pool = this.pool;
+    // A connection that dies (server restart, network) is dropped by the pool, which reconnects: logged once per outage, not per connection.
+    for (const p of [this.pool, this.lockPool]) p.on("error", (err) => this.availability.failed(`a connection was lost: ${reasonOf(err)}`));
+    this.availability = new AvailabilityLog(logger, { store: "store.postgres" }, "the credential store");
+    this.locks = new AdvisoryLocks({
+      lockPool: this.lockPool,
+      pool: this.pool,
+      namespace: this.schema,
+      leaseTtlMs: options.leaseTtlMs ?? 30_000,
+      lockWaitMs,
+      logger,
+      onSessionLost: (err) => this.availability.failed(`a lock session ended: ${reasonOf(err)}`),
+    });
+    const q = this.q.bind(this);
     this.rateSlots = {
       // One statement on the database's clock, GCRA: next_at_ms is the key's theoretical arrival
       // time (TAT); it becomes max(TAT, now) + interval, and the slot starts at
       // max(now, old TAT - (burst - 1) × interval) = new TAT - burst × interval, if later than now.
       async reserve(key, intervalMs, burst = 1) {
-        const { rows } = await pool.query<{ wait_ms: string }>(
+        // A slot that cannot be booked is the store's failure (StoreUnavailable), never the cloud's.
+        const { rows } = await q<{ wait_ms: string }>(
           `WITH now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms)
            INSERT INTO rate_slots AS r (key, next_at_ms) SELECT $1, now.ms + $2 FROM now
            ON CONFLICT (key) DO UPDATE SET next_at_ms = GREATEST(r.next_at_ms, (SELECT ms FROM now)) + $2
            RETURNING r.next_at_ms - $2 * $3::bigint - (SELECT ms FROM now) AS wait_ms`,
           [key, Math.ceil(intervalMs), Math.max(1, Math.floor(burst))],
+          "a rate-limit slot",
         );
         return Math.max(0, Number(rows[0]?.wait_ms ?? 0));
       },
@@ -215,10 +184,33 @@ export class PostgresCredentialStore implements CredentialStore {
   /**
    * Creates the schema when missing and applies pending migrations. Several
    * instances may call it at once on an empty database: Kysely's migration
-   * lock lets one migrate while the others wait.
-   * @throws Error the database cannot be reached, or a migration failed
+   * lock lets one migrate while the others wait. A database that cannot be
+   * reached is waited for with backoff (logged once, then a summary a minute),
+   * unless {@link PostgresStoreOptions.failFast}.
+   * @throws StoreUnavailable (503, naming store.postgres) the database cannot be reached and failFast is set, or startupTimeoutMs passed
+   * @throws Error a migration failed
    */
   async init(): Promise<void> {
+    const started = Date.now();
+    for (let delay = 500; ; delay = Math.min(delay * 2, 10_000)) {
+      try {
+        await this.migrate();
+        this.availability.succeeded();
+        return;
+      } catch (err) {
+        const typed = asStoreError(err, "connecting at start");
+        if (!isStoreFailure(typed) || this.options.failFast) throw typed;
+        const timeout = this.options.startupTimeoutMs ?? 0;
+        if (timeout > 0 && Date.now() - started + delay > timeout) throw new StoreUnavailable(`store.postgres: the database could not be reached within ${timeout} ms of the start: ${reasonOf(err)}`, 5, { cause: err });
+        this.availability.failed(`${typed.messages[1] ?? typed.message} (waiting for it, retrying every ${Math.round(delay / 100) / 10} s or more; store.postgres.failFast: true fails the start instead)`);
+        if (this.closed) throw typed;
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  }
+
+  /** One attempt of {@link init}. */
+  private async migrate(): Promise<void> {
     await this.pool.query(`CREATE SCHEMA IF NOT EXISTS "${this.schema}"`).catch((err: { code?: string }) => {
       // Two instances creating it at the same moment: one wins, the other sees it exist.
       if (err.code !== "23505" && err.code !== "42P06") throw err;
@@ -226,7 +218,10 @@ export class PostgresCredentialStore implements CredentialStore {
     const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: this.pool }) });
     const migrator = new Migrator({ db, provider: migrationProvider, migrationTableSchema: this.schema });
     const { error, results } = await migrator.migrateToLatest();
-    if (error) throw new Error(`PostgreSQL store: migration failed: ${(error as Error).message ?? String(error)}`, { cause: error });
+    if (error) {
+      if (isUnavailable(error)) throw error;
+      throw new Error(`PostgreSQL store: migration failed: ${(error as Error).message ?? String(error)}`, { cause: error });
+    }
     for (const r of results ?? []) if (r.status === "Success") this.logger?.info({ migration: r.migrationName }, "PostgreSQL store migrated");
   }
 
@@ -236,34 +231,62 @@ export class PostgresCredentialStore implements CredentialStore {
     return rows.map((r) => r.name);
   }
 
+  /**
+   * A query on the query pool; a database that cannot serve throws StoreUnavailable (503) naming `store.postgres`.
+   * @param what the step, for the message (`a query`, `a rate-limit slot`)
+   */
+  private q<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values: unknown[] = [], what = "a query"): Promise<pg.QueryResult<R>> {
+    return this.pool.query<R>(text, values).then(
+      (res) => {
+        this.availability.succeeded();
+        return res;
+      },
+      (err: unknown) => {
+        const typed = asStoreError(err, what);
+        if (isStoreFailure(typed)) this.availability.failed(typed.messages[1] ?? typed.message);
+        throw typed;
+      },
+    );
+  }
+
+  /**
+   * A record write, fenced: refused (LockLost) when the running operation lost its app's lock,
+   * and — under a lock with a fencing token — applied only while that token still holds the
+   * lease (`cond` is appended to the statement's WHERE; `$n` is the lease's key, `$n+1` the token).
+   * @param text the statement; `{fence}` is replaced by the token condition, or `TRUE` outside a lock
+   */
+  private async fencedWrite(text: string, values: unknown[], record: CredentialRecord): Promise<pg.QueryResult> {
+    assertFenceHeld();
+    const fence = currentFence();
+    const n = values.length;
+    const cond = fence?.token !== undefined ? `EXISTS (SELECT 1 FROM app_leases WHERE app_key = $${n + 1} AND token = $${n + 2})` : "TRUE";
+    const res = await this.q(text.replace("{fence}", cond), fence?.token !== undefined ? [...values, fence.key, fence.token] : values, "a record write").catch((err: unknown) => {
+      throw this.uniqueAsConflict(err, record);
+    });
+    if (res.rowCount === 0 && fence?.token !== undefined) {
+      const { rows } = await this.q("SELECT 1 FROM app_leases WHERE app_key = $1 AND token = $2", [fence.key, fence.token]);
+      if (rows.length === 0) throw new LockLost("another instance took over its lease on the app");
+    }
+    return res;
+  }
+
   async insert(record: CredentialRecord): Promise<void> {
     // Serialised now, not when pg sends the query (after a pooled connection is free): the caller may change the object at once.
     const json = JSON.stringify(record);
-    await this.pool
-      .query(
-        "INSERT INTO credentials (id, credential_type, app_key, public_id, status, record, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        [record.id, record.credentialType, record.appKey, record.publicId, record.status, json, record.createdAt, record.updatedAt],
-      )
-      .catch((err: unknown) => {
-        throw this.uniqueAsConflict(err, record);
-      });
+    await this.fencedWrite(
+      "INSERT INTO credentials (id, credential_type, app_key, public_id, status, record, created_at, updated_at) SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE {fence}",
+      [record.id, record.credentialType, record.appKey, record.publicId, record.status, json, record.createdAt, record.updatedAt],
+      record,
+    );
   }
 
   async save(record: CredentialRecord): Promise<void> {
     const json = JSON.stringify(record); // now: see insert
-    const res = await this.pool
-      .query("UPDATE credentials SET credential_type = $1, app_key = $2, public_id = $3, status = $4, record = $5, updated_at = $6 WHERE id = $7", [
-        record.credentialType,
-        record.appKey,
-        record.publicId,
-        record.status,
-        json,
-        record.updatedAt,
-        record.id,
-      ])
-      .catch((err: unknown) => {
-        throw this.uniqueAsConflict(err, record);
-      });
+    const res = await this.fencedWrite(
+      "UPDATE credentials SET credential_type = $1, app_key = $2, public_id = $3, status = $4, record = $5, updated_at = $6 WHERE id = $7 AND {fence}",
+      [record.credentialType, record.appKey, record.publicId, record.status, json, record.updatedAt, record.id],
+      record,
+    );
     if (res.rowCount === 0) throw new NotFound(`credential record ${record.id} does not exist`);
   }
 
@@ -276,12 +299,12 @@ export class PostgresCredentialStore implements CredentialStore {
   }
 
   private async one(text: string, values: unknown[]): Promise<CredentialRecord | undefined> {
-    const { rows } = await this.pool.query<Row>(text, values);
+    const { rows } = await this.q<Row>(text, values);
     return rows[0]?.record;
   }
 
   private async many(text: string, values: unknown[] = []): Promise<CredentialRecord[]> {
-    const { rows } = await this.pool.query<Row>(text, values);
+    const { rows } = await this.q<Row>(text, values);
     return rows.map((r) => r.record);
   }
 
@@ -316,7 +339,8 @@ export class PostgresCredentialStore implements CredentialStore {
   }
 
   async delete(id: string): Promise<boolean> {
-    return ((await this.pool.query("DELETE FROM credentials WHERE id = $1", [id])).rowCount ?? 0) > 0;
+    const res = await this.fencedWrite("DELETE FROM credentials WHERE id = $1 AND {fence}", [id], { id, appKey: "", credentialType: "API_KEY" } as CredentialRecord);
+    return (res.rowCount ?? 0) > 0;
   }
 
   listUnfinished(before: string): Promise<CredentialRecord[]> {
@@ -324,7 +348,7 @@ export class PostgresCredentialStore implements CredentialStore {
   }
 
   async countUnfinishedSince(since: string): Promise<number> {
-    const { rows } = await this.pool.query<{ n: string }>("SELECT COUNT(*) AS n FROM credentials WHERE status IN ('pending','revoking') AND updated_at >= $1", [since]);
+    const { rows } = await this.q<{ n: string }>("SELECT COUNT(*) AS n FROM credentials WHERE status IN ('pending','revoking') AND updated_at >= $1", [since]);
     return Number(rows[0]?.n ?? 0);
   }
 
@@ -333,34 +357,39 @@ export class PostgresCredentialStore implements CredentialStore {
   }
 
   stateFor(gateway: string): ProviderStateStore {
-    const pool = this.pool;
+    const q = <R extends pg.QueryResultRow>(text: string, values: unknown[], write = false) => {
+      if (write) assertFenceHeld();
+      return this.q<R>(text, values, write ? "a provider-state write" : "a query");
+    };
     return {
       async get(key) {
-        const { rows } = await pool.query<{ value: JsonValue }>("SELECT value FROM provider_state WHERE gateway = $1 AND key = $2", [gateway, key]);
+        const { rows } = await q<{ value: JsonValue }>("SELECT value FROM provider_state WHERE gateway = $1 AND key = $2", [gateway, key]);
         return rows[0]?.value;
       },
       async put(key, value) {
-        await pool.query(
+        await q(
           "INSERT INTO provider_state (gateway, key, value) VALUES ($1, $2, $3::jsonb) ON CONFLICT (gateway, key) DO UPDATE SET value = excluded.value",
           [gateway, key, JSON.stringify(value)],
+          true,
         );
       },
       async delete(key) {
-        return ((await pool.query("DELETE FROM provider_state WHERE gateway = $1 AND key = $2", [gateway, key])).rowCount ?? 0) > 0;
+        return ((await q("DELETE FROM provider_state WHERE gateway = $1 AND key = $2", [gateway, key], true)).rowCount ?? 0) > 0;
       },
       async write(changes) {
         const puts = changes.filter((c): c is { key: string; value: JsonValue } => !("delete" in c));
         const deletes = changes.filter((c) => "delete" in c).map((c) => c.key);
         // One statement, so one transaction and one round trip: the deletes in a CTE beside the upsert.
-        await pool.query(
+        await q(
           `WITH removed AS (DELETE FROM provider_state WHERE gateway = $1 AND key = ANY($2::text[]))
            INSERT INTO provider_state (gateway, key, value) SELECT $1, k, v::jsonb FROM unnest($3::text[], $4::text[]) AS t(k, v)
            ON CONFLICT (gateway, key) DO UPDATE SET value = excluded.value`,
           [gateway, deletes, puts.map((p) => p.key), puts.map((p) => JSON.stringify(p.value))],
+          true,
         );
       },
       async list(prefix) {
-        const { rows } = await pool.query<{ key: string; value: JsonValue }>(
+        const { rows } = await q<{ key: string; value: JsonValue }>(
           "SELECT key, value FROM provider_state WHERE gateway = $1 AND left(key, $2) = $3 ORDER BY key COLLATE \"C\"",
           [gateway, prefix.length, prefix],
         );
@@ -370,10 +399,11 @@ export class PostgresCredentialStore implements CredentialStore {
   }
 
   async health(): Promise<void> {
-    await this.pool.query("SELECT 1");
+    await this.q("SELECT 1", [], "a health check");
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     await Promise.allSettled([this.pool.end(), this.lockPool.end()]);
   }
 }
@@ -410,12 +440,17 @@ const postgresStoreFactory: StoreFactory<PostgresStoreConfig> = {
           schema: { type: "string", pattern: SCHEMA_NAME.source },
           connectionTimeoutMs: { type: "integer", minimum: 100, maximum: 600000 },
           lockWaitTimeoutMs: { type: "integer", minimum: 100, maximum: 3600000 },
+          leaseTtlMs: { type: "integer", minimum: 1000, maximum: 3600000 },
+          failFast: { type: "boolean" },
+          startupTimeoutMs: { type: "integer", minimum: 0, maximum: 86400000 },
         },
       },
     ],
   },
   create(options, context) {
-    return openPostgresStore(typeof options === "string" ? { url: options } : options, context.logger);
+    const o = typeof options === "string" ? { url: options } : options;
+    // Only a serving process waits for a database that is away at start (it reports not ready meanwhile).
+    return openPostgresStore({ ...o, failFast: o.failFast ?? !context.waitAtStart }, context.logger);
   },
 };
 export default postgresStoreFactory;

@@ -1,11 +1,20 @@
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { describe, expect, inject, it } from "vitest";
-import pg from "pg";
+import { assertFenceHeld, LockLost, runFenced, StoreUnavailable } from "@credhook/core";
 import { storeConformance } from "@credhook/provider-testkit";
-import { openPostgresStore, PostgresCredentialStore } from "../src/index.js";
+import { asStoreError, openPostgresStore, PostgresCredentialStore } from "../src/index.js";
+import { terminateLockSession as terminateSession } from "./lock-sessions.js";
 
 const url = inject("databaseUrl");
 /** A fresh schema per store: tests never see each other's rows. */
+/** Polls `check` every 50 ms until it is truthy, or fails after `ms`. */
+async function until(what: string, check: () => Promise<boolean>, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 const schema = () => `t_${randomUUID().replace(/-/g, "").slice(0, 16)}`;
 
 describe("store conformance (PostgreSQL)", () => {
@@ -17,7 +26,7 @@ describe("PostgreSQL store", () => {
     const s = schema();
     const stores = await Promise.all([1, 2, 3, 4].map(() => openPostgresStore({ url, schema: s })));
     try {
-      for (const store of stores) expect(await store.appliedMigrations()).toEqual(["0001_credentials"]);
+      for (const store of stores) expect(await store.appliedMigrations()).toEqual(["0001_credentials", "0002_app_leases"]);
       const id = randomUUID();
       await stores[0]!.insert({
         id,
@@ -37,7 +46,22 @@ describe("PostgreSQL store", () => {
     }
   });
 
-  it("an app's lock is held across instances and dies with the instance's session (no stale lock after a crash)", async () => {
+  const terminateLockSession = (s: string, key: string) => terminateSession(url, s, key);
+
+  const record = (id: string, appKey: string) => ({
+    id,
+    credentialType: "API_KEY" as const,
+    appKey,
+    app: { appName: "X", developer: "d" },
+    publicId: id,
+    status: "pending" as const,
+    apis: [],
+    bindings: [],
+    createdAt: "2026-01-01T00:00:00.000Z",
+    updatedAt: "2026-01-01T00:00:00.000Z",
+  });
+
+  it("a holder whose lock session ends is fenced: it cannot write, and no other instance gets the app until it has stopped", async () => {
     const s = schema();
     const a = await openPostgresStore({ url, schema: s });
     const b = await openPostgresStore({ url, schema: s });
@@ -46,33 +70,74 @@ describe("PostgreSQL store", () => {
       const held = new Promise<void>((r) => (release = r));
       let entered!: () => void;
       const inside = new Promise<void>((r) => (entered = r));
+      const id = randomUUID();
       const running = a.locks.run("slug:app", async () => {
+        await a.insert(record(id, "slug:app"));
         entered();
         await held;
+        // After the session ended: the fence refuses before any write, and the store refuses the save.
+        expect(() => assertFenceHeld()).toThrow(LockLost);
+        await expect(a.save({ ...record(id, "slug:app"), status: "active" })).rejects.toBeInstanceOf(LockLost);
+        return "stopped";
       });
       await inside;
       expect(await b.locks.tryRun("slug:app", async () => 1)).toEqual({ ran: false }); // another instance holds it
       expect(await b.locks.tryRun("slug:other", async () => 2)).toEqual({ ran: true, value: 2 });
-      // The instance dies: the session holding its lock ends (as after kill -9). Only that session: other test
-      // files share this PostgreSQL server, and their instances hold advisory locks of their own.
-      // The key as the store derives it: the first 8 bytes of SHA-256(schema NUL key), signed; PostgreSQL shows a
-      // bigint advisory key as classid (high 32 bits) and objid (low 32 bits) with objsubid 1.
-      const key = createHash("sha256").update(`${s}\u0000slug:app`).digest().readBigInt64BE(0).toString();
-      const admin = new pg.Client({ connectionString: url });
-      await admin.connect();
-      const { rowCount } = await admin.query(
-        "SELECT pg_terminate_backend(pid, 10000) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted AND ((classid::bigint << 32) | objid::bigint) = $1::bigint",
-        [key],
-      );
-      await admin.end();
-      // With a timeout, pg_terminate_backend returns once the session has ended (its locks released), not
-      // when the signal is sent: without one, the check below raced the dying session (PostgreSQL 14+).
-      expect(rowCount).toBe(1);
-      expect(await b.locks.tryRun("slug:app", async () => 3)).toEqual({ ran: true, value: 3 });
+      expect(await terminateLockSession(s, "slug:app")).toBe(1);
+      // The advisory lock is free now, but a's lease is not: a may still be writing, so b must not act.
+      expect(await b.locks.tryRun("slug:app", async () => 3)).toEqual({ ran: false });
       release();
-      await running.catch(() => undefined); // its unlock fails on the dead session; the lock is already gone
+      expect(await running).toBe("stopped");
+      // a stopped and gave its lease back: b takes the app at once, and finds a's record as a left it.
+      expect(await b.locks.tryRun("slug:app", async () => (await b.get(id))?.status)).toEqual({ ran: true, value: "pending" });
     } finally {
       release(); // a failed expectation must not leave the lock's holder (and so a.close()) waiting
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it("a dead instance's lock goes with its session and its lease runs out (no stale lock after a crash); its late writes are refused by the fencing token", async () => {
+    const s = schema();
+    const a = await openPostgresStore({ url, schema: s, leaseTtlMs: 1000 });
+    const b = await openPostgresStore({ url, schema: s, leaseTtlMs: 1000 });
+    let release = () => {};
+    try {
+      const held = new Promise<void>((r) => (release = r));
+      let entered!: () => void;
+      const inside = new Promise<void>((r) => (entered = r));
+      const id = randomUUID();
+      await b.insert(record(id, "slug:app"));
+      let late: unknown;
+      const running = a.locks.run("slug:app", async () => {
+        entered();
+        await held;
+        // A write the dead instance had in flight (no fence check first), after b took over: the token refuses it.
+        late = await a.save({ ...record(id, "slug:app"), status: "active" }).catch((err: unknown) => err);
+      });
+      await inside;
+      // The instance "dies": its lock session ends, and its lease is no longer renewed (its query pool is gone).
+      const heartbeatless = (a as unknown as { pool: { query: unknown } }).pool;
+      const query = heartbeatless.query;
+      heartbeatless.query = () => Promise.reject(new Error("instance dead"));
+      expect(await terminateLockSession(s, "slug:app")).toBe(1);
+      const started = Date.now();
+      await until("b to get the app once a's lease ran out", async () => (await b.locks.tryRun("slug:app", async () => true)).ran, 10_000);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      heartbeatless.query = query;
+      await b.locks.run("slug:app", async () => {
+        release();
+        await running.catch(() => undefined);
+      });
+      // a's save came after b's holding began: b's token holds the lease now (or held it), a's does not.
+      expect(late).toBeInstanceOf(LockLost);
+      expect((await b.get(id))?.status).toBe("pending");
+      // The token itself: a write under a holding whose token no longer holds the lease is refused by the store.
+      const stale = { key: "slug:app", token: "0", assertHeld: () => undefined };
+      await expect(runFenced(stale, () => b.save({ ...record(id, "slug:app"), status: "active" }))).rejects.toBeInstanceOf(LockLost);
+      await expect(runFenced(stale, () => b.delete(id))).rejects.toBeInstanceOf(LockLost);
+      expect((await b.get(id))?.status).toBe("pending");
+    } finally {
+      release();
       await Promise.all([a.close(), b.close()]);
     }
   });
@@ -150,5 +215,25 @@ describe("shared call slots (cloud quotas across instances)", () => {
     } finally {
       await Promise.all(stores.map((x) => x.close()));
     }
+  });
+});
+
+describe("PostgreSQL failures as the store's typed errors", () => {
+  it("an unreachable, starting, failing-over or exhausted database is StoreUnavailable naming store.postgres; a bug or a constraint is not", () => {
+    const typed = (err: unknown) => asStoreError(err, "a query") as StoreUnavailable;
+    expect(typed(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" })).messages).toEqual([
+      "the credential store is unavailable",
+      "store.postgres: a query failed: connection refused (ECONNREFUSED)",
+    ]);
+    expect(typed(Object.assign(new Error("the database system is starting up"), { code: "57P03" })).messages[1]).toBe("store.postgres: a query failed: the database system is starting up (57P03)");
+    for (const code of ["57P01", "08006", "53300", "25006", "40001"]) expect(typed(Object.assign(new Error("x"), { code }))).toBeInstanceOf(StoreUnavailable);
+    expect(typed(new Error("Connection terminated unexpectedly"))).toBeInstanceOf(StoreUnavailable);
+    expect(typed(new Error("timeout exceeded when trying to connect"))).toBeInstanceOf(StoreUnavailable);
+    expect(typed(new AggregateError([Object.assign(new Error("refused"), { code: "ECONNREFUSED" })]))).toBeInstanceOf(StoreUnavailable);
+    const unique = Object.assign(new Error("duplicate key"), { code: "23505" });
+    expect(asStoreError(unique, "a query")).toBe(unique);
+    const syntax = Object.assign(new Error("syntax error"), { code: "42601" });
+    expect(asStoreError(syntax, "a query")).toBe(syntax);
+    expect(typed(Object.assign(new Error("could not connect to postgres://u:secret@db/x"), { code: "08001" })).messages[1]).not.toContain("secret");
   });
 });

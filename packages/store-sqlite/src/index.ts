@@ -21,6 +21,7 @@
 import { chmodSync, closeSync, mkdirSync, openSync, realpathSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import Database from "better-sqlite3";
+import { asStoreError } from "./errors.js";
 import { appKeyOf, Conflict, CREDENTIALS_INDEXES_SQL, credentialsTableSql, KeyedLock, NotFound, type StoreFactory, type StoreLocks, type AppRecords, type CredentialRecord, type CredentialStore, type CredentialType, type JsonValue, type ProviderStateStore } from "@credhook/core";
 
 /** Options of {@link SqliteCredentialStore}. */
@@ -443,7 +444,7 @@ export class SqliteCredentialStore implements CredentialStore {
   }
 
   stateFor(gateway: string): ProviderStateStore {
-    return {
+    return typed({
       get: async (key) => {
         const row = this.stmt("SELECT value FROM provider_state WHERE gateway = ? AND key = ?").get(gateway, key) as { value: string } | undefined;
         return row ? (JSON.parse(row.value) as JsonValue) : undefined;
@@ -468,7 +469,7 @@ export class SqliteCredentialStore implements CredentialStore {
         }>;
         return rows.map((r) => ({ key: r.key, value: JSON.parse(r.value) as JsonValue }));
       },
-    };
+    });
   }
 
   async health(): Promise<void> {
@@ -519,6 +520,27 @@ export class SqliteCredentialStore implements CredentialStore {
     return row ? (JSON.parse(row.record) as CredentialRecord) : undefined;
   }
 }
+
+/**
+ * `target` with each of its methods' failures as the store's typed errors ({@link asStoreError}):
+ * a full disk or a busy file is a 503 StoreUnavailable, never a raw driver error.
+ */
+function typed<T extends object>(target: T, names: Array<keyof T> = Object.keys(target) as Array<keyof T>): T {
+  for (const name of names) {
+    const method = target[name] as unknown as (...args: unknown[]) => Promise<unknown>;
+    (target as Record<keyof T, unknown>)[name] = async function (this: unknown, ...args: unknown[]) {
+      try {
+        return await method.apply(this, args);
+      } catch (err) {
+        throw asStoreError(err);
+      }
+    };
+  }
+  return target;
+}
+
+// Every call of the store interface that touches the database answers a failure of it as StoreUnavailable.
+typed(SqliteCredentialStore.prototype, ["insert", "save", "get", "findByPublicId", "findByAppKey", "listAbandoned", "findApp", "listUnsettled", "countUnfinishedSince", "delete", "listUnfinished", "list", "health", "init"]);
 
 /** Opens and migrates a store at `path`. */
 export async function openSqliteStore(options: SqliteStoreOptions): Promise<SqliteCredentialStore> {

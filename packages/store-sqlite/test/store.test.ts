@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { appKeyOf, Conflict, hashSecret, NotFound, type CredentialRecord } from "@credhook/core";
+import { appKeyOf, Conflict, hashSecret, NotFound, StoreUnavailable, type CredentialRecord } from "@credhook/core";
 import { storeConformance } from "@credhook/provider-testkit";
 import { migrateLegacyAppKey, openSqliteStore } from "../src/index.js";
 
@@ -259,4 +259,37 @@ describe("SqliteCredentialStore", () => {
 
 describe("store conformance (SQLite)", () => {
   storeConformance(it, () => openSqliteStore({ path: join(mkdtempSync(join(tmpdir(), "credhook-conf-")), "credhook.db") }));
+});
+
+describe("SQLite failures as the store's typed errors", () => {
+  it("a file another process keeps locked answers StoreUnavailable naming store.sqlite (503), never a raw error; the write succeeds once it is free", async () => {
+    const path = join(mkdtempSync(join(tmpdir(), "credhook-busy-")), "credhook.db");
+    const store = await openSqliteStore({ path, busyTimeoutMs: 100 });
+    const other = new Database(path);
+    try {
+      other.exec("BEGIN EXCLUSIVE");
+      const record: CredentialRecord = {
+        id: "busy-1",
+        credentialType: "API_KEY",
+        appKey: appKeyOf({ appName: "Busy", developer: "d" }),
+        app: { appName: "Busy", developer: "d" },
+        publicId: "",
+        status: "pending",
+        apis: [],
+        bindings: [],
+        createdAt: "2026-01-01T00:00:00.000Z",
+        updatedAt: "2026-01-01T00:00:00.000Z",
+      };
+      const err = (await store.insert(record).catch((e: unknown) => e)) as StoreUnavailable;
+      expect(err).toBeInstanceOf(StoreUnavailable);
+      expect(err.status).toBe(503);
+      expect(err.messages).toEqual(["the credential store is unavailable", "store.sqlite: the database file is busy (another process holds its lock) (SQLITE_BUSY)"]);
+      other.exec("ROLLBACK");
+      await store.insert(record);
+      expect((await store.get("busy-1"))?.status).toBe("pending");
+    } finally {
+      other.close();
+      await store.close();
+    }
+  });
 });

@@ -5,9 +5,10 @@
  * saves). Built once by the {@link Orchestrator} facade and passed to each
  * per-operation module.
  */
-import { ExponentialBackoff, handleAll, retry } from "cockatiel";
+import { ExponentialBackoff, handleWhen, retry } from "cockatiel";
 import type { CredentialType } from "../contract.js";
-import { type CredhookError, isCredhookError, Unroutable, UpstreamError } from "../errors.js";
+import { type CredhookError, ErrorCodes, isCredhookError, isStoreFailure, Unroutable, UpstreamError } from "../errors.js";
+import { assertFenceHeld } from "../fence.js";
 import { KeyedLock } from "../keyed-lock.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { ProviderCapabilities, ProviderCredentialRef } from "../provider.js";
@@ -15,6 +16,7 @@ import type { Gateway } from "../registry.js";
 import type { Router } from "../routing.js";
 import { generateApiKeyValue } from "../secrets.js";
 import type { CredentialRecord, CredentialStore, GatewayBinding, StoreLocks } from "../store.js";
+import { GatewayCircuits } from "./circuits.js";
 import type { OrchestratorOptions } from "./types.js";
 
 /**
@@ -53,11 +55,15 @@ export class OrchestrationContext implements GatewayTopology {
   /** The clock, ms since the epoch ({@link OrchestratorOptions.now}). */
   readonly now: () => number;
 
+  /** The per-gateway circuit breakers; {@link gateways} call their providers through them. */
+  readonly circuits: GatewayCircuits;
+
   constructor(options: OrchestratorOptions) {
-    this.gateways = options.gateways;
+    this.logger = options.logger ?? silentLogger;
+    this.circuits = new GatewayCircuits(options.gateways.keys(), (g) => options.circuitBreakers?.[g] ?? {}, this.logger);
+    this.gateways = new Map([...options.gateways].map(([name, gw]) => [name, this.circuits.wrap(gw)]));
     this.router = options.router;
     this.store = options.store;
-    this.logger = options.logger ?? silentLogger;
     this.generateApiKey = options.generateApiKey ?? generateApiKeyValue;
     this.settleMs = options.abandonSettleMs ?? 300_000;
     this.lock = options.store.locks ?? new KeyedLock();
@@ -90,10 +96,13 @@ export class OrchestrationContext implements GatewayTopology {
   }
 
   /**
-   * A configured gateway by name.
+   * A configured gateway by name, to call its provider: checks first that the running
+   * operation still holds its app's lock (the check before each provider call).
    * @throws Unroutable (422) when no gateway has that name (a route or a stored credential names it)
+   * @throws LockLost (503) the operation lost its app's lock: it must stop
    */
   gateway(name: string): Gateway {
+    assertFenceHeld();
     const gw = this.gateways.get(name);
     if (!gw) throw new Unroutable(`gateway '${name}' is not configured (it is named by a route or by the stored credential)`);
     return gw;
@@ -102,12 +111,13 @@ export class OrchestrationContext implements GatewayTopology {
   /**
    * Runs a compensating call with the request's bounded retries (exponential
    * backoff 200 ms → 2 s, {@link OrchestratorOptions.compensationAttempts} attempts).
+   * A lost lock, a store failure or an open circuit breaker is not retried: it fails the same way at once.
    * @param retries false: one attempt (passes outside a request retry on their next run)
    * @throws the last attempt's error
    */
   compensating<T>(fn: () => Promise<T>, retries = true): Promise<T> {
     if (!retries || this.compensationAttempts <= 1) return fn();
-    const policy = retry(handleAll, {
+    const policy = retry(handleWhen((err) => !isStoreFailure(err) && (err as CredhookError).code !== ErrorCodes.CIRCUIT_OPEN), {
       maxAttempts: this.compensationAttempts - 1,
       backoff: new ExponentialBackoff({ initialDelay: 200, maxDelay: 2000 }),
     });
@@ -136,10 +146,14 @@ export class OrchestrationContext implements GatewayTopology {
     return new Date(lateWrites ? Math.max(startedMs + this.settleMs, now) : now).toISOString();
   }
 
-  /** Wraps anything a provider threw into a typed error tagged with the gateway (an untyped one is logged, then 502). */
+  /**
+   * Wraps anything a provider threw into a typed error tagged with the gateway (an untyped one is
+   * logged, then 502). A store failure (a rate-limit slot that could not be booked, a lost lock)
+   * stays the store's: it is not tagged with the gateway.
+   */
   asTyped(err: unknown, gateway: string): CredhookError {
     if (isCredhookError(err)) {
-      err.gateway ??= gateway;
+      if (!isStoreFailure(err)) err.gateway ??= gateway;
       return err;
     }
     this.logger.error({ gateway, err }, "provider threw an untyped error");
@@ -168,8 +182,13 @@ export class OrchestrationContext implements GatewayTopology {
     };
   }
 
-  /** The failure of the first gateway in `order` (the error the portal gets when several failed). */
+  /**
+   * The failure of the first gateway in `order` (the error the portal gets when several failed);
+   * a store failure first of all (the operation stopped for it).
+   */
   firstByGatewayOrder(failures: CredhookError[], order: string[]): CredhookError {
+    const store = failures.find(isStoreFailure);
+    if (store) return store;
     return [...failures].sort((a, b) => order.indexOf(a.gateway ?? "") - order.indexOf(b.gateway ?? ""))[0]!;
   }
 }

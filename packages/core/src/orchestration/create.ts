@@ -6,7 +6,7 @@
  * a replay: its API set is brought to the request's first, as an update.
  */
 import type { CreateCredentialsRequest, UpdateCredentialsRequest } from "../contract.js";
-import { UpstreamError, type CredhookError } from "../errors.js";
+import { isStoreFailure, UpstreamError, type CredhookError } from "../errors.js";
 import { changesForReplay } from "./api-sets.js";
 import { abandonCreate, sweepApp } from "./abandoned.js";
 import type { OrchestrationContext } from "./context.js";
@@ -106,6 +106,9 @@ async function createFresh(ctx: OrchestrationContext, plan: CreatePlan, customCr
       }
     });
   }
+  // The store failed or the lock is lost: stop before any further write; the pending record is recovered as an interrupted create.
+  const storeFailure = failures.find(isStoreFailure);
+  if (storeFailure) throw storeFailure;
   if (failures.length > 0) {
     await abandonCreate(ctx, rec, failures);
     throw ctx.firstByGatewayOrder(failures, gatewayNames);

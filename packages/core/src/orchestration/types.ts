@@ -3,6 +3,7 @@
  * operation's outcome, reconcile's report, adoption), shared by the
  * per-operation modules and re-exported from `@credhook/core`.
  */
+import type { CircuitBreakerOptions } from "./circuits.js";
 import type { CreateCredentialsRequest, CreateCredentialsResponse, CredentialType } from "../contract.js";
 import type { Logger } from "../logger.js";
 import type { OwnedResource } from "../provider.js";
@@ -40,6 +41,8 @@ export interface OrchestratorOptions {
    * @default 3
    */
   compensationAttempts?: number;
+  /** Each gateway's circuit breaker, by gateway name (see `orchestration/circuits.ts`); a gateway not named gets the defaults. */
+  circuitBreakers?: Record<string, CircuitBreakerOptions>;
 }
 
 /** What an operation did, for the request log (never a secret). */

@@ -7,7 +7,7 @@
  */
 import { isDeepStrictEqual } from "node:util";
 import type { UpdateCredentialsRequest } from "../contract.js";
-import { PolicyViolation, UpstreamError, type CredhookError } from "../errors.js";
+import { isStoreFailure, PolicyViolation, UpstreamError, type CredhookError } from "../errors.js";
 import type { AppIdentity, GatewayApi, ProviderResources, ProviderUpdateInput } from "../provider.js";
 import type { CredentialRecord, GatewayBinding } from "../store.js";
 import { appKeyOf, changesBetween, uniq } from "./api-sets.js";
@@ -96,6 +96,10 @@ export async function updateKnown(ctx: OrchestrationContext, rec: CredentialReco
     }),
   ]);
 
+  // The store failed or the lock is lost (another instance may act on the app once this one has stopped):
+  // stop here, before any further cloud write or record save; the pending record is recovered as an interrupted update.
+  const storeFailure = failures.find(isStoreFailure);
+  if (storeFailure) throw storeFailure;
   if (failures.length > 0) {
     const notUndone = await compensateUpdate(ctx, rec, updated, created, uncertain, previousGroups, desiredGroups, newApp, oldApp);
     // Where a write of this update may still land (its outcome unknown, or its rollback failed), the gateway

@@ -20,6 +20,7 @@
  * Each provider keeps its cloud's documented figures and links; gateways of one
  * process that share a quota share one limiter through core's `SharedResourcePool`.
  */
+import { assertFenceHeld } from "../fence.js";
 import type { RateSlots } from "../store.js";
 
 /**
@@ -76,12 +77,17 @@ export interface RateLimiter {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** Waits for the attempt's slot among every instance (no-op without `shared`). */
+/**
+ * Waits for the attempt's slot among every instance (none without `shared`), then checks that
+ * the running operation still holds its app's lock: the last step before the attempt is sent.
+ * @throws LockLost the operation lost its lock; StoreUnavailable the shared slot could not be booked
+ */
 async function sharedSlot(limiter: RateLimiter, maxQueueWaitMs: number, shared: SharedSlots | undefined): Promise<void> {
-  if (!shared) return;
+  if (!shared) return assertFenceHeld();
   const waitMs = await shared.slots.reserve(shared.key, limiter.spacingMs, limiter.sharedBurst);
   if (waitMs > maxQueueWaitMs) throw new RateLimitQueueFull(limiter.name, waitMs, limiter.perSecond, 0, true);
   if (waitMs > 0) await sleep(waitMs);
+  assertFenceHeld();
 }
 
 /**
@@ -139,7 +145,7 @@ export class SlidingWindowLimiter implements RateLimiter {
       this.waiting.push(resolve);
       this.pump();
     });
-    return shared ? slot.then(() => sharedSlot(this, maxQueueWaitMs, shared)) : slot;
+    return slot.then(() => sharedSlot(this, maxQueueWaitMs, shared));
   }
 
   private pump(): void {
@@ -241,7 +247,7 @@ export class TokenBucketLimiter implements RateLimiter {
             }, waitMs);
             this.waiting.set(timer, resolve);
           });
-    return shared ? slot.then(() => sharedSlot(this, maxQueueWaitMs, shared)) : slot;
+    return slot.then(() => sharedSlot(this, maxQueueWaitMs, shared));
   }
 
   /** Stops the timers; attempts still waiting are released at once. */
