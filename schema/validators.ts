@@ -10,7 +10,7 @@
  */
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
-import { CONTRACT_REQUESTS, configSchema, contractDefs, contractSchemaId, createAjv, META_SCHEMA_ID } from "../packages/core/src/index.js";
+import { type CompileOptions, CONTRACT_REQUESTS, configSchema, contractDefs, contractSchemaId, createAjv, META_SCHEMA_ID, precompiledKey } from "../packages/core/src/index.js";
 
 /** ajv's standalone code generator, the one of core's own ajv (a dependency of core, not of the root). */
 const standaloneCode = createRequire(fileURLToPath(new URL("../packages/core/package.json", import.meta.url)))("ajv/dist/standalone").default as (
@@ -57,6 +57,25 @@ function asEsModule(code: string): string {
 /** Standalone code of `refs` (export name → schema id) compiled by `ajv`. */
 function moduleOf(ajv: ReturnType<typeof createAjv>, refs: Record<string, string>): string {
   return asEsModule(standaloneCode(ajv, refs));
+}
+
+/** The option sets core compiles a package's `optionsSchema` with: its registry's (loading YAML) and `applyOptionDefaults`'. */
+export const OPTIONS_COMPILE_SETS: CompileOptions[] = [{ coerceTypes: true, useDefaults: true }, { useDefaults: true }];
+
+/** A validator compiled ahead of time: its key for core's `addPrecompiledValidators` and an ES module whose default export it is. */
+export interface PrecompiledModule {
+  key: string;
+  code: string;
+}
+
+/**
+ * `schema` compiled with `options` as core's `compileSchema` would (same ajv options, the meta-schema
+ * checked by ajv), as an ES module; for `addPrecompiledValidators` under `precompiledKey(schema, options)`.
+ */
+export function precompileSchema(schema: object, options: CompileOptions): PrecompiledModule {
+  const ajv = createAjv({ ...options, optimize: options.optimize ?? false, standalone: true });
+  const validate = ajv.compile(schema);
+  return { key: precompiledKey(schema, options), code: asEsModule((standaloneCode as unknown as (a: unknown, v: unknown) => string)(ajv, validate)) };
 }
 
 /** The text of {@link CONTRACT_VALIDATORS_FILE}: one export per request body schema (`CreateCredentialsRequest`, …). */

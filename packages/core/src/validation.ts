@@ -10,6 +10,7 @@
  * that code is stale. A process therefore neither reads the OpenAPI document nor compiles ajv's
  * meta-schema for them — most of what a cold start spent (about 100 ms of it).
  */
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
@@ -97,6 +98,46 @@ function checkSchema(ajv: Ajv2020, schema: object): void {
   checkedSchemas.add(schema);
 }
 
+/** The option set of `options` as a string: `coerceTypes/useDefaults/optimize`, each as {@link compileSchema} defaults it. */
+function optionSet(options: CompileOptions): string {
+  return `${options.coerceTypes ?? false}/${options.useDefaults ?? false}/${options.optimize ?? false}`;
+}
+
+/** Validators compiled ahead of time, by {@link precompiledKey}. */
+const precompiled = new Map<string, ValidateFunction>();
+
+/** Per option set, what {@link compileSchema} found for each schema object in {@link precompiled} (undefined: nothing). */
+const precompiledFound = new Map<string, WeakMap<object, ValidateFunction | undefined>>();
+
+/**
+ * The key of a validator compiled ahead of time for `schema` with `options`: a SHA-256 (base64url) of
+ * the option set and the schema's JSON text. Two schema objects with the same text compile to the same code.
+ */
+export function precompiledKey(schema: object, options: CompileOptions = {}): string {
+  return createHash("sha256").update(`${optionSet(options)}\n${JSON.stringify(schema)}`).digest("base64url");
+}
+
+/**
+ * Makes {@link compileSchema} answer with `validators` instead of compiling: each is ajv's standalone code
+ * of a schema compiled with {@link createAjv}'s options (meta-schema checked), under its {@link precompiledKey}.
+ * The Lambda bundle (scripts/lambda-bundle.mjs) registers its providers' and store's options validators so.
+ * @param validators key → validate function (ajv standalone)
+ */
+export function addPrecompiledValidators(validators: Record<string, unknown>): void {
+  for (const [key, fn] of Object.entries(validators)) precompiled.set(key, fn as ValidateFunction);
+  precompiledFound.clear();
+}
+
+/** The validator compiled ahead of time for `schema` with `options`, if one was registered. */
+function findPrecompiled(schema: object, options: CompileOptions): ValidateFunction | undefined {
+  if (precompiled.size === 0) return undefined;
+  const set = optionSet(options);
+  let found = precompiledFound.get(set);
+  if (!found) precompiledFound.set(set, (found = new WeakMap()));
+  if (!found.has(schema)) found.set(schema, precompiled.get(precompiledKey(schema, options)));
+  return found.get(schema);
+}
+
 /**
  * `schema` compiled by a shared ajv instance set up like {@link createAjv}, once per schema
  * object and option set (ajv keeps a compiled schema by its object and returns the same
@@ -104,12 +145,16 @@ function checkSchema(ajv: Ajv2020, schema: object): void {
  * schema 30–60 ms), far more than a validation, and start-up, `check-config` and every
  * provider's option defaults compile the same schemas again. The schema is checked against its
  * meta-schema first, as ajv does, but by a validator compiled ahead of time (see `checkSchema`).
+ * A validator registered with {@link addPrecompiledValidators} for the same schema text and
+ * options is returned without compiling.
  * Callers must not mutate `schema` after the first call (its validator is kept).
  * @param schema a JSON Schema (2020-12) object without an `$id` shared with another object
  * @throws Error (from ajv) when the schema itself is invalid
  */
 export function compileSchema<T = unknown>(schema: object, options: CompileOptions = {}): ValidateFunction<T> {
-  const key = `${options.coerceTypes ?? false}/${options.useDefaults ?? false}/${options.optimize ?? false}`;
+  const ready = findPrecompiled(schema, options);
+  if (ready) return ready as ValidateFunction<T>;
+  const key = optionSet(options);
   let ajv = shared.get(key);
   if (!ajv) {
     ajv = createAjv({ ...options, optimize: options.optimize ?? false, validateSchema: false });
