@@ -39,6 +39,8 @@ describe("the precompiled validators", () => {
       { type: "object", properties: { a: { minLength: -1 } }, required: "a" },
       { anyOf: [] },
       { type: "object", additionalProperties: 3 },
+      { $defs: { x: { items: { prefixItems: [{ type: 5 }] } } } },
+      { if: { type: "bogus" }, else: { pattern: 7 } },
       { $schema: "http://json-schema.org/draft-07/schema#", type: "strin" },
     ];
     for (const schema of invalid) {
