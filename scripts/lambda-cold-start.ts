@@ -70,11 +70,12 @@ export interface ColdStart {
 /**
  * One fresh `node` process in `taskRoot` (the unzipped zip) doing what Lambda's runtime does:
  * import index.mjs, invoke `handler` once with {@link healthEvent}. `env` adds to a bare environment.
+ * @param nodeArgs options for `node` itself, e.g. `["--cpu-prof", "--cpu-prof-dir", dir]` to profile the cold start
  * @throws when the process fails or prints no timings
  */
-export function coldStart(taskRoot: string, env: Record<string, string>, password: string): Promise<ColdStart> {
+export function coldStart(taskRoot: string, env: Record<string, string>, password: string, nodeArgs: string[] = []): Promise<ColdStart> {
   return new Promise((resolveRun, reject) => {
-    const child = spawn(process.execPath, ["--input-type=module", "-e", RUNNER], {
+    const child = spawn(process.execPath, [...nodeArgs, "--input-type=module", "-e", RUNNER], {
       cwd: taskRoot,
       env: { PATH: process.env.PATH!, HOME: process.env.HOME!, LAMBDA_TASK_ROOT: taskRoot, BENCH_ENTRY: pathToFileURL(join(taskRoot, "index.mjs")).href, BENCH_EVENT: JSON.stringify(healthEvent(password)), ...env },
       stdio: ["ignore", "pipe", "pipe"],

@@ -4,11 +4,12 @@
  * (`gateways.aws-us.credentialType must be one of: API_KEY, CLIENT_CREDENTIALS`).
  * Loading the file (cosmiconfig, interpolation) is the server's job.
  */
-import type { ErrorObject } from "ajv";
+import type { ErrorObject, ValidateFunction } from "ajv";
 import type { CredentialType } from "./contract.js";
+import { validateConfigSchema } from "./config.validators.generated.js";
 import { ConfigError } from "./errors.js";
 import type { RouteRule } from "./routing.js";
-import { compileSchema, formatAjvErrors } from "./validation.js";
+import { formatAjvErrors } from "./validation.js";
 
 /** A portal user allowed to call the webhook. Exactly one of `password` / `passwordHash`. */
 export interface AuthUser {
@@ -139,7 +140,11 @@ export interface CredhookConfig {
   embeddedGateway?: Record<string, unknown>;
 }
 
-/** JSON Schema of the configuration file (after interpolation). Unknown keys are rejected: a typo must not be ignored silently. */
+/**
+ * JSON Schema of the configuration file (after interpolation). Unknown keys are rejected: a typo must not be ignored silently.
+ * {@link validateConfig} runs its validator as `pnpm schema` precompiled it (config.validators.generated.ts): after a change
+ * here, run `pnpm schema` (a test fails until then).
+ */
 export const configSchema = {
   type: "object",
   additionalProperties: false,
@@ -273,7 +278,8 @@ export function formatConfigErrors(errors: ErrorObject[] | null | undefined, bas
  */
 export function validateConfig(raw: unknown): CredhookConfig {
   // `${PORT:-8080}` interpolates to a string: coerce scalars to the schema's types, and fill defaults.
-  const validate = compileSchema(configSchema as object, { coerceTypes: true, useDefaults: true });
+  // The validator is configSchema's with those options, compiled ahead of time by `pnpm schema` (no compiling here).
+  const validate = validateConfigSchema as unknown as ValidateFunction;
   const copy = structuredClone(raw ?? {});
   if (!validate(copy)) throw new ConfigError(formatConfigErrors(validate.errors, ""));
   const config = copy as unknown as CredhookConfig & { server: Partial<ServerConfig> };
