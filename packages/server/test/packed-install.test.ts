@@ -9,7 +9,8 @@
 // or compiled — the SQLite store working from the installed folder proves it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile, execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -39,9 +40,10 @@ beforeAll(async () => {
   credhook = installed.stdout.trim();
 }, 180_000);
 
+// Two installs' worth of files (about 60,000): removing them takes tens of seconds on a busy machine.
 afterAll(async () => {
-  if (work) rmSync(work, { recursive: true, force: true });
-});
+  if (work) await rm(work, { recursive: true, force: true });
+}, 180_000);
 
 /** Starts the installed `credhook serve` (or `command`) in `cwd` with a clean environment (no repository around). */
 const serve = (cwd: string, command = credhook) =>
