@@ -3,23 +3,34 @@
  * attempts leave in any window, releases FIFO, refuses a queue longer than
  * maxQueueWaitMs; and every SDK attempt — retries included — passes through it,
  * so a burst against a strict sliding-window quota draws no throttled answer.
- * (Timings are measured by bench/burst.ts, not asserted here.)
+ * (Timings are measured by bench/burst.ts; the limiter's own release times are asserted on fake time.)
  */
 import { randomUUID } from "node:crypto";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { SlidingWindowLimiter } from "@credhook/core";
 import { acquireAttempt } from "../src/limits.js";
 import type { AwsFake } from "@credhook/fakes/aws";
 import { makeProvider, seededFake, testApp, type Seed } from "./helpers.js";
 
 describe("SlidingWindowLimiter", () => {
-  it("releases at most `limit` attempts in any window, first in first out", async () => {
-    const limiter = new SlidingWindowLimiter(3, 200, "Op");
-    const released: Array<{ i: number; t: number }> = [];
-    await Promise.all(Array.from({ length: 10 }, (_, i) => limiter.acquire(10_000).then(() => released.push({ i, t: performance.now() }))));
-    expect(released.map((r) => r.i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    for (let k = 3; k < released.length; k++) expect(released[k]!.t - released[k - 3]!.t).toBeGreaterThanOrEqual(199);
-    await limiter.stop();
+  it("releases at most `limit` attempts in any window, first in first out, each as soon as the window allows", async () => {
+    // Fake time: the limiter reads the (faked) Date.now and waits on the (faked) setTimeout, so the
+    // release times below are exact however busy the machine is.
+    vi.useFakeTimers();
+    try {
+      const t0 = Date.now();
+      const limiter = new SlidingWindowLimiter(3, 200, "Op", () => Date.now());
+      const released: Array<{ i: number; t: number }> = [];
+      const all = Promise.all(Array.from({ length: 10 }, (_, i) => limiter.acquire(10_000).then(() => released.push({ i, t: Date.now() - t0 }))));
+      await vi.advanceTimersByTimeAsync(1000);
+      await all;
+      expect(released.map((r) => r.i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      for (let k = 3; k < released.length; k++) expect(released[k]!.t - released[k - 3]!.t).toBeGreaterThanOrEqual(200);
+      expect(released.map((r) => r.t)).toEqual([0, 0, 0, 200, 200, 200, 400, 400, 400, 600]);
+      await limiter.stop();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("refuses at once with 503 + Retry-After when the queue would wait longer than maxQueueWaitMs", async () => {

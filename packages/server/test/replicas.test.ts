@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { randomUUID } from "node:crypto";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +17,7 @@ import { appKeyOf } from "@credhook/core";
 import { openPostgresStore, type PostgresCredentialStore } from "@credhook/store-postgres";
 import { startDemoClouds, type DemoClouds } from "../src/demo.js";
 import { PROCESS_START_MS, until } from "./helpers.js";
+import { spawnTracked } from "./children.js";
 
 const CLI = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
 const PASSWORD = "replicas-test-password";
@@ -36,7 +37,7 @@ const spawned: ChildProcess[] = [];
 
 async function serve(): Promise<(typeof servers)[number]> {
   const env = { ...process.env, ...clouds.env, CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir, PORT: "0", CREDHOOK_FROM_SOURCE: "1", DATABASE_URL: url };
-  const child = spawn(process.execPath, [CLI, "serve", "--config", config], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawnTracked(process.execPath, [CLI, "serve", "--config", config], { env, stdio: ["ignore", "pipe", "pipe"] });
   spawned.push(child);
   let out = "";
   child.stdout!.on("data", (d) => (out += String(d)));

@@ -5,17 +5,18 @@
  * the file is usable again after its server stops, also after kill -9.
  */
 import { expect, it } from "vitest";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PROCESS_START_MS, until } from "./helpers.js";
+import { spawnTracked } from "./children.js";
 
 const CLI = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
 
 function run(args: string[]): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, CREDHOOK_PASSWORD: "single-server-password", PORT: "0", CREDHOOK_FROM_SOURCE: "1" }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawnTracked(process.execPath, [CLI, ...args], { env: { ...process.env, CREDHOOK_PASSWORD: "single-server-password", PORT: "0", CREDHOOK_FROM_SOURCE: "1" }, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout!.on("data", (d) => (out += String(d)));
   child.stderr!.on("data", (d) => (out += String(d)));
