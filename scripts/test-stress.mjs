@@ -1,9 +1,9 @@
 #!/usr/bin/env node
-// `pnpm test:stress [--runs N]`: both test tiers (`pnpm test`, then `pnpm test:e2e`) while a CPU
+// `pnpm test:stress [--runs N] [--only test|test:e2e]`: both test tiers (or one) (`pnpm test`, then `pnpm test:e2e`) while a CPU
 // hog keeps every core busy — one Node busy loop per core (os.availableParallelism()), or
 // `stress-ng --cpu 0` when CREDHOOK_STRESS_HOG=stress-ng (Debian's stress-ng package). The suite
 // must pass on a machine that other work loads; this is that machine. N runs in a row (default
-// 1), stopping at the first that fails; exits non-zero when one does. The hogs are ended (their
+// 1; both tiers in each), stopping after the first that fails; exits non-zero when one does. The hogs are ended (their
 // process groups) however the run ends.
 import { spawn } from "node:child_process";
 import { availableParallelism } from "node:os";
@@ -12,8 +12,10 @@ import { fileURLToPath } from "node:url";
 const root = fileURLToPath(new URL("..", import.meta.url));
 const runsArg = process.argv.indexOf("--runs");
 const runs = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 1;
-if (!Number.isInteger(runs) || runs < 1) {
-  process.stderr.write("usage: pnpm test:stress [--runs N] (N ≥ 1)\n");
+const onlyArg = process.argv.indexOf("--only");
+const scripts = onlyArg > 0 ? [process.argv[onlyArg + 1]] : ["test", "test:e2e"];
+if (!Number.isInteger(runs) || runs < 1 || !scripts.every((s) => s === "test" || s === "test:e2e")) {
+  process.stderr.write("usage: pnpm test:stress [--runs N] [--only test|test:e2e] (N ≥ 1)\n");
   process.exit(2);
 }
 
@@ -57,12 +59,12 @@ startHogs();
 const figures = [];
 let status = 0;
 for (let run = 1; run <= runs && status === 0; run++) {
-  for (const script of ["test", "test:e2e"]) {
+  for (const script of scripts) {
     const t0 = Date.now();
-    status = await pnpm(script);
-    figures.push(`run ${run}/${runs} pnpm ${script}: exit ${status}, ${Math.round((Date.now() - t0) / 1000)} s`);
+    const code = await pnpm(script);
+    status ||= code;
+    figures.push(`run ${run}/${runs} pnpm ${script}: exit ${code}, ${Math.round((Date.now() - t0) / 1000)} s`);
     process.stdout.write(`test:stress: ${figures.at(-1)}\n`);
-    if (status !== 0) break;
   }
 }
 endHogs();

@@ -68,7 +68,8 @@ describe("every SDK attempt passes through the limiter", () => {
   });
 
   it("the strict quota itself refuses a 6th CreateApiKey within one second (the fake is strict)", async () => {
-    ({ fake, seed } = await seededFake({ apiGateway: { quotaModel: "sliding-window" } }));
+    // The fake's quota clock stands still: the six calls fall in one window however slowly they arrive.
+    ({ fake, seed } = await seededFake({ apiGateway: { quotaModel: "sliding-window", now: () => 0 } }));
     const provider = await makeProvider(fake, seed, "API_KEY", { rateLimits: { createApiKey: 1000 }, maxAttempts: 1 });
     const results = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app: { ...testApp, appSlug: `t${i}` }, apis: [] })));
     expect(results.filter((r) => r.status === "rejected").map((r) => (r as PromiseRejectedResult).reason.status)).toEqual([503]);

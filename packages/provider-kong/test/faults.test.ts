@@ -88,7 +88,8 @@ describe("throttling (Konnect) and RBAC", () => {
     const started = Date.now();
     const err = await typedError(provider.readSecret(ref));
     expect([err.status, (err as unknown as { retryAfterS: number }).retryAfterS]).toEqual([503, 30]);
-    expect(Date.now() - started).toBeLessThan(2000);
+    // Not waited for: well under the 30 s it asked for (a bound a busy machine cannot reach, not a latency check).
+    expect(Date.now() - started).toBeLessThan(15_000);
   });
 
   it("the client-side limiter keeps a burst under the fake's Konnect-style rate limit", async () => {
