@@ -5,17 +5,19 @@
  * - `pnpm test` (projects `unit` and `unit-isolated`): unit, conformance and in-process HTTP
  *   tests — every file not listed below. No child process, no PostgreSQL, no proxy, no minutes
  *   of real time: about a minute on 2 cores.
- * - `pnpm test:e2e` (projects `e2e` and `packaging`): {@link E2E_FILES} and
- *   {@link PACKAGING_FILES} — files that start processes (`credhook serve`, `demo`, NGINX, Caddy,
- *   promtool, bash/curl, npm), use the run's PostgreSQL server, or hold a real outage of a
- *   minute.
+ * - `pnpm test:e2e` (project `e2e`): {@link E2E_FILES} — files that start processes (`credhook
+ *   serve`, `demo`, NGINX, Caddy, promtool, bash/curl), use the run's PostgreSQL server, or hold a
+ *   real outage of a minute.
+ * - `pnpm test:packaging` (project `packaging`): {@link PACKAGING_FILES}, beside the e2e tier: it
+ *   compiles, packs and npm-installs (about 45 s quiet, 3–4 minutes under `test:stress`) and says
+ *   nothing about behaviour under time, so the stress mode leaves it out; CI runs it on both Node versions.
  *
  * A new test file lands in `pnpm test` unless it is listed here; one that starts a process or
  * uses PostgreSQL and is not listed fails test-tiers.test.ts.
  * Paths relative to the repository root.
  */
 
-/** The end-to-end tier, besides the packaging check. */
+/** The end-to-end tier (`pnpm test:e2e`). */
 export const E2E_FILES = [
   // start credhook (serve, demo, check-config, reconcile) as a process of its own
   "packages/server/test/config.test.ts",
@@ -50,7 +52,7 @@ export const E2E_FILES = [
   "packages/server/test/circuit-breaker.test.ts",
 ];
 
-/** The packaging check (`pnpm test:packaging`, and part of `pnpm test:e2e`): pack every package, npm-install the tarballs, run them. */
+/** The packaging check (`pnpm test:packaging`): pack every package, npm-install the tarballs, run them. */
 export const PACKAGING_FILES = ["packages/server/test/packed-install.test.ts"];
 
 /** Files that patch what the whole process shares (OpenTelemetry patches `node:http`), run in a module graph of their own. */

@@ -10,7 +10,7 @@ const root = fileURLToPath(new URL(".", import.meta.url));
 
 /**
  * The tiers (test-tiers.ts): `pnpm test` runs the projects `unit` and `unit-isolated`,
- * `pnpm test:e2e` the projects `e2e` and `packaging`.
+ * `pnpm test:e2e` the project `e2e`, `pnpm test:packaging` the project `packaging`.
  *
  * `unit-isolated` holds the files that change what the whole process shares, and so run in a
  * fresh module graph of their own (vitest's `isolate`): the OpenTelemetry tests patch `node:http`
@@ -22,7 +22,7 @@ const root = fileURLToPath(new URL(".", import.meta.url));
  *
  * `packaging` packs every package (each prepack compiles it) and installs the tarballs with npm
  * into an empty folder, as an operator would — about 45 s of compiling and installing (50 s of
- * CPU); `pnpm test:packaging` runs it alone.
+ * CPU).
  *
  * Only `e2e` starts the run's PostgreSQL server (its globalSetup).
  */

@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -38,9 +39,10 @@ beforeAll(async () => {
   credhook = installed.stdout.trim();
 }, 180_000);
 
+// The install is thousands of files: removing them takes tens of seconds on a busy machine.
 afterAll(async () => {
-  if (work) rmSync(work, { recursive: true, force: true });
-});
+  if (work) await rm(work, { recursive: true, force: true });
+}, 180_000);
 
 /** Starts the installed `credhook serve` (or `command`) in `cwd` with a clean environment (no repository around). */
 const serve = (cwd: string, command = credhook) =>
