@@ -1,8 +1,8 @@
 // Never an orphan on Apigee: after each fault the fake can inject, core-style compensation
 // leaves no key with API products the portal does not hold, and a foreign app is never touched.
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
-import { SlidingWindowLimiter } from "@credhook/core";
+import { countLimiterSlots } from "@credhook/provider-testkit";
 import { app, compensate, createRef, liveKeys, setup, typedError, useFake } from "./helpers.js";
 
 const t = useFake();
@@ -99,16 +99,10 @@ describe("errors", () => {
     // Counted at the limiter, not inferred from the fake's wall-clock window (where a request released
     // on time can arrive late on a busy machine): the limiter's spacing is checked on fake time in
     // provider-aws's limits.test.ts.
-    const acquire = vi.spyOn(SlidingWindowLimiter.prototype, "acquire");
-    try {
-      const before = t.fake.requests.length;
-      await Promise.all([createRef(provider, apis), createRef(provider, apis)]);
-      const slots = acquire.mock.contexts.filter((l) => (l as SlidingWindowLimiter).name === "Apigee management API").length;
-      expect(slots).toBeGreaterThan(0);
-      expect(slots).toBe(t.fake.requests.length - before);
-    } finally {
-      acquire.mockRestore();
-    }
+    const before = t.fake.requests.length;
+    const { slots } = await countLimiterSlots("Apigee management API", () => Promise.all([createRef(provider, apis), createRef(provider, apis)]));
+    expect(slots).toBeGreaterThan(0);
+    expect(slots).toBe(t.fake.requests.length - before);
     await provider.close();
   });
 });

@@ -8,6 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { SlidingWindowLimiter } from "@credhook/core";
+import { countLimiterSlots } from "@credhook/provider-testkit";
 import { acquireAttempt } from "../src/limits.js";
 import type { AwsFake } from "@credhook/fakes/aws";
 import { makeProvider, seededFake, testApp, type Seed } from "./helpers.js";
@@ -54,25 +55,19 @@ describe("every SDK attempt passes through the limiter", () => {
     ({ fake, seed } = await seededFake({ apiGateway: { quotaModel: "sliding-window" } }));
     const provider = await makeProvider(fake, seed, "API_KEY", { rateLimits: { windowMarginMs: 400 } });
     fake.faults.throttle({ operation: "CreateApiKey", count: 3, retryAfterS: 0 });
-    // Counted at the limiter, not inferred from the fake's wall-clock window (where an attempt
-    // released on time can arrive late on a busy machine): the limiter's spacing itself is
-    // checked on fake time above.
-    const acquire = vi.spyOn(SlidingWindowLimiter.prototype, "acquire");
-    try {
-      const results = await Promise.allSettled(
+    // Counted at the limiter (the limiter's spacing itself is checked on fake time above).
+    const { result: results, slots } = await countLimiterSlots("CreateApiKey", () =>
+      Promise.allSettled(
         Array.from({ length: 20 }, (_, i) =>
           provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app: { ...testApp, appSlug: `s${i}` }, apis: [], apiKeyValue: `StrictQuota${i}${"x".repeat(20)}` }),
         ),
-      );
-      expect(results.filter((r) => r.status === "rejected")).toEqual([]);
-      const slots = acquire.mock.contexts.filter((limiter) => (limiter as SlidingWindowLimiter).name === "CreateApiKey").length;
-      const calls = fake.stats().calls.CreateApiKey ?? 0;
-      expect(calls).toBeGreaterThanOrEqual(23); // 20 + the 3 injected 429s retried
-      expect(slots).toBe(calls); // every SDK attempt, retries included
-      expect(fake.stats().throttled.CreateApiKey).toBe(calls - 20); // each call beyond the 20 retried a 429
-    } finally {
-      acquire.mockRestore();
-    }
+      ),
+    );
+    expect(results.filter((r) => r.status === "rejected")).toEqual([]);
+    const calls = fake.stats().calls.CreateApiKey ?? 0;
+    expect(calls).toBeGreaterThanOrEqual(23); // 20 + the 3 injected 429s retried
+    expect(slots).toBe(calls); // every SDK attempt, retries included
+    expect(fake.stats().throttled.CreateApiKey).toBe(calls - 20); // each call beyond the 20 retried a 429
     await provider.close?.();
   });
 
