@@ -6,7 +6,7 @@
  * sends SIGTERM to each group still alive, then SIGKILL to those still there after
  * {@link END_GRACE_MS}. When the test process itself exits (a crashed or timed-out worker), the
  * groups left are killed at once (SIGKILL). Test code spawns only through these (a conventions
- * test holds it: `e2e-tier.test.ts`).
+ * test holds it: `test-tiers.test.ts`).
  */
 import { execFile, spawn, type ChildProcess, type ExecFileOptions, type SpawnOptions } from "node:child_process";
 
