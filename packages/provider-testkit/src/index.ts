@@ -17,4 +17,4 @@ export { memoryStateStore } from "@credhook/core";
 export { storeConformance, type StoreConformanceOptions } from "./store-conformance.js";
 export { MemoryCredentialStore } from "./memory-store.js";
 export { ScriptedProvider, type ScriptedFault, type ScriptedOperation, type ScriptedProviderOptions, type ScriptedResource } from "./scripted-provider.js";
-export { typedError, freshPerTest } from "./test-helpers.js";
+export { countLimiterSlots, typedError, freshPerTest } from "./test-helpers.js";

@@ -1,5 +1,5 @@
 /** Small helpers the provider packages' own tests share. */
-import { type CredhookError, isCredhookError } from "@credhook/core";
+import { type CredhookError, isCredhookError, SlidingWindowLimiter } from "@credhook/core";
 
 /**
  * Awaits a promise expected to reject with a typed credhook error, and returns that error.
@@ -32,4 +32,29 @@ export function freshPerTest<C extends { fake: { close(): Promise<void> } }>(
     await ctx.fake.close();
   });
   return ctx;
+}
+
+/**
+ * Runs `fn` and counts the slots the sliding-window limiters named `name` (e.g. "CreateApiKey",
+ * "Kong Admin API") handed out meanwhile: a test compares it with the requests a fake received,
+ * so that "every attempt, retries included, went through the limiter" is counted, not inferred
+ * from the fake's wall-clock quota window (where an attempt released on time can arrive late on
+ * a busy machine). Wraps `SlidingWindowLimiter.prototype.acquire` while `fn` runs, so no other
+ * code of the process should use such limiters meanwhile.
+ * @returns what `fn` resolved to, and the count
+ */
+export async function countLimiterSlots<T>(name: string, fn: () => Promise<T>): Promise<{ result: T; slots: number }> {
+  const proto = SlidingWindowLimiter.prototype;
+  const original = proto.acquire;
+  let slots = 0;
+  proto.acquire = function (this: SlidingWindowLimiter, ...args: Parameters<SlidingWindowLimiter["acquire"]>) {
+    if (this.name === name) slots++;
+    return original.apply(this, args);
+  };
+  try {
+    const result = await fn();
+    return { result, slots };
+  } finally {
+    proto.acquire = original;
+  }
 }

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ConfigError } from "@credhook/core";
 import { CONFIG_SCHEMA_FILE, createApp, EDGE_DEFAULTS, embeddedConfigText, EMBEDDED_CONFIG_FILE, interpolate, loadConfigFile, MAX_SECRET_FILE_BYTES } from "../src/index.js";
+import { spawnTracked } from "./children.js";
 
 const write = (yaml: string) => {
   const dir = mkdtempSync(join(tmpdir(), "credhook-cfg-"));
@@ -217,12 +217,12 @@ describe("server limits in the config", () => {
   it("`credhook check-config` reports them with their path and exits 1", async () => {
     const { dir, file } = write(withServer("  requestTimeoutMs: 50\n").replace("auth: {", "auth: { maxRememberedLogins: 0,"));
     const { code, out } = await new Promise<{ code: number | null; out: string }>((resolve) => {
-      const child = spawn(process.execPath, [CLI, "check-config", "--config", file], {
+      const child = spawnTracked(process.execPath, [CLI, "check-config", "--config", file], {
         env: { ...process.env, CREDHOOK_PASSWORD: "pw", CREDHOOK_DATA_DIR: dir, CREDHOOK_FROM_SOURCE: "1" },
       });
       let text = "";
-      child.stdout.on("data", (d) => (text += String(d)));
-      child.stderr.on("data", (d) => (text += String(d)));
+      child.stdout!.on("data", (d) => (text += String(d)));
+      child.stderr!.on("data", (d) => (text += String(d)));
       child.once("exit", (c) => resolve({ code: c, out: text }));
     });
     expect(code).toBe(1);

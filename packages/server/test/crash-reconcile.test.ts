@@ -4,7 +4,7 @@
  * no cloud holds anything afterwards.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { openSqliteStore } from "@credhook/store-sqlite";
 import { startDemoClouds, type DemoClouds } from "../src/demo.js";
 import { PROCESS_START_MS, until } from "./helpers.js";
+import { spawnTracked } from "./children.js";
 
 const CLI = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
 const CONFIG = fileURLToPath(new URL("../../../examples/multi-cloud.yaml", import.meta.url));
@@ -28,7 +29,7 @@ beforeAll(async () => {
 afterAll(() => clouds?.close());
 
 function run(args: string[]): { child: ChildProcess; output: () => string; stdout: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, [CLI, ...args, "--config", CONFIG], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawnTracked(process.execPath, [CLI, ...args, "--config", CONFIG], { env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let stdout = "";
   child.stdout!.on("data", (d) => {

@@ -1,9 +1,9 @@
 import { expect, it } from "vitest";
-import { spawn } from "node:child_process";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { runDemo } from "../src/demo.js";
+import { spawnTracked } from "./children.js";
 
 it("`credhook demo` walks one app across AWS, Azure, Google, Kong, Apigee and the embedded provider, and leaves nothing behind", async () => {
   const lines: string[] = [];
@@ -46,13 +46,13 @@ it("`credhook demo` listens on $PORT; a PORT that is not a port is a clear error
     return port;
   };
   const port = await free();
-  const child = spawn(process.execPath, [fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url)), "demo", "--no-walkthrough"], {
+  const child = spawnTracked(process.execPath, [fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url)), "demo", "--no-walkthrough"], {
     env: { ...process.env, PORT: String(port), CREDHOOK_FROM_SOURCE: "1" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
-  child.stdout.on("data", (d) => (out += String(d)));
-  child.stderr.on("data", (d) => (out += String(d)));
+  child.stdout!.on("data", (d) => (out += String(d)));
+  child.stderr!.on("data", (d) => (out += String(d)));
   try {
     await new Promise<void>((resolve, reject) => {
       const t = setInterval(() => out.includes("The server keeps running") && (clearInterval(t), resolve()), 50);
@@ -65,12 +65,12 @@ it("`credhook demo` listens on $PORT; a PORT that is not a port is a clear error
     child.kill("SIGTERM");
     await exited;
   }
-  const bad = spawn(process.execPath, [fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url)), "demo"], {
+  const bad = spawnTracked(process.execPath, [fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url)), "demo"], {
     env: { ...process.env, PORT: "http", CREDHOOK_FROM_SOURCE: "1" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let err = "";
-  bad.stderr.on("data", (d) => (err += String(d)));
+  bad.stderr!.on("data", (d) => (err += String(d)));
   expect(await new Promise((r) => bad.once("exit", r))).toBe(1);
   expect(err).toContain("the port must be an integer from 0 to 65535 (got 'http' from PORT)");
 });

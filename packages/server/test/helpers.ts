@@ -1,10 +1,11 @@
-import { spawn, type ChildProcess, type SpawnOptions } from "node:child_process";
+import type { ChildProcess, SpawnOptions } from "node:child_process";
 import { createServer as createNetServer } from "node:net";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
+import { spawnTracked } from "./children.js";
 import { createLogger, loadConfigFile, startServer, type AppOptions, type RunningServer, type ServerLimits } from "../src/index.js";
 
 export const PASSWORD = "correct-horse-battery";
@@ -164,9 +165,12 @@ export interface CredhookProcess {
   stop(): Promise<{ code: number | null; ms: number }>;
 }
 
-/** Starts `command` (`[executable, ...args]`, e.g. `[process.execPath, CLI, "serve"]`) with its output captured. */
+/**
+ * Starts `command` (`[executable, ...args]`, e.g. `[process.execPath, CLI, "serve"]`) with its output captured,
+ * in a process group of its own that is ended after the test file whatever its outcome (children.ts).
+ */
 export function spawnCredhook(command: string[], options: SpawnOptions = {}): CredhookProcess {
-  const child = spawn(command[0]!, command.slice(1), { ...options, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawnTracked(command[0]!, command.slice(1), { ...options, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout!.on("data", (d) => (out += String(d)));
   child.stderr!.on("data", (d) => (out += String(d)));
@@ -245,7 +249,7 @@ export interface ServeProcess {
  */
 export async function spawnServe(config: string, env: Record<string, string>, spawned: ChildProcess[]): Promise<ServeProcess> {
   const cli = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
-  const child = spawn(process.execPath, [cli, "serve", "--config", config], { env: { ...process.env, CREDHOOK_FROM_SOURCE: "1", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawnTracked(process.execPath, [cli, "serve", "--config", config], { env: { ...process.env, CREDHOOK_FROM_SOURCE: "1", ...env }, stdio: ["ignore", "pipe", "pipe"] });
   spawned.push(child);
   let out = "";
   child.stdout!.on("data", (d) => (out += String(d)));

@@ -9,12 +9,12 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { fileURLToPath } from "node:url";
-import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AUTH, errorOf, LOCAL_YAML, PASSWORD, startTestServer, type TestServer, until } from "./helpers.js";
 import { cloud } from "./fixtures/marked-cloud-provider.js";
 import { formatReconcileReport } from "../src/operations-cli.js";
+import { spawnTracked } from "./children.js";
 
 const MARKED = fileURLToPath(new URL("./fixtures/marked-cloud-provider.ts", import.meta.url));
 // Each test injects its failures into the same fake gateways one after another: their circuit breakers are off here,
@@ -315,10 +315,10 @@ describe("the sweep of credhook serve", () => {
 /** Runs the credhook CLI in a child process; its exit code and output. */
 function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const bin = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
-  const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: s.dir, AUTH } });
+  const child = spawnTracked(process.execPath, [bin, ...args], { env: { ...process.env, CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: s.dir, AUTH } });
   let stdout = "";
   let stderr = "";
-  child.stdout.on("data", (d) => (stdout += d));
-  child.stderr.on("data", (d) => (stderr += d));
+  child.stdout!.on("data", (d) => (stdout += d));
+  child.stderr!.on("data", (d) => (stderr += d));
   return new Promise((resolve) => child.on("exit", (code) => resolve({ code, stdout, stderr })));
 }

@@ -8,19 +8,18 @@
 // prebuilt in its package (prebuilds/<platform>-<arch>.node), so nothing is downloaded
 // or compiled — the SQLite store working from the installed folder proves it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFile, execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { execFileTracked } from "./children.js";
 import { spawnCredhook } from "./helpers.js";
-import { promisify } from "node:util";
 
 /** scripts/pack.mjs: the same steps the Dockerfile runs. */
 const PACK_SCRIPT = fileURLToPath(new URL("../../../scripts/pack.mjs", import.meta.url));
 const README = fileURLToPath(new URL("../../../README.md", import.meta.url));
-const execFileAsync = promisify(execFile);
 const PASSWORD = "packed-install-password";
 
 let work: string;
@@ -31,16 +30,16 @@ let npmEnv: Record<string, string | undefined>;
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "credhook-packed-"));
   const packs = join(work, "packs");
-  await execFileAsync(process.execPath, [PACK_SCRIPT, "pack", packs], { maxBuffer: 64 * 1024 * 1024 });
+  await execFileTracked(process.execPath, [PACK_SCRIPT, "pack", packs], { maxBuffer: 64 * 1024 * 1024 });
   npmEnv = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k))), npm_config_prefer_offline: "true" };
-  const installed = await execFileAsync(process.execPath, [PACK_SCRIPT, "install", packs, join(work, "install")], {
+  const installed = await execFileTracked(process.execPath, [PACK_SCRIPT, "install", packs, join(work, "install")], {
     env: npmEnv,
     maxBuffer: 64 * 1024 * 1024,
   });
   credhook = installed.stdout.trim();
 }, 180_000);
 
-// Two installs' worth of files (about 60,000): removing them takes tens of seconds on a busy machine.
+// The install is thousands of files: removing them takes tens of seconds on a busy machine.
 afterAll(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 }, 180_000);

@@ -1,9 +1,9 @@
 // The README's one-command PostgreSQL for trying several instances (`pnpm postgres`), run as written.
 import { expect, it } from "vitest";
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { spawnTracked } from "./children.js";
 import { until } from "./helpers.js";
 
 const REPO = fileURLToPath(new URL("../../../", import.meta.url));
@@ -13,10 +13,10 @@ it("`npx --yes pnpm@10 postgres` prints a DATABASE_URL that a client connects to
     .split("\n")
     .filter((l) => l.startsWith("npx --yes pnpm@10 postgres"));
   expect(lines).toEqual(["npx --yes pnpm@10 postgres"]);
-  const child = spawn("bash", ["-c", `exec ${lines[0]}`], { cwd: REPO, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const child = spawnTracked("bash", ["-c", `exec ${lines[0]}`], { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
-  child.stdout.on("data", (d) => (out += String(d)));
-  child.stderr.on("data", (d) => (out += String(d)));
+  child.stdout!.on("data", (d) => (out += String(d)));
+  child.stderr!.on("data", (d) => (out += String(d)));
   const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
   try {
     const url = await until("the DATABASE_URL line", () => /export DATABASE_URL=(\S+)/.exec(out)?.[1], 90_000);

@@ -6,7 +6,8 @@
  * `libnginx-mod-http-headers-more-filter` and `libnginx-mod-http-set-misc`) and
  * `caddy` packages; `.ci/run` installs them when missing.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync, type ChildProcess } from "node:child_process";
+import { spawnTracked } from "./children.js";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { createServer as createNetServer, type AddressInfo } from "node:net";
@@ -139,7 +140,7 @@ http {
   const args = ["-p", dir, "-c", join(dir, "nginx.conf"), "-e", join(dir, "logs", "error.log")];
   const test = spawnSync(NGINX_BIN!, [...args, "-t"], { encoding: "utf8" });
   if (test.status !== 0) throw new Error(`nginx -t refused the example: ${test.stderr}`);
-  const proc = spawn(NGINX_BIN!, args, { stdio: ["ignore", "ignore", "pipe"] });
+  const proc = spawnTracked(NGINX_BIN!, args, { stdio: ["ignore", "ignore", "pipe"] });
   const base = `http://127.0.0.1:${port}`;
   await waitUp(base, proc, () => readFileSync(join(dir, "logs", "error.log"), "utf8"));
   return { base, process: proc, stop: stopper(proc) };
@@ -163,7 +164,7 @@ export async function startCaddy(t: ProxyTargets): Promise<RunningProxy> {
   writeFileSync(file, `{\n\tadmin off\n}\n\n${site}`);
   const env = { ...process.env, HOME: dir, XDG_DATA_HOME: join(dir, "data"), XDG_CONFIG_HOME: join(dir, "config") };
   let log = "";
-  const proc = spawn(CADDY_BIN!, ["run", "--config", file, "--adapter", "caddyfile"], { stdio: ["ignore", "ignore", "pipe"], env });
+  const proc = spawnTracked(CADDY_BIN!, ["run", "--config", file, "--adapter", "caddyfile"], { stdio: ["ignore", "ignore", "pipe"], env });
   proc.stderr!.on("data", (d: Buffer) => {
     log = (log + d.toString()).slice(-4000);
   });

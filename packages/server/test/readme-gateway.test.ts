@@ -6,13 +6,12 @@
  * JSON bodies shown are what credhook answers (but the timestamp).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { checkConfig } from "../src/check-config.js";
 import { importProviderModule, loadConfigFile } from "../src/index.js";
+import { execFileTracked } from "./children.js";
 import { PASSWORD, startTestServer, SERVER_YAML, type TestServer } from "./helpers.js";
 
 const README = readFileSync(fileURLToPath(new URL("../../../README.md", import.meta.url)), "utf8");
@@ -45,7 +44,7 @@ afterAll(() => s?.close());
 
 /** Runs a README shell snippet with bash (and curl), its address pointed at the test's gateway; its stdout. */
 const sh = async (snippet: string, env: Record<string, string> = {}) =>
-  (await promisify(execFile)("bash", ["-euo", "pipefail", "-c", snippet.replaceAll("http://localhost:8081", gw)], { encoding: "utf8", env: { ...process.env, ...env } })).stdout;
+  (await execFileTracked("bash", ["-euo", "pipefail", "-c", snippet.replaceAll("http://localhost:8081", gw)], { env: { ...process.env, ...env } })).stdout;
 
 /** The README's JSON body without its timestamp. */
 const shown = (containing: string) => {

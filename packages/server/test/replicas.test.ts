@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { randomUUID } from "node:crypto";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +17,7 @@ import { appKeyOf } from "@credhook/core";
 import { openPostgresStore, type PostgresCredentialStore } from "@credhook/store-postgres";
 import { startDemoClouds, type DemoClouds } from "../src/demo.js";
 import { PROCESS_START_MS, until } from "./helpers.js";
+import { spawnTracked } from "./children.js";
 
 const CLI = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
 const PASSWORD = "replicas-test-password";
@@ -36,7 +37,7 @@ const spawned: ChildProcess[] = [];
 
 async function serve(): Promise<(typeof servers)[number]> {
   const env = { ...process.env, ...clouds.env, CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir, PORT: "0", CREDHOOK_FROM_SOURCE: "1", DATABASE_URL: url };
-  const child = spawn(process.execPath, [CLI, "serve", "--config", config], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawnTracked(process.execPath, [CLI, "serve", "--config", config], { env, stdio: ["ignore", "pipe", "pipe"] });
   spawned.push(child);
   let out = "";
   child.stdout!.on("data", (d) => (out += String(d)));
@@ -202,10 +203,10 @@ describe("three instances on one PostgreSQL database", () => {
         const lateDeleted = clouds.azure.requests.some((r) => r.method === "DELETE" && r.path.includes(pending!.id));
         return awsOrphans.length + azureOrphans.length + localOrphans.length === 0 && lateDeleted;
       },
-      45_000, // a few loop turns on a quiet machine; a busy one delays each turn
+      120_000, // a few loop turns on a quiet machine; a busy one delays each turn (45 s was passed under pnpm test:stress)
     );
     // Logged once the loop's pass has finished the operation (after its last write): it may reach this process a moment after the DELETE.
-    await until("the survivors to log it", () => (servers[0]!.output() + servers[1]!.output()).includes("reconcile loop finished an interrupted operation"), 15_000);
+    await until("the survivors to log it", () => (servers[0]!.output() + servers[1]!.output()).includes("reconcile loop finished an interrupted operation"), 60_000);
     await until("the abandoned record to settle (settleS: 2) and go", async () => (await store.get(pending!.id)) === undefined);
-  }, 90_000);
+  }, 240_000);
 });

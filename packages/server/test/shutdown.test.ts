@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,6 +8,7 @@ import { startAwsFake } from "@credhook/fakes/aws";
 import { SHUTDOWN_MARGIN_MS } from "../src/index.js";
 import { AUTH, LOCAL_YAML, spawnCredhook, startTestServer, until } from "./helpers.js";
 import { controls } from "./fixtures/faulty-provider.js";
+import { spawnTracked } from "./children.js";
 
 const FAULTY = fileURLToPath(new URL("./fixtures/faulty-provider.ts", import.meta.url));
 const CLI = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
@@ -151,12 +152,12 @@ describe("graceful shutdown", () => {
     );
     const run = (file: string) =>
       new Promise<{ code: number | null; out: string }>((resolve) => {
-        const child = spawn(process.execPath, [CLI, "check-config", "--config", file], {
+        const child = spawnTracked(process.execPath, [CLI, "check-config", "--config", file], {
           env: { ...process.env, CREDHOOK_PASSWORD: "masked-password-value", CREDHOOK_DATA_DIR: dir, CREDHOOK_FROM_SOURCE: "1" },
         });
         let out = "";
-        child.stdout.on("data", (d) => (out += String(d)));
-        child.stderr.on("data", (d) => (out += String(d)));
+        child.stdout!.on("data", (d) => (out += String(d)));
+        child.stderr!.on("data", (d) => (out += String(d)));
         child.once("exit", (code) => resolve({ code, out }));
       });
     const ok = await run(join(dir, "webhook.config.yaml"));

@@ -199,19 +199,35 @@ describe("shared call slots (cloud quotas across instances)", () => {
   it("a key with a burst is one token bucket for every instance: `burst` slots at once after an idle period, then one per interval", async () => {
     const s = schema();
     const stores = await Promise.all([1, 2, 3].map(() => openPostgresStore({ url, schema: s })));
+    /** A reservation with when it was sent and when its answer came back (ms, this process's clock). */
+    const timed = async (store: (typeof stores)[number], key: string, burst?: number) => {
+      const sent = performance.now();
+      const wait = await store.rateSlots.reserve(key, 200, burst);
+      return { wait, sent, received: performance.now() };
+    };
+    /**
+     * The wait the k-th reservation after a burst must get, on the database's clock (GCRA): k intervals
+     * after the burst, less the time that passed since. That time is only known to lie between two
+     * figures of this process's clock (round trips), so the wait must lie between the two bounds —
+     * on a quiet machine close to k × 200, on a busy one lower (down to 0), never outside.
+     */
+    const expectSpaced = (r: { wait: number; sent: number; received: number }, k: number, burst: { sent: number; received: number }) => {
+      expect(r.wait).toBeGreaterThanOrEqual(Math.max(0, k * 200 - (r.received - burst.sent)) - 1);
+      expect(r.wait).toBeLessThanOrEqual(Math.max(0, k * 200 - (r.sent - burst.received)) + 1);
+    };
     try {
       // 200 ms interval (5/s), burst 4: the first 4 reservations from three instances start now.
+      const sent = performance.now();
       const waits = await Promise.all(Array.from({ length: 4 }, (_, i) => stores[i % 3]!.rateSlots.reserve("azure|sub|writes", 200, 4)));
+      const burst = { sent, received: performance.now() };
       expect(waits).toEqual([0, 0, 0, 0]);
-      // The bucket is empty: the next ones start one interval apart (less the time the reservations took).
-      const next = [await stores[1]!.rateSlots.reserve("azure|sub|writes", 200, 4), await stores[2]!.rateSlots.reserve("azure|sub|writes", 200, 4)];
-      expect(next[0]).toBeGreaterThan(100);
-      expect(next[0]).toBeLessThanOrEqual(200);
-      expect(next[1]! - next[0]!).toBeGreaterThan(100);
-      expect(next[1]! - next[0]!).toBeLessThanOrEqual(200);
-      // Burst 1 (the default) is plain spacing: the second reservation waits an interval.
-      expect(await stores[0]!.rateSlots.reserve("spaced", 200)).toBe(0);
-      expect(await stores[0]!.rateSlots.reserve("spaced", 200)).toBeGreaterThan(100);
+      // The bucket is empty: the next ones start one interval apart, counted from the burst.
+      expectSpaced(await timed(stores[1]!, "azure|sub|writes", 4), 1, burst);
+      expectSpaced(await timed(stores[2]!, "azure|sub|writes", 4), 2, burst);
+      // Burst 1 (the default) is plain spacing: the second reservation waits an interval from the first.
+      const first = await timed(stores[0]!, "spaced");
+      expect(first.wait).toBe(0);
+      expectSpaced(await timed(stores[0]!, "spaced"), 1, first);
     } finally {
       await Promise.all(stores.map((x) => x.close()));
     }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -237,17 +237,25 @@ describe("SqliteCredentialStore", () => {
   });
 
   it("checkpoints the WAL after writes and truncates it: a deleted row's content is left in no WAL frame", async () => {
-    const p = path();
-    const store = await openSqliteStore({ path: p, checkpointIntervalMs: 20 });
-    const state = store.stateFor("local");
-    const digest = "d".repeat(64);
-    await state.put(`key:${digest}`, { nativeId: "lk1" });
-    expect(readFileSync(`${p}-wal`, "latin1")).toContain(digest);
-    await state.delete(`key:${digest}`);
-    await new Promise((r) => setTimeout(r, 200));
-    expect(statSync(`${p}-wal`).size).toBe(0);
-    expect(readFileSync(p, "latin1")).not.toContain(digest); // secure_delete zeroed it in the file
-    await store.close();
+    // Fake setInterval: the checkpoint timer fires only when the test advances time, so no checkpoint
+    // can come between the write and the read of the WAL below, however late this worker runs.
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    try {
+      const p = path();
+      const store = await openSqliteStore({ path: p, checkpointIntervalMs: 20 });
+      const state = store.stateFor("local");
+      const digest = "d".repeat(64);
+      await state.put(`key:${digest}`, { nativeId: "lk1" });
+      expect(readFileSync(`${p}-wal`, "latin1")).toContain(digest);
+      await state.delete(`key:${digest}`);
+      expect(readFileSync(`${p}-wal`, "latin1")).toContain(digest); // not yet checkpointed
+      await vi.advanceTimersByTimeAsync(20);
+      expect(statSync(`${p}-wal`).size).toBe(0);
+      expect(readFileSync(p, "latin1")).not.toContain(digest); // secure_delete zeroed it in the file
+      await store.close();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("migrateLegacyAppKey reads each version-1 form", () => {

@@ -97,8 +97,9 @@ async function sharedSlot(limiter: RateLimiter, maxQueueWaitMs: number, shared: 
  * closer than the window allows.
  */
 export class SlidingWindowLimiter implements RateLimiter {
-  /** Release times (performance.now(), ms) of the last `limit` attempts, oldest first. */
+  /** Release times (on {@link now}'s clock, ms) of the last `limit` attempts, oldest first. */
   private readonly released: number[] = [];
+  private readonly now: () => number;
   private readonly waiting: Array<() => void> = [];
   private timer: NodeJS.Timeout | undefined;
   readonly perSecond: number;
@@ -114,18 +115,21 @@ export class SlidingWindowLimiter implements RateLimiter {
    * @param limit attempts per window
    * @param windowMs window length, ms (for "N per second": 1,000 + a safety margin for jitter)
    * @param name the operation it limits, for messages
+   * @param now the clock, ms (injectable for tests, which advance it with fake timers instead of waiting) @default performance.now
    */
   constructor(
     readonly limit: number,
     readonly windowMs: number,
     readonly name: string,
+    now: () => number = () => performance.now(),
   ) {
     this.perSecond = limit;
     this.spacingMs = windowMs / limit;
+    this.now = now;
   }
 
   /** Milliseconds the next attempt to join the queue would wait (an estimate for the queue check). */
-  estimateWaitMs(now = performance.now()): number {
+  estimateWaitMs(now = this.now()): number {
     const ahead = this.waiting.length;
     const free = this.limit - this.released.filter((t) => t > now - this.windowMs).length;
     if (ahead < free) return 0;
@@ -152,7 +156,7 @@ export class SlidingWindowLimiter implements RateLimiter {
     if (this.timer) return;
     for (;;) {
       if (this.waiting.length === 0) return;
-      const now = performance.now();
+      const now = this.now();
       while (this.released.length > 0 && this.released[0]! <= now - this.windowMs) this.released.shift();
       if (this.released.length < this.limit) {
         this.released.push(now);

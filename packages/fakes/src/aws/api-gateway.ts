@@ -59,6 +59,11 @@ export interface ApiGatewayFakeOptions {
    * @default "token-bucket"
    */
   quotaModel?: "token-bucket" | "sliding-window";
+  /**
+   * The quotas' clock, ms: a test that checks "5 per second" holds or advances it instead of
+   * racing the wall clock. @default performance.now
+   */
+  now?: () => number;
 }
 
 const MAX_PLANS_PER_KEY = 10;
@@ -118,8 +123,9 @@ export class ApiGatewayFake {
     this.region = options.region ?? "us-east-1";
     this.enforceQuotas = options.enforceQuotas ?? true;
     this.maxKeys = options.maxKeys ?? 10_000;
-    const perSecond = () => (options.quotaModel === "sliding-window" ? new SlidingWindow(5, 1000) : new TokenBucket(5, 5));
-    this.buckets = { CreateApiKey: perSecond(), DeleteApiKey: perSecond(), other: new TokenBucket(10, 40) };
+    const now = options.now ?? (() => performance.now());
+    const perSecond = () => (options.quotaModel === "sliding-window" ? new SlidingWindow(5, 1000, now) : new TokenBucket(5, 5, now));
+    this.buckets = { CreateApiKey: perSecond(), DeleteApiKey: perSecond(), other: new TokenBucket(10, 40, now) };
   }
 
   /** Creates a usage plan covering `apiStages` (id: 6 random characters unless given). */

@@ -62,18 +62,20 @@ export class TokenBucket {
   /**
    * @param ratePerS steady rate in requests per second
    * @param capacity burst size (tokens available at once)
+   * @param now the clock, ms (injectable: a test advances it instead of waiting) @default performance.now
    */
   constructor(
     readonly ratePerS: number,
     readonly capacity: number,
+    private readonly now: () => number = () => performance.now(),
   ) {
     this.tokens = capacity;
-    this.last = performance.now();
+    this.last = now();
   }
 
   /** Takes one token; returns 0 when granted, or the seconds until a token will be available. */
   take(): number {
-    const now = performance.now();
+    const now = this.now();
     this.tokens = Math.min(this.capacity, this.tokens + ((now - this.last) / 1000) * this.ratePerS);
     this.last = now;
     if (this.tokens >= 1) {
@@ -96,15 +98,17 @@ export class SlidingWindow {
   /**
    * @param limit requests per window
    * @param windowMs window length in milliseconds
+   * @param now the clock, ms (injectable: a test advances it instead of waiting) @default performance.now
    */
   constructor(
     readonly limit: number,
     readonly windowMs = 1000,
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /** Takes one slot; returns 0 when granted, or the seconds until one frees up. */
   take(): number {
-    const now = performance.now();
+    const now = this.now();
     while (this.accepted.length > 0 && this.accepted[0]! < now - this.windowMs) this.accepted.shift();
     if (this.accepted.length < this.limit) {
       this.accepted.push(now);
