@@ -90,8 +90,8 @@ export function credhookVitestConfig(include: string[], projectRoot: string = ro
       // After each test file, whatever its outcome: every process it started ends, with its process group.
       setupFiles: [`${root}packages/server/test/children-setup.ts`],
       testTimeout: 30_000,
-      // As `credhook` itself does on Node < 22 (packages/server/src/node-support.ts): credhook pins
-      // exact AWS SDK versions, so the SDK's notice about its 2027 releases needing Node 22 does not apply.
+      // credhook pins exact AWS SDK versions, so the SDK's notice about its 2027 releases needing
+      // Node 22 does not apply: silenced in test output.
       env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
       hookTimeout: 30_000,
       // The summary reporter ends the run with `Tests: N passed, N failed, N skipped`.

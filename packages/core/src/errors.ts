@@ -139,7 +139,7 @@ export class Unroutable extends CredhookError {
  * 422: the request routes, but credhook's multi-gateway rules forbid it: the
  * app's APIs need different credential types, two gateways would each generate
  * their own key value, client credentials would span several gateways, or a
- * gateway cannot import the app's key value (design.md, "Credentials across
+ * gateway cannot import the app's key value (docs/architecture.md, "Credentials across
  * several gateways").
  */
 export class PolicyViolation extends CredhookError {

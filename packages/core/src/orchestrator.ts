@@ -1,5 +1,5 @@
 /**
- * The orchestration of portal requests across gateways (design.md, "One
+ * The orchestration of portal requests across gateways (docs/architecture.md, "One
  * request, end to end" and "Credentials across several gateways"): the
  * {@link Orchestrator} facade takes each app's lock and dispatches to one
  * module per responsibility, under `./orchestration/`:

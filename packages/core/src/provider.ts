@@ -13,7 +13,7 @@
  * except in the fields meant for it ({@link ProviderCredential.apiKey},
  * {@link ProviderCredential.clientSecret}).
  *
- * ## Never an orphan, never someone else's resource (design.md)
+ * ## Never an orphan, never someone else's resource (docs/architecture.md)
  *
  * - **Ownership before any write.** Everything a provider creates carries its
  *   mark: the gateway's name and credhook's credential id (AWS tags, Azure the

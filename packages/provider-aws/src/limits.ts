@@ -12,7 +12,7 @@
  * Limits apply to every HTTP **attempt**, not to every SDK call: the provider
  * installs {@link acquireAttempt} as SDK middleware after the retry step
  * (runtime.ts), so the SDK's own retries queue here like first attempts and
- * never exceed the quota (cloud-facts.md: "SDK retries count against quotas").
+ * never exceed the quota (docs/cloud-facts.md: "SDK retries count against quotas").
  *
  * The limiters are core's (provider-kit). The "N per second" quotas use a strict sliding window (`SlidingWindowLimiter`):
  * at most N attempts leave in any window of 1 s + `windowMarginMs`, measured

@@ -141,7 +141,7 @@ const NOT_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREAC
 /**
  * True when a failed attempt may nevertheless have been applied by AWS: a
  * timeout, a connection lost after sending, or any 5xx (clouds do not cancel
- * work when a client gives up — cloud-facts.md). False for answers that
+ * work when a client gives up — docs/cloud-facts.md). False for answers that
  * refuse the request (4xx, throttling), for a connection never made, and for
  * credhook's own errors (the client-side queue refused before sending).
  */

@@ -69,7 +69,7 @@ export interface ProviderConformanceOptions {
    * resource of this credential type — as another tool or a person would in
    * the same account/service — and returns its native id (what `revoke` would
    * take) and a probe of whether it still exists unchanged. The suite proves
-   * that revoke and update never touch it (design.md, "Ownership before any write").
+   * that revoke and update never touch it (docs/architecture.md, "Never an orphan, never someone else's resource": ownership before any write).
    */
   createForeign?: (credentialType: CredentialType) => Promise<{ nativeId: string; exists: () => Promise<boolean> }>;
   /**

@@ -2,7 +2,7 @@
  * One app, several clouds (examples/multi-cloud.yaml): the real server and the
  * in-process fakes of API Gateway, API Management and Google API Keys, driven
  * through the unmodified SDKs, and of Kong's Admin API and Apigee X's management
- * API, driven through the providers' production HTTP clients. Every point of design.md's "Credentials across
+ * API, driven through the providers' production HTTP clients. Every point of docs/architecture.md's "Credentials across
  * several gateways", each with its own test.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * design.md, "Never an orphan, never someone else's resource", through the
+ * docs/architecture.md, "Never an orphan, never someone else's resource", through the
  * public HTTP interface, against a provider over a fake cloud that behaves like
  * the real ones where it hurts: writes that land after the client gave up,
  * failures after an accepted step, deletes that fail, plans the IAM policy

@@ -1,5 +1,5 @@
 /**
- * Abandoned creates (design.md, "Never an orphan"): a create that failed is
+ * Abandoned creates (docs/architecture.md, "Never an orphan"): a create that failed is
  * given up — the portal never receives its credential — and its record turns
  * `abandoned` before any cleanup, keeping every hint to find what exists.
  * Cleanup passes revoke the record's bindings and search the gateways where a

@@ -1,6 +1,6 @@
 /**
  * Planning: what a create or an update must do on which gateway, and every
- * 422 credhook's multi-gateway rules raise (design.md, "Credentials across
+ * 422 credhook's multi-gateway rules raise (docs/architecture.md, "Credentials across
  * several gateways") — decided from the routes and the providers'
  * capabilities alone, before any store write or cloud call. No I/O.
  */

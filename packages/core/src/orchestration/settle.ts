@@ -1,5 +1,5 @@
 /**
- * Unsettled updates (design.md, "Never an orphan"): a failed update is rolled
+ * Unsettled updates (docs/architecture.md, "Never an orphan"): a failed update is rolled
  * back in the request, but a write the client gave up on may still land
  * afterwards — a plan attached after the rollback detached it, a credential
  * created on a new gateway after the search found nothing there. The record

@@ -4,7 +4,7 @@
  * AWS's documented control-plane quotas, and faults armed from tests through
  * JS methods — throttling with `Retry-After`, 5xx, IAM denials (403), latency,
  * writes that land after the client gave up, and failures after the write was
- * applied. Clouds do not cancel work when a client gives up (cloud-facts.md),
+ * applied. Clouds do not cancel work when a client gives up (docs/cloud-facts.md),
  * and neither does the fake.
  */
 
