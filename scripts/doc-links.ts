@@ -60,7 +60,11 @@ const URLS = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'`)<>\]]+/gi;
  */
 export function repositoryFiles(root: string): string[] {
   const ignoreFile = join(root, ".gitignore");
-  const lines = existsSync(ignoreFile) ? readFileSync(ignoreFile, "utf8").split("\n").map((l) => l.trim()) : [];
+  const lines = existsSync(ignoreFile)
+    ? readFileSync(ignoreFile, "utf8")
+        .split("\n")
+        .map((l) => l.trim())
+    : [];
   const folders = lines.filter((l) => /^\/?[\w.-]+\/$/.test(l));
   const anywhere = new Set([".git", ...folders.filter((l) => !l.startsWith("/")).map((l) => l.slice(0, -1))]);
   const atRoot = new Set(folders.filter((l) => l.startsWith("/")).map((l) => l.slice(1, -1)));
@@ -146,7 +150,9 @@ function headingMissing(path: string, fragment: string): string | undefined {
     if (node.type === "heading") slugs.add(slugger.slug(plainText(node)));
     if (node.type === "html") for (const m of node.value.matchAll(/\b(?:id|name)="([^"]+)"/g)) explicit.add(m[1] ?? "");
   });
-  return slugs.has(fragment) || explicit.has(fragment) ? undefined : `no heading #${fragment} in ${path.split("/").pop()}`;
+  return slugs.has(fragment) || explicit.has(fragment)
+    ? undefined
+    : `no heading #${fragment} in ${path.split("/").pop()}`;
 }
 
 function parseMarkdown(text: string): Root {
@@ -186,7 +192,10 @@ export function textReferences(text: string, topLevel: ReadonlySet<string>): Fou
   const found: FoundReference[] = [];
   const lines = text.replace(URLS, (url) => " ".repeat(url.length)).split("\n");
   const top = [...topLevel].map((t) => t.replace(/[.]/g, "\\.")).join("|");
-  const pattern = new RegExp(`(?<![\\w/.@<{*$-])((?:\\.{1,2}/)*[\\w.-]+(?:/[\\w.-]+)*\\.md(?:#[\\w-]+)?|(?:${top || "(?!)"})/[\\w.@/-]*)(?![\\w<{*$…/-]|\\.\\w)`, "g");
+  const pattern = new RegExp(
+    `(?<![\\w/.@<{*$-])((?:\\.{1,2}/)*[\\w.-]+(?:/[\\w.-]+)*\\.md(?:#[\\w-]+)?|(?:${top || "(?!)"})/[\\w.@/-]*)(?![\\w<{*$…/-]|\\.\\w)`,
+    "g",
+  );
   lines.forEach((lineText, i) => {
     for (const m of lineText.matchAll(pattern)) {
       const reference = (m[1] ?? "").replace(/[.]+$/, "");

@@ -17,13 +17,18 @@ const REPO = fileURLToPath(new URL("../../..", import.meta.url));
  * References waiting for another branch of issue 23 (the README rewrite replaces README.md's
  * line 12). An entry that no longer matches fails the test, so it is removed once that lands.
  */
-const PENDING: Array<{ file: string; reference: string }> = [{ file: "README.md", reference: "shared/spec/credential-webhook-contract.md" }];
+const PENDING: Array<{ file: string; reference: string }> = [
+  { file: "README.md", reference: "shared/spec/credential-webhook-contract.md" },
+];
 
 describe("the repository's documentation references", () => {
   it("all resolve inside the repository", () => {
     const dangling = findDanglingReferences(REPO, repositoryFiles(REPO));
-    const pending = (d: { file: string; reference: string }) => PENDING.some((p) => p.file === d.file && p.reference === d.reference);
-    expect(dangling.filter((d) => !pending(d)).map((d) => `${d.file}:${d.line} ${d.reference} (${d.reason})`)).toEqual([]);
+    const pending = (d: { file: string; reference: string }) =>
+      PENDING.some((p) => p.file === d.file && p.reference === d.reference);
+    expect(dangling.filter((d) => !pending(d)).map((d) => `${d.file}:${d.line} ${d.reference} (${d.reason})`)).toEqual(
+      [],
+    );
     // A pending entry that no longer dangles is stale: remove it.
     expect(PENDING.filter((p) => !dangling.some((d) => d.file === p.file && d.reference === p.reference))).toEqual([]);
   });
@@ -70,7 +75,7 @@ describe("the check on a fixture repository", () => {
     "packages/core/src/a.ts",
     [
       "/**",
-      " * The rules (docs/guide.md, \"The part\"); the design (design.md); packages/core/src/gone.ts.",
+      ' * The rules (docs/guide.md, "The part"); the design (design.md); packages/core/src/gone.ts.',
       " * Online: https://example.com/design.md",
       " */",
       'export const text = "design.md is a string, not a comment";',
@@ -79,13 +84,18 @@ describe("the check on a fixture repository", () => {
       "",
     ].join("\n"),
   );
-  write("packages/core/README.md", "# core\n\nSee [the guide](../../docs/guide.md) and [a sibling](../../packages/nope/README.md).\n");
+  write(
+    "packages/core/README.md",
+    "# core\n\nSee [the guide](../../docs/guide.md) and [a sibling](../../packages/nope/README.md).\n",
+  );
   write("packages/core/api.yaml", "info:\n  description: The contract of `shared/spec/contract.md`.\n");
   write("node_modules/dep/README.md", "[broken](nowhere.md)\n");
   write("packs/x.md", "[broken](nowhere.md)\n");
 
   it("lists each dangling reference with its file, line and reason, and nothing that resolves", () => {
-    const found = findDanglingReferences(root, repositoryFiles(root)).map((d) => `${d.file}:${d.line} ${d.reference} — ${d.reason}`);
+    const found = findDanglingReferences(root, repositoryFiles(root)).map(
+      (d) => `${d.file}:${d.line} ${d.reference} — ${d.reason}`,
+    );
     expect(found.sort()).toEqual(
       [
         "README.md:6 docs/missing.md — no such file or folder in the repository",
