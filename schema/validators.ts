@@ -10,20 +10,34 @@
  */
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
-import { type CompileOptions, CONTRACT_REQUESTS, configSchema, contractDefs, contractSchemaId, createAjv, META_SCHEMA_ID, precompiledKey } from "../packages/core/src/index.js";
+import {
+  type CompileOptions,
+  CONTRACT_REQUESTS,
+  configSchema,
+  contractDefs,
+  contractSchemaId,
+  createAjv,
+  META_SCHEMA_ID,
+  precompiledKey,
+} from "../packages/core/src/index.js";
 
 /** ajv's standalone code generator, the one of core's own ajv (a dependency of core, not of the root). */
-const standaloneCode = createRequire(fileURLToPath(new URL("../packages/core/package.json", import.meta.url)))("ajv/dist/standalone").default as (
-  ajv: ReturnType<typeof createAjv>,
-  refs: Record<string, string>,
-) => string;
+const standaloneCode = createRequire(fileURLToPath(new URL("../packages/core/package.json", import.meta.url)))(
+  "ajv/dist/standalone",
+).default as (ajv: ReturnType<typeof createAjv>, refs: Record<string, string>) => string;
 
 /** Where the contract's request validators are committed. */
-export const CONTRACT_VALIDATORS_FILE = fileURLToPath(new URL("../packages/core/src/contract.validators.generated.ts", import.meta.url));
+export const CONTRACT_VALIDATORS_FILE = fileURLToPath(
+  new URL("../packages/core/src/contract.validators.generated.ts", import.meta.url),
+);
 /** Where the validator of JSON Schema 2020-12's meta-schema (a schema's own check) is committed. */
-export const META_SCHEMA_VALIDATOR_FILE = fileURLToPath(new URL("../packages/core/src/meta-schema.validators.generated.ts", import.meta.url));
+export const META_SCHEMA_VALIDATOR_FILE = fileURLToPath(
+  new URL("../packages/core/src/meta-schema.validators.generated.ts", import.meta.url),
+);
 /** Where the configuration's validator is committed. */
-export const CONFIG_VALIDATOR_FILE = fileURLToPath(new URL("../packages/core/src/config.validators.generated.ts", import.meta.url));
+export const CONFIG_VALIDATOR_FILE = fileURLToPath(
+  new URL("../packages/core/src/config.validators.generated.ts", import.meta.url),
+);
 
 /** First lines of a generated file. */
 const header = (what: string) => `/**
@@ -50,7 +64,10 @@ function asEsModule(code: string): string {
     if (!imports.has(file)) imports.set(file, `cjs${imports.size}`);
     return imports.get(file)!;
   });
-  const lines = [...imports].map(([file, name]) => `import * as ${name}_ from ${JSON.stringify(file)};\nconst ${name} = ${name}_.default?.__esModule ? ${name}_.default : ${name}_;`);
+  const lines = [...imports].map(
+    ([file, name]) =>
+      `import * as ${name}_ from ${JSON.stringify(file)};\nconst ${name} = ${name}_.default?.__esModule ? ${name}_.default : ${name}_;`,
+  );
   return `${lines.join("\n")}${lines.length ? "\n" : ""}${body.replace(/^"use strict";\n?/, "")}\n`;
 }
 
@@ -75,7 +92,10 @@ export interface PrecompiledModule {
 export function precompileSchema(schema: object, options: CompileOptions): PrecompiledModule {
   const ajv = createAjv({ ...options, optimize: options.optimize ?? false, standalone: true });
   const validate = ajv.compile(schema);
-  return { key: precompiledKey(schema, options), code: asEsModule((standaloneCode as unknown as (a: unknown, v: unknown) => string)(ajv, validate)) };
+  return {
+    key: precompiledKey(schema, options),
+    code: asEsModule((standaloneCode as unknown as (a: unknown, v: unknown) => string)(ajv, validate)),
+  };
 }
 
 /** The text of {@link CONTRACT_VALIDATORS_FILE}: one export per request body schema (`CreateCredentialsRequest`, …). */
@@ -83,14 +103,21 @@ export function buildContractValidators(): string {
   const ajv = createAjv({ standalone: true });
   ajv.addSchema({ $id: contractSchemaId, $defs: contractDefs() });
   const refs = Object.fromEntries(CONTRACT_REQUESTS.map((name) => [name, `${contractSchemaId}#/$defs/${name}`]));
-  return header("The contract's request body validators\n * (packages/core/openapi/credential-webhook.openapi.yaml, components.schemas)") + moduleOf(ajv, refs);
+  return (
+    header(
+      "The contract's request body validators\n * (packages/core/openapi/credential-webhook.openapi.yaml, components.schemas)",
+    ) + moduleOf(ajv, refs)
+  );
 }
 
 /** The text of {@link CONFIG_VALIDATOR_FILE}: `validateConfigSchema`, with `coerceTypes` and `useDefaults` as validateConfig() needs. */
 export function buildConfigValidator(): string {
   const ajv = createAjv({ standalone: true, coerceTypes: true, useDefaults: true });
   ajv.addSchema(configSchema as object, "credhook:config");
-  return header("The validator of webhook.config.yaml\n * (core's configSchema in packages/core/src/config.ts)") + moduleOf(ajv, { validateConfigSchema: "credhook:config" });
+  return (
+    header("The validator of webhook.config.yaml\n * (core's configSchema in packages/core/src/config.ts)") +
+    moduleOf(ajv, { validateConfigSchema: "credhook:config" })
+  );
 }
 
 /**
@@ -99,5 +126,9 @@ export function buildConfigValidator(): string {
  */
 export function buildMetaSchemaValidator(): string {
   const ajv = createAjv({ standalone: true });
-  return header("The validator of JSON Schema 2020-12's meta-schema\n * (what ajv checks every schema with before compiling it)") + moduleOf(ajv, { validateMetaSchema: META_SCHEMA_ID });
+  return (
+    header(
+      "The validator of JSON Schema 2020-12's meta-schema\n * (what ajv checks every schema with before compiling it)",
+    ) + moduleOf(ajv, { validateMetaSchema: META_SCHEMA_ID })
+  );
 }

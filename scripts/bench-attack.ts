@@ -14,7 +14,13 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
-import { createLogger, hashPassword, loadConfigFile, startServer, type RunningServer } from "../packages/server/src/index.js";
+import {
+  createLogger,
+  hashPassword,
+  loadConfigFile,
+  startServer,
+  type RunningServer,
+} from "../packages/server/src/index.js";
 
 const SECONDS = Number(process.argv[2] ?? 5);
 const PASSWORD = "bench-attack-portal-password";
@@ -22,13 +28,27 @@ const basic = (user: string, pass: string) => `Basic ${Buffer.from(`${user}:${pa
 const PORTAL = basic("portal", PASSWORD);
 
 /** GET /v1/health from `from` on a new connection: status and ms. */
-function health(server: RunningServer, authorization: string, from = "127.0.0.1"): Promise<{ status: number; ms: number }> {
+function health(
+  server: RunningServer,
+  authorization: string,
+  from = "127.0.0.1",
+): Promise<{ status: number; ms: number }> {
   const t = performance.now();
   return new Promise((resolve) => {
-    const req = request({ host: "127.0.0.1", port: server.port, path: "/v1/health", localAddress: from, agent: false, headers: { authorization } }, (res) => {
-      res.resume();
-      res.on("end", () => resolve({ status: res.statusCode!, ms: performance.now() - t }));
-    });
+    const req = request(
+      {
+        host: "127.0.0.1",
+        port: server.port,
+        path: "/v1/health",
+        localAddress: from,
+        agent: false,
+        headers: { authorization },
+      },
+      (res) => {
+        res.resume();
+        res.on("end", () => resolve({ status: res.statusCode!, ms: performance.now() - t }));
+      },
+    );
     req.on("error", () => resolve({ status: 0, ms: performance.now() - t }));
     req.end();
   });
@@ -40,7 +60,11 @@ const pct = (xs: number[], p: number) => {
 };
 
 /** The portal calls health back to back for `ms`; its latencies. */
-async function portal(server: RunningServer, ms: number, from = "127.0.0.1"): Promise<{ times: number[]; statuses: Map<number, number> }> {
+async function portal(
+  server: RunningServer,
+  ms: number,
+  from = "127.0.0.1",
+): Promise<{ times: number[]; statuses: Map<number, number> }> {
   const times: number[] = [];
   const statuses = new Map<number, number>();
   const end = Date.now() + ms;
@@ -95,7 +119,9 @@ function floodUpload(server: RunningServer, bytes: number): Promise<void> {
     const s = connect({ port: server.port, host: "127.0.0.1" });
     const chunk = Buffer.alloc(1 << 20, 0x61);
     s.on("connect", () => {
-      s.write(`POST /v1/createCredentials HTTP/1.1\r\nHost: x\r\nAuthorization: ${PORTAL}\r\nContent-Type: application/json\r\nContent-Length: ${bytes}\r\n\r\n`);
+      s.write(
+        `POST /v1/createCredentials HTTP/1.1\r\nHost: x\r\nAuthorization: ${PORTAL}\r\nContent-Type: application/json\r\nContent-Length: ${bytes}\r\n\r\n`,
+      );
       const pump = () => {
         while (!s.destroyed && s.write(chunk));
       };
@@ -113,7 +139,9 @@ function trickle(server: RunningServer): Promise<void> {
     const s = connect({ port: server.port, host: "127.0.0.1" });
     let timer: NodeJS.Timeout;
     s.on("connect", () => {
-      s.write(`POST /v1/createCredentials HTTP/1.1\r\nHost: x\r\nAuthorization: ${PORTAL}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n`);
+      s.write(
+        `POST /v1/createCredentials HTTP/1.1\r\nHost: x\r\nAuthorization: ${PORTAL}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n`,
+      );
       timer = setInterval(() => s.write("{"), 500);
     });
     s.on("error", () => undefined);
@@ -138,7 +166,12 @@ async function main() {
     join(dir, "webhook.config.yaml"),
     `server:\n  auth:\n    users:\n      - { username: portal, passwordHash: "${hash}" }\nstore: { sqlite: ./credhook.db }\ndataDir: .\ngateways: { local: { provider: local, credentialType: API_KEY } }\nroutes: [ { default: local } ]\n`,
   );
-  const fresh = async () => startServer(await loadConfigFile(join(dir, "webhook.config.yaml")), { port: 0, host: "127.0.0.1", logger: createLogger("silent") });
+  const fresh = async () =>
+    startServer(await loadConfigFile(join(dir, "webhook.config.yaml")), {
+      port: 0,
+      host: "127.0.0.1",
+      logger: createLogger("silent"),
+    });
   const ms = SECONDS * 1000;
 
   let server = await fresh();
@@ -172,7 +205,11 @@ async function main() {
     ...Array.from({ length: 4 }, () => loop(() => floodUpload(server, 10 << 20), "uploads")),
     ...Array.from({ length: 4 }, () => loop(() => trickle(server), "trickles")),
   ]);
-  report("4 × 10 MB uploads + 4 trickled bodies", pf, `uploads refused and closed: ${floods.uploads}, trickles cut off: ${floods.trickles}`);
+  report(
+    "4 × 10 MB uploads + 4 trickled bodies",
+    pf,
+    `uploads refused and closed: ${floods.uploads}, trickles cut off: ${floods.trickles}`,
+  );
   await server.close();
 }
 

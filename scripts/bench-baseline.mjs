@@ -18,7 +18,11 @@ import { createRequire } from "node:module";
 
 const [mode, port] = [process.argv[2], Number(process.argv[3])];
 let n = 0;
-const created = () => ({ credentialType: "API_KEY", apiKeyId: `lk${(n++).toString(36)}`, apiKey: randomBytes(30).toString("base64url") });
+const created = () => ({
+  credentialType: "API_KEY",
+  apiKeyId: `lk${(n++).toString(36)}`,
+  apiKey: randomBytes(30).toString("base64url"),
+});
 
 /** The `journal` mode's store and its writes; undefined in the other modes. */
 const journal = mode === "journal" ? await openJournal(process.argv[4]) : undefined;
@@ -31,7 +35,11 @@ async function openJournal(dir) {
   const record = (body) => {
     const t = now();
     const app = { appName: body.appName, developer: body.developer };
-    const apis = (body.apis ?? []).map((a) => ({ id: a.id, gateway: "local", usagePlans: (a.usagePlans ?? []).map((p) => p.id) }));
+    const apis = (body.apis ?? []).map((a) => ({
+      id: a.id,
+      gateway: "local",
+      usagePlans: (a.usagePlans ?? []).map((p) => p.id),
+    }));
     return {
       id: newRecordId(),
       credentialType: "API_KEY",
@@ -63,7 +71,14 @@ async function openJournal(dir) {
       const rec = await store.findByPublicId("API_KEY", body.apiKeyId);
       if (!rec) return 404;
       rec.status = "pending";
-      rec.pending = { op: "update", startedAt: now(), createOn: [], removeFrom: [], previousApis: rec.apis, desiredApis: rec.apis };
+      rec.pending = {
+        op: "update",
+        startedAt: now(),
+        createOn: [],
+        removeFrom: [],
+        previousApis: rec.apis,
+        desiredApis: rec.apis,
+      };
       await store.save(rec);
       rec.status = "active";
       delete rec.pending;
@@ -120,7 +135,10 @@ if (mode === "journal") {
       void JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}");
       if (req.url === "/v1/createCredentials") {
         const body = JSON.stringify(created());
-        res.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) });
+        res.writeHead(200, {
+          "content-type": "application/json; charset=utf-8",
+          "content-length": Buffer.byteLength(body),
+        });
         res.end(body);
       } else {
         res.writeHead(204);

@@ -43,7 +43,17 @@ function du(dir) {
 async function timeToReady() {
   const cwd = mkdtempSync(join(tmpdir(), "credhook-bench-"));
   const t0 = performance.now();
-  const child = spawn(credhook, ["serve"], { cwd, env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: "0", CREDHOOK_GATEWAY_PORT: "0", CREDHOOK_PASSWORD: "bench-password-123" }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(credhook, ["serve"], {
+    cwd,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      PORT: "0",
+      CREDHOOK_GATEWAY_PORT: "0",
+      CREDHOOK_PASSWORD: "bench-password-123",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   child.stdout.on("data", (d) => (out += d));
   child.stderr.on("data", (d) => (out += d));
@@ -73,4 +83,6 @@ const times = [];
 for (let i = 0; i < starts; i++) times.push(await timeToReady());
 times.sort((a, b) => a - b);
 const ms = (x) => `${Math.round(x)} ms`;
-console.log(`credhook serve → first 204 on /readyz (${starts} starts, Node ${process.version}): min ${ms(times[0])}, median ${ms(times[Math.floor(times.length / 2)])}, max ${ms(times.at(-1))}`);
+console.log(
+  `credhook serve → first 204 on /readyz (${starts} starts, Node ${process.version}): min ${ms(times[0])}, median ${ms(times[Math.floor(times.length / 2)])}, max ${ms(times.at(-1))}`,
+);

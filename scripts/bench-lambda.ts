@@ -72,13 +72,15 @@ try {
     const r = await coldStart(taskRoot, env, PASSWORD, nodeArgs);
     if (r.status !== 204) throw new Error(`GET /v1/health answered ${r.status}: ${r.body}`);
     results.push(r);
-    process.stdout.write(`run ${i + 1}: node start ${ms(r.boot)}, init (import) ${ms(r.init)}, first answer ${ms(r.first)}; init to first answer ${ms(r.init + r.first)}\n`);
+    process.stdout.write(
+      `run ${i + 1}: node start ${ms(r.boot)}, init (import) ${ms(r.init)}, first answer ${ms(r.first)}; init to first answer ${ms(r.init + r.first)}\n`,
+    );
   }
   const zipBytes = statSync(zip).size;
   const total = median(results.map((r) => r.init + r.first));
   process.stdout.write(
     (profileDir ? `\nCPU profiles of the counted runs: ${profileDir}\n` : "") +
-    `\nLambda zip (AWS provider, PostgreSQL store): ${(zipBytes / 1e6).toFixed(2)} MB — goal ≤ ${GOAL_ZIP_BYTES / 1e6} MB: ${zipBytes <= GOAL_ZIP_BYTES ? "met" : "NOT met"}\n` +
+      `\nLambda zip (AWS provider, PostgreSQL store): ${(zipBytes / 1e6).toFixed(2)} MB — goal ≤ ${GOAL_ZIP_BYTES / 1e6} MB: ${zipBytes <= GOAL_ZIP_BYTES ? "met" : "NOT met"}\n` +
       `cold start, median of ${runs}: init ${ms(median(results.map((r) => r.init)))}, first answer ${ms(median(results.map((r) => r.first)))}, ` +
       `init to first answer ${ms(total)} — goal ≤ ${GOAL_FIRST_ANSWER_MS} ms: ${total <= GOAL_FIRST_ANSWER_MS ? "met" : "NOT met"} (Node ${process.version}; this machine, its load)\n`,
   );

@@ -18,11 +18,24 @@ if (kind) {
   const given = idsIn ? readFileSync(idsIn, "utf8").split("\n").filter(Boolean) : [];
   let n = 0;
   const body = {
-    create: () => ({ appName: `Bench ${tag} ${n++}`, developer: "bench@example.com", apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] }),
+    create: () => ({
+      appName: `Bench ${tag} ${n++}`,
+      developer: "bench@example.com",
+      apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
+    }),
     update: () => ({
       credentialType: "API_KEY",
       apiKeyId: given[n++],
-      apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "REMOVED" }, { id: "2plan2", action: "ADDED" }] }],
+      apis: [
+        {
+          id: "5aba4csvd4",
+          action: "NONE",
+          usagePlans: [
+            { id: "1el57v", action: "REMOVED" },
+            { id: "2plan2", action: "ADDED" },
+          ],
+        },
+      ],
     }),
     revoke: () => ({ credentialType: "API_KEY", apiKeyId: given[n++] }),
   }[kind];

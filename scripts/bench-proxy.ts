@@ -20,7 +20,14 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger, loadConfigFile, startServer } from "../packages/server/src/index.js";
-import { examplePath, freePort, NGINX_BIN, NGINX_MODULES, startNginx, type RunningProxy } from "../packages/server/test/proxies.js";
+import {
+  examplePath,
+  freePort,
+  NGINX_BIN,
+  NGINX_MODULES,
+  startNginx,
+  type RunningProxy,
+} from "../packages/server/test/proxies.js";
 
 /** One load run's figures (scripts/bench-load.mjs). */
 export interface ProxyLoad {
@@ -76,9 +83,14 @@ type Measured = ProxyLoad & { cpu: { nginx: number; upstream: number; credhook: 
  * @param load runs autocannon in its own process with the given options (bench-server.ts's `load`)
  * @param cpuOf CPU time (user + system) a process has used so far, µs
  */
-export async function proxyBench(load: (options: Record<string, unknown>) => Promise<ProxyLoad>, cpuOf: (pid: number) => number): Promise<void> {
+export async function proxyBench(
+  load: (options: Record<string, unknown>) => Promise<ProxyLoad>,
+  cpuOf: (pid: number) => number,
+): Promise<void> {
   if (!NGINX_BIN || !NGINX_MODULES) {
-    console.log("\nproxy: SKIPPED — needs nginx and its headers-more and set-misc modules (Debian: nginx libnginx-mod-http-headers-more-filter libnginx-mod-http-set-misc)");
+    console.log(
+      "\nproxy: SKIPPED — needs nginx and its headers-more and set-misc modules (Debian: nginx libnginx-mod-http-headers-more-filter libnginx-mod-http-set-misc)",
+    );
     return;
   }
   const dir = mkdtempSync(join(tmpdir(), "credhook-bench-proxy-"));
@@ -120,7 +132,8 @@ embeddedGateway:
     proxies.push(checked);
     const example = readFileSync(examplePath("nginx/credhook-auth.conf"), "utf8");
     const floorText = example.replace("proxy_pass http://credhook_gateway/check;", "return 200;");
-    if (floorText === example) throw new Error("examples/nginx/credhook-auth.conf no longer has `proxy_pass http://credhook_gateway/check;`");
+    if (floorText === example)
+      throw new Error("examples/nginx/credhook-auth.conf no longer has `proxy_pass http://credhook_gateway/check;`");
     const floor = await startNginx(targets, floorText);
     proxies.push(floor);
     const headers = { "x-api-key": key.apiKey };
@@ -135,11 +148,14 @@ embeddedGateway:
 
     for (const p of [plain, checked, floor]) await run(p, 1);
     const rounds: Array<{ p: Measured; k: Measured; f: Measured }> = [];
-    for (let i = 0; i < ROUNDS; i++) rounds.push({ p: await run(plain, SECONDS), k: await run(checked, SECONDS), f: await run(floor, SECONDS) });
+    for (let i = 0; i < ROUNDS; i++)
+      rounds.push({ p: await run(plain, SECONDS), k: await run(checked, SECONDS), f: await run(floor, SECONDS) });
     const line = (label: string, r: Measured) =>
       `${label.padEnd(36)} ${r.rps.toFixed(0).padStart(6)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, non-2xx ${r.non2xx}, errors ${r.errors}; ` +
       `CPU µs/request: NGINX ${r.cpu.nginx.toFixed(1)}, upstream ${r.cpu.upstream.toFixed(1)}, credhook ${r.cpu.credhook.toFixed(1)}`;
-    console.log(`\nproxy: plain NGINX and key-checked NGINX (examples/nginx) to the same upstream, ${CONNECTIONS} connections, one NGINX worker each, ${ROUNDS} rounds of ${SECONDS} s:`);
+    console.log(
+      `\nproxy: plain NGINX and key-checked NGINX (examples/nginx) to the same upstream, ${CONNECTIONS} connections, one NGINX worker each, ${ROUNDS} rounds of ${SECONDS} s:`,
+    );
     rounds.forEach((r, i) => {
       console.log(line(`round ${i + 1}: plain NGINX`, r.p));
       console.log(line(`round ${i + 1}: key-checked NGINX`, r.k));
@@ -164,7 +180,12 @@ embeddedGateway:
 
     // Revocation through the proxy, under load: the first 401 after the revoke's 204.
     const victim = await create([{ id: "orders", usagePlans: [{ id: "free" }] }]);
-    const background = load({ url: `${checked.base}/orders/1`, headers: { "x-api-key": victim.apiKey }, connections: CONNECTIONS - 1, duration: 3 });
+    const background = load({
+      url: `${checked.base}/orders/1`,
+      headers: { "x-api-key": victim.apiKey },
+      connections: CONNECTIONS - 1,
+      duration: 3,
+    });
     await new Promise((r) => setTimeout(r, 1000));
     const revoked = await fetch(`${credhook.url}/v1/revokeCredentials`, {
       method: "POST",
@@ -173,14 +194,22 @@ embeddedGateway:
     });
     const t0 = performance.now();
     let status = 0;
-    while (status !== 401 && performance.now() - t0 < 5000) status = (await fetch(`${checked.base}/orders/1`, { headers: { "x-api-key": victim.apiKey } })).status;
+    while (status !== 401 && performance.now() - t0 < 5000)
+      status = (await fetch(`${checked.base}/orders/1`, { headers: { "x-api-key": victim.apiKey } })).status;
     const took = performance.now() - t0;
     await background;
-    console.log(`revoke (${revoked.status}) under load → first 401 through NGINX after ${took.toFixed(0)} ms (promise: ≤ 1000 ms)${status === 401 ? "" : " — NOT SEEN"}`);
+    console.log(
+      `revoke (${revoked.status}) under load → first 401 through NGINX after ${took.toFixed(0)} ms (promise: ≤ 1000 ms)${status === 401 ? "" : " — NOT SEEN"}`,
+    );
 
     // A quota of QUOTA a day, hammered through the proxy: exactly QUOTA admitted.
     const quota = await create([{ id: "weather", usagePlans: [{ id: "quota" }] }]);
-    const q = await load({ url: `${checked.base}/weather/1`, headers: { "x-api-key": quota.apiKey }, connections: CONNECTIONS, amount: QUOTA * 4 });
+    const q = await load({
+      url: `${checked.base}/weather/1`,
+      headers: { "x-api-key": quota.apiKey },
+      connections: CONNECTIONS,
+      amount: QUOTA * 4,
+    });
     const admitted = q.total - q.non2xx;
     console.log(
       `plan quota ${QUOTA}/day, ${q.total} requests answered through NGINX at ${CONNECTIONS} connections (errors ${q.errors}): ${admitted} admitted (${admitted === QUOTA ? "exact" : "NOT EXACT"})`,

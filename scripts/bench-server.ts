@@ -44,7 +44,6 @@ import { createLogger, loadConfigFile, startServer } from "../packages/server/sr
 import { startDemoClouds } from "../packages/server/src/demo.js";
 import { proxyBench } from "./bench-proxy.js";
 
-
 const { values: args } = parseArgs({
   options: {
     rounds: { type: "string", default: "3" },
@@ -110,16 +109,33 @@ function getStatus(url: string): Promise<number> {
 }
 
 /** One autocannon run's figures (see scripts/bench-load.mjs). */
-type Load = { rps: number; total: number; seconds: number; p50: number; p99: number; non2xx: number; errors: number; cpuUsPerRequest: number };
+type Load = {
+  rps: number;
+  total: number;
+  seconds: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  cpuUsPerRequest: number;
+};
 
 /** autocannon in its own process (scripts/bench-load.mjs) with `options`; `cpuOf`: the process whose CPU time per request to report (default this one). */
 async function load(options: Record<string, unknown>): Promise<Load> {
   const runner = new URL("./bench-load.mjs", import.meta.url).pathname;
   const cpu = process.cpuUsage();
-  const { stdout } = await promisify(execFile)(process.execPath, [runner, JSON.stringify({ connections: CONNECTIONS, ...options })], { maxBuffer: 1 << 20 });
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [runner, JSON.stringify({ connections: CONNECTIONS, ...options })],
+    { maxBuffer: 1 << 20 },
+  );
   const used = process.cpuUsage(cpu);
   const r = JSON.parse(stdout) as Omit<Load, "cpuUsPerRequest">;
-  return { ...r, rps: r.total / Math.max(r.seconds, 1e-3), cpuUsPerRequest: (used.user + used.system) / Math.max(1, r.total) };
+  return {
+    ...r,
+    rps: r.total / Math.max(r.seconds, 1e-3),
+    cpuUsPerRequest: (used.user + used.system) / Math.max(1, r.total),
+  };
 }
 
 /** A server under test in its own process. */
@@ -166,9 +182,19 @@ const BASELINE_NAMES = { node: "bare node:http", express: "bare express 5", jour
 async function startBaseline(mode: keyof typeof BASELINE_NAMES): Promise<Target> {
   const port = await freePort();
   const extra = mode === "journal" ? [mkdtempSync(join(tmpdir(), "credhook-bench-journal-"))] : [];
-  const child = spawn(process.execPath, [...(mode === "journal" ? process.execArgv : []), new URL("./bench-baseline.mjs", import.meta.url).pathname, mode, String(port), ...extra], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      ...(mode === "journal" ? process.execArgv : []),
+      new URL("./bench-baseline.mjs", import.meta.url).pathname,
+      mode,
+      String(port),
+      ...extra,
+    ],
+    {
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
   await new Promise<void>((resolve, reject) => {
     child.stdout!.once("data", () => resolve());
     child.once("exit", (code) => reject(new Error(`baseline ${mode} exited with code ${code}`)));
@@ -177,18 +203,46 @@ async function startBaseline(mode: keyof typeof BASELINE_NAMES): Promise<Target>
 }
 
 /** `credhook serve` on the embedded default in its own process, its log (info, one line per request) to a file; resolves at the first 204 of /readyz. */
-async function startCredhook(nodeArgs: string[] = [], env: Record<string, string> = {}, checkout = root): Promise<Target & { readyMs: number; logFile: string }> {
+async function startCredhook(
+  nodeArgs: string[] = [],
+  env: Record<string, string> = {},
+  checkout = root,
+): Promise<Target & { readyMs: number; logFile: string }> {
   const [port, gatewayPort] = [await freePort(), await freePort()];
   const dir = mkdtempSync(join(tmpdir(), "credhook-bench-"));
   const logFile = join(dir, "credhook.log");
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...nodeArgs, join(checkout, "packages/server/bin/credhook.mjs"), "serve", "--config", join(checkout, "packages/server/config/webhook.config.yaml")], {
-    stdio: ["ignore", openSync(logFile, "w"), "inherit"],
-    env: { ...process.env, ...env, PORT: String(port), CREDHOOK_GATEWAY_PORT: String(gatewayPort), CREDHOOK_DATA_DIR: dir, CREDHOOK_PASSWORD: PASSWORD },
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      ...nodeArgs,
+      join(checkout, "packages/server/bin/credhook.mjs"),
+      "serve",
+      "--config",
+      join(checkout, "packages/server/config/webhook.config.yaml"),
+    ],
+    {
+      stdio: ["ignore", openSync(logFile, "w"), "inherit"],
+      env: {
+        ...process.env,
+        ...env,
+        PORT: String(port),
+        CREDHOOK_GATEWAY_PORT: String(gatewayPort),
+        CREDHOOK_DATA_DIR: dir,
+        CREDHOOK_PASSWORD: PASSWORD,
+      },
+    },
+  );
   const url = `http://127.0.0.1:${port}`;
   await waitReady(`${url}/readyz`, child, (s) => s === 204);
-  return { name: checkout === root ? "credhook (embedded)" : `credhook ${checkout}`.slice(0, 20), url, pid: child.pid!, stop: stopper(child), readyMs: performance.now() - t0, logFile };
+  return {
+    name: checkout === root ? "credhook (embedded)" : `credhook ${checkout}`.slice(0, 20),
+    url,
+    pid: child.pid!,
+    stop: stopper(child),
+    readyMs: performance.now() - t0,
+    logFile,
+  };
 }
 
 type Ops = { create: Load; update: Load; revoke: Load };
@@ -213,10 +267,19 @@ const line = (label: string, op: string, r: Load, rss?: number) =>
 
 async function webhook(): Promise<void> {
   const prof = args["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", args["cpu-prof"]] : [];
-  const targets = [await startBaseline("node"), await startBaseline("express"), await startCredhook(prof), await startBaseline("journal")];
-  if (args.compare) targets.push(await startCredhook([], {}, args.compare.endsWith("/") ? args.compare : `${args.compare}/`));
-  else if (args.lean) targets.push({ ...(await startCredhook([], { CREDHOOK_MEMORY: "lean" })), name: "credhook (lean)" });
-  console.log(`webhook: ${CONNECTIONS} connections, ${ROUNDS} rounds; each round per server: create for ${SECONDS} s (a new app each), then update and revoke each created credential once`);
+  const targets = [
+    await startBaseline("node"),
+    await startBaseline("express"),
+    await startCredhook(prof),
+    await startBaseline("journal"),
+  ];
+  if (args.compare)
+    targets.push(await startCredhook([], {}, args.compare.endsWith("/") ? args.compare : `${args.compare}/`));
+  else if (args.lean)
+    targets.push({ ...(await startCredhook([], { CREDHOOK_MEMORY: "lean" })), name: "credhook (lean)" });
+  console.log(
+    `webhook: ${CONNECTIONS} connections, ${ROUNDS} rounds; each round per server: create for ${SECONDS} s (a new app each), then update and revoke each created credential once`,
+  );
   for (const t of targets) await cycle(t, 1, "warm"); // JIT, connections, SQLite file
   const results = new Map<string, Array<Ops & { rss: number }>>(targets.map((t) => [t.name, []]));
   for (let i = 0; i < ROUNDS; i++) {
@@ -224,12 +287,20 @@ async function webhook(): Promise<void> {
       const ops = await cycle(t, SECONDS, `r${i}`);
       const rss = rssOf(t.pid);
       results.get(t.name)!.push({ ...ops, rss });
-      for (const op of ["create", "update", "revoke"] as const) console.log(`round ${i + 1} ${line(t.name, op, ops[op], op === "revoke" ? rss : undefined)}`);
+      for (const op of ["create", "update", "revoke"] as const)
+        console.log(`round ${i + 1} ${line(t.name, op, ops[op], op === "revoke" ? rss : undefined)}`);
     }
   }
   const [a, b, c, j, d] = targets.map((t) => results.get(t.name)!);
   console.log(`\nmedian of ${ROUNDS} rounds (ratio: credhook's req/s over the baseline's, round by round):`);
-  console.log(`| | ${targets.slice(0, 3).map((t) => t.name).join(" | ")} | credhook / express | credhook / node:http | credhook p99 / express p99 | capacity: express's CPU per request / credhook's |`);
+  console.log(
+    `| | ${targets
+      .slice(0, 3)
+      .map((t) => t.name)
+      .join(
+        " | ",
+      )} | credhook / express | credhook / node:http | credhook p99 / express p99 | capacity: express's CPU per request / credhook's |`,
+  );
   console.log("|---|---|---|---|---|---|---|---|");
   for (const op of ["create", "update", "revoke"] as const) {
     const cell = (rs: Ops[]) =>
@@ -237,27 +308,37 @@ async function webhook(): Promise<void> {
     // Medians over the rounds of one server's figure against a baseline's in the same round.
     const ratio = (rs: Ops[], base: Ops[]) => median(rs.map((r, i) => r[op].rps / base[i]![op].rps)).toFixed(2);
     const p99 = (rs: Ops[]) => median(rs.map((r, i) => r[op].p99 / Math.max(1, b![i]![op].p99))).toFixed(2);
-    const capacity = (rs: Ops[]) => median(rs.map((r, i) => b![i]![op].cpuUsPerRequest / r[op].cpuUsPerRequest)).toFixed(2);
+    const capacity = (rs: Ops[]) =>
+      median(rs.map((r, i) => b![i]![op].cpuUsPerRequest / r[op].cpuUsPerRequest)).toFixed(2);
     /** A row for a server beside credhook: its cell, ratio to express, p99 over express's and capacity. */
-    const besideRow = (label: string, rs: Ops[]) => console.log(`| ${op}, ${label} | | | ${cell(rs)} | ${ratio(rs, b!)}× | | ${p99(rs)}× | ${capacity(rs)}× |`);
-    console.log(`| ${op} | ${cell(a!)} | ${cell(b!)} | ${cell(c!)} | ${ratio(c!, b!)}× (goal ≥ 0.6×) | ${ratio(c!, a!)}× | ${p99(c!)}× (goal ≤ 2×) | ${capacity(c!)}× |`);
+    const besideRow = (label: string, rs: Ops[]) =>
+      console.log(`| ${op}, ${label} | | | ${cell(rs)} | ${ratio(rs, b!)}× | | ${p99(rs)}× | ${capacity(rs)}× |`);
+    console.log(
+      `| ${op} | ${cell(a!)} | ${cell(b!)} | ${cell(c!)} | ${ratio(c!, b!)}× (goal ≥ 0.6×) | ${ratio(c!, a!)}× | ${p99(c!)}× (goal ≤ 2×) | ${capacity(c!)}× |`,
+    );
     if (d) besideRow(targets[4]!.name, d);
     // The journal floor: express plus only the durable writes of "intent before any gateway call" (see bench-baseline.mjs).
     besideRow(`${targets[3]!.name} (floor)`, j!);
   }
   const total = c!.reduce((n, r) => n + r.create.total + r.update.total + r.revoke.total, 0);
-  console.log(`RSS after the last round: ${targets.map((t, i) => `${t.name} ${mib([a, b, c, j, d][i]!.at(-1)!.rss)}`).join(", ")} (credhook after ${total} requests)`);
+  console.log(
+    `RSS after the last round: ${targets.map((t, i) => `${t.name} ${mib([a, b, c, j, d][i]!.at(-1)!.rss)}`).join(", ")} (credhook after ${total} requests)`,
+  );
   // What credhook's own work costs beyond the floor, per request (server CPU, medians): the goal's 0.6× leaves 1/0.6 − 1 = 0.67× express's for everything credhook adds.
   for (const op of ["create", "update", "revoke"] as const) {
     const us = (rs: Ops[]) => median(rs.map((r) => r[op].cpuUsPerRequest));
-    console.log(`${op}: server CPU per request: express ${us(b!).toFixed(0)} µs; + journal ${(us(j!) - us(b!)).toFixed(0)} µs; credhook ${us(c!).toFixed(0)} µs, of which beyond the floor ${(us(c!) - us(j!)).toFixed(0)} µs; the 0.6× goal allows ${(us(b!) / 0.6).toFixed(0)} µs in all`);
+    console.log(
+      `${op}: server CPU per request: express ${us(b!).toFixed(0)} µs; + journal ${(us(j!) - us(b!)).toFixed(0)} µs; credhook ${us(c!).toFixed(0)} µs, of which beyond the floor ${(us(c!) - us(j!)).toFixed(0)} µs; the 0.6× goal allows ${(us(b!) / 0.6).toFixed(0)} µs in all`,
+    );
   }
   for (const t of targets) await t.stop();
 }
 
 async function soak(): Promise<void> {
   const t = await startCredhook([], args.lean ? { CREDHOOK_MEMORY: "lean" } : {});
-  console.log(`soak${args.lean ? " (CREDHOOK_MEMORY=lean)" : ""}: credhook alone for ${SOAK_S} s, create/update/revoke cycles of 10 s, ${CONNECTIONS} connections; idle RSS ${mib(rssOf(t.pid))}`);
+  console.log(
+    `soak${args.lean ? " (CREDHOOK_MEMORY=lean)" : ""}: credhook alone for ${SOAK_S} s, create/update/revoke cycles of 10 s, ${CONNECTIONS} connections; idle RSS ${mib(rssOf(t.pid))}`,
+  );
   const t0 = performance.now();
   let requests = 0;
   for (let i = 0; (performance.now() - t0) / 1000 < SOAK_S; i++) {
@@ -273,7 +354,10 @@ async function soak(): Promise<void> {
 }
 
 async function startup(): Promise<void> {
-  for (const checkout of [root, ...(args.compare ? [args.compare.endsWith("/") ? args.compare : `${args.compare}/`] : [])]) {
+  for (const checkout of [
+    root,
+    ...(args.compare ? [args.compare.endsWith("/") ? args.compare : `${args.compare}/`] : []),
+  ]) {
     const trace = join(mkdtempSync(join(tmpdir(), "credhook-bench-imports-")), "imports");
     const hook = new URL("./bench-import-trace.mjs", import.meta.url).pathname;
     const runs: Array<{ readyMs: number; rss: number }> = [];
@@ -284,7 +368,9 @@ async function startup(): Promise<void> {
       await t.stop();
     }
     const pkgs = [...new Set(readFileSync(trace, "utf8").split("\n").filter(Boolean))].sort();
-    const cloud = pkgs.filter((p) => /^@aws-sdk\/|^@azure\/|^@google-cloud\/|^google-auth|^@smithy\/|^@credhook\/provider-(aws|azure|gcp)/.test(p));
+    const cloud = pkgs.filter((p) =>
+      /^@aws-sdk\/|^@azure\/|^@google-cloud\/|^google-auth|^@smithy\/|^@credhook\/provider-(aws|azure|gcp)/.test(p),
+    );
     console.log(
       `\nstartup of ${checkout === root ? "this checkout" : checkout} (credhook serve, embedded default, ${process.env.CREDHOOK_FROM_SOURCE || !existsDist(checkout) ? "TypeScript sources, transpiled as they load" : "dist build"}): ` +
         `time to the first 204 of /readyz ${runs.map((r) => r.readyMs.toFixed(0)).join(", ")} ms; idle RSS 1 s later ${runs.map((r) => mib(r.rss)).join(", ")}; ` +
@@ -308,7 +394,12 @@ const CLOUD_REQUESTS = 100;
 const CLOUD_CONCURRENCY = 16;
 
 /** In-process server on `file`; create → update → revoke of CLOUD_REQUESTS apps at CLOUD_CONCURRENCY (the multi-cloud figures). */
-async function run(label: string, file: string, env: Record<string, string>, apis: (i: number) => unknown[]): Promise<void> {
+async function run(
+  label: string,
+  file: string,
+  env: Record<string, string>,
+  apis: (i: number) => unknown[],
+): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "credhook-bench-"));
   const config = await loadConfigFile(file, { env: { ...env, CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir } });
   const server = await startServer(config, { port: 0, host: "127.0.0.1", logger: createLogger("silent") });
@@ -336,11 +427,17 @@ async function run(label: string, file: string, env: Record<string, string>, api
   };
   const ids: string[] = [];
   await phase("create", async (i) => {
-    const r = await post("/v1/createCredentials", { appName: `Bench ${i}`, developer: "bench@example.com", apis: apis(i) });
+    const r = await post("/v1/createCredentials", {
+      appName: `Bench ${i}`,
+      developer: "bench@example.com",
+      apis: apis(i),
+    });
     if (r.json) ids[i] = r.json.apiKeyId;
     return r;
   });
-  await phase("update", (i) => post("/v1/updateCredentials", { credentialType: "API_KEY", apiKeyId: ids[i], apis: [] }));
+  await phase("update", (i) =>
+    post("/v1/updateCredentials", { credentialType: "API_KEY", apiKeyId: ids[i], apis: [] }),
+  );
   await phase("revoke", (i) => post("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: ids[i] }));
   await server.close();
 }
@@ -349,14 +446,21 @@ async function run(label: string, file: string, env: Record<string, string>, api
 function callerOf(base: string) {
   return async (path: string, body: unknown) => {
     const t = performance.now();
-    const res = await fetch(base + path, { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: JSON.stringify(body) });
+    const res = await fetch(base + path, {
+      method: "POST",
+      headers: { authorization: auth, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
     const json = res.status === 200 ? ((await res.json()) as { apiKeyId: string }) : (await res.text(), undefined);
     return { ms: performance.now() - t, status: res.status, json };
   };
 }
 
 /** A reverse proxy in front of a fake cloud that holds every call `delayMs` before forwarding it, and counts the calls. */
-async function latencyProxy(target: string, delayMs: number): Promise<{ url: string; calls: string[]; close(): Promise<void> }> {
+async function latencyProxy(
+  target: string,
+  delayMs: number,
+): Promise<{ url: string; calls: string[]; close(): Promise<void> }> {
   const calls: string[] = [];
   const to = new URL(target);
   const server = createServer((req, res) => {
@@ -365,27 +469,54 @@ async function latencyProxy(target: string, delayMs: number): Promise<{ url: str
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () =>
       setTimeout(() => {
-        const out = httpRequest({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: { ...req.headers, host: to.host } }, (up) => {
-          res.writeHead(up.statusCode ?? 502, up.headers);
-          up.pipe(res);
-        });
+        const out = httpRequest(
+          {
+            host: to.hostname,
+            port: to.port,
+            method: req.method,
+            path: req.url,
+            headers: { ...req.headers, host: to.host },
+          },
+          (up) => {
+            res.writeHead(up.statusCode ?? 502, up.headers);
+            up.pipe(res);
+          },
+        );
         out.on("error", () => res.destroy());
         out.end(Buffer.concat(chunks));
       }, delayMs),
     );
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls, close: () => new Promise((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    calls,
+    close: () => new Promise((r) => server.close(() => r())),
+  };
 }
 
 /** Fan-out (3-gateway vs 1-gateway create) and cloud calls per operation, with 100 ms added to every cloud call. */
 async function cloudCalls(clouds: Awaited<ReturnType<typeof startDemoClouds>>): Promise<void> {
   const DELAY = 100;
-  const proxies = { aws: await latencyProxy(clouds.env.AWS_ENDPOINT!, DELAY), azure: await latencyProxy(clouds.env.AZURE_ENDPOINT!, DELAY), gcp: await latencyProxy(clouds.env.GCP_ENDPOINT!, DELAY) };
+  const proxies = {
+    aws: await latencyProxy(clouds.env.AWS_ENDPOINT!, DELAY),
+    azure: await latencyProxy(clouds.env.AZURE_ENDPOINT!, DELAY),
+    gcp: await latencyProxy(clouds.env.GCP_ENDPOINT!, DELAY),
+  };
   const dir = mkdtempSync(join(tmpdir(), "credhook-bench-fanout-"));
   const file = new URL("../examples/multi-cloud.yaml", import.meta.url).pathname;
-  const env = { AWS_ENDPOINT: proxies.aws.url, AZURE_ENDPOINT: proxies.azure.url, GCP_ENDPOINT: proxies.gcp.url, CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir };
-  const server = await startServer(await loadConfigFile(file, { env }), { port: 0, host: "127.0.0.1", logger: createLogger("silent") });
+  const env = {
+    AWS_ENDPOINT: proxies.aws.url,
+    AZURE_ENDPOINT: proxies.azure.url,
+    GCP_ENDPOINT: proxies.gcp.url,
+    CREDHOOK_PASSWORD: PASSWORD,
+    CREDHOOK_DATA_DIR: dir,
+  };
+  const server = await startServer(await loadConfigFile(file, { env }), {
+    port: 0,
+    host: "127.0.0.1",
+    logger: createLogger("silent"),
+  });
   const post = callerOf(server.url);
   const all = Object.values(proxies);
   const counted = async <T>(fn: () => Promise<T>) => {
@@ -398,7 +529,10 @@ async function cloudCalls(clouds: Awaited<ReturnType<typeof startDemoClouds>>): 
   const times: { one: number[]; three: number[] } = { one: [], three: [] };
   let n = 0;
   for (let i = 0; i < 9; i++) {
-    for (const [k, apis] of [["one", one], ["three", three]] as const) {
+    for (const [k, apis] of [
+      ["one", one],
+      ["three", three],
+    ] as const) {
       const r = await post("/v1/createCredentials", { appName: `Fanout ${n++}`, developer: "bench@example.com", apis });
       if (r.status !== 200) throw new Error(`fan-out create answered ${r.status}`);
       times[k].push(r.ms);
@@ -411,15 +545,30 @@ async function cloudCalls(clouds: Awaited<ReturnType<typeof startDemoClouds>>): 
   const plans = [
     [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
     [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }, { id: "2plan2" }] }],
-    [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }, { id: "2plan2" }] }, { id: "9xk3m2p7qa", usagePlans: [{ id: "3plan3" }] }],
+    [
+      { id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }, { id: "2plan2" }] },
+      { id: "9xk3m2p7qa", usagePlans: [{ id: "3plan3" }] },
+    ],
   ];
   for (const apis of plans) {
-    const { out, calls } = await counted(() => post("/v1/createCredentials", { appName: `Calls ${n++}`, developer: "bench@example.com", apis }));
+    const { out, calls } = await counted(() =>
+      post("/v1/createCredentials", { appName: `Calls ${n++}`, developer: "bench@example.com", apis }),
+    );
     const k = apis.reduce((s, a) => s + a.usagePlans.length, 0);
-    console.log(`cloud calls of a create on AWS with k = ${k} usage plan(s): ${calls.length} (${calls.join(", ")}); status ${out.status}`);
-    const unchanged = apis.map((a) => ({ id: a.id, action: "NONE", usagePlans: a.usagePlans.map((p) => ({ id: p.id, action: "NONE" })) }));
-    const noop = await counted(() => post("/v1/updateCredentials", { credentialType: "API_KEY", apiKeyId: out.json!.apiKeyId, apis: unchanged }));
-    console.log(`cloud calls of a no-op update of it (same APIs and plans): ${noop.calls.length}${noop.calls.length ? ` (${noop.calls.join(", ")})` : ""}; status ${noop.out.status}`);
+    console.log(
+      `cloud calls of a create on AWS with k = ${k} usage plan(s): ${calls.length} (${calls.join(", ")}); status ${out.status}`,
+    );
+    const unchanged = apis.map((a) => ({
+      id: a.id,
+      action: "NONE",
+      usagePlans: a.usagePlans.map((p) => ({ id: p.id, action: "NONE" })),
+    }));
+    const noop = await counted(() =>
+      post("/v1/updateCredentials", { credentialType: "API_KEY", apiKeyId: out.json!.apiKeyId, apis: unchanged }),
+    );
+    console.log(
+      `cloud calls of a no-op update of it (same APIs and plans): ${noop.calls.length}${noop.calls.length ? ` (${noop.calls.join(", ")})` : ""}; status ${noop.out.status}`,
+    );
   }
   await server.close();
   for (const p of all) await p.close();
@@ -431,10 +580,14 @@ async function cloudsPart(): Promise<void> {
   // (CreateApiKey and DeleteApiKey 5/s, other calls 10/s shared), which credhook's limiter enforces.
   const multi = new URL("../examples/multi-cloud.yaml", import.meta.url).pathname;
   console.log("");
-  await run("multi-cloud", multi, clouds.env, () => [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }, { id: "orders-eu-1", usagePlans: [{ id: "eu-gold" }] }, { id: "weather" }]).catch(
-    (err: unknown) => console.log(`multi-cloud failed: ${(err as Error).message}`),
+  await run("multi-cloud", multi, clouds.env, () => [
+    { id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] },
+    { id: "orders-eu-1", usagePlans: [{ id: "eu-gold" }] },
+    { id: "weather" },
+  ]).catch((err: unknown) => console.log(`multi-cloud failed: ${(err as Error).message}`));
+  await cloudCalls(clouds).catch((err: unknown) =>
+    console.log(`fan-out / cloud calls failed: ${(err as Error).message}`),
   );
-  await cloudCalls(clouds).catch((err: unknown) => console.log(`fan-out / cloud calls failed: ${(err as Error).message}`));
   await clouds.close();
 }
 
@@ -474,7 +627,14 @@ embeddedGateway:
   const res = await fetch(`${server.url}/v1/createCredentials`, {
     method: "POST",
     headers: { authorization: auth, "content-type": "application/json" },
-    body: JSON.stringify({ appName: "Bench", developer: "bench@example.com", apis: [{ id: "orders", usagePlans: [{ id: "free" }] }, { id: "weather", usagePlans: [{ id: "limited" }] }] }),
+    body: JSON.stringify({
+      appName: "Bench",
+      developer: "bench@example.com",
+      apis: [
+        { id: "orders", usagePlans: [{ id: "free" }] },
+        { id: "weather", usagePlans: [{ id: "limited" }] },
+      ],
+    }),
   });
   const { apiKey } = (await res.json()) as { apiKey: string };
   const check = `${server.gatewayUrl}/check`;
@@ -487,10 +647,16 @@ embeddedGateway:
   await load({ url: check, headers: plain, connections: CHECK_CONNECTIONS, duration: 1 });
   const rounds: Array<{ b: Load; k: Load; l: Load }> = [];
   for (let i = 0; i < CHECK_ROUNDS; i++) {
-    rounds.push({ b: await load({ url: bareUrl, connections: CHECK_CONNECTIONS, duration: CHECK_SECONDS }), k: await load({ url: check, headers: plain, connections: CHECK_CONNECTIONS, duration: CHECK_SECONDS }), l: await load({ url: check, headers: limited, connections: CHECK_CONNECTIONS, duration: CHECK_SECONDS }) });
+    rounds.push({
+      b: await load({ url: bareUrl, connections: CHECK_CONNECTIONS, duration: CHECK_SECONDS }),
+      k: await load({ url: check, headers: plain, connections: CHECK_CONNECTIONS, duration: CHECK_SECONDS }),
+      l: await load({ url: check, headers: limited, connections: CHECK_CONNECTIONS, duration: CHECK_SECONDS }),
+    });
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  console.log(`\nkey check, ${CHECK_CONNECTIONS} connections, ${CHECK_ROUNDS} rounds of ${CHECK_SECONDS} s each (autocannon in its own process):`);
+  console.log(
+    `\nkey check, ${CHECK_CONNECTIONS} connections, ${CHECK_ROUNDS} rounds of ${CHECK_SECONDS} s each (autocannon in its own process):`,
+  );
   rounds.forEach((r, i) => {
     console.log(fmt(`round ${i + 1}: bare node:http (200, empty)`, r.b));
     console.log(fmt(`round ${i + 1}: key check (cached key)`, r.k));
@@ -508,7 +674,6 @@ embeddedGateway:
   await server.close();
   await new Promise<void>((r) => bare.close(() => r()));
 }
-
 
 if (ONLY.has("soak")) await soak();
 if (ONLY.has("webhook")) await webhook();

@@ -61,7 +61,8 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
   // that turned a run with failed tests into exit code 0 (and its `exit` handler then throws).
   // stop() stops the server; the hook's signal handlers (a killed run) stay.
   for (const event of ["beforeExit", "exit"] as const) {
-    for (const l of process.listeners(event as "exit")) if (!(ending[event] as unknown[]).includes(l)) process.removeListener(event, l as () => void);
+    for (const l of process.listeners(event as "exit"))
+      if (!(ending[event] as unknown[]).includes(l)) process.removeListener(event, l as () => void);
   }
   const kept = options.dataDir !== undefined;
   const dir = kept ? resolve(options.dataDir!) : mkdtempSync(join(tmpdir(), "credhook-pg-"));

@@ -4,7 +4,12 @@
 export function precompiledOptionValidators(packages: string[]): Array<{ key: string; code: string }>;
 
 /** Builds the Lambda zip (see lambda-bundle.mjs). */
-export function bundleLambda(options?: { config?: string; providers?: string[]; out?: string; work?: string }): Promise<{
+export function bundleLambda(options?: {
+  config?: string;
+  providers?: string[];
+  out?: string;
+  work?: string;
+}): Promise<{
   out: string;
   bytes: number;
   unzippedBytes: number;

@@ -31,7 +31,12 @@ import { parseDocument } from "yaml";
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const SERVER = join(ROOT, "packages", "server");
 /** Built-in provider names and their packages (as @credhook/core's BUILTIN_PROVIDERS). */
-const BUILTIN_PROVIDERS = { local: "@credhook/provider-local", aws: "@credhook/provider-aws", azure: "@credhook/provider-azure", gcp: "@credhook/provider-gcp" };
+const BUILTIN_PROVIDERS = {
+  local: "@credhook/provider-local",
+  aws: "@credhook/provider-aws",
+  azure: "@credhook/provider-azure",
+  gcp: "@credhook/provider-gcp",
+};
 /** The one store a Lambda bundle carries: executions environments share nothing but it. */
 const STORE = "@credhook/store-postgres";
 
@@ -45,7 +50,9 @@ function configText(file) {
   }
   const store = doc.get("store")?.toJSON?.() ?? doc.get("store");
   if (!store || typeof store !== "object" || !("postgres" in store)) {
-    throw new Error(`${file}: the Lambda bundle carries only the PostgreSQL store; set store: { postgres: "\${DATABASE_URL}" } (SQLite in one execution environment's /tmp would lose its records)`);
+    throw new Error(
+      `${file}: the Lambda bundle carries only the PostgreSQL store; set store: { postgres: "\${DATABASE_URL}" } (SQLite in one execution environment's /tmp would lose its records)`,
+    );
   }
   return text;
 }
@@ -84,7 +91,11 @@ function filesOf(dir) {
  * @returns `{ key, code }` per package and option set
  */
 export function precompiledOptionValidators(packages) {
-  const json = execFileSync(process.execPath, ["--import", "tsx", "--conditions=dev-source", join(ROOT, "schema", "option-validators.ts"), ...packages], { cwd: ROOT, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  const json = execFileSync(
+    process.execPath,
+    ["--import", "tsx", "--conditions=dev-source", join(ROOT, "schema", "option-validators.ts"), ...packages],
+    { cwd: ROOT, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 },
+  );
   return JSON.parse(json);
 }
 
@@ -93,7 +104,10 @@ function precompiledPlugin(modules) {
   return {
     name: "credhook-precompiled",
     setup(b) {
-      b.onResolve({ filter: /^credhook-precompiled:\d+$/ }, (args) => ({ path: args.path, namespace: "credhook-precompiled" }));
+      b.onResolve({ filter: /^credhook-precompiled:\d+$/ }, (args) => ({
+        path: args.path,
+        namespace: "credhook-precompiled",
+      }));
       b.onLoad({ filter: /.*/, namespace: "credhook-precompiled" }, (args) => ({
         contents: modules[Number(args.path.split(":")[1])].code,
         resolveDir: join(ROOT, "packages", "core"),
@@ -143,7 +157,9 @@ export async function bundleLambda({ config, providers, out = "credhook-lambda.z
     // TypeScript, which cosmiconfig requires only to read a webhook.config.ts (3.6 MB of the bundle).
     external: ["pg-native", "cloudflare:sockets", "typescript"],
     // CommonJS dependencies inside an ES module bundle call require() for Node's built-ins.
-    banner: { js: 'import { createRequire as __credhookRequire } from "node:module"; const require = __credhookRequire(import.meta.url);' },
+    banner: {
+      js: 'import { createRequire as __credhookRequire } from "node:module"; const require = __credhookRequire(import.meta.url);',
+    },
     plugins: [precompiledPlugin(precompiled)],
     logLevel: "warning",
   });
@@ -168,7 +184,14 @@ export async function bundleLambda({ config, providers, out = "credhook-lambda.z
 const MB = (n) => `${(n / 1e6).toFixed(2)} MB`;
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const { values } = parseArgs({ options: { config: { type: "string" }, providers: { type: "string" }, out: { type: "string" }, work: { type: "string" } } });
+  const { values } = parseArgs({
+    options: {
+      config: { type: "string" },
+      providers: { type: "string" },
+      out: { type: "string" },
+      work: { type: "string" },
+    },
+  });
   try {
     const r = await bundleLambda({ ...values, providers: values.providers?.split(",").filter(Boolean) });
     process.stdout.write(

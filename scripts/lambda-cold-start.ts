@@ -13,7 +13,11 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
 /** Runs `node scripts/lambda-bundle.mjs --config <config> --out <zip> --work <work>`; returns what it printed (the size). */
 export function buildLambdaZip(config: string, zip: string, work: string): string {
-  return execFileSync(process.execPath, [join(ROOT, "scripts", "lambda-bundle.mjs"), "--config", config, "--out", zip, "--work", work], { encoding: "utf8" });
+  return execFileSync(
+    process.execPath,
+    [join(ROOT, "scripts", "lambda-bundle.mjs"), "--config", config, "--out", zip, "--work", work],
+    { encoding: "utf8" },
+  );
 }
 
 /** Unzips `zip` into `dir` (created); returns `dir`. */
@@ -43,12 +47,21 @@ export const healthEvent = (password: string) => ({
   routeKey: "$default",
   rawPath: "/v1/health",
   rawQueryString: "",
-  headers: { authorization: `Basic ${Buffer.from(`portal:${password}`).toString("base64")}`, host: "abc123.execute-api.us-east-1.amazonaws.com" },
+  headers: {
+    authorization: `Basic ${Buffer.from(`portal:${password}`).toString("base64")}`,
+    host: "abc123.execute-api.us-east-1.amazonaws.com",
+  },
   requestContext: {
     accountId: "123456789012",
     apiId: "abc123",
     domainName: "abc123.execute-api.us-east-1.amazonaws.com",
-    http: { method: "GET", path: "/v1/health", protocol: "HTTP/1.1", sourceIp: "203.0.113.9", userAgent: "bench-lambda" },
+    http: {
+      method: "GET",
+      path: "/v1/health",
+      protocol: "HTTP/1.1",
+      sourceIp: "203.0.113.9",
+      userAgent: "bench-lambda",
+    },
     requestId: "bench-request",
     routeKey: "$default",
     stage: "$default",
@@ -73,11 +86,23 @@ export interface ColdStart {
  * @param nodeArgs options for `node` itself, e.g. `["--cpu-prof", "--cpu-prof-dir", dir]` to profile the cold start
  * @throws when the process fails or prints no timings
  */
-export function coldStart(taskRoot: string, env: Record<string, string>, password: string, nodeArgs: string[] = []): Promise<ColdStart> {
+export function coldStart(
+  taskRoot: string,
+  env: Record<string, string>,
+  password: string,
+  nodeArgs: string[] = [],
+): Promise<ColdStart> {
   return new Promise((resolveRun, reject) => {
     const child = spawn(process.execPath, [...nodeArgs, "--input-type=module", "-e", RUNNER], {
       cwd: taskRoot,
-      env: { PATH: process.env.PATH!, HOME: process.env.HOME!, LAMBDA_TASK_ROOT: taskRoot, BENCH_ENTRY: pathToFileURL(join(taskRoot, "index.mjs")).href, BENCH_EVENT: JSON.stringify(healthEvent(password)), ...env },
+      env: {
+        PATH: process.env.PATH!,
+        HOME: process.env.HOME!,
+        LAMBDA_TASK_ROOT: taskRoot,
+        BENCH_ENTRY: pathToFileURL(join(taskRoot, "index.mjs")).href,
+        BENCH_EVENT: JSON.stringify(healthEvent(password)),
+        ...env,
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";
@@ -91,4 +116,3 @@ export function coldStart(taskRoot: string, env: Record<string, string>, passwor
     });
   });
 }
-

@@ -22,7 +22,17 @@
 //
 // Needs Node and npm; `pack` also needs the workspace installed (pnpm install).
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -35,7 +45,8 @@ const PNPM = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).packag
 export const ALLOW_SCRIPTS = { "better-sqlite3": false, protobufjs: false };
 
 /** Runs a command; its output goes to stderr (stdout is this script's result). */
-const run = (cmd, args, cwd, env = process.env) => execFileSync(cmd, args, { cwd, env, stdio: ["ignore", 2, "inherit"] });
+const run = (cmd, args, cwd, env = process.env) =>
+  execFileSync(cmd, args, { cwd, env, stdio: ["ignore", 2, "inherit"] });
 
 /** Copies the workspace sources to a temp dir, with node_modules linked (relative pnpm links kept), and returns it. */
 function stage() {
@@ -51,7 +62,8 @@ function stage() {
   for (const pkg of readdirSync(join(ROOT, "packages"))) {
     const nm = join(ROOT, "packages", pkg, "node_modules");
     // pnpm's links are relative (../../../node_modules/.pnpm/…, ../../core): copied as they are, they resolve inside the stage.
-    if (existsSync(nm)) cpSync(nm, join(dir, "packages", pkg, "node_modules"), { recursive: true, verbatimSymlinks: true });
+    if (existsSync(nm))
+      cpSync(nm, join(dir, "packages", pkg, "node_modules"), { recursive: true, verbatimSymlinks: true });
   }
   return dir;
 }
@@ -63,7 +75,10 @@ export function pack(out) {
   const dir = stage();
   try {
     // Each package's prepack (tsc -b) builds it; pnpm lists every packed file: kept out of the way.
-    execFileSync("npx", ["--yes", PNPM, "-r", "pack", "--pack-destination", out], { cwd: dir, stdio: ["ignore", "ignore", "inherit"] });
+    execFileSync("npx", ["--yes", PNPM, "-r", "pack", "--pack-destination", out], {
+      cwd: dir,
+      stdio: ["ignore", "ignore", "inherit"],
+    });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -101,7 +116,12 @@ export function install(packDir, target, env = process.env) {
     join(target, "package.json"),
     `${JSON.stringify({ name: "credhook-install", private: true, description: "credhook, installed from its packages", allowScripts: ALLOW_SCRIPTS }, null, 2)}\n`,
   );
-  run("npm", ["install", "--omit=dev", "--no-audit", "--no-fund", "--strict-allow-scripts", ...runtimeTarballs(packDir)], target, env);
+  run(
+    "npm",
+    ["install", "--omit=dev", "--no-audit", "--no-fund", "--strict-allow-scripts", ...runtimeTarballs(packDir)],
+    target,
+    env,
+  );
   return join(target, "node_modules", ".bin", "credhook");
 }
 

@@ -36,7 +36,9 @@ async function withClient<T>(url: string, fn: (client: import("pg").Client) => P
 
 /** The schema names of the database at `url`. */
 const schemaNames = (url: string): Promise<string[]> =>
-  withClient(url, async (client) => (await client.query<{ nspname: string }>("SELECT nspname FROM pg_namespace")).rows.map((r) => r.nspname));
+  withClient(url, async (client) =>
+    (await client.query<{ nspname: string }>("SELECT nspname FROM pg_namespace")).rows.map((r) => r.nspname),
+  );
 
 /**
  * On a `DATABASE_URL` database, which outlives the run: drops, at the end, the schemas the tests

@@ -15,7 +15,9 @@ if (port !== undefined && (!Number.isInteger(port) || port < 1 || port > 65535))
   process.exit(2);
 }
 const pg = await startEmbeddedPostgres({ ...(port ? { port } : {}), ...(values.data ? { dataDir: values.data } : {}) });
-process.stdout.write(`PostgreSQL is running; in each shell that starts a credhook instance:\n  export DATABASE_URL=${pg.url}\nCtrl-C stops it${values.data ? ` (the database stays in ${values.data})` : " and removes the database"}.\n`);
+process.stdout.write(
+  `PostgreSQL is running; in each shell that starts a credhook instance:\n  export DATABASE_URL=${pg.url}\nCtrl-C stops it${values.data ? ` (the database stays in ${values.data})` : " and removes the database"}.\n`,
+);
 const stop = () => void pg.stop().then(() => process.exit(0));
 process.once("SIGINT", stop);
 process.once("SIGTERM", stop);

@@ -39,6 +39,8 @@ export default class SummaryReporter implements Reporter {
     }
     for (const error of unhandledErrors) lines.push(`UNHANDLED: ${firstLine(error)}`);
     const tail = reason && reason !== "passed" ? ` (run ${reason})` : "";
-    process.stdout.write(`\n${lines.map((l) => `${l}\n`).join("")}Tests: ${passed} passed, ${failed} failed, ${skipped} skipped${tail}\n`);
+    process.stdout.write(
+      `\n${lines.map((l) => `${l}\n`).join("")}Tests: ${passed} passed, ${failed} failed, ${skipped} skipped${tail}\n`,
+    );
   }
 }

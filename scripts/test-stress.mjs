@@ -25,7 +25,8 @@ function startHogs() {
   if (process.env.CREDHOOK_STRESS_HOG === "stress-ng") {
     hogs.push(spawn("stress-ng", ["--cpu", "0", "--quiet"], { stdio: "ignore", detached: true }));
   } else {
-    for (let i = 0; i < availableParallelism(); i++) hogs.push(spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore", detached: true }));
+    for (let i = 0; i < availableParallelism(); i++)
+      hogs.push(spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore", detached: true }));
   }
   for (const hog of hogs) {
     hog.on("error", (err) => {

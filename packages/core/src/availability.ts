@@ -46,17 +46,26 @@ export class AvailabilityLog {
     if (this.downSince === undefined) {
       this.downSince = t;
       this.lastSummary = t;
-      this.logger?.warn({ ...this.fields, reason }, `${this.what} is unavailable: requests that need it answer 503 + Retry-After until it is back`);
+      this.logger?.warn(
+        { ...this.fields, reason },
+        `${this.what} is unavailable: requests that need it answer 503 + Retry-After until it is back`,
+      );
     } else if (t - this.lastSummary >= this.summaryEveryMs) {
       this.lastSummary = t;
-      this.logger?.warn({ ...this.fields, reason, failures: this.failures, downForS: Math.round((t - this.downSince) / 1000) }, `${this.what} is still unavailable`);
+      this.logger?.warn(
+        { ...this.fields, reason, failures: this.failures, downForS: Math.round((t - this.downSince) / 1000) },
+        `${this.what} is still unavailable`,
+      );
     }
   }
 
   /** Records a successful call: logs the end of an outage, with its length and failed calls. */
   succeeded(): void {
     if (this.downSince === undefined) return;
-    this.logger?.info({ ...this.fields, failures: this.failures, downForS: Math.round((this.now() - this.downSince) / 100) / 10 }, `${this.what} is available again`);
+    this.logger?.info(
+      { ...this.fields, failures: this.failures, downForS: Math.round((this.now() - this.downSince) / 100) / 10 },
+      `${this.what} is available again`,
+    );
     this.downSince = undefined;
     this.failures = 0;
   }

@@ -180,7 +180,10 @@ export const configSchema = {
                 properties: {
                   username: { type: "string", minLength: 1, pattern: "^[^:]+$" },
                   password: { type: "string" },
-                  passwordHash: { type: "string", pattern: "^scrypt\\$\\d+\\$\\d+\\$\\d+\\$[A-Za-z0-9+/=]+\\$[A-Za-z0-9+/=]+$" },
+                  passwordHash: {
+                    type: "string",
+                    pattern: "^scrypt\\$\\d+\\$\\d+\\$\\d+\\$[A-Za-z0-9+/=]+\\$[A-Za-z0-9+/=]+$",
+                  },
                 },
               },
             },
@@ -246,9 +249,17 @@ export const configSchema = {
             type: "object",
             additionalProperties: false,
             required: ["apis", "gateway"],
-            properties: { apis: { type: "array", minItems: 1, items: { type: "string", minLength: 1 } }, gateway: { type: "string" } },
+            properties: {
+              apis: { type: "array", minItems: 1, items: { type: "string", minLength: 1 } },
+              gateway: { type: "string" },
+            },
           },
-          { type: "object", additionalProperties: false, required: ["default"], properties: { default: { type: "string" } } },
+          {
+            type: "object",
+            additionalProperties: false,
+            required: ["default"],
+            properties: { default: { type: "string" } },
+          },
         ],
       },
     },
@@ -285,19 +296,30 @@ export function validateConfig(raw: unknown): CredhookConfig {
   const config = copy as unknown as CredhookConfig & { server: Partial<ServerConfig> };
   const problems: string[] = [];
   if (config.server.requestTimeoutMs! < config.server.headersTimeoutMs!) {
-    problems.push(`server.requestTimeoutMs (${config.server.requestTimeoutMs}) must be >= server.headersTimeoutMs (${config.server.headersTimeoutMs}): the whole request includes its headers`);
+    problems.push(
+      `server.requestTimeoutMs (${config.server.requestTimeoutMs}) must be >= server.headersTimeoutMs (${config.server.headersTimeoutMs}): the whole request includes its headers`,
+    );
   }
   if (config.server.auth) config.server.auth.maxGlobalFailures ??= 10 * config.server.auth.maxFailures;
-  if (!config.server.auth) problems.push("server.auth must be set: at least one user, e.g. { users: [{ username: portal, password: \"${CREDHOOK_PASSWORD}\" }] }");
+  if (!config.server.auth)
+    problems.push(
+      'server.auth must be set: at least one user, e.g. { users: [{ username: portal, password: "${CREDHOOK_PASSWORD}" }] }',
+    );
   config.server.auth?.users.forEach((u, i) => {
-    if (u.password !== undefined && u.passwordHash !== undefined) problems.push(`server.auth.users[${i}] must have only one of password and passwordHash`);
-    if (u.password === undefined && u.passwordHash === undefined) problems.push(`server.auth.users[${i}] must have password or passwordHash`);
+    if (u.password !== undefined && u.passwordHash !== undefined)
+      problems.push(`server.auth.users[${i}] must have only one of password and passwordHash`);
+    if (u.password === undefined && u.passwordHash === undefined)
+      problems.push(`server.auth.users[${i}] must have password or passwordHash`);
   });
   const names = new Set(Object.keys(config.gateways));
   config.routes.forEach((r, i) => {
     const gw = "default" in r ? r.default : r.gateway;
-    if (!names.has(gw)) problems.push(`routes[${i}].${"default" in r ? "default" : "gateway"} names gateway '${gw}', which is not under gateways: (known: ${[...names].join(", ")})`);
-    if ("default" in r && i !== config.routes.length - 1) problems.push(`routes[${i}]: the default route must be the last one (routes after it never match)`);
+    if (!names.has(gw))
+      problems.push(
+        `routes[${i}].${"default" in r ? "default" : "gateway"} names gateway '${gw}', which is not under gateways: (known: ${[...names].join(", ")})`,
+      );
+    if ("default" in r && i !== config.routes.length - 1)
+      problems.push(`routes[${i}]: the default route must be the last one (routes after it never match)`);
   });
   if (problems.length > 0) throw new ConfigError(problems);
   return config as CredhookConfig;

@@ -1,6 +1,6 @@
 /**
  * TypeScript shapes of the credential webhook contract
- * (`shared/spec/credential-webhook-contract.md`). Their one source is the OpenAPI
+ * (`docs/contract.md` at the repository root). Their one source is the OpenAPI
  * document `openapi/credential-webhook.openapi.yaml` (the schemas requests are
  * validated with): `openapi.generated.ts` is generated from it (`pnpm schema`) and
  * every type here is an alias of one of its `components["schemas"]`, documented

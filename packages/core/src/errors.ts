@@ -139,7 +139,7 @@ export class Unroutable extends CredhookError {
  * 422: the request routes, but credhook's multi-gateway rules forbid it: the
  * app's APIs need different credential types, two gateways would each generate
  * their own key value, client credentials would span several gateways, or a
- * gateway cannot import the app's key value (design.md, "Credentials across
+ * gateway cannot import the app's key value (docs/architecture.md, "Credentials across
  * several gateways").
  */
 export class PolicyViolation extends CredhookError {
@@ -225,7 +225,10 @@ export class StoreUnavailable extends CredhookError {
    * @param retryAfterS seconds before a retry makes sense @default 5
    */
   constructor(detail: string, retryAfterS = 5, options: Omit<CredhookErrorOptions, "gateway"> = {}) {
-    super(503, ErrorCodes.STORE_UNAVAILABLE, "the credential store is unavailable", { ...options, messages: [detail, ...(options.messages ?? [])] });
+    super(503, ErrorCodes.STORE_UNAVAILABLE, "the credential store is unavailable", {
+      ...options,
+      messages: [detail, ...(options.messages ?? [])],
+    });
     this.retryAfterS = Math.max(1, Math.ceil(retryAfterS));
   }
 }
@@ -245,7 +248,9 @@ export class LockLost extends CredhookError {
   constructor(detail: string, retryAfterS = 5, options: Omit<CredhookErrorOptions, "gateway"> = {}) {
     super(503, ErrorCodes.LOCK_LOST, "the credential store is unavailable", {
       ...options,
-      messages: [`this instance lost its lock on the app (${detail}); the operation stopped before its next write and is left for recovery; try again shortly`],
+      messages: [
+        `this instance lost its lock on the app (${detail}); the operation stopped before its next write and is left for recovery; try again shortly`,
+      ],
     });
     this.retryAfterS = Math.max(1, Math.ceil(retryAfterS));
   }
@@ -262,7 +267,12 @@ export class CircuitOpen extends CredhookError {
   readonly retryAfterS: number;
   constructor(gateway: string, retryAfterS: number, options: Omit<CredhookErrorOptions, "gateway"> = {}) {
     // Refused before any call: nothing can have landed.
-    super(503, ErrorCodes.CIRCUIT_OPEN, `gateway '${gateway}' is unavailable: its recent calls failed, so credhook stopped calling it for now (circuit breaker open); try again later`, { ...options, gateway, outcomeUnknown: false });
+    super(
+      503,
+      ErrorCodes.CIRCUIT_OPEN,
+      `gateway '${gateway}' is unavailable: its recent calls failed, so credhook stopped calling it for now (circuit breaker open); try again later`,
+      { ...options, gateway, outcomeUnknown: false },
+    );
     this.retryAfterS = Math.max(1, Math.ceil(retryAfterS));
   }
 }

@@ -1,5 +1,5 @@
 /**
- * The orchestration of portal requests across gateways (design.md, "One
+ * The orchestration of portal requests across gateways (docs/architecture.md, "One
  * request, end to end" and "Credentials across several gateways"): the
  * {@link Orchestrator} facade takes each app's lock and dispatches to one
  * module per responsibility, under `./orchestration/`:
@@ -28,7 +28,17 @@ import { reconcile } from "./orchestration/reconcile.js";
 import { finishBeforeUse, reconcileLoopPass } from "./orchestration/recovery.js";
 import { revoke } from "./orchestration/revoke.js";
 import { sweep } from "./orchestration/settle.js";
-import type { AdoptionRequest, AdoptionResult, CreateOutcome, OperationOutcome, OrchestratorOptions, ReconcileLoopResult, ReconcileOptions, ReconcileReport, SweepResult } from "./orchestration/types.js";
+import type {
+  AdoptionRequest,
+  AdoptionResult,
+  CreateOutcome,
+  OperationOutcome,
+  OrchestratorOptions,
+  ReconcileLoopResult,
+  ReconcileOptions,
+  ReconcileReport,
+  SweepResult,
+} from "./orchestration/types.js";
 import { updateKnown } from "./orchestration/update.js";
 
 export * from "./orchestration/types.js";
@@ -83,7 +93,9 @@ export class Orchestrator {
     const ctx = this.ctx;
     const publicId = (req.credentialType === "API_KEY" ? req.apiKeyId : req.clientId)!;
     const found = await ctx.store.findByPublicId(req.credentialType, publicId);
-    ctx.circuits.assertClosed(found ? [...found.bindings.map((b) => b.gateway), ...this.routedGateways(req)] : this.routedGateways(req));
+    ctx.circuits.assertClosed(
+      found ? [...found.bindings.map((b) => b.gateway), ...this.routedGateways(req)] : this.routedGateways(req),
+    );
     if (!found) return ctx.lock.run(`id:${req.credentialType}:${publicId}`, () => adoptAndUpdate(ctx, req, publicId));
     return ctx.lock.run(found.appKey, async () => {
       let rec = await ctx.store.findByPublicId(req.credentialType, publicId);

@@ -13,7 +13,7 @@
  * except in the fields meant for it ({@link ProviderCredential.apiKey},
  * {@link ProviderCredential.clientSecret}).
  *
- * ## Never an orphan, never someone else's resource (design.md)
+ * ## Never an orphan, never someone else's resource (docs/architecture.md)
  *
  * - **Ownership before any write.** Everything a provider creates carries its
  *   mark: the gateway's name and credhook's credential id (AWS tags, Azure the
@@ -165,7 +165,11 @@ export interface ProviderUpdateInput extends ProviderCredentialRef {
   /** The app's APIs on this gateway after the update (ADDED/REMOVED applied, NONE kept). */
   desired: GatewayApi[];
   /** API ids and plans the request marked ADDED/REMOVED/NONE for this gateway, as sent. */
-  changes: Array<{ id: string; action: "NONE" | "ADDED" | "REMOVED"; usagePlans: Array<{ id: string; action: "NONE" | "ADDED" | "REMOVED" }> }>;
+  changes: Array<{
+    id: string;
+    action: "NONE" | "ADDED" | "REMOVED";
+    usagePlans: Array<{ id: string; action: "NONE" | "ADDED" | "REMOVED" }>;
+  }>;
   /** The app's name before this update, when it changed (a rename). */
   previousAppName?: string;
   customCredentials?: Record<string, unknown>;

@@ -68,7 +68,13 @@ export function providerPackage(provider: string): string {
 /** A factory package's default export has `type`, `optionsSchema` and `create`. */
 function isFactory(value: unknown): value is ProviderFactory & StoreFactory {
   const f = value as ProviderFactory | undefined;
-  return !!f && typeof f.type === "string" && typeof f.create === "function" && typeof f.optionsSchema === "object" && f.optionsSchema !== null;
+  return (
+    !!f &&
+    typeof f.type === "string" &&
+    typeof f.create === "function" &&
+    typeof f.optionsSchema === "object" &&
+    f.optionsSchema !== null
+  );
 }
 
 /**
@@ -77,7 +83,12 @@ function isFactory(value: unknown): value is ProviderFactory & StoreFactory {
  * @param pkg the package to import
  * @throws ConfigError naming `at` when it cannot be loaded or is not a factory
  */
-async function loadFactory(kind: "provider" | "store", pkg: string, at: string, importModule: LoadGatewaysOptions["importModule"]): Promise<ProviderFactory & StoreFactory> {
+async function loadFactory(
+  kind: "provider" | "store",
+  pkg: string,
+  at: string,
+  importModule: LoadGatewaysOptions["importModule"],
+): Promise<ProviderFactory & StoreFactory> {
   let mod: unknown;
   try {
     mod = await importModule(pkg);
@@ -95,13 +106,19 @@ async function loadFactory(kind: "provider" | "store", pkg: string, at: string, 
   }
   const factory = (mod as { default?: unknown }).default ?? mod;
   if (!isFactory(factory)) {
-    throw new ConfigError([`${at}: package '${pkg}' does not default-export a credhook ${kind} factory ({ type, optionsSchema, create })`]);
+    throw new ConfigError([
+      `${at}: package '${pkg}' does not default-export a credhook ${kind} factory ({ type, optionsSchema, create })`,
+    ]);
   }
   return factory;
 }
 
 /** Imports a provider package's factory. @throws ConfigError naming `at` when it cannot be loaded or is not a factory */
-export async function loadProviderFactory(provider: string, at: string, importModule: LoadGatewaysOptions["importModule"]): Promise<ProviderFactory> {
+export async function loadProviderFactory(
+  provider: string,
+  at: string,
+  importModule: LoadGatewaysOptions["importModule"],
+): Promise<ProviderFactory> {
   return loadFactory("provider", providerPackage(provider), at, importModule);
 }
 
@@ -129,15 +146,24 @@ export async function loadStore(config: CredhookConfig, options: LoadStoreOption
   const validate = compileSchema(factory.optionsSchema, { coerceTypes: true, useDefaults: true });
   const opts = { value: structuredClone(raw) };
   const schema = validate as unknown as (v: unknown) => boolean;
-  if (!schema(opts.value)) throw new ConfigError(formatConfigErrors(validate.errors, at).map((m) => `[store-${factory.type}] ${m}`));
-  return factory.create(opts.value, { configPath: at, baseDir: options.baseDir, logger: options.logger.child({ store: factory.type }), ...(options.waitAtStart ? { waitAtStart: true } : {}) });
+  if (!schema(opts.value))
+    throw new ConfigError(formatConfigErrors(validate.errors, at).map((m) => `[store-${factory.type}] ${m}`));
+  return factory.create(opts.value, {
+    configPath: at,
+    baseDir: options.baseDir,
+    logger: options.logger.child({ store: factory.type }),
+    ...(options.waitAtStart ? { waitAtStart: true } : {}),
+  });
 }
 
 /**
  * Loads, validates and creates every gateway of `config`.
  * @throws ConfigError listing every gateway that failed, each with its YAML path
  */
-export async function loadGateways(config: CredhookConfig, options: LoadGatewaysOptions): Promise<Map<string, Gateway>> {
+export async function loadGateways(
+  config: CredhookConfig,
+  options: LoadGatewaysOptions,
+): Promise<Map<string, Gateway>> {
   const gateways = new Map<string, Gateway>();
   const problems: string[] = [];
   for (const [name, gw] of Object.entries(config.gateways)) {
@@ -147,7 +173,9 @@ export async function loadGateways(config: CredhookConfig, options: LoadGateways
       const validate = compileSchema(factory.optionsSchema, { coerceTypes: true, useDefaults: true });
       const opts = structuredClone(gw.options ?? {});
       if (!validate(opts)) {
-        problems.push(...formatConfigErrors(validate.errors, `${at}.options`).map((m) => `[provider-${factory.type}] ${m}`));
+        problems.push(
+          ...formatConfigErrors(validate.errors, `${at}.options`).map((m) => `[provider-${factory.type}] ${m}`),
+        );
         continue;
       }
       const logger = options.logger.child({ gateway: name });
@@ -168,7 +196,8 @@ export async function loadGateways(config: CredhookConfig, options: LoadGateways
       }
       gateways.set(name, { name, providerType: gw.provider, credentialType: gw.credentialType, provider });
     } catch (err) {
-      if (isCredhookError(err)) problems.push(...err.messages.map((m) => (m.startsWith("gateways.") || m.startsWith("[") ? m : `${at}: ${m}`)));
+      if (isCredhookError(err))
+        problems.push(...err.messages.map((m) => (m.startsWith("gateways.") || m.startsWith("[") ? m : `${at}: ${m}`)));
       else problems.push(`${at}: ${(err as Error).message}`);
     }
   }

@@ -47,9 +47,12 @@ export function createRouter(rules: readonly RouteRule[]): Router {
         else out.set(id, gw);
       }
       if (missing.length > 0) {
-        throw new Unroutable(`no route matches API id${missing.length > 1 ? "s" : ""} ${missing.map((m) => `'${m}'`).join(", ")}`, {
-          messages: ["add a route for it under routes: in webhook.config.yaml, or a { default: <gateway> } route"],
-        });
+        throw new Unroutable(
+          `no route matches API id${missing.length > 1 ? "s" : ""} ${missing.map((m) => `'${m}'`).join(", ")}`,
+          {
+            messages: ["add a route for it under routes: in webhook.config.yaml, or a { default: <gateway> } route"],
+          },
+        );
       }
       return out;
     },

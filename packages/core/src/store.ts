@@ -111,7 +111,7 @@ export interface AbandonedInfo {
  * Gateways of a live credential where a failed update (or its rollback, or an
  * update a crash interrupted) may still change something after credhook gave
  * up on the call: a cloud may complete a write the client gave up on
- * (cloud-facts.md). Once `settleUntil` has passed, a pass brings each such
+ * (docs/cloud-facts.md). Once `settleUntil` has passed, a pass brings each such
  * gateway back to the record — re-applying the record's API set where the
  * credential is bound, revoking whatever carries its mark where it is not —
  * and the field goes.
@@ -212,7 +212,7 @@ export interface StoreLocks {
 
 /**
  * Call slots shared by every instance on the store, for the clouds' quotas,
- * which are per account — not per instance (cloud-facts.md). Each call of a
+ * which are per account — not per instance (docs/cloud-facts.md). Each call of a
  * limited operation reserves the next slot of its key. The slots of a key form
  * one token bucket for all instances (GCRA, the generic cell rate algorithm:
  * one "theoretical arrival time" per key): after an idle period up to `burst`

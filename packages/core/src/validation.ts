@@ -16,10 +16,18 @@ import { fileURLToPath } from "node:url";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
 import { parse as parseYaml } from "yaml";
-import { CreateCredentialsRequest, RevokeCredentialsRequest, UpdateCredentialsRequest } from "./contract.validators.generated.js";
+import {
+  CreateCredentialsRequest,
+  RevokeCredentialsRequest,
+  UpdateCredentialsRequest,
+} from "./contract.validators.generated.js";
 import { validateMetaSchema } from "./meta-schema.validators.generated.js";
 import { ValidationError } from "./errors.js";
-import type { CreateCredentialsRequest as CreateBody, RevokeCredentialsRequest as RevokeBody, UpdateCredentialsRequest as UpdateBody } from "./contract.js";
+import type {
+  CreateCredentialsRequest as CreateBody,
+  RevokeCredentialsRequest as RevokeBody,
+  UpdateCredentialsRequest as UpdateBody,
+} from "./contract.js";
 
 // ajv-formats is CommonJS; its default export arrives wrapped under ESM.
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
@@ -44,7 +52,15 @@ export function openApiDocument(): Record<string, unknown> {
  * `standalone: true` keeps each validator's source for ajv's standalone code generator, as ES module code
  * (what `pnpm schema` precompiles with).
  */
-export function createAjv(options: { coerceTypes?: boolean; useDefaults?: boolean; optimize?: boolean; standalone?: boolean; validateSchema?: boolean } = {}): Ajv2020 {
+export function createAjv(
+  options: {
+    coerceTypes?: boolean;
+    useDefaults?: boolean;
+    optimize?: boolean;
+    standalone?: boolean;
+    validateSchema?: boolean;
+  } = {},
+): Ajv2020 {
   const ajv = new Ajv2020({
     validateSchema: options.validateSchema ?? true,
     code: { optimize: options.optimize ?? true, ...(options.standalone ? { source: true, esm: true } : {}) },
@@ -114,7 +130,9 @@ const precompiledFound = new Map<string, WeakMap<object, ValidateFunction | unde
  * the option set and the schema's JSON text. Two schema objects with the same text compile to the same code.
  */
 export function precompiledKey(schema: object, options: CompileOptions = {}): string {
-  return createHash("sha256").update(`${optionSet(options)}\n${JSON.stringify(schema)}`).digest("base64url");
+  return createHash("sha256")
+    .update(`${optionSet(options)}\n${JSON.stringify(schema)}`)
+    .digest("base64url");
 }
 
 /**
@@ -183,8 +201,13 @@ export function formatAjvError(err: ErrorObject, where: string): string {
  * `if`/`oneOf`/`anyOf` wrapper errors are dropped (their causes are listed).
  * @param locate renders an ajv instance path (`/apis/0/id`) as the message's location
  */
-export function formatAjvErrors(errors: ErrorObject[] | null | undefined, locate: (instancePath: string) => string): string[] {
-  const lines = (errors ?? []).filter((e) => e.keyword !== "if" && e.keyword !== "oneOf" && e.keyword !== "anyOf").map((e) => formatAjvError(e, locate(e.instancePath)));
+export function formatAjvErrors(
+  errors: ErrorObject[] | null | undefined,
+  locate: (instancePath: string) => string,
+): string[] {
+  const lines = (errors ?? [])
+    .filter((e) => e.keyword !== "if" && e.keyword !== "oneOf" && e.keyword !== "anyOf")
+    .map((e) => formatAjvError(e, locate(e.instancePath)));
   return [...new Set(lines)];
 }
 
@@ -202,7 +225,11 @@ export interface ContractValidator {
 }
 
 /** The request bodies the contract validates, by their name under the OpenAPI document's `components.schemas`. */
-export const CONTRACT_REQUESTS = ["CreateCredentialsRequest", "UpdateCredentialsRequest", "RevokeCredentialsRequest"] as const;
+export const CONTRACT_REQUESTS = [
+  "CreateCredentialsRequest",
+  "UpdateCredentialsRequest",
+  "RevokeCredentialsRequest",
+] as const;
 
 /** The `$id` under which {@link contractDefs} are compiled: a request's schema is `credhook:contract#/$defs/<name>`. */
 export const contractSchemaId = "credhook:contract";
@@ -214,7 +241,10 @@ export const contractSchemaId = "credhook:contract";
  */
 export function contractDefs(): Record<string, unknown> {
   const schemas = (openApiDocument().components as { schemas: Record<string, unknown> }).schemas;
-  return JSON.parse(JSON.stringify(schemas).replaceAll('"#/components/schemas/', '"#/$defs/')) as Record<string, unknown>;
+  return JSON.parse(JSON.stringify(schemas).replaceAll('"#/components/schemas/', '"#/$defs/')) as Record<
+    string,
+    unknown
+  >;
 }
 
 let contractValidator: ContractValidator | undefined;

@@ -5,7 +5,13 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { buildContractTypes, CONTRACT_TYPES_FILE } from "../../../schema/contract-types.js";
-import type { ApiChange, CreateCredentialsRequest, CustomCredentials, ErrorResponse, UpdateCredentialsRequest } from "../src/index.js";
+import type {
+  ApiChange,
+  CreateCredentialsRequest,
+  CustomCredentials,
+  ErrorResponse,
+  UpdateCredentialsRequest,
+} from "../src/index.js";
 
 describe("the contract's generated types", () => {
   it("are what `pnpm schema` writes from the current OpenAPI document (run `pnpm schema` when this fails)", async () => {
@@ -23,6 +29,12 @@ describe("the contract's generated types", () => {
     expectTypeOf<UpdateCredentialsRequest["anything"]>().toEqualTypeOf<unknown>();
     expectTypeOf<CustomCredentials>().toEqualTypeOf<{ [key: string]: unknown }>();
     expectTypeOf<ApiChange["action"]>().toEqualTypeOf<"NONE" | "ADDED" | "REMOVED">();
-    expectTypeOf<ErrorResponse>().toEqualTypeOf<{ timestamp: string; status: number; error: string; messages: string[]; path: string }>();
+    expectTypeOf<ErrorResponse>().toEqualTypeOf<{
+      timestamp: string;
+      status: number;
+      error: string;
+      messages: string[];
+      path: string;
+    }>();
   });
 });

@@ -2,16 +2,49 @@ import { describe, expect, it } from "vitest";
 import { compileContractValidator, openApiDocument, ValidationError } from "../src/index.js";
 
 describe("the OpenAPI document", () => {
-  const doc = openApiDocument() as { openapi: string; paths: Record<string, Record<string, { responses: Record<string, unknown> }>>; components: { securitySchemes: unknown; schemas: Record<string, unknown> } };
+  const doc = openApiDocument() as {
+    openapi: string;
+    paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+    components: { securitySchemes: unknown; schemas: Record<string, unknown> };
+  };
   it("is OpenAPI 3.1 with the four endpoints, Basic auth, and the status codes of the design", () => {
     expect(doc.openapi).toBe("3.1.0");
-    expect(Object.keys(doc.paths).sort()).toEqual(["/v1/createCredentials", "/v1/health", "/v1/revokeCredentials", "/v1/updateCredentials"]);
-    expect(doc.components.securitySchemes).toEqual({ basicAuth: expect.objectContaining({ type: "http", scheme: "basic" }) });
-    expect(Object.keys(doc.paths["/v1/createCredentials"]!.post!.responses)).toEqual(["200", "400", "401", "408", "413", "415", "417", "422", "429", "431", "500", "501", "502", "503", "504"]);
+    expect(Object.keys(doc.paths).sort()).toEqual([
+      "/v1/createCredentials",
+      "/v1/health",
+      "/v1/revokeCredentials",
+      "/v1/updateCredentials",
+    ]);
+    expect(doc.components.securitySchemes).toEqual({
+      basicAuth: expect.objectContaining({ type: "http", scheme: "basic" }),
+    });
+    expect(Object.keys(doc.paths["/v1/createCredentials"]!.post!.responses)).toEqual([
+      "200",
+      "400",
+      "401",
+      "408",
+      "413",
+      "415",
+      "417",
+      "422",
+      "429",
+      "431",
+      "500",
+      "501",
+      "502",
+      "503",
+      "504",
+    ]);
     expect(Object.keys(doc.paths["/v1/updateCredentials"]!.post!.responses)).toContain("404");
     expect(Object.keys(doc.paths["/v1/revokeCredentials"]!.post!.responses)[0]).toBe("204");
     expect(Object.keys(doc.components.schemas)).toEqual(
-      expect.arrayContaining(["CreateCredentialsRequest", "CreateCredentialsResponse", "UpdateCredentialsRequest", "RevokeCredentialsRequest", "ErrorResponse"]),
+      expect.arrayContaining([
+        "CreateCredentialsRequest",
+        "CreateCredentialsResponse",
+        "UpdateCredentialsRequest",
+        "RevokeCredentialsRequest",
+        "ErrorResponse",
+      ]),
     );
   });
 });
@@ -22,14 +55,22 @@ describe("the OpenAPI document's answers", () => {
       paths: Record<string, Record<string, { responses: Record<string, Answer> }>>;
       components: { responses: Record<string, Answer> };
     };
-    type Answer = { $ref?: string; headers?: Record<string, unknown>; content?: Record<string, { schema?: { $ref?: string } }> };
+    type Answer = {
+      $ref?: string;
+      headers?: Record<string, unknown>;
+      content?: Record<string, { schema?: { $ref?: string } }>;
+    };
     const problems: string[] = [];
     for (const [path, ops] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(ops)) {
         for (const [status, raw] of Object.entries(op.responses)) {
           const answer = raw.$ref ? doc.components.responses[raw.$ref.split("/").pop()!]! : raw;
           if (!answer.headers?.["X-Request-Id"]) problems.push(`${method} ${path} ${status}: no X-Request-Id`);
-          if (Number(status) >= 400 && answer.content?.["application/json"]?.schema?.$ref !== "#/components/schemas/ErrorResponse") problems.push(`${method} ${path} ${status}: not an ErrorResponse`);
+          if (
+            Number(status) >= 400 &&
+            answer.content?.["application/json"]?.schema?.$ref !== "#/components/schemas/ErrorResponse"
+          )
+            problems.push(`${method} ${path} ${status}: not an ErrorResponse`);
         }
       }
     }
@@ -40,7 +81,13 @@ describe("the OpenAPI document's answers", () => {
 describe("compileContractValidator", () => {
   const v = compileContractValidator();
   it("accepts the contract's example create body and keeps unknown fields", () => {
-    const body = { appName: "A", appSlug: "590d83b5c05f", developer: "d", apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }], later: { x: 1 } };
+    const body = {
+      appName: "A",
+      appSlug: "590d83b5c05f",
+      developer: "d",
+      apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
+      later: { x: 1 },
+    };
     expect(v.createRequest(body)).toBe(body);
   });
   it("reports every problem with where and what", () => {
@@ -62,7 +109,9 @@ describe("compileContractValidator", () => {
     expect(() => v.updateRequest({ ...ok, updatedAt: "yesterday" })).toThrow(/body\/updatedAt must match pattern/);
   });
   it("revoke needs the id its credential type uses", () => {
-    expect(() => v.revokeRequest({ credentialType: "API_KEY", clientId: "c" })).toThrow("body must have required property 'apiKeyId'");
+    expect(() => v.revokeRequest({ credentialType: "API_KEY", clientId: "c" })).toThrow(
+      "body must have required property 'apiKeyId'",
+    );
     expect(v.revokeRequest({ credentialType: "CLIENT_CREDENTIALS", clientId: "c" })).toBeTruthy();
   });
 });

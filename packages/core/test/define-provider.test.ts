@@ -1,6 +1,15 @@
 // defineProvider(): the options schema is the one source of the options' type and defaults.
 import { describe, expect, expectTypeOf, it } from "vitest";
-import { applyOptionDefaults, defineProvider, memoryStateStore, silentLogger, type OptionsOf, type Provider, type ProviderContext, type ResolvedOptionsOf } from "../src/index.js";
+import {
+  applyOptionDefaults,
+  defineProvider,
+  memoryStateStore,
+  silentLogger,
+  type OptionsOf,
+  type Provider,
+  type ProviderContext,
+  type ResolvedOptionsOf,
+} from "../src/index.js";
 
 const schema = {
   type: "object",
@@ -20,7 +29,13 @@ const schema = {
   },
 } as const;
 
-const context: ProviderContext = { gateway: "g", configPath: "gateways.g.options", credentialType: "API_KEY", logger: silentLogger, state: memoryStateStore() };
+const context: ProviderContext = {
+  gateway: "g",
+  configPath: "gateways.g.options",
+  credentialType: "API_KEY",
+  logger: silentLogger,
+  state: memoryStateStore(),
+};
 const provider = (seen: unknown): Provider & { seen: unknown } => ({
   seen,
   capabilities: { credentialTypes: ["API_KEY"], importsApiKeyValue: true, readsBackSecret: false },
@@ -63,7 +78,12 @@ describe("defineProvider", () => {
     const made = await factory.create(given, context);
     expect(made.seen).toEqual({ region: "eu", timeoutMs: 5000, mode: "delete", limits: { perSecond: 10, burst: 3 } });
     expect(given).toEqual({ region: "eu", limits: { burst: 3 } });
-    expect((await factory.create({ region: "us", timeoutMs: 7, mode: "disable" }, context)).seen).toEqual({ region: "us", timeoutMs: 7, mode: "disable", limits: { perSecond: 10 } });
+    expect((await factory.create({ region: "us", timeoutMs: 7, mode: "disable" }, context)).seen).toEqual({
+      region: "us",
+      timeoutMs: 7,
+      mode: "disable",
+      limits: { perSecond: 10 },
+    });
   });
 
   it("is a ProviderFactory: its type and schema as given, and the context passed through", async () => {
@@ -96,7 +116,17 @@ describe("defineProvider", () => {
 
 describe("applyOptionDefaults", () => {
   it("fills what the schema defaults and leaves invalid options for the caller to refuse", () => {
-    expect(applyOptionDefaults(schema, { region: "eu" })).toEqual({ region: "eu", timeoutMs: 5000, mode: "delete", limits: { perSecond: 10 } });
-    expect(applyOptionDefaults(schema, { region: 42 } as never)).toEqual({ region: 42, timeoutMs: 5000, mode: "delete", limits: { perSecond: 10 } });
+    expect(applyOptionDefaults(schema, { region: "eu" })).toEqual({
+      region: "eu",
+      timeoutMs: 5000,
+      mode: "delete",
+      limits: { perSecond: 10 },
+    });
+    expect(applyOptionDefaults(schema, { region: 42 } as never)).toEqual({
+      region: 42,
+      timeoutMs: 5000,
+      mode: "delete",
+      limits: { perSecond: 10 },
+    });
   });
 });

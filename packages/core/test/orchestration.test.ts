@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { applyChanges, appKeyOf, groupByGateway, KeyedLock, randomBase62, hashSecret, verifySecretHash } from "../src/index.js";
+import {
+  applyChanges,
+  appKeyOf,
+  groupByGateway,
+  KeyedLock,
+  randomBase62,
+  hashSecret,
+  verifySecretHash,
+} from "../src/index.js";
 
 describe("applyChanges", () => {
   const current = [
@@ -7,11 +15,32 @@ describe("applyChanges", () => {
     { id: "b", gateway: "g2", usagePlans: [] },
   ];
   it("applies plan ADDED/REMOVED/NONE within an API", () => {
-    const out = applyChanges(current, [{ id: "a", action: "NONE", usagePlans: [{ id: "p1", action: "REMOVED" }, { id: "p3", action: "ADDED" }, { id: "p2", action: "NONE" }] }], () => "x");
+    const out = applyChanges(
+      current,
+      [
+        {
+          id: "a",
+          action: "NONE",
+          usagePlans: [
+            { id: "p1", action: "REMOVED" },
+            { id: "p3", action: "ADDED" },
+            { id: "p2", action: "NONE" },
+          ],
+        },
+      ],
+      () => "x",
+    );
     expect(out).toEqual([{ id: "a", gateway: "g1", usagePlans: ["p2", "p3"] }, current[1]]);
   });
   it("adds an API with its gateway from the route, removes a REMOVED API, keeps unmentioned ones", () => {
-    const out = applyChanges(current, [{ id: "c", action: "ADDED", usagePlans: [{ id: "q", action: "ADDED" }] }, { id: "a", action: "REMOVED" }], () => "g3");
+    const out = applyChanges(
+      current,
+      [
+        { id: "c", action: "ADDED", usagePlans: [{ id: "q", action: "ADDED" }] },
+        { id: "a", action: "REMOVED" },
+      ],
+      () => "g3",
+    );
     expect(out).toEqual([current[1], { id: "c", gateway: "g3", usagePlans: ["q"] }]);
   });
   it("does not modify its input", () => {
@@ -23,7 +52,9 @@ describe("applyChanges", () => {
 
 describe("helpers", () => {
   it("appKeyOf prefers the slug, and always names the developer", () => {
-    expect(appKeyOf({ appName: "A", developer: "d@example.com", appSlug: "590d83b5c05f" })).toBe("slug:d@example.com/590d83b5c05f");
+    expect(appKeyOf({ appName: "A", developer: "d@example.com", appSlug: "590d83b5c05f" })).toBe(
+      "slug:d@example.com/590d83b5c05f",
+    );
     expect(appKeyOf({ appName: "My App", developer: "d@example.com" })).toBe("app:d@example.com/My App");
   });
   it("appKeyOf is unambiguous: values holding '/' or '%' never collide", () => {
@@ -36,7 +67,10 @@ describe("helpers", () => {
       ["", "/"],
       ["/", ""],
     ];
-    const keys = pairs.flatMap(([developer, v]) => [appKeyOf({ developer, appName: v }), appKeyOf({ developer, appName: "n", appSlug: v })]);
+    const keys = pairs.flatMap(([developer, v]) => [
+      appKeyOf({ developer, appName: v }),
+      appKeyOf({ developer, appName: "n", appSlug: v }),
+    ]);
     expect(new Set(keys).size).toBe(keys.length);
   });
   it("groupByGateway keeps first-seen order", () => {

@@ -5,28 +5,55 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MemoryCredentialStore, ScriptedProvider } from "@credhook/provider-testkit";
-import { createRouter, InvalidReference, Orchestrator, planCreate, planUpdate, PolicyViolation, Unroutable, type CredentialRecord, type GatewayTopology, type ProviderCapabilities } from "../src/index.js";
+import {
+  createRouter,
+  InvalidReference,
+  Orchestrator,
+  planCreate,
+  planUpdate,
+  PolicyViolation,
+  Unroutable,
+  type CredentialRecord,
+  type GatewayTopology,
+  type ProviderCapabilities,
+} from "../src/index.js";
 
 const base: ProviderCapabilities = { credentialTypes: ["API_KEY"], importsApiKeyValue: true, readsBackSecret: true };
 
 /** A topology from capabilities alone: gateway name → type and capabilities; API id prefix before '-' routes. */
-function topology(gateways: Record<string, { credentialType?: "API_KEY" | "CLIENT_CREDENTIALS"; capabilities?: Partial<ProviderCapabilities> }>): GatewayTopology {
+function topology(
+  gateways: Record<
+    string,
+    { credentialType?: "API_KEY" | "CLIENT_CREDENTIALS"; capabilities?: Partial<ProviderCapabilities> }
+  >,
+): GatewayTopology {
   return {
     resolveAll: (ids) => {
       const missing = ids.filter((id) => !(id.split("-")[0]! in gateways));
       if (missing.length > 0) throw new Unroutable(`no route matches ${missing.join(", ")}`);
       return new Map(ids.map((id) => [id, id.split("-")[0]!]));
     },
-    describe: (g) => ({ credentialType: gateways[g]!.credentialType ?? "API_KEY", capabilities: { ...base, ...gateways[g]!.capabilities } }),
+    describe: (g) => ({
+      credentialType: gateways[g]!.credentialType ?? "API_KEY",
+      capabilities: { ...base, ...gateways[g]!.capabilities },
+    }),
   };
 }
-const req = (...ids: string[]) => ({ appName: "App", developer: "d@example.com", apis: ids.map((id) => ({ id, usagePlans: [{ id: "gold" }] })) });
+const req = (...ids: string[]) => ({
+  appName: "App",
+  developer: "d@example.com",
+  apis: ids.map((id) => ({ id, usagePlans: [{ id: "gold" }] })),
+});
 
 describe("planCreate (capabilities alone)", () => {
   it("routes, merges duplicate ids and plans, groups by gateway in first-seen order", () => {
     const plan = planCreate(topology({ a: {}, b: {} }), {
       ...req("b-1", "a-1"),
-      apis: [{ id: "b-1", usagePlans: [{ id: "p" }] }, { id: "a-1" }, { id: "b-1", usagePlans: [{ id: "q" }, { id: "p" }] }],
+      apis: [
+        { id: "b-1", usagePlans: [{ id: "p" }] },
+        { id: "a-1" },
+        { id: "b-1", usagePlans: [{ id: "q" }, { id: "p" }] },
+      ],
     });
     expect([...plan.groups.keys()]).toEqual(["b", "a"]);
     expect(plan.groups.get("b")).toEqual([{ id: "b-1", usagePlans: ["p", "q"] }]);
@@ -72,21 +99,49 @@ describe("planUpdate (capabilities alone)", () => {
     const plan = planUpdate(topology({ a: {}, b: {} }), rec(), {
       credentialType: "API_KEY",
       apiKeyId: "k1",
-      apis: [{ id: "a-1", action: "REMOVED" }, { id: "b-1", action: "ADDED", usagePlans: [{ id: "gold", action: "ADDED" }] }],
+      apis: [
+        { id: "a-1", action: "REMOVED" },
+        { id: "b-1", action: "ADDED", usagePlans: [{ id: "gold", action: "ADDED" }] },
+      ],
     });
     expect(plan).toMatchObject({ toCreate: ["b"], toRemove: ["a"], toUpdate: [], desiredGateways: ["b"] });
-    expect(plan.changesFor("b")).toEqual([{ id: "b-1", action: "ADDED", usagePlans: [{ id: "gold", action: "ADDED" }] }]);
+    expect(plan.changesFor("b")).toEqual([
+      { id: "b-1", action: "ADDED", usagePlans: [{ id: "gold", action: "ADDED" }] },
+    ]);
   });
   it("an app left with no API keeps its credential on its first gateway", () => {
-    const plan = planUpdate(topology({ a: {} }), rec(), { credentialType: "API_KEY", apiKeyId: "k1", apis: [{ id: "a-1", action: "REMOVED" }] });
+    const plan = planUpdate(topology({ a: {} }), rec(), {
+      credentialType: "API_KEY",
+      apiKeyId: "k1",
+      apis: [{ id: "a-1", action: "REMOVED" }],
+    });
     expect(plan).toMatchObject({ toCreate: [], toRemove: [], toUpdate: ["a"], desiredGateways: ["a"] });
   });
   it("refuses a key-generating gateway newly reached, and client credentials reaching a second gateway", () => {
-    const t = topology({ a: {}, g: { capabilities: { importsApiKeyValue: false } }, c: { credentialType: "CLIENT_CREDENTIALS" }, d: { credentialType: "CLIENT_CREDENTIALS" } });
-    expect(() => planUpdate(t, rec(), { credentialType: "API_KEY", apiKeyId: "k1", apis: [{ id: "g-1", action: "ADDED" }] })).toThrow(PolicyViolation);
-    const cc = rec({ credentialType: "CLIENT_CREDENTIALS", apis: [{ id: "c-1", gateway: "c", usagePlans: [] }], bindings: [{ gateway: "c", nativeId: "cl1", resources: {} }] });
-    expect(() => planUpdate(t, cc, { credentialType: "CLIENT_CREDENTIALS", clientId: "cl1", apis: [{ id: "d-1", action: "ADDED" }] })).toThrow(/one gateway per app/);
-    expect(() => planUpdate(t, rec(), { credentialType: "API_KEY", apiKeyId: "k1", apis: [{ id: "c-1", action: "ADDED" }] })).toThrow(/different credential types/);
+    const t = topology({
+      a: {},
+      g: { capabilities: { importsApiKeyValue: false } },
+      c: { credentialType: "CLIENT_CREDENTIALS" },
+      d: { credentialType: "CLIENT_CREDENTIALS" },
+    });
+    expect(() =>
+      planUpdate(t, rec(), { credentialType: "API_KEY", apiKeyId: "k1", apis: [{ id: "g-1", action: "ADDED" }] }),
+    ).toThrow(PolicyViolation);
+    const cc = rec({
+      credentialType: "CLIENT_CREDENTIALS",
+      apis: [{ id: "c-1", gateway: "c", usagePlans: [] }],
+      bindings: [{ gateway: "c", nativeId: "cl1", resources: {} }],
+    });
+    expect(() =>
+      planUpdate(t, cc, {
+        credentialType: "CLIENT_CREDENTIALS",
+        clientId: "cl1",
+        apis: [{ id: "d-1", action: "ADDED" }],
+      }),
+    ).toThrow(/one gateway per app/);
+    expect(() =>
+      planUpdate(t, rec(), { credentialType: "API_KEY", apiKeyId: "k1", apis: [{ id: "c-1", action: "ADDED" }] }),
+    ).toThrow(/different credential types/);
   });
 });
 
@@ -103,9 +158,19 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
     a = new ScriptedProvider({ gateway: "a" });
     b = new ScriptedProvider({ gateway: "b" });
     const gateways = new Map(
-      [a, b].map((p) => [p.gateway, { name: p.gateway, providerType: "scripted", credentialType: "API_KEY" as const, provider: p }]),
+      [a, b].map((p) => [
+        p.gateway,
+        { name: p.gateway, providerType: "scripted", credentialType: "API_KEY" as const, provider: p },
+      ]),
     );
-    orch = new Orchestrator({ gateways, router: createRouter([{ apis: ["a-*"], gateway: "a" }, { default: "b" }]), store, abandonSettleMs: settleMs, compensationAttempts: 1, now: () => Date.now() + skewMs });
+    orch = new Orchestrator({
+      gateways,
+      router: createRouter([{ apis: ["a-*"], gateway: "a" }, { default: "b" }]),
+      store,
+      abandonSettleMs: settleMs,
+      compensationAttempts: 1,
+      now: () => Date.now() + skewMs,
+    });
   };
   afterEach(async () => {
     await orch.close();
@@ -138,10 +203,21 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
     setup();
     const { response } = await orch.create(req("a-1"));
     const apiKeyId = (response as { apiKeyId: string }).apiKeyId;
-    const moved = await orch.update({ credentialType: "API_KEY", apiKeyId, apis: [{ id: "a-1", action: "REMOVED" }, { id: "b-1", action: "ADDED", usagePlans: [{ id: "gold", action: "ADDED" }] }] });
+    const moved = await orch.update({
+      credentialType: "API_KEY",
+      apiKeyId,
+      apis: [
+        { id: "a-1", action: "REMOVED" },
+        { id: "b-1", action: "ADDED", usagePlans: [{ id: "gold", action: "ADDED" }] },
+      ],
+    });
     expect(moved).toMatchObject({ gateways: ["b", "a"], created: ["b"], removed: ["a"] });
     expect(b.marked()).toHaveLength(1);
-    const planOnly = await orch.update({ credentialType: "API_KEY", apiKeyId, apis: [{ id: "b-1", action: "NONE", usagePlans: [{ id: "silver", action: "ADDED" }] }] });
+    const planOnly = await orch.update({
+      credentialType: "API_KEY",
+      apiKeyId,
+      apis: [{ id: "b-1", action: "NONE", usagePlans: [{ id: "silver", action: "ADDED" }] }],
+    });
     expect(planOnly).toEqual({ gateways: ["b"], credentialId: moved.credentialId });
   });
 
@@ -172,11 +248,24 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
     const { response } = await orch.create(req("a-1", "b-1"));
     b.fail({ op: "update", when: "after" }); // applied, answer lost
     await expect(
-      orch.update({ credentialType: "API_KEY", apiKeyId: (response as { apiKeyId: string }).apiKeyId, apis: [{ id: "a-1", action: "NONE", usagePlans: [{ id: "silver", action: "ADDED" }] }, { id: "b-1", action: "NONE", usagePlans: [{ id: "silver", action: "ADDED" }] }] }),
+      orch.update({
+        credentialType: "API_KEY",
+        apiKeyId: (response as { apiKeyId: string }).apiKeyId,
+        apis: [
+          { id: "a-1", action: "NONE", usagePlans: [{ id: "silver", action: "ADDED" }] },
+          { id: "b-1", action: "NONE", usagePlans: [{ id: "silver", action: "ADDED" }] },
+        ],
+      }),
     ).rejects.toMatchObject({ status: 504 });
     expect(a.marked()[0]!.apis).toEqual([{ id: "a-1", usagePlans: ["gold"] }]);
     expect(b.marked()[0]!.apis).toEqual([{ id: "b-1", usagePlans: ["gold"] }]);
-    expect((await store.list())[0]).toMatchObject({ status: "active", apis: [{ id: "a-1", usagePlans: ["gold"] }, { id: "b-1", usagePlans: ["gold"] }] });
+    expect((await store.list())[0]).toMatchObject({
+      status: "active",
+      apis: [
+        { id: "a-1", usagePlans: ["gold"] },
+        { id: "b-1", usagePlans: ["gold"] },
+      ],
+    });
   });
 
   it("an update whose write lands after its rollback is brought back to the record once the settle window ends", async () => {
@@ -184,11 +273,20 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
     const { response } = await orch.create(req("a-1", "b-1"));
     const apiKeyId = (response as { apiKeyId: string }).apiKeyId;
     b.fail({ op: "update", when: "late", lateMs: 30 });
-    await expect(orch.update({ credentialType: "API_KEY", apiKeyId, apis: [{ id: "b-1", action: "NONE", usagePlans: [{ id: "silver", action: "ADDED" }] }] })).rejects.toMatchObject({ status: 504 });
+    await expect(
+      orch.update({
+        credentialType: "API_KEY",
+        apiKeyId,
+        apis: [{ id: "b-1", action: "NONE", usagePlans: [{ id: "silver", action: "ADDED" }] }],
+      }),
+    ).rejects.toMatchObject({ status: 504 });
     await b.settled(); // the update lands after the rollback: 'silver' attached, the record says gold only
     expect(b.marked()[0]!.apis).toEqual([{ id: "b-1", usagePlans: ["gold", "silver"] }]);
     const [rec] = await store.list();
-    expect(rec).toMatchObject({ status: "active", unsettled: { gateways: [{ gateway: "b", attempted: [{ id: "b-1", usagePlans: ["gold", "silver"] }] }] } });
+    expect(rec).toMatchObject({
+      status: "active",
+      unsettled: { gateways: [{ gateway: "b", attempted: [{ id: "b-1", usagePlans: ["gold", "silver"] }] }] },
+    });
     expect(await orch.sweepAbandoned()).toMatchObject({ settled: 0 }); // the window is still open
     skewMs = 60_000; // a minute later, by the orchestrator's clock: the window has closed
     expect(await orch.sweepAbandoned()).toMatchObject({ settled: 1 });
@@ -201,7 +299,11 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
     const { response } = await orch.create(req("a-1"));
     b.fail({ op: "create", when: "late", lateMs: 30 });
     await expect(
-      orch.update({ credentialType: "API_KEY", apiKeyId: (response as { apiKeyId: string }).apiKeyId, apis: [{ id: "b-1", action: "ADDED" }] }),
+      orch.update({
+        credentialType: "API_KEY",
+        apiKeyId: (response as { apiKeyId: string }).apiKeyId,
+        apis: [{ id: "b-1", action: "ADDED" }],
+      }),
     ).rejects.toMatchObject({ status: 504 });
     await b.settled();
     expect(b.marked()).toHaveLength(1); // landed after the rollback searched for it: live, and not the record's
@@ -215,9 +317,19 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
     const { response } = await orch.create(req("a-1", "b-1"));
     const apiKeyId = (response as { apiKeyId: string }).apiKeyId;
     b.fail({ op: "update", when: "late", lateMs: 10 });
-    await expect(orch.update({ credentialType: "API_KEY", apiKeyId, apis: [{ id: "b-1", action: "NONE", usagePlans: [{ id: "silver", action: "ADDED" }] }] })).rejects.toThrow();
+    await expect(
+      orch.update({
+        credentialType: "API_KEY",
+        apiKeyId,
+        apis: [{ id: "b-1", action: "NONE", usagePlans: [{ id: "silver", action: "ADDED" }] }],
+      }),
+    ).rejects.toThrow();
     await b.settled();
-    await orch.update({ credentialType: "API_KEY", apiKeyId, apis: [{ id: "a-1", action: "NONE", usagePlans: [{ id: "bronze", action: "ADDED" }] }] });
+    await orch.update({
+      credentialType: "API_KEY",
+      apiKeyId,
+      apis: [{ id: "a-1", action: "NONE", usagePlans: [{ id: "bronze", action: "ADDED" }] }],
+    });
     expect(b.marked()[0]!.apis).toEqual([{ id: "b-1", usagePlans: ["gold"] }]);
     expect(a.marked()[0]!.apis).toEqual([{ id: "a-1", usagePlans: ["gold", "bronze"] }]);
     expect((await store.list())[0]!.unsettled).toBeUndefined();
@@ -232,7 +344,9 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
       vi.setSystemTime(new Date("2026-11-23T12:00:00.000Z"));
       await store.save({ ...rec, status: "revoking", updatedAt: new Date().toISOString() });
       const report = await orch.reconcile({ olderThanMs: 0 });
-      expect(report.unfinished).toEqual([expect.objectContaining({ credentialId: rec.id, op: "revoke", action: "revoked and deleted" })]);
+      expect(report.unfinished).toEqual([
+        expect.objectContaining({ credentialId: rec.id, op: "revoke", action: "revoked and deleted" }),
+      ]);
       expect(report.skippedRecent).toBe(0);
     } finally {
       vi.useRealTimers();
@@ -245,7 +359,9 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
     const { response } = await orch.create(req("a-1"));
     const apiKeyId = (response as { apiKeyId: string }).apiKeyId;
     b.fail({ op: "create", when: "late", lateMs: 30 });
-    await expect(orch.update({ credentialType: "API_KEY", apiKeyId, apis: [{ id: "b-1", action: "ADDED" }] })).rejects.toMatchObject({ status: 504 });
+    await expect(
+      orch.update({ credentialType: "API_KEY", apiKeyId, apis: [{ id: "b-1", action: "ADDED" }] }),
+    ).rejects.toMatchObject({ status: 504 });
     await orch.revoke({ credentialType: "API_KEY", apiKeyId });
     expect(a.marked()).toEqual([]);
     await b.settled(); // the update's create on b lands after the revoke
@@ -269,9 +385,24 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
   it("reconcile turns a create a crash left pending into an abandoned one and revokes what it made, recorded or not", async () => {
     setup();
     const app = { appName: "App", developer: "d" };
-    const apis = [{ id: "a-1", gateway: "a", usagePlans: [] }, { id: "b-1", gateway: "b", usagePlans: [] }];
-    const recorded = await a.create({ credentialId: "crashed", credentialType: "API_KEY", app, apis: [{ id: "a-1", usagePlans: [] }], apiKeyValue: "v".repeat(40) });
-    await b.create({ credentialId: "crashed", credentialType: "API_KEY", app, apis: [{ id: "b-1", usagePlans: [] }], apiKeyValue: "v".repeat(40) }); // landed; the store never heard
+    const apis = [
+      { id: "a-1", gateway: "a", usagePlans: [] },
+      { id: "b-1", gateway: "b", usagePlans: [] },
+    ];
+    const recorded = await a.create({
+      credentialId: "crashed",
+      credentialType: "API_KEY",
+      app,
+      apis: [{ id: "a-1", usagePlans: [] }],
+      apiKeyValue: "v".repeat(40),
+    });
+    await b.create({
+      credentialId: "crashed",
+      credentialType: "API_KEY",
+      app,
+      apis: [{ id: "b-1", usagePlans: [] }],
+      apiKeyValue: "v".repeat(40),
+    }); // landed; the store never heard
     const at = new Date(Date.now() - 1000).toISOString();
     await store.insert({
       id: "crashed",
@@ -282,7 +413,14 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
       status: "pending",
       apis,
       bindings: [{ gateway: "a", nativeId: recorded.nativeId, resources: {} }],
-      pending: { op: "create", startedAt: at, createOn: ["a", "b"], removeFrom: [], previousApis: [], desiredApis: apis },
+      pending: {
+        op: "create",
+        startedAt: at,
+        createOn: ["a", "b"],
+        removeFrom: [],
+        previousApis: [],
+        desiredApis: apis,
+      },
       createdAt: at,
       updatedAt: at,
     });

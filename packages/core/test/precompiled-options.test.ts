@@ -25,7 +25,12 @@ const optionsSchema = {
     mode: { enum: ["fast", "safe"], default: "safe" },
   },
 };
-const samples: unknown[] = [{ region: "us-east-1" }, { region: "eu-west-1", maxRetries: "4", limits: { rate: "2.5" } }, { region: "", maxRetries: 11, mode: "x", extra: 1 }, { maxRetries: "many" }];
+const samples: unknown[] = [
+  { region: "us-east-1" },
+  { region: "eu-west-1", maxRetries: "4", limits: { rate: "2.5" } },
+  { region: "", maxRetries: 11, mode: "x", extra: 1 },
+  { maxRetries: "many" },
+];
 
 async function load(code: string, name: string): Promise<unknown> {
   const file = join(dir, `${name}.mjs`);

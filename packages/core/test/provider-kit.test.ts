@@ -1,7 +1,24 @@
 // The shared provider kit: Retry-After, rate limiters, cached health, redaction,
 // gateway errors, settleAll — through core's public exports.
 import { describe, expect, it } from "vitest";
-import { CachedHealthProbe, gatewayError, gatewayMessage, GatewayErrors, NotFound, parseRetryAfter, RateLimitQueueFull, redactSecrets, rejectionsOf, retryAfterFromHeaders, settleAll, SlidingWindowLimiter, Throttled, TokenBucketLimiter, UpstreamUnavailable, type RateSlots } from "@credhook/core";
+import {
+  CachedHealthProbe,
+  gatewayError,
+  gatewayMessage,
+  GatewayErrors,
+  NotFound,
+  parseRetryAfter,
+  RateLimitQueueFull,
+  redactSecrets,
+  rejectionsOf,
+  retryAfterFromHeaders,
+  settleAll,
+  SlidingWindowLimiter,
+  Throttled,
+  TokenBucketLimiter,
+  UpstreamUnavailable,
+  type RateSlots,
+} from "@credhook/core";
 
 describe("parseRetryAfter (RFC 9110 §10.2.3)", () => {
   const now = Date.parse("2026-11-23T12:00:00Z");
@@ -72,7 +89,14 @@ describe("settleAll", () => {
       2,
     );
     expect(most).toBe(2);
-    expect(results.map((r) => (r.status === "fulfilled" ? r.value : (r.reason as Error).message))).toEqual([10, 20, "no 3", 40, 50, "no 6"]);
+    expect(results.map((r) => (r.status === "fulfilled" ? r.value : (r.reason as Error).message))).toEqual([
+      10,
+      20,
+      "no 3",
+      40,
+      50,
+      "no 6",
+    ]);
     expect(rejectionsOf(results).map((e) => (e as Error).message)).toEqual(["no 3", "no 6"]);
   });
   it("without a limit, starts every call at once", async () => {
@@ -169,7 +193,11 @@ describe("rate limiters", () => {
     const bucket = new TokenBucketLimiter(10, 5, "reads");
     try {
       await bucket.acquire(1_000, { slots, key: "cloud|acct|reads" });
-      await expect(bucket.acquire(1_000, { slots, key: "cloud|acct|reads" })).rejects.toMatchObject({ name: "RateLimitQueueFull", acrossInstances: true, waitMs: 60_000 });
+      await expect(bucket.acquire(1_000, { slots, key: "cloud|acct|reads" })).rejects.toMatchObject({
+        name: "RateLimitQueueFull",
+        acrossInstances: true,
+        waitMs: 60_000,
+      });
       // The bucket's own burst is the shared bucket's: one cloud bucket for every instance.
       expect(reserved).toEqual([
         ["cloud|acct|reads", 100, 5],

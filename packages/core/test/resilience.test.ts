@@ -3,19 +3,44 @@
  * bounded outage log, and the fence checked before every cloud attempt.
  */
 import { describe, expect, it } from "vitest";
-import { AvailabilityLog, CircuitOpen, InvalidReference, LockLost, runFenced, StoreUnavailable, Throttled, TokenBucketLimiter, UpstreamUnavailable, type Gateway, type Logger, type Provider } from "../src/index.js";
+import {
+  AvailabilityLog,
+  CircuitOpen,
+  InvalidReference,
+  LockLost,
+  runFenced,
+  StoreUnavailable,
+  Throttled,
+  TokenBucketLimiter,
+  UpstreamUnavailable,
+  type Gateway,
+  type Logger,
+  type Provider,
+} from "../src/index.js";
 import { GatewayCircuits, isGatewayDown } from "../src/orchestration/circuits.js";
 
 /** A logger that keeps its lines. */
 function recordingLogger(): Logger & { lines: Array<{ level: string; msg: string | undefined; obj: object }> } {
   const lines: Array<{ level: string; msg: string | undefined; obj: object }> = [];
   const at = (level: string) => (obj: object, msg?: string) => void lines.push({ level, msg, obj });
-  const logger = { lines, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error"), child: () => logger };
+  const logger = {
+    lines,
+    debug: at("debug"),
+    info: at("info"),
+    warn: at("warn"),
+    error: at("error"),
+    child: () => logger,
+  };
   return logger;
 }
 
 describe("circuit breaker per gateway", () => {
-  const gatewayWith = (health: () => Promise<void>): Gateway => ({ name: "aws", providerType: "aws", credentialType: "API_KEY", provider: { capabilities: {}, health } as unknown as Provider });
+  const gatewayWith = (health: () => Promise<void>): Gateway => ({
+    name: "aws",
+    providerType: "aws",
+    credentialType: "API_KEY",
+    provider: { capabilities: {}, health } as unknown as Provider,
+  });
 
   it("opens after `threshold` failures in a row that say the cloud is down; then refuses without calling, and a trial after halfOpenAfterMs closes it", async () => {
     const logger = recordingLogger();
@@ -51,7 +76,11 @@ describe("circuit breaker per gateway", () => {
     await gw.provider.health(); // the trial
     expect(calls).toBe(4);
     expect(circuits.openGateways()).toEqual([]);
-    expect(logger.lines.map((l) => l.msg?.split(":")[0])).toEqual(["gateway circuit breaker opened", "gateway circuit breaker half-open", "gateway circuit breaker closed"]);
+    expect(logger.lines.map((l) => l.msg?.split(":")[0])).toEqual([
+      "gateway circuit breaker opened",
+      "gateway circuit breaker half-open",
+      "gateway circuit breaker closed",
+    ]);
   });
 
   it("counts only the cloud being down: not a throttle, a 4xx or the store's failure; threshold 0 is no breaker", () => {

@@ -3,7 +3,11 @@ import { describe, expect, it } from "vitest";
 import { compileSchema } from "@credhook/core";
 
 describe("compileSchema", () => {
-  const schema = { type: "object", properties: { port: { type: "integer", default: 8080 } }, additionalProperties: false };
+  const schema = {
+    type: "object",
+    properties: { port: { type: "integer", default: 8080 } },
+    additionalProperties: false,
+  };
 
   it("compiles a schema object once per option set and hands every caller that validator", () => {
     const first = compileSchema(schema, { coerceTypes: true, useDefaults: true });

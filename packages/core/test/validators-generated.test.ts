@@ -5,8 +5,28 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { buildConfigValidator, buildContractValidators, buildMetaSchemaValidator, CONFIG_VALIDATOR_FILE, CONTRACT_VALIDATORS_FILE, META_SCHEMA_VALIDATOR_FILE } from "../../../schema/validators.js";
-import { CONTRACT_REQUESTS, compileContractValidator, compileSchema, configSchema, contractDefs, contractSchemaId, createAjv, formatAjvErrors, formatConfigErrors, validateConfig, ValidationError, ConfigError } from "../src/index.js";
+import {
+  buildConfigValidator,
+  buildContractValidators,
+  buildMetaSchemaValidator,
+  CONFIG_VALIDATOR_FILE,
+  CONTRACT_VALIDATORS_FILE,
+  META_SCHEMA_VALIDATOR_FILE,
+} from "../../../schema/validators.js";
+import {
+  CONTRACT_REQUESTS,
+  compileContractValidator,
+  compileSchema,
+  configSchema,
+  contractDefs,
+  contractSchemaId,
+  createAjv,
+  formatAjvErrors,
+  formatConfigErrors,
+  validateConfig,
+  ValidationError,
+  ConfigError,
+} from "../src/index.js";
 
 /** Request bodies with problems of every kind the schemas check, and good ones with unknown fields. */
 const BODIES: unknown[] = [
@@ -14,15 +34,29 @@ const BODIES: unknown[] = [
   { appName: "", developer: 3, apis: [{ id: 1 }, {}], customCredentials: [] },
   { appName: "a", developer: "d", apis: [] },
   { appName: "a".repeat(300), apis: [{ id: "x", usagePlans: [{}] }] },
-  { credentialId: "c", appName: "a", developer: "d", apis: [{ id: "x", action: "MOVED", usagePlans: [{ id: "p", action: "ADDED" }] }] },
+  {
+    credentialId: "c",
+    appName: "a",
+    developer: "d",
+    apis: [{ id: "x", action: "MOVED", usagePlans: [{ id: "p", action: "ADDED" }] }],
+  },
   { credentialId: "", extra: true },
   {},
 ];
 
 /** Interpolated configs, valid and invalid. */
 const CONFIGS: unknown[] = [
-  { server: { port: "8081", auth: { users: [{ username: "p", password: "x" }] } }, gateways: { g: { provider: "aws", credentialType: "API_KEY" } }, routes: [{ default: "g" }] },
-  { server: { port: "x", logLevel: "loud", auth: { users: [] } }, gateways: { "bad name": { provider: "", credentialType: "KEY" } }, routes: [{ apis: [], gateway: 1 }], extra: 1 },
+  {
+    server: { port: "8081", auth: { users: [{ username: "p", password: "x" }] } },
+    gateways: { g: { provider: "aws", credentialType: "API_KEY" } },
+    routes: [{ default: "g" }],
+  },
+  {
+    server: { port: "x", logLevel: "loud", auth: { users: [] } },
+    gateways: { "bad name": { provider: "", credentialType: "KEY" } },
+    routes: [{ apis: [], gateway: 1 }],
+    extra: 1,
+  },
   { store: {}, gateways: {}, routes: [] },
 ];
 
@@ -50,7 +84,9 @@ describe("the precompiled validators", () => {
       } catch (err) {
         expected = (err as Error).message;
       }
-      expect(expected).toMatch(/^schema is invalid: data|^no schema with key or ref "http:\/\/json-schema.org\/draft-07/);
+      expect(expected).toMatch(
+        /^schema is invalid: data|^no schema with key or ref "http:\/\/json-schema.org\/draft-07/,
+      );
       expect(() => compileSchema(structuredClone(schema))).toThrow(expected);
       expect(() => compileSchema(structuredClone(schema), { coerceTypes: true, useDefaults: true })).toThrow(expected);
     }
@@ -65,7 +101,11 @@ describe("the precompiled validators", () => {
     const ajv = createAjv();
     ajv.addSchema({ $id: contractSchemaId, $defs: contractDefs() });
     const validator = compileContractValidator();
-    const methods = { CreateCredentialsRequest: validator.createRequest, UpdateCredentialsRequest: validator.updateRequest, RevokeCredentialsRequest: validator.revokeRequest };
+    const methods = {
+      CreateCredentialsRequest: validator.createRequest,
+      UpdateCredentialsRequest: validator.updateRequest,
+      RevokeCredentialsRequest: validator.revokeRequest,
+    };
     for (const name of CONTRACT_REQUESTS) {
       const compiled = ajv.getSchema(`${contractSchemaId}#/$defs/${name}`)!;
       for (const body of BODIES) {
@@ -84,7 +124,11 @@ describe("the precompiled validators", () => {
   });
 
   it("cover valid and invalid inputs alike", () => {
-    expect(CONFIGS.map((c) => createAjv({ coerceTypes: true, useDefaults: true }).compile(configSchema as object)(structuredClone(c)))).toEqual([true, false, false]);
+    expect(
+      CONFIGS.map((c) =>
+        createAjv({ coerceTypes: true, useDefaults: true }).compile(configSchema as object)(structuredClone(c)),
+      ),
+    ).toEqual([true, false, false]);
   });
 
   it("check and complete a configuration as configSchema compiled at run time does", () => {
@@ -93,7 +137,8 @@ describe("the precompiled validators", () => {
       const expected = structuredClone(config);
       const ok = compiled(expected);
       if (ok) {
-        const auth = (expected as { server: { auth: { maxFailures: number; maxGlobalFailures?: number } } }).server.auth;
+        const auth = (expected as { server: { auth: { maxFailures: number; maxGlobalFailures?: number } } }).server
+          .auth;
         auth.maxGlobalFailures ??= 10 * auth.maxFailures;
         expect(validateConfig(structuredClone(config))).toEqual(expected);
       } else {

@@ -4,7 +4,11 @@ import { startApigeeFake } from "../src/apigee/index.js";
 import { startKongFake } from "../src/kong/index.js";
 
 const send = async (url: string, method: string, body?: unknown, headers: Record<string, string> = {}) => {
-  const res = await fetch(url, { method, headers: { "content-type": "application/json", ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(url, {
+    method,
+    headers: { "content-type": "application/json", ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, json: text ? JSON.parse(text) : undefined, headers: res.headers };
 };
@@ -15,19 +19,36 @@ describe("Kong Admin API fake", () => {
     try {
       const c = await send(`${kong.url}/consumers`, "POST", { username: "a", tags: ["t1", "t2"] });
       expect(c.status).toBe(201);
-      expect((await send(`${kong.url}/consumers`, "POST", { username: "a" })).json).toEqual({ code: 5, name: "unique constraint violation", message: "UNIQUE violation detected on '{username=\"a\"}'", fields: { username: "a" } });
+      expect((await send(`${kong.url}/consumers`, "POST", { username: "a" })).json).toEqual({
+        code: 5,
+        name: "unique constraint violation",
+        message: "UNIQUE violation detected on '{username=\"a\"}'",
+        fields: { username: "a" },
+      });
       expect((await send(`${kong.url}/consumers/${c.json.id}/key-auth`, "POST", { key: "k1" })).status).toBe(201);
       expect((await send(`${kong.url}/consumers/${c.json.id}/key-auth`, "POST", { key: "k1" })).status).toBe(409);
       for (const u of ["b", "c"]) await send(`${kong.url}/consumers`, "POST", { username: u, tags: ["t1"] });
       const first = await send(`${kong.url}/consumers?size=2`, "GET");
-      expect([first.json.data.length, typeof first.json.offset, first.json.next]).toEqual([2, "string", `/consumers?size=2&offset=${first.json.offset}`]);
+      expect([first.json.data.length, typeof first.json.offset, first.json.next]).toEqual([
+        2,
+        "string",
+        `/consumers?size=2&offset=${first.json.offset}`,
+      ]);
       const second = await send(`${kong.url}/consumers?size=2&offset=${first.json.offset}`, "GET");
       expect([second.json.data.length, second.json.next, second.json.offset]).toEqual([1, null, undefined]);
-      expect((await send(`${kong.url}/consumers?tags=t1,t2`, "GET")).json.data.map((x: { username: string }) => x.username)).toEqual(["a"]);
+      expect(
+        (await send(`${kong.url}/consumers?tags=t1,t2`, "GET")).json.data.map((x: { username: string }) => x.username),
+      ).toEqual(["a"]);
       expect((await send(`${kong.url}/consumers?tags=t2/t1`, "GET")).json.data).toHaveLength(3);
       expect((await send(`${kong.url}/consumers?tags=t1,t2/t3`, "GET")).status).toBe(400);
-      expect((await send(`${kong.url}/consumers?size=1001`, "GET")).json).toMatchObject({ code: 9, name: "invalid size" });
-      expect((await send(`${kong.url}/consumers`, "POST", { username: "x", tags: ["a,b"] })).json).toMatchObject({ code: 2, name: "schema violation" });
+      expect((await send(`${kong.url}/consumers?size=1001`, "GET")).json).toMatchObject({
+        code: 9,
+        name: "invalid size",
+      });
+      expect((await send(`${kong.url}/consumers`, "POST", { username: "x", tags: ["a,b"] })).json).toMatchObject({
+        code: 2,
+        name: "schema violation",
+      });
       expect((await send(`${kong.url}/consumers/${c.json.id}`, "DELETE")).status).toBe(204);
       expect(kong.keyAuths()).toEqual([]);
       expect((await send(`${kong.url}/consumers/${c.json.id}`, "DELETE")).status).toBe(204);
@@ -43,9 +64,13 @@ describe("Kong Admin API fake", () => {
     try {
       expect((await send(`${kong.url}/consumers`, "GET")).status).toBe(401);
       expect((await send(`${kong.url}/consumers`, "GET", undefined, { "kong-admin-token": "t" })).status).toBe(200);
-      expect((await send(`${kong.url}/consumers/x`, "DELETE", undefined, { "kong-admin-token": "t" })).json).toEqual({ message: "you do not have permissions to delete this resource" });
+      expect((await send(`${kong.url}/consumers/x`, "DELETE", undefined, { "kong-admin-token": "t" })).json).toEqual({
+        message: "you do not have permissions to delete this resource",
+      });
       expect(konnect.url).toMatch(/\/v2\/control-planes\/cp1\/core-entities$/);
-      expect((await send(`${konnect.url}/consumers`, "GET", undefined, { authorization: "Bearer kpat" })).status).toBe(200);
+      expect((await send(`${konnect.url}/consumers`, "GET", undefined, { authorization: "Bearer kpat" })).status).toBe(
+        200,
+      );
       expect((await send(`${konnect.url}/consumers`, "GET")).status).toBe(401);
     } finally {
       await kong.close();
@@ -61,32 +86,75 @@ describe("Apigee management API fake", () => {
     const org = `${apigee.url}/v1/organizations/fake-org`;
     try {
       expect((await send(org, "GET")).json.error).toMatchObject({ code: 401, status: "UNAUTHENTICATED" });
-      expect((await send(`${org}/developers`, "POST", { email: "d@example.com", firstName: "D", lastName: "E", userName: "d" }, auth)).status).toBe(200);
-      expect((await send(`${org}/developers`, "POST", { email: "d@example.com" }, auth)).json.error.status).toBe("ALREADY_EXISTS");
-      const app = await send(`${org}/developers/d%40example.com/apps`, "POST", { name: "a1", apiProducts: ["p1"] }, auth);
-      expect(app.json.credentials).toEqual([expect.objectContaining({ status: "approved", apiProducts: [{ apiproduct: "p1", status: "approved" }] })]);
+      expect(
+        (
+          await send(
+            `${org}/developers`,
+            "POST",
+            { email: "d@example.com", firstName: "D", lastName: "E", userName: "d" },
+            auth,
+          )
+        ).status,
+      ).toBe(200);
+      expect((await send(`${org}/developers`, "POST", { email: "d@example.com" }, auth)).json.error.status).toBe(
+        "ALREADY_EXISTS",
+      );
+      const app = await send(
+        `${org}/developers/d%40example.com/apps`,
+        "POST",
+        { name: "a1", apiProducts: ["p1"] },
+        auth,
+      );
+      expect(app.json.credentials).toEqual([
+        expect.objectContaining({ status: "approved", apiProducts: [{ apiproduct: "p1", status: "approved" }] }),
+      ]);
       const keys = `${org}/developers/d%40example.com/apps/a1/keys`;
-      expect((await send(keys, "POST", { consumerKey: "has.dot", consumerSecret: "s" }, auth)).json.error.status).toBe("INVALID_ARGUMENT");
-      expect((await send(keys, "POST", { consumerKey: "Imported_key-1", consumerSecret: "s" }, auth)).json).toMatchObject({ consumerKey: "Imported_key-1", apiProducts: [] });
-      expect((await send(keys, "POST", { consumerKey: "Imported_key-1", consumerSecret: "s" }, auth)).json.error).toMatchObject({ code: 409, status: "ALREADY_EXISTS" });
-      expect((await send(`${keys}/Imported_key-1`, "POST", { apiProducts: ["nope"] }, auth)).json.error.status).toBe("INVALID_ARGUMENT");
-      expect((await send(`${org}/apps/${app.json.appId}`, "GET", undefined, auth)).json).toMatchObject({ developerEmail: "d@example.com", name: "a1" });
-      expect((await send(`${org}/apps?filter=consumerKey%3DImported_key-1&expand=true`, "GET", undefined, auth)).json.app.map((a: { name: string }) => a.name)).toEqual(["a1"]);
+      expect((await send(keys, "POST", { consumerKey: "has.dot", consumerSecret: "s" }, auth)).json.error.status).toBe(
+        "INVALID_ARGUMENT",
+      );
+      expect(
+        (await send(keys, "POST", { consumerKey: "Imported_key-1", consumerSecret: "s" }, auth)).json,
+      ).toMatchObject({ consumerKey: "Imported_key-1", apiProducts: [] });
+      expect(
+        (await send(keys, "POST", { consumerKey: "Imported_key-1", consumerSecret: "s" }, auth)).json.error,
+      ).toMatchObject({ code: 409, status: "ALREADY_EXISTS" });
+      expect((await send(`${keys}/Imported_key-1`, "POST", { apiProducts: ["nope"] }, auth)).json.error.status).toBe(
+        "INVALID_ARGUMENT",
+      );
+      expect((await send(`${org}/apps/${app.json.appId}`, "GET", undefined, auth)).json).toMatchObject({
+        developerEmail: "d@example.com",
+        name: "a1",
+      });
+      expect(
+        (
+          await send(`${org}/apps?filter=consumerKey%3DImported_key-1&expand=true`, "GET", undefined, auth)
+        ).json.app.map((a: { name: string }) => a.name),
+      ).toEqual(["a1"]);
       expect((await send(`${org}/developers/d%40example.com/apps/a1`, "DELETE", undefined, auth)).status).toBe(200);
-      expect((await send(`${org}/developers/d%40example.com/apps/a1`, "DELETE", undefined, auth)).json.error.status).toBe("NOT_FOUND");
+      expect(
+        (await send(`${org}/developers/d%40example.com/apps/a1`, "DELETE", undefined, auth)).json.error.status,
+      ).toBe("NOT_FOUND");
     } finally {
       await apigee.close();
     }
   });
 
   it("IAM: a denied permission is 403 PERMISSION_DENIED naming it; the quota is 429 RESOURCE_EXHAUSTED", async () => {
-    const apigee = await startApigeeFake({ denied: ["apigee.developers.create"], throttle: { requests: 2, windowMs: 60_000 } });
+    const apigee = await startApigeeFake({
+      denied: ["apigee.developers.create"],
+      throttle: { requests: 2, windowMs: 60_000 },
+    });
     const auth = { authorization: "Bearer x" };
     const org = `${apigee.url}/v1/organizations/fake-org`;
     try {
-      expect((await send(`${org}/developers`, "POST", { email: "d@example.com" }, auth)).json.error.message).toMatch(/^Permission 'apigee.developers.create' denied/);
+      expect((await send(`${org}/developers`, "POST", { email: "d@example.com" }, auth)).json.error.message).toMatch(
+        /^Permission 'apigee.developers.create' denied/,
+      );
       expect((await send(org, "GET", undefined, auth)).status).toBe(200);
-      expect((await send(org, "GET", undefined, auth)).json.error).toMatchObject({ code: 429, status: "RESOURCE_EXHAUSTED" });
+      expect((await send(org, "GET", undefined, auth)).json.error).toMatchObject({
+        code: 429,
+        status: "RESOURCE_EXHAUSTED",
+      });
     } finally {
       await apigee.close();
     }

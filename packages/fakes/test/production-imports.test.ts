@@ -9,7 +9,8 @@ import { fileURLToPath } from "node:url";
 const PACKAGES = fileURLToPath(new URL("../..", import.meta.url));
 /** Packages that exist for tests: they may depend on each other. */
 const DEV_ONLY = new Set(["@credhook/fakes", "@credhook/provider-testkit"]);
-const DEV_ONLY_IMPORT = /(?:from\s*|import\s*\(\s*|import\s+)["'](@credhook\/(?:fakes|provider-testkit))(?:\/[^"']*)?["']/g;
+const DEV_ONLY_IMPORT =
+  /(?:from\s*|import\s*\(\s*|import\s+)["'](@credhook\/(?:fakes|provider-testkit))(?:\/[^"']*)?["']/g;
 
 interface Manifest {
   name: string;
@@ -55,7 +56,9 @@ function devOnlyImports(): string[] {
 
 describe("test fakes stay out of production", () => {
   it("the scan finds the packages it checks", () => {
-    expect(manifests.map((m) => m.manifest.name)).toEqual(expect.arrayContaining(["@credhook/core", "@credhook/provider-aws", "@credhook/server"]));
+    expect(manifests.map((m) => m.manifest.name)).toEqual(
+      expect.arrayContaining(["@credhook/core", "@credhook/provider-aws", "@credhook/server"]),
+    );
   });
 
   it("no production package depends at run time on @credhook/fakes or @credhook/provider-testkit", () => {
@@ -70,10 +73,13 @@ describe("test fakes stay out of production", () => {
   });
 
   it("no production source imports a fake or the testkit, except type imports and the demo's dynamic import", () => {
-    const allowed = (entry: string) => /^\s*\S+: import type /.test(entry) || (entry.startsWith("server/src/demo.ts:") && entry.includes("import("));
+    const allowed = (entry: string) =>
+      /^\s*\S+: import type /.test(entry) || (entry.startsWith("server/src/demo.ts:") && entry.includes("import("));
     const imports = devOnlyImports();
     expect(imports.filter((e) => !allowed(e))).toEqual([]);
     // the demo still loads the five fakes, and only dynamically
-    expect(imports.filter((e) => e.startsWith("server/src/demo.ts:") && e.includes("import(")).join("\n")).toMatch(/fakes\/aws[\s\S]*fakes\/azure[\s\S]*fakes\/gcp[\s\S]*fakes\/kong[\s\S]*fakes\/apigee/);
+    expect(imports.filter((e) => e.startsWith("server/src/demo.ts:") && e.includes("import(")).join("\n")).toMatch(
+      /fakes\/aws[\s\S]*fakes\/azure[\s\S]*fakes\/gcp[\s\S]*fakes\/kong[\s\S]*fakes\/apigee/,
+    );
   });
 });

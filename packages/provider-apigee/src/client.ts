@@ -11,7 +11,10 @@ import { JsonApiClient, type RateLimiter } from "@credhook/core";
 import { GoogleAuth, OAuth2Client } from "google-auth-library";
 
 /** How the provider authenticates (the `credentials` option). */
-export type ApigeeCredentials = { type: "application-default" } | { type: "key-file"; path: string } | { type: "static-token"; token?: string };
+export type ApigeeCredentials =
+  | { type: "application-default" }
+  | { type: "key-file"; path: string }
+  | { type: "static-token"; token?: string };
 
 /** The OAuth scope of the management API (https://cloud.google.com/apigee/docs/reference/apis/apigee/rest). */
 export const CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform";

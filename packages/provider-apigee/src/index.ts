@@ -11,7 +11,14 @@
  *     options: { organization: my-project, productMap: { gold: orders-gold } }
  * ```
  */
-import { applyOptionDefaults, defineProvider, type OptionsOf, type ProviderContext, type ResolvedOptionsOf, SlidingWindowLimiter } from "@credhook/core";
+import {
+  applyOptionDefaults,
+  defineProvider,
+  type OptionsOf,
+  type ProviderContext,
+  type ResolvedOptionsOf,
+  SlidingWindowLimiter,
+} from "@credhook/core";
 import { ApigeeClient } from "./client.js";
 import { ApigeeProvider } from "./provider.js";
 import { optionsSchema } from "./schema.js";
@@ -46,7 +53,13 @@ function buildApigeeProvider(options: ApigeeProviderOptionsWithDefaults, context
   });
   return new ApigeeProvider(
     api,
-    { productMap: options.productMap, apiMap: options.apiMap, appNamePrefix: options.appNamePrefix, healthCacheMs: options.healthCacheMs, ...(options.tokenUrl ? { tokenUrl: options.tokenUrl } : {}) },
+    {
+      productMap: options.productMap,
+      apiMap: options.apiMap,
+      appNamePrefix: options.appNamePrefix,
+      healthCacheMs: options.healthCacheMs,
+      ...(options.tokenUrl ? { tokenUrl: options.tokenUrl } : {}),
+    },
     context.gateway,
     context.credentialType,
     context.logger,

@@ -62,7 +62,12 @@ interface App {
   developerId?: string;
   developerEmail?: string;
   attributes?: Array<{ name: string; value: string }>;
-  credentials?: Array<{ consumerKey: string; consumerSecret: string; status?: string; apiProducts?: Array<{ apiproduct: string }> }>;
+  credentials?: Array<{
+    consumerKey: string;
+    consumerSecret: string;
+    status?: string;
+    apiProducts?: Array<{ apiproduct: string }>;
+  }>;
 }
 
 const GATEWAY_ATTR = "credhook-gateway";
@@ -88,7 +93,12 @@ export class ApigeeProvider implements Provider {
     private readonly logger: Logger,
     private readonly release: () => Promise<void> = async () => {},
   ) {
-    this.capabilities = { credentialTypes: [credentialType], importsApiKeyValue: credentialType === "API_KEY", readsBackSecret: true, apiKeyValuePattern: APIGEE_KEY_PATTERN };
+    this.capabilities = {
+      credentialTypes: [credentialType],
+      importsApiKeyValue: credentialType === "API_KEY",
+      readsBackSecret: true,
+      apiKeyValuePattern: APIGEE_KEY_PATTERN,
+    };
     this.errors = new GatewayErrors(gateway);
     this.healthProbe = new CachedHealthProbe(() => this.probe(), { successTtlMs: opts.healthCacheMs });
   }
@@ -150,23 +160,51 @@ export class ApigeeProvider implements Provider {
    * @throws InvalidReference a product the organisation does not have
    */
   private async productsOf(apis: GatewayApi[]): Promise<string[]> {
-    const names = [...new Set(apis.flatMap((a) => (a.usagePlans.length > 0 ? a.usagePlans.map((p) => this.opts.productMap[p] ?? p) : [this.opts.apiMap[a.id] ?? a.id])))].sort();
-    const found = await this.run(() => Promise.all(names.map((n) => this.api.get(`/apiproducts/${enc(n)}`, `reading API product ${n}`))));
+    const names = [
+      ...new Set(
+        apis.flatMap((a) =>
+          a.usagePlans.length > 0
+            ? a.usagePlans.map((p) => this.opts.productMap[p] ?? p)
+            : [this.opts.apiMap[a.id] ?? a.id],
+        ),
+      ),
+    ].sort();
+    const found = await this.run(() =>
+      Promise.all(names.map((n) => this.api.get(`/apiproducts/${enc(n)}`, `reading API product ${n}`))),
+    );
     const missing = names.filter((_, i) => found[i] === undefined);
-    if (missing.length > 0) throw this.errors.error(InvalidReference, `API product ${missing.map((m) => `'${m}'`).join(", ")} does not exist in the Apigee organisation`);
+    if (missing.length > 0)
+      throw this.errors.error(
+        InvalidReference,
+        `API product ${missing.map((m) => `'${m}'`).join(", ")} does not exist in the Apigee organisation`,
+      );
     return names;
   }
 
   /** The app a reference names: by the stored app id, else by the native id (an app id, or a client id found among the organisation's apps). */
-  private async find(ref: Pick<ProviderCredentialRef, "nativeId" | "resources" | "credentialType">): Promise<App | undefined> {
-    const appId = typeof ref.resources.appId === "string" ? ref.resources.appId : ref.credentialType === "API_KEY" ? ref.nativeId : undefined;
+  private async find(
+    ref: Pick<ProviderCredentialRef, "nativeId" | "resources" | "credentialType">,
+  ): Promise<App | undefined> {
+    const appId =
+      typeof ref.resources.appId === "string"
+        ? ref.resources.appId
+        : ref.credentialType === "API_KEY"
+          ? ref.nativeId
+          : undefined;
     if (appId !== undefined) {
       if (appId.length === 0 || appId.includes("/")) return undefined;
       const app = await this.api.get<App>(`/apps/${enc(appId)}`, `reading app ${appId}`);
-      if (app && ref.credentialType === "CLIENT_CREDENTIALS" && !app.credentials?.some((c) => c.consumerKey === ref.nativeId)) return undefined;
+      if (
+        app &&
+        ref.credentialType === "CLIENT_CREDENTIALS" &&
+        !app.credentials?.some((c) => c.consumerKey === ref.nativeId)
+      )
+        return undefined;
       return app;
     }
-    return (await this.listApps(`consumerKey=${ref.nativeId}`)).find((a) => a.credentials?.some((c) => c.consumerKey === ref.nativeId));
+    return (await this.listApps(`consumerKey=${ref.nativeId}`)).find((a) =>
+      a.credentials?.some((c) => c.consumerKey === ref.nativeId),
+    );
   }
 
   /**
@@ -180,8 +218,18 @@ export class ApigeeProvider implements Provider {
     const out: App[] = [];
     let startKey: string | undefined;
     for (;;) {
-      const q = new URLSearchParams({ expand: "true", rows: "1000", ...(filter ? { filter } : {}), ...(startKey ? { startKey } : {}) });
-      const page = ((await this.api.call("GET", `/apps?${q}`, "listing the organisation's apps", { ok: [200] })).json as { app?: App[] } | undefined)?.app ?? [];
+      const q = new URLSearchParams({
+        expand: "true",
+        rows: "1000",
+        ...(filter ? { filter } : {}),
+        ...(startKey ? { startKey } : {}),
+      });
+      const page =
+        (
+          (await this.api.call("GET", `/apps?${q}`, "listing the organisation's apps", { ok: [200] })).json as
+            | { app?: App[] }
+            | undefined
+        )?.app ?? [];
       const fresh = startKey ? page.filter((a) => a.appId !== startKey) : page;
       out.push(...fresh);
       if (fresh.length === 0) return out;
@@ -195,9 +243,19 @@ export class ApigeeProvider implements Provider {
     if (!app) throw this.errors.error(NotFound, `credential ${ref.nativeId} does not exist on Apigee`);
     const credentialId = this.markOf(app);
     if (credentialId === undefined || (ref.credentialId !== "" && credentialId !== ref.credentialId.toLowerCase())) {
-      throw this.errors.error(NotFound, `app ${app.name} does not carry this gateway's mark${credentialId !== undefined ? ` for credential ${ref.credentialId}` : ""}; nothing was changed`);
+      throw this.errors.error(
+        NotFound,
+        `app ${app.name} does not carry this gateway's mark${credentialId !== undefined ? ` for credential ${ref.credentialId}` : ""}; nothing was changed`,
+      );
     }
-    return { app, credentialId, developer: this.developerOf(app, typeof ref.resources.developer === "string" ? ref.resources.developer : undefined) };
+    return {
+      app,
+      credentialId,
+      developer: this.developerOf(
+        app,
+        typeof ref.resources.developer === "string" ? ref.resources.developer : undefined,
+      ),
+    };
   }
 
   /** The credentials of `app` this credential is: the client id's (CLIENT_CREDENTIALS), else every one. */
@@ -207,17 +265,33 @@ export class ApigeeProvider implements Provider {
   }
 
   /** Associates `products` with each key (add first), then removes every other product (add before remove). */
-  private async setProducts(developer: string, app: App, keys: NonNullable<App["credentials"]>, products: string[]): Promise<void> {
+  private async setProducts(
+    developer: string,
+    app: App,
+    keys: NonNullable<App["credentials"]>,
+    products: string[],
+  ): Promise<void> {
     const base = this.appPath(developer, app.name);
     for (const k of keys) {
       const has = new Set((k.apiProducts ?? []).map((p) => p.apiproduct));
       const add = products.filter((p) => !has.has(p));
-      if (add.length > 0) await this.api.call("POST", `${base}/keys/${enc(k.consumerKey)}`, `adding API products to a key of app ${app.name}`, { body: { apiProducts: add }, ok: [200], secrets: [k.consumerKey], idempotent: true });
+      if (add.length > 0)
+        await this.api.call(
+          "POST",
+          `${base}/keys/${enc(k.consumerKey)}`,
+          `adding API products to a key of app ${app.name}`,
+          { body: { apiProducts: add }, ok: [200], secrets: [k.consumerKey], idempotent: true },
+        );
     }
     const wanted = new Set(products);
     for (const k of keys) {
       for (const p of (k.apiProducts ?? []).map((x) => x.apiproduct).filter((x) => !wanted.has(x))) {
-        await this.api.call("DELETE", `${base}/keys/${enc(k.consumerKey)}/apiproducts/${enc(p)}`, `removing API product ${p} from a key of app ${app.name}`, { ok: [200, 404], secrets: [k.consumerKey] });
+        await this.api.call(
+          "DELETE",
+          `${base}/keys/${enc(k.consumerKey)}/apiproducts/${enc(p)}`,
+          `removing API product ${p} from a key of app ${app.name}`,
+          { ok: [200, 404], secrets: [k.consumerKey] },
+        );
       }
     }
   }
@@ -232,50 +306,91 @@ export class ApigeeProvider implements Provider {
    */
   async create(input: ProviderCreateInput): Promise<ProviderCredential> {
     const developer = input.app.developer.trim().toLowerCase();
-    if (!EMAIL.test(developer)) throw this.errors.error(InvalidReference, "Apigee developers are e-mail addresses: the app's developer is not one");
+    if (!EMAIL.test(developer))
+      throw this.errors.error(
+        InvalidReference,
+        "Apigee developers are e-mail addresses: the app's developer is not one",
+      );
     const products = await this.productsOf(input.apis);
     const name = this.appNameOf(input.credentialId);
     const app = await this.run(async () => {
       if (!(await this.api.get(`/developers/${enc(developer)}`, "reading the developer"))) {
         await this.api.call("POST", "/developers", "creating the developer", {
-          body: { email: developer, firstName: developer.split("@")[0], lastName: "(portal)", userName: developer.slice(0, 255), attributes: [{ name: "created-by", value: "credhook" }] },
+          body: {
+            email: developer,
+            firstName: developer.split("@")[0],
+            lastName: "(portal)",
+            userName: developer.slice(0, 255),
+            attributes: [{ name: "created-by", value: "credhook" }],
+          },
           ok: [200, 201, 409],
         });
       }
       const res = await this.api.call("POST", `/developers/${enc(developer)}/apps`, `creating app ${name}`, {
-        body: { name, attributes: this.attributes(input.credentialId, input.app.appName), apiProducts: this.credentialType === "CLIENT_CREDENTIALS" ? products : [] },
+        body: {
+          name,
+          attributes: this.attributes(input.credentialId, input.app.appName),
+          apiProducts: this.credentialType === "CLIENT_CREDENTIALS" ? products : [],
+        },
         ok: [200, 201, 409],
       });
-      return res.status === 409 ? await this.api.get<App>(this.appPath(developer, name), `reading app ${name}`) : (res.json as App);
+      return res.status === 409
+        ? await this.api.get<App>(this.appPath(developer, name), `reading app ${name}`)
+        : (res.json as App);
     });
-    if (!app || this.markOf(app) !== input.credentialId.toLowerCase()) throw this.errors.error(Conflict, `app name ${name} is taken by an app without this credential's mark`);
+    if (!app || this.markOf(app) !== input.credentialId.toLowerCase())
+      throw this.errors.error(Conflict, `app name ${name} is taken by an app without this credential's mark`);
     const resources = this.resources(app, developer);
     try {
       if (this.credentialType === "CLIENT_CREDENTIALS") {
         const cred = app.credentials?.[0];
         if (!cred) throw this.errors.error(NotFound, `app ${name} has no credential`);
         await this.setProducts(developer, app, [cred], products);
-        return { nativeId: cred.consumerKey, clientSecret: cred.consumerSecret, resources, ...(this.opts.tokenUrl ? { customCredentials: { tokenUrl: this.opts.tokenUrl } } : {}) };
+        return {
+          nativeId: cred.consumerKey,
+          clientSecret: cred.consumerSecret,
+          resources,
+          ...(this.opts.tokenUrl ? { customCredentials: { tokenUrl: this.opts.tokenUrl } } : {}),
+        };
       }
       const key = input.apiKeyValue ?? generateApiKeyValue();
       const base = this.appPath(developer, name);
       if (!app.credentials?.some((c) => c.consumerKey === key)) {
-        const res = await this.api.call("POST", `${base}/keys`, `importing the key of app ${name}`, { body: { consumerKey: key, consumerSecret: randomBase62(40) }, ok: [200, 201, 409], secrets: [key] });
+        const res = await this.api.call("POST", `${base}/keys`, `importing the key of app ${name}`, {
+          body: { consumerKey: key, consumerSecret: randomBase62(40) },
+          ok: [200, 201, 409],
+          secrets: [key],
+        });
         if (res.status === 409 && !(await this.api.get(`${base}/keys/${enc(key)}`, `reading the key of app ${name}`))) {
-          throw this.errors.error(Conflict, "the API key value is already a consumer key of another app in the Apigee organisation (409 ALREADY_EXISTS)");
+          throw this.errors.error(
+            Conflict,
+            "the API key value is already a consumer key of another app in the Apigee organisation (409 ALREADY_EXISTS)",
+          );
         }
       }
-      const mine = { consumerKey: key, consumerSecret: "", apiProducts: app.credentials?.find((c) => c.consumerKey === key)?.apiProducts ?? [] };
+      const mine = {
+        consumerKey: key,
+        consumerSecret: "",
+        apiProducts: app.credentials?.find((c) => c.consumerKey === key)?.apiProducts ?? [],
+      };
       await this.setProducts(developer, app, [mine], products);
       // Add before remove: the key Apigee generated with the app goes once the imported one holds the products.
       for (const c of (app.credentials ?? []).filter((x) => x.consumerKey !== key)) {
-        await this.api.call("DELETE", `${base}/keys/${enc(c.consumerKey)}`, `deleting the generated key of app ${name}`, { ok: [200, 404], secrets: [c.consumerKey] });
+        await this.api.call(
+          "DELETE",
+          `${base}/keys/${enc(c.consumerKey)}`,
+          `deleting the generated key of app ${name}`,
+          { ok: [200, 404], secrets: [c.consumerKey] },
+        );
       }
       this.logger.info({ appId: app.appId, app: name }, "credential created on Apigee");
       return { nativeId: app.appId, apiKey: key, resources };
     } catch (err) {
       const typed = this.typed(err);
-      typed.partial = { nativeId: this.credentialType === "API_KEY" ? app.appId : (app.credentials?.[0]?.consumerKey ?? app.appId), resources };
+      typed.partial = {
+        nativeId: this.credentialType === "API_KEY" ? app.appId : (app.credentials?.[0]?.consumerKey ?? app.appId),
+        resources,
+      };
       throw typed;
     }
   }
@@ -289,7 +404,11 @@ export class ApigeeProvider implements Provider {
       const display = app.attributes?.find((a) => a.name === "DisplayName")?.value;
       if (display !== input.app.appName.slice(0, 255)) {
         const kept = (app.attributes ?? []).filter((a) => a.name !== "DisplayName");
-        await this.api.call("POST", `${this.appPath(developer, app.name)}/attributes`, `renaming app ${app.name}`, { body: { attribute: [...kept, { name: "DisplayName", value: input.app.appName.slice(0, 255) }] }, ok: [200], idempotent: true });
+        await this.api.call("POST", `${this.appPath(developer, app.name)}/attributes`, `renaming app ${app.name}`, {
+          body: { attribute: [...kept, { name: "DisplayName", value: input.app.appName.slice(0, 255) }] },
+          ok: [200],
+          idempotent: true,
+        });
       }
     });
     return { resources: this.resources(app, developer), ...(input.credentialId === "" ? { credentialId } : {}) };
@@ -302,10 +421,16 @@ export class ApigeeProvider implements Provider {
       if (!app) return "gone";
       const mark = this.markOf(app);
       if (mark === undefined || (ref.credentialId !== "" && mark !== ref.credentialId.toLowerCase())) {
-        this.logger.info({ nativeId: ref.nativeId, credentialId: ref.credentialId }, "app is not this gateway's (or not this credential's); left untouched");
+        this.logger.info(
+          { nativeId: ref.nativeId, credentialId: ref.credentialId },
+          "app is not this gateway's (or not this credential's); left untouched",
+        );
         return "not-owned";
       }
-      const developer = this.developerOf(app, typeof ref.resources.developer === "string" ? ref.resources.developer : undefined);
+      const developer = this.developerOf(
+        app,
+        typeof ref.resources.developer === "string" ? ref.resources.developer : undefined,
+      );
       await this.api.call("DELETE", this.appPath(developer, app.name), `deleting app ${app.name}`, { ok: [200, 404] });
       this.logger.info({ appId: app.appId }, "credential revoked on Apigee");
       return "revoked";
@@ -322,13 +447,20 @@ export class ApigeeProvider implements Provider {
   async findByCredential(search: CredentialSearch): Promise<OwnedResource[]> {
     const developer = search.app.developer.trim().toLowerCase();
     if (!UUID.test(search.credentialId) || !EMAIL.test(developer)) return [];
-    const app = await this.run(() => this.api.get<App>(this.appPath(developer, this.appNameOf(search.credentialId)), "looking for the credential's app"));
+    const app = await this.run(() =>
+      this.api.get<App>(
+        this.appPath(developer, this.appNameOf(search.credentialId)),
+        "looking for the credential's app",
+      ),
+    );
     return app && this.markOf(app) === search.credentialId.toLowerCase() ? [this.ownedResource(app)] : [];
   }
 
   /** Every app of the organisation with this gateway's mark. */
   async listOwned(): Promise<OwnedResource[]> {
-    return (await this.run(() => this.listApps())).filter((a) => this.markOf(a) !== undefined).map((a) => this.ownedResource(a));
+    return (await this.run(() => this.listApps()))
+      .filter((a) => this.markOf(a) !== undefined)
+      .map((a) => this.ownedResource(a));
   }
 
   /**
@@ -339,7 +471,10 @@ export class ApigeeProvider implements Provider {
    * @throws Conflict it carries another gateway's or credential's mark
    */
   async adopt(ref: ProviderCredentialRef & { apis: GatewayApi[] }): Promise<ProviderUpdateResult> {
-    if (!UUID.test(ref.credentialId)) throw new ValidationError([this.errors.message(`adopt needs credhook's credential id (a UUID), got '${ref.credentialId}'`)]);
+    if (!UUID.test(ref.credentialId))
+      throw new ValidationError([
+        this.errors.message(`adopt needs credhook's credential id (a UUID), got '${ref.credentialId}'`),
+      ]);
     return this.run(async () => {
       const app = await this.find(ref);
       if (!app) throw this.errors.error(NotFound, `there is no app ${ref.nativeId} on Apigee to adopt`);
@@ -347,11 +482,28 @@ export class ApigeeProvider implements Provider {
       const mark = this.markOf(app);
       if (mark === ref.credentialId.toLowerCase()) return { resources: this.resources(app, developer) };
       const foreign = app.attributes?.find((a) => a.name === GATEWAY_ATTR || a.name === CREDENTIAL_ATTR);
-      if (foreign) throw this.errors.error(Conflict, `app ${app.name} carries another credhook mark (${foreign.name}=${foreign.value}); it is not adopted`);
+      if (foreign)
+        throw this.errors.error(
+          Conflict,
+          `app ${app.name} carries another credhook mark (${foreign.name}=${foreign.value}); it is not adopted`,
+        );
       const kept = (app.attributes ?? []).filter((a) => a.name !== "DisplayName");
-      const attribute = [...kept, ...this.attributes(ref.credentialId, app.attributes?.find((a) => a.name === "DisplayName")?.value ?? ref.app.appName)];
-      await this.api.call("POST", `${this.appPath(developer, app.name)}/attributes`, `marking app ${app.name}`, { body: { attribute }, ok: [200], idempotent: true });
-      this.logger.warn({ appId: app.appId, credentialId: ref.credentialId }, "app made outside credhook adopted: credhook now updates and revokes it");
+      const attribute = [
+        ...kept,
+        ...this.attributes(
+          ref.credentialId,
+          app.attributes?.find((a) => a.name === "DisplayName")?.value ?? ref.app.appName,
+        ),
+      ];
+      await this.api.call("POST", `${this.appPath(developer, app.name)}/attributes`, `marking app ${app.name}`, {
+        body: { attribute },
+        ok: [200],
+        idempotent: true,
+      });
+      this.logger.warn(
+        { appId: app.appId, credentialId: ref.credentialId },
+        "app made outside credhook adopted: credhook now updates and revokes it",
+      );
       return { resources: this.resources(app, developer) };
     });
   }
@@ -366,16 +518,31 @@ export class ApigeeProvider implements Provider {
 
   /** API_KEY: imports a new key with the old keys' products, then deletes the old keys (add before remove). */
   async rotateSecret(ref: ProviderCredentialRef, apiKeyValue?: string): Promise<RotatedSecret> {
-    if (this.credentialType !== "API_KEY") throw this.errors.error(Conflict, "a client secret is read back, not rotated, on Apigee");
+    if (this.credentialType !== "API_KEY")
+      throw this.errors.error(Conflict, "a client secret is read back, not rotated, on Apigee");
     const { app, developer } = await this.owned(ref);
     const key = apiKeyValue ?? generateApiKeyValue();
     const base = this.appPath(developer, app.name);
     const old = app.credentials ?? [];
     const products = [...new Set(old.flatMap((c) => (c.apiProducts ?? []).map((p) => p.apiproduct)))];
     await this.run(async () => {
-      await this.api.call("POST", `${base}/keys`, `importing a new key of app ${app.name}`, { body: { consumerKey: key, consumerSecret: randomBase62(40) }, ok: [200, 201], secrets: [key] });
-      if (products.length > 0) await this.api.call("POST", `${base}/keys/${enc(key)}`, `adding API products to the new key of app ${app.name}`, { body: { apiProducts: products }, ok: [200], secrets: [key], idempotent: true });
-      for (const c of old) await this.api.call("DELETE", `${base}/keys/${enc(c.consumerKey)}`, `deleting an old key of app ${app.name}`, { ok: [200, 404], secrets: [c.consumerKey, key] });
+      await this.api.call("POST", `${base}/keys`, `importing a new key of app ${app.name}`, {
+        body: { consumerKey: key, consumerSecret: randomBase62(40) },
+        ok: [200, 201],
+        secrets: [key],
+      });
+      if (products.length > 0)
+        await this.api.call(
+          "POST",
+          `${base}/keys/${enc(key)}`,
+          `adding API products to the new key of app ${app.name}`,
+          { body: { apiProducts: products }, ok: [200], secrets: [key], idempotent: true },
+        );
+      for (const c of old)
+        await this.api.call("DELETE", `${base}/keys/${enc(c.consumerKey)}`, `deleting an old key of app ${app.name}`, {
+          ok: [200, 404],
+          secrets: [c.consumerKey, key],
+        });
     });
     return { apiKey: key, resources: this.resources(app, developer) };
   }
@@ -390,7 +557,9 @@ export class ApigeeProvider implements Provider {
       await this.api.call("GET", "", "reading the Apigee organisation", { ok: [200] });
     } catch (err) {
       const typed = this.typed(err);
-      throw typed instanceof UpstreamUnavailable ? typed : new UpstreamUnavailable(typed.message, 5, { cause: err, gateway: this.gateway });
+      throw typed instanceof UpstreamUnavailable
+        ? typed
+        : new UpstreamUnavailable(typed.message, 5, { cause: err, gateway: this.gateway });
     }
   }
 }

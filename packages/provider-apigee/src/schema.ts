@@ -14,49 +14,97 @@ export const optionsSchema = {
   additionalProperties: false,
   required: ["organization"],
   properties: {
-    organization: { type: "string", minLength: 1, description: "Apigee organisation (for Apigee X, the Google Cloud project id)." },
+    organization: {
+      type: "string",
+      minLength: 1,
+      description: "Apigee organisation (for Apigee X, the Google Cloud project id).",
+    },
     endpoint: {
       type: "string",
       pattern: "^https?://[^\\s/]+/?$",
       default: "https://apigee.googleapis.com",
-      description: "Base URL of the management API. Default `https://apigee.googleapis.com`; a Private Service Connect endpoint or (`http://`) a local fake.",
+      description:
+        "Base URL of the management API. Default `https://apigee.googleapis.com`; a Private Service Connect endpoint or (`http://`) a local fake.",
     },
     credentials: {
       description:
         "How the provider authenticates to Google, through google-auth-library. `application-default` (default): Application Default Credentials (`GOOGLE_APPLICATION_CREDENTIALS`, `gcloud auth application-default login`, or the attached service account; https://cloud.google.com/docs/authentication/application-default-credentials). `key-file`: a service-account JSON key file at `path`. `static-token`: a fixed Bearer token for local fakes only (Google rejects it).",
       default: { type: "application-default" },
       oneOf: [
-        { type: "object", required: ["type"], additionalProperties: false, properties: { type: { const: "application-default" } } },
-        { type: "object", required: ["type", "path"], additionalProperties: false, properties: { type: { const: "key-file" }, path: { type: "string", minLength: 1, description: "Path of the service account's JSON key file." } } },
-        { type: "object", required: ["type"], additionalProperties: false, properties: { type: { const: "static-token" }, token: { type: "string", minLength: 1, description: "The Bearer token. Default `fake`." } } },
+        {
+          type: "object",
+          required: ["type"],
+          additionalProperties: false,
+          properties: { type: { const: "application-default" } },
+        },
+        {
+          type: "object",
+          required: ["type", "path"],
+          additionalProperties: false,
+          properties: {
+            type: { const: "key-file" },
+            path: { type: "string", minLength: 1, description: "Path of the service account's JSON key file." },
+          },
+        },
+        {
+          type: "object",
+          required: ["type"],
+          additionalProperties: false,
+          properties: {
+            type: { const: "static-token" },
+            token: { type: "string", minLength: 1, description: "The Bearer token. Default `fake`." },
+          },
+        },
       ],
     },
     productMap: {
       type: "object",
       additionalProperties: product,
       default: {},
-      description: "Portal usage plan id → Apigee API product name. Unmapped ids are used as they are. Default `{}` (identity).",
+      description:
+        "Portal usage plan id → Apigee API product name. Unmapped ids are used as they are. Default `{}` (identity).",
     },
     apiMap: {
       type: "object",
       additionalProperties: product,
       default: {},
-      description: "Portal API id → the API product an API with no usage plan grants. Unmapped ids are used as they are. Default `{}` (identity).",
+      description:
+        "Portal API id → the API product an API with no usage plan grants. Unmapped ids are used as they are. Default `{}` (identity).",
     },
     appNamePrefix: {
       type: "string",
       pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$",
       default: "credhook-",
-      description: "Prefix of the developer app names the provider creates (`<prefix><gateway>-<credential id>`). Default `credhook-`.",
+      description:
+        "Prefix of the developer app names the provider creates (`<prefix><gateway>-<credential id>`). Default `credhook-`.",
     },
     tokenUrl: {
       type: "string",
       pattern: "^https://",
-      description: "CLIENT_CREDENTIALS: the URL of the proxy running Apigee's OAuthV2 policy (GenerateAccessToken, client_credentials grant) — returned to the portal as customCredentials.tokenUrl.",
+      description:
+        "CLIENT_CREDENTIALS: the URL of the proxy running Apigee's OAuthV2 policy (GenerateAccessToken, client_credentials grant) — returned to the portal as customCredentials.tokenUrl.",
     },
-    timeoutMs: { type: "integer", minimum: 100, maximum: 600000, default: 15000, description: "Time limit of one management call (ms), retries included; exceeded: 504. Default 15000." },
-    maxRetries: { type: "integer", minimum: 0, maximum: 10, default: 2, description: "Retries of a throttled (429) call, and of a failed (5xx, network) read or delete. Default 2." },
-    maxRetryAfterS: { type: "number", minimum: 0, maximum: 600, default: 10, description: "Longest wait (s) for a throttled call inside one request; longer: 503 at once. Default 10." },
+    timeoutMs: {
+      type: "integer",
+      minimum: 100,
+      maximum: 600000,
+      default: 15000,
+      description: "Time limit of one management call (ms), retries included; exceeded: 504. Default 15000.",
+    },
+    maxRetries: {
+      type: "integer",
+      minimum: 0,
+      maximum: 10,
+      default: 2,
+      description: "Retries of a throttled (429) call, and of a failed (5xx, network) read or delete. Default 2.",
+    },
+    maxRetryAfterS: {
+      type: "number",
+      minimum: 0,
+      maximum: 600,
+      default: 10,
+      description: "Longest wait (s) for a throttled call inside one request; longer: 503 at once. Default 10.",
+    },
     rateLimit: {
       type: "object",
       additionalProperties: false,
@@ -64,10 +112,21 @@ export const optionsSchema = {
       description:
         "Client-side limit of management calls: at most `requests` per sliding `windowMs` (plus 50 ms of jitter margin), retries included. Apigee enforces a per-project quota on the management API and answers 429 RESOURCE_EXHAUSTED (https://cloud.google.com/apigee/docs/api-platform/reference/limits); the default (600 per 60 s) stays well below it. 0 requests: no limit.",
       properties: {
-        requests: { type: "integer", minimum: 0, default: 600, description: "Calls per window; 0 turns the limit off. Default 600." },
+        requests: {
+          type: "integer",
+          minimum: 0,
+          default: 600,
+          description: "Calls per window; 0 turns the limit off. Default 600.",
+        },
         windowMs: { type: "integer", minimum: 1, default: 60000, description: "Window length (ms). Default 60000." },
       },
     },
-    healthCacheMs: { type: "integer", minimum: 0, maximum: 3600000, default: 30000, description: "How long a health() answer is reused (ms). Default 30000." },
+    healthCacheMs: {
+      type: "integer",
+      minimum: 0,
+      maximum: 3600000,
+      default: 30000,
+      description: "How long a health() answer is reused (ms). Default 30000.",
+    },
   },
 } as const;

@@ -17,7 +17,9 @@ afterAll(async () => {
 
 /** The app a reference names in the fake, and the keys that are this credential's. */
 function keysOf(ref: ProviderCredentialRef) {
-  const app = fake.apps().find((a) => a.appId === ref.nativeId || a.credentials.some((c) => c.consumerKey === ref.nativeId));
+  const app = fake
+    .apps()
+    .find((a) => a.appId === ref.nativeId || a.credentials.some((c) => c.consumerKey === ref.nativeId));
   return app ? app.credentials.filter((c) => ref.credentialType === "API_KEY" || c.consumerKey === ref.nativeId) : [];
 }
 
@@ -32,13 +34,25 @@ providerConformance(it, (type) => make({}, "apigee-test", type), {
   unknownPlan: { apiId: "orders", planId: "platinum" },
   inspect: async (ref) => {
     const keys = keysOf(ref).filter((k) => k.status === "approved");
-    return { live: keys.length > 0, usagePlans: [...new Set(keys.flatMap((k) => k.apiProducts.map((p) => p.apiproduct)))].map((p) => ({ "orders-gold": "gold", "orders-silver": "silver" })[p] ?? p).filter((p) => p !== "echo") };
+    return {
+      live: keys.length > 0,
+      usagePlans: [...new Set(keys.flatMap((k) => k.apiProducts.map((p) => p.apiproduct)))]
+        .map((p) => ({ "orders-gold": "gold", "orders-silver": "silver" })[p] ?? p)
+        .filter((p) => p !== "echo"),
+    };
   },
   listNativeIds: async () => fake.apps().map((a) => a.appId),
   createForeign: async () => {
-    const made = fake.addForeignApp({ developer: "partner@example.com", name: `partner-app-${Math.random().toString(36).slice(2)}`, apiProducts: ["orders-gold"] });
+    const made = fake.addForeignApp({
+      developer: "partner@example.com",
+      name: `partner-app-${Math.random().toString(36).slice(2)}`,
+      apiProducts: ["orders-gold"],
+    });
     const before = JSON.stringify(made);
-    return { nativeId: made.appId, exists: async () => JSON.stringify(fake.apps().find((a) => a.appId === made.appId)) === before };
+    return {
+      nativeId: made.appId,
+      exists: async () => JSON.stringify(fake.apps().find((a) => a.appId === made.appId)) === before,
+    };
   },
   otherGateway: (type) => make({}, "apigee-other", type),
 });

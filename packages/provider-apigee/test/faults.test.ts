@@ -6,10 +6,18 @@ import { countLimiterSlots } from "@credhook/provider-testkit";
 import { app, compensate, createRef, liveKeys, setup, typedError, useFake } from "./helpers.js";
 
 const t = useFake();
-const apis = [{ id: "orders", usagePlans: ["gold"] }, { id: "echo", usagePlans: [] }];
+const apis = [
+  { id: "orders", usagePlans: ["gold"] },
+  { id: "echo", usagePlans: [] },
+];
 
 function foreign() {
-  const made = t.fake.addForeignApp({ developer: "partner@example.com", name: "partner", consumerKey: "PartnerKey_0123456789abc", apiProducts: ["orders-gold"] });
+  const made = t.fake.addForeignApp({
+    developer: "partner@example.com",
+    name: "partner",
+    consumerKey: "PartnerKey_0123456789abc",
+    apiProducts: ["orders-gold"],
+  });
   const before = JSON.stringify(made);
   return { made, untouched: () => JSON.stringify(t.fake.apps().find((a) => a.appId === made.appId)) === before };
 }
@@ -34,7 +42,15 @@ describe("a write that lands after the client gave up", () => {
     const provider = t.make({ maxRetries: 0 });
     t.fake.inject({ status: 500, afterApply: true, method: "POST", path: /\/keys$/ });
     const credentialId = randomUUID();
-    const err = await typedError(provider.create({ credentialId, credentialType: "API_KEY", app, apis, apiKeyValue: "ImportedValue0123456789abcdef" }));
+    const err = await typedError(
+      provider.create({
+        credentialId,
+        credentialType: "API_KEY",
+        app,
+        apis,
+        apiKeyValue: "ImportedValue0123456789abcdef",
+      }),
+    );
     expect([err.status, err.outcomeUnknown]).toEqual([502, true]);
     expect(t.fake.apps()[0]!.credentials.map((c) => c.consumerKey)).toContain("ImportedValue0123456789abcdef");
     expect(await compensate(provider, credentialId, err, apis)).toEqual(["revoked"]);
@@ -45,10 +61,26 @@ describe("a write that lands after the client gave up", () => {
     const provider = t.make({ maxRetries: 0 });
     t.fake.inject({ status: 503, afterApply: true, method: "POST", path: "/apps" });
     const credentialId = randomUUID();
-    await typedError(provider.create({ credentialId, credentialType: "API_KEY", app, apis, apiKeyValue: "SameValue_0123456789abcdef" }));
-    const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis, apiKeyValue: "SameValue_0123456789abcdef" });
+    await typedError(
+      provider.create({
+        credentialId,
+        credentialType: "API_KEY",
+        app,
+        apis,
+        apiKeyValue: "SameValue_0123456789abcdef",
+      }),
+    );
+    const cred = await provider.create({
+      credentialId,
+      credentialType: "API_KEY",
+      app,
+      apis,
+      apiKeyValue: "SameValue_0123456789abcdef",
+    });
     expect(t.fake.apps()).toHaveLength(1);
-    expect(t.fake.apps()[0]!.credentials.map((c) => [c.consumerKey, c.apiProducts.map((p) => p.apiproduct)])).toEqual([["SameValue_0123456789abcdef", ["echo", "orders-gold"]]]);
+    expect(t.fake.apps()[0]!.credentials.map((c) => [c.consumerKey, c.apiProducts.map((p) => p.apiproduct)])).toEqual([
+      ["SameValue_0123456789abcdef", ["echo", "orders-gold"]],
+    ]);
     expect(cred.nativeId).toBe(t.fake.apps()[0]!.appId);
   });
 });
@@ -57,7 +89,15 @@ describe("errors", () => {
   it("a duplicate key value is a Conflict that never shows the key; the app is reported and compensated", async () => {
     const other = foreign();
     const credentialId = randomUUID();
-    const err = await typedError(t.provider.create({ credentialId, credentialType: "API_KEY", app, apis, apiKeyValue: "PartnerKey_0123456789abc" }));
+    const err = await typedError(
+      t.provider.create({
+        credentialId,
+        credentialType: "API_KEY",
+        app,
+        apis,
+        apiKeyValue: "PartnerKey_0123456789abc",
+      }),
+    );
     expect(err.status).toBe(409);
     expect(JSON.stringify(err.messages)).not.toContain("PartnerKey_0123456789abc");
     await compensate(t.provider, credentialId, err, apis);
@@ -66,10 +106,19 @@ describe("errors", () => {
   });
 
   it("a value Apigee cannot import is refused before any call by the declared pattern; a non-e-mail developer is 422 up front", async () => {
-    expect(new RegExp(t.provider.capabilities.apiKeyValuePattern!).test("AIzaSyD-_0123456789abcdefghijklmnopqrst")).toBe(true);
+    expect(
+      new RegExp(t.provider.capabilities.apiKeyValuePattern!).test("AIzaSyD-_0123456789abcdefghijklmnopqrst"),
+    ).toBe(true);
     expect(new RegExp(t.provider.capabilities.apiKeyValuePattern!).test("has.dot")).toBe(false);
     const before = t.fake.requests.length;
-    const err = await typedError(t.provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app: { ...app, developer: "not-an-email" }, apis }));
+    const err = await typedError(
+      t.provider.create({
+        credentialId: randomUUID(),
+        credentialType: "API_KEY",
+        app: { ...app, developer: "not-an-email" },
+        apis,
+      }),
+    );
     expect(err.status).toBe(422);
     expect(t.fake.requests.length).toBe(before);
   });
@@ -80,7 +129,9 @@ describe("errors", () => {
     const ref = await createRef(t.provider, apis);
     const err = await typedError(t.provider.revoke(ref));
     expect(err.status).toBe(502);
-    expect(err.message).toMatch(/PERMISSION_DENIED: Permission 'apigee.developerapps.delete' denied.*roles\/apigee.developerAdmin/);
+    expect(err.message).toMatch(
+      /PERMISSION_DENIED: Permission 'apigee.developerapps.delete' denied.*roles\/apigee.developerAdmin/,
+    );
     expect(liveKeys(t.fake)).toEqual([ref.apiKey]);
   });
 
@@ -100,7 +151,9 @@ describe("errors", () => {
     // on time can arrive late on a busy machine): the limiter's spacing is checked on fake time in
     // provider-aws's limits.test.ts.
     const before = t.fake.requests.length;
-    const { slots } = await countLimiterSlots("Apigee management API", () => Promise.all([createRef(provider, apis), createRef(provider, apis)]));
+    const { slots } = await countLimiterSlots("Apigee management API", () =>
+      Promise.all([createRef(provider, apis), createRef(provider, apis)]),
+    );
     expect(slots).toBeGreaterThan(0);
     expect(slots).toBe(t.fake.requests.length - before);
     await provider.close();

@@ -4,7 +4,13 @@ import { afterEach, beforeEach } from "vitest";
 import { freshPerTest } from "@credhook/provider-testkit";
 export { typedError } from "@credhook/provider-testkit";
 import { randomUUID } from "node:crypto";
-import { type CredentialType, type CredhookError, type GatewayApi, type ProviderCredentialRef, silentLogger } from "@credhook/core";
+import {
+  type CredentialType,
+  type CredhookError,
+  type GatewayApi,
+  type ProviderCredentialRef,
+  silentLogger,
+} from "@credhook/core";
 import { startApigeeFake, type ApigeeFake, type ApigeeFakeOptions } from "@credhook/fakes/apigee";
 import { createApigeeProvider, type ApigeeProvider, type ApigeeProviderOptions } from "../src/index.js";
 
@@ -26,7 +32,13 @@ export async function setup(fakeOptions: ApigeeFakeOptions = {}): Promise<Apigee
   const fake = await startApigeeFake({ apiProducts: ["orders-gold", "orders-silver", "echo"], ...fakeOptions });
   const make = (o: Partial<ApigeeProviderOptions> = {}, gateway = GATEWAY, type: CredentialType = "API_KEY") =>
     createApigeeProvider(
-      { organization: fake.organization, endpoint: fake.url, credentials: { type: "static-token", token: "fake" }, productMap: { gold: "orders-gold", silver: "orders-silver" }, ...o },
+      {
+        organization: fake.organization,
+        endpoint: fake.url,
+        credentials: { type: "static-token", token: "fake" },
+        productMap: { gold: "orders-gold", silver: "orders-silver" },
+        ...o,
+      },
       { gateway, configPath: `gateways.${gateway}.options`, credentialType: type, logger: silentLogger },
     );
   return { fake, provider: make(), make };
@@ -38,22 +50,56 @@ export function useFake(fakeOptions: ApigeeFakeOptions = {}): ApigeeContext {
 }
 
 /** Creates a credential and returns its reference with the key. */
-export async function createRef(provider: ApigeeProvider, apis: GatewayApi[], apiKeyValue?: string): Promise<ProviderCredentialRef & { apiKey: string }> {
+export async function createRef(
+  provider: ApigeeProvider,
+  apis: GatewayApi[],
+  apiKeyValue?: string,
+): Promise<ProviderCredentialRef & { apiKey: string }> {
   const credentialId = randomUUID();
-  const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis, ...(apiKeyValue ? { apiKeyValue } : {}) });
-  return { credentialId, credentialType: "API_KEY", nativeId: cred.nativeId, resources: cred.resources, app, apiKey: cred.apiKey! };
+  const cred = await provider.create({
+    credentialId,
+    credentialType: "API_KEY",
+    app,
+    apis,
+    ...(apiKeyValue ? { apiKeyValue } : {}),
+  });
+  return {
+    credentialId,
+    credentialType: "API_KEY",
+    nativeId: cred.nativeId,
+    resources: cred.resources,
+    app,
+    apiKey: cred.apiKey!,
+  };
 }
 
 /** What core does after a failed create: revoke the error's `partial`, then what the search by the mark finds. */
-export async function compensate(provider: ApigeeProvider, credentialId: string, err: CredhookError, apis: GatewayApi[]): Promise<string[]> {
+export async function compensate(
+  provider: ApigeeProvider,
+  credentialId: string,
+  err: CredhookError,
+  apis: GatewayApi[],
+): Promise<string[]> {
   const outcomes: string[] = [];
   const ref = { credentialId, credentialType: "API_KEY" as const, app };
-  if (err.partial) outcomes.push(await provider.revoke({ ...ref, nativeId: err.partial.nativeId, resources: err.partial.resources as ProviderCredentialRef["resources"] }));
-  for (const found of await provider.findByCredential({ ...ref, apis })) outcomes.push(await provider.revoke({ ...ref, nativeId: found.nativeId, resources: {} }));
+  if (err.partial)
+    outcomes.push(
+      await provider.revoke({
+        ...ref,
+        nativeId: err.partial.nativeId,
+        resources: err.partial.resources as ProviderCredentialRef["resources"],
+      }),
+    );
+  for (const found of await provider.findByCredential({ ...ref, apis }))
+    outcomes.push(await provider.revoke({ ...ref, nativeId: found.nativeId, resources: {} }));
   return outcomes;
 }
 
 /** Consumer keys that hold at least one API product (what grants access), across the organisation. */
 export function liveKeys(fake: ApigeeFake): string[] {
-  return fake.apps().flatMap((a) => a.credentials.filter((c) => c.status === "approved" && c.apiProducts.length > 0).map((c) => c.consumerKey));
+  return fake
+    .apps()
+    .flatMap((a) =>
+      a.credentials.filter((c) => c.status === "approved" && c.apiProducts.length > 0).map((c) => c.consumerKey),
+    );
 }

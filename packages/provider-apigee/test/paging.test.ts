@@ -11,13 +11,28 @@ it("listOwned follows `startKey` across pages; a lost client id is found with fi
     fake.addForeignApp({ developer: "partner@example.com", name: "partner-app" });
     const owned = await provider.listOwned();
     expect(owned.map((o) => o.nativeId).sort()).toEqual(refs.map((r) => r.nativeId).sort());
-    expect(fake.requests.filter((r) => r.path.startsWith("/v1/organizations/fake-org/apps?")).length).toBeGreaterThanOrEqual(3);
+    expect(
+      fake.requests.filter((r) => r.path.startsWith("/v1/organizations/fake-org/apps?")).length,
+    ).toBeGreaterThanOrEqual(3);
 
     const cc = make({}, "apigee-test", "CLIENT_CREDENTIALS");
     const credentialId = randomUUID();
-    const created = await cc.create({ credentialId, credentialType: "CLIENT_CREDENTIALS", app, apis: [{ id: "echo", usagePlans: [] }] });
+    const created = await cc.create({
+      credentialId,
+      credentialType: "CLIENT_CREDENTIALS",
+      app,
+      apis: [{ id: "echo", usagePlans: [] }],
+    });
     // the store lost the record: the revoke by client id alone asks apps.list for the app holding that key
-    expect(await cc.revoke({ credentialId: "", credentialType: "CLIENT_CREDENTIALS", nativeId: created.nativeId, resources: {}, app })).toBe("revoked");
+    expect(
+      await cc.revoke({
+        credentialId: "",
+        credentialType: "CLIENT_CREDENTIALS",
+        nativeId: created.nativeId,
+        resources: {},
+        app,
+      }),
+    ).toBe("revoked");
     expect(fake.requests.some((r) => r.path.includes(`filter=consumerKey%3D${created.nativeId}`))).toBe(true);
     expect(fake.apps().some((a) => a.credentials.some((c) => c.consumerKey === created.nativeId))).toBe(false);
   } finally {

@@ -32,17 +32,39 @@ async function scenario(type: CredentialType, plansPerKey: number): Promise<void
     apis.push({ id: apiId, usagePlans: plansPerKey > 0 ? [plan.id] : [] });
   }
   const pool = fake.cognito.createUserPool({ domain: "bench" });
-  fake.cognito.createResourceServer(pool.Id, "https://api.example.com", apis.map((a) => a.id));
+  fake.cognito.createResourceServer(
+    pool.Id,
+    "https://api.example.com",
+    apis.map((a) => a.id),
+  );
   const provider = await awsProviderFactory.create(
-    { region: "us-east-1", endpoint: fake.url, credentials: { accessKeyId: "x", secretAccessKey: "x" }, userPoolId: pool.Id, resourceServer: "https://api.example.com", maxQueueWaitMs: 120_000 },
-    { gateway: "bench", configPath: "gateways.bench.options", credentialType: type, logger: silentLogger, state: memoryStateStore() },
+    {
+      region: "us-east-1",
+      endpoint: fake.url,
+      credentials: { accessKeyId: "x", secretAccessKey: "x" },
+      userPoolId: pool.Id,
+      resourceServer: "https://api.example.com",
+      maxQueueWaitMs: 120_000,
+    },
+    {
+      gateway: "bench",
+      configPath: "gateways.bench.options",
+      credentialType: type,
+      logger: silentLogger,
+      state: memoryStateStore(),
+    },
   );
   const latencies: number[] = [];
   const t0 = performance.now();
   const results = await Promise.allSettled(
     Array.from({ length: count }, async (_, i) => {
       const s = performance.now();
-      await provider.create({ credentialId: randomUUID(), credentialType: type, app: { appName: `Bench ${i}`, developer: "bench@example.com", appSlug: `bench${i}` }, apis });
+      await provider.create({
+        credentialId: randomUUID(),
+        credentialType: type,
+        app: { appName: `Bench ${i}`, developer: "bench@example.com", appSlug: `bench${i}` },
+        apis,
+      });
       latencies.push(performance.now() - s);
     }),
   );
@@ -52,7 +74,8 @@ async function scenario(type: CredentialType, plansPerKey: number): Promise<void
   const throttled = Object.values(stats.throttled).reduce((a, b) => a + b, 0);
   const created = type === "API_KEY" ? fake.apiGateway.keys.size : fake.cognito.allClients().length;
   latencies.sort((a, b) => a - b);
-  const pct = (p: number) => (latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0) / 1000;
+  const pct = (p: number) =>
+    (latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0) / 1000;
   console.log(
     `${type.padEnd(18)} plans/key=${plansPerKey}  creates=${count}  created=${created}  errors=${errors}  wall=${wallS.toFixed(2)}s  ` +
       `rate=${(count / wallS).toFixed(2)}/s  latency p50=${pct(50).toFixed(2)}s p95=${pct(95).toFixed(2)}s max=${pct(100).toFixed(2)}s  ` +
@@ -68,8 +91,19 @@ async function strictQuota(injected: number): Promise<void> {
   const fake = await startAwsFake({ apiGateway: { quotaModel: "sliding-window" } });
   const plan = fake.apiGateway.addUsagePlan({ apiStages: [{ apiId: "api0000000", stage: "prod" }] });
   const provider = await awsProviderFactory.create(
-    { region: "us-east-1", endpoint: fake.url, credentials: { accessKeyId: "x", secretAccessKey: "x" }, maxQueueWaitMs: 120_000 },
-    { gateway: "bench", configPath: "gateways.bench.options", credentialType: "API_KEY", logger: silentLogger, state: memoryStateStore() },
+    {
+      region: "us-east-1",
+      endpoint: fake.url,
+      credentials: { accessKeyId: "x", secretAccessKey: "x" },
+      maxQueueWaitMs: 120_000,
+    },
+    {
+      gateway: "bench",
+      configPath: "gateways.bench.options",
+      credentialType: "API_KEY",
+      logger: silentLogger,
+      state: memoryStateStore(),
+    },
   );
   if (injected > 0) fake.faults.throttle({ operation: "CreateApiKey", count: injected, retryAfterS: 0 });
   const t0 = performance.now();
@@ -80,7 +114,11 @@ async function strictQuota(injected: number): Promise<void> {
         credentialType: "API_KEY",
         app: { appName: `Strict ${i}`, developer: "bench@example.com", appSlug: `strict${i}` },
         apis: [{ id: "api0000000", usagePlans: [plan.id] }],
-        apiKeyValue: randomBytes(30).toString("base64").replace(/[^A-Za-z0-9]/g, "").slice(0, 40).padEnd(40, "x"),
+        apiKeyValue: randomBytes(30)
+          .toString("base64")
+          .replace(/[^A-Za-z0-9]/g, "")
+          .slice(0, 40)
+          .padEnd(40, "x"),
       }),
     ),
   );

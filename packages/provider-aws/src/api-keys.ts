@@ -8,8 +8,41 @@
  *
  * API reference: https://docs.aws.amazon.com/apigateway/latest/api/API_Operations.html
  */
-import { APIGatewayClient, CreateApiKeyCommand, CreateUsagePlanKeyCommand, DeleteApiKeyCommand, DeleteUsagePlanKeyCommand, GetApiKeyCommand, GetApiKeysCommand, GetUsagePlanCommand, GetUsagePlanKeyCommand, TagResourceCommand, UpdateApiKeyCommand, type ApiKey, type PatchOperation } from "@aws-sdk/client-api-gateway";
-import { Conflict, InvalidReference, NotFound, UpstreamError, ValidationError, type CredhookError, type GatewayApi, type OwnedResource, type ProviderCreateInput, type ProviderCredential, type ProviderCredentialRef, type ProviderUpdateInput, type ProviderUpdateResult, type RevokeOutcome, gatewayError, gatewayMessage, rejectionsOf, settleAll } from "@credhook/core";
+import {
+  APIGatewayClient,
+  CreateApiKeyCommand,
+  CreateUsagePlanKeyCommand,
+  DeleteApiKeyCommand,
+  DeleteUsagePlanKeyCommand,
+  GetApiKeyCommand,
+  GetApiKeysCommand,
+  GetUsagePlanCommand,
+  GetUsagePlanKeyCommand,
+  TagResourceCommand,
+  UpdateApiKeyCommand,
+  type ApiKey,
+  type PatchOperation,
+} from "@aws-sdk/client-api-gateway";
+import {
+  Conflict,
+  InvalidReference,
+  NotFound,
+  UpstreamError,
+  ValidationError,
+  type CredhookError,
+  type GatewayApi,
+  type OwnedResource,
+  type ProviderCreateInput,
+  type ProviderCredential,
+  type ProviderCredentialRef,
+  type ProviderUpdateInput,
+  type ProviderUpdateResult,
+  type RevokeOutcome,
+  gatewayError,
+  gatewayMessage,
+  rejectionsOf,
+  settleAll,
+} from "@credhook/core";
 import { awsErrorName, isAwsConflict, isAwsNotFound, mapAwsError, reportPartial } from "./errors.js";
 import { apiKeyName, apiKeyTags, describeCredential, ownsApiKey, TAGS, tagValue } from "./naming.js";
 import { limitEveryAttempt, mayHaveLanded, retryOnlyUnapplied, sdkConfig, type Runtime } from "./runtime.js";
@@ -39,7 +72,8 @@ export class ApiKeyIssuer {
     const config = sdkConfig(rt.options, "apiGateway", rt.gateway);
     this.client = new APIGatewayClient(config);
     this.createClient = new APIGatewayClient({ ...config, retryStrategy: retryOnlyUnapplied(rt.options.maxAttempts) });
-    for (const c of [this.client, this.createClient]) limitEveryAttempt(c, rt, (op) => rt.limiters.apiGatewayOperation(op));
+    for (const c of [this.client, this.createClient])
+      limitEveryAttempt(c, rt, (op) => rt.limiters.apiGatewayOperation(op));
   }
 
   private get gw(): string {
@@ -47,7 +81,13 @@ export class ApiKeyIssuer {
   }
 
   private resources(key: { id: string; name: string }, usagePlans: string[]): ApiKeyResources {
-    return { kind: "apiKey", region: this.rt.options.region, keyId: key.id, name: key.name, usagePlans: [...usagePlans].sort() };
+    return {
+      kind: "apiKey",
+      region: this.rt.options.region,
+      keyId: key.id,
+      name: key.name,
+      usagePlans: [...usagePlans].sort(),
+    };
   }
 
   /**
@@ -85,7 +125,11 @@ export class ApiKeyIssuer {
       } else {
         // Imported values: earlier attempts (timeouts, 5xx) were retried and may land later.
         const unknown = mayHaveLanded(err) || (imported && attemptsOf(err) > 1);
-        throw reportPartial(mapAwsError(err, `CreateApiKey "${name}"`, this.gw, [input.apiKeyValue]), undefined, unknown);
+        throw reportPartial(
+          mapAwsError(err, `CreateApiKey "${name}"`, this.gw, [input.apiKeyValue]),
+          undefined,
+          unknown,
+        );
       }
     }
     const keyId = key.id!;
@@ -93,7 +137,11 @@ export class ApiKeyIssuer {
     const plans = plansOf(input.apis);
     const attached: string[] = [];
     const partial = () => ({ nativeId: keyId, resources: this.resources({ id: keyId, name }, attached) });
-    if (!value) throw gatewayError(this.gw, UpstreamError, `CreateApiKey returned no key value`, { partial: partial(), outcomeUnknown: false });
+    if (!value)
+      throw gatewayError(this.gw, UpstreamError, `CreateApiKey returned no key value`, {
+        partial: partial(),
+        outcomeUnknown: false,
+      });
     try {
       await this.attachAll(keyId, plans, input.apis, attached);
     } catch (err) {
@@ -110,7 +158,12 @@ export class ApiKeyIssuer {
    * the key has this name, value and marks; then it is this create's key.
    * @throws Conflict the value belongs to another key
    */
-  private async adoptEarlierAttempt(name: string, credentialId: string, value: string, conflict: unknown): Promise<ApiKey> {
+  private async adoptEarlierAttempt(
+    name: string,
+    credentialId: string,
+    value: string,
+    conflict: unknown,
+  ): Promise<ApiKey> {
     let own: ApiKey | undefined;
     try {
       for await (const k of this.listKeys(name, true)) {
@@ -121,12 +174,20 @@ export class ApiKeyIssuer {
       throw reportPartial(mapAwsError(err, `GetApiKeys "${name}"`, this.gw, [value]), undefined, true);
     }
     if (!own) {
-      throw gatewayError(this.gw, Conflict, `an API key with the imported value already exists in ${this.rt.options.region} (owned by another app)`, {
-        cause: conflict,
-        outcomeUnknown: false,
-      });
+      throw gatewayError(
+        this.gw,
+        Conflict,
+        `an API key with the imported value already exists in ${this.rt.options.region} (owned by another app)`,
+        {
+          cause: conflict,
+          outcomeUnknown: false,
+        },
+      );
     }
-    this.rt.logger.warn({ keyId: own.id, credentialId }, "CreateApiKey answered 409: an earlier attempt of this create made the key; using it");
+    this.rt.logger.warn(
+      { keyId: own.id, credentialId },
+      "CreateApiKey answered 409: an earlier attempt of this create made the key; using it",
+    );
     return own;
   }
 
@@ -168,12 +229,15 @@ export class ApiKeyIssuer {
       if (isAwsConflict(err) && (await this.isAttached(keyId, planId))) return;
       if (isAwsNotFound(err)) {
         // 404 names either the plan or the key: ask which.
-        if (!(await this.planStages(planId))) throw gatewayError(this.gw, InvalidReference, `${where} does not exist`, { cause: err });
+        if (!(await this.planStages(planId)))
+          throw gatewayError(this.gw, InvalidReference, `${where} does not exist`, { cause: err });
         throw gatewayError(this.gw, NotFound, `API key ${keyId} does not exist`, { cause: err });
       }
       if (awsErrorName(err) === "BadRequestException" || isAwsConflict(err)) {
         // e.g. two plans on one API stage, or more than 10 plans for one key
-        throw gatewayError(this.gw, InvalidReference, `cannot attach the key to ${where}: ${(err as Error).message}`, { cause: err });
+        throw gatewayError(this.gw, InvalidReference, `cannot attach the key to ${where}: ${(err as Error).message}`, {
+          cause: err,
+        });
       }
       throw mapAwsError(err, `CreateUsagePlanKey ${where}`, this.gw);
     }
@@ -221,8 +285,15 @@ export class ApiKeyIssuer {
     const key = await this.getKey(keyId, includeValue);
     if (!key) throw gatewayError(this.gw, NotFound, `API key ${keyId} does not exist`);
     if (!ownsApiKey(key.tags, this.gw, ref.credentialId)) {
-      this.rt.logger.warn({ keyId, credentialId: ref.credentialId }, "API key lacks this gateway's or this credential's mark: left untouched");
-      throw gatewayError(this.gw, NotFound, `API key ${keyId} is not credhook's key of this ${ref.credentialId ? "credential" : "gateway"} (no matching credhook:gateway / credhook:credential-id tags); bring it under credhook with \`credhook adopt\``);
+      this.rt.logger.warn(
+        { keyId, credentialId: ref.credentialId },
+        "API key lacks this gateway's or this credential's mark: left untouched",
+      );
+      throw gatewayError(
+        this.gw,
+        NotFound,
+        `API key ${keyId} is not credhook's key of this ${ref.credentialId ? "credential" : "gateway"} (no matching credhook:gateway / credhook:credential-id tags); bring it under credhook with \`credhook adopt\``,
+      );
     }
     if (key.enabled === false && this.rt.options.revokeMode === "disable") {
       throw gatewayError(this.gw, NotFound, `API key ${keyId} is disabled (revoked)`);
@@ -262,7 +333,10 @@ export class ApiKeyIssuer {
     const key = await this.ownedKey(input, false);
     const desiredPlans = plansOf(input.desired);
     const added = new Set<string>();
-    const removed = new Set<string>([...plansOf(input.previous), ...((input.resources.usagePlans as string[] | undefined) ?? [])]);
+    const removed = new Set<string>([
+      ...plansOf(input.previous),
+      ...((input.resources.usagePlans as string[] | undefined) ?? []),
+    ]);
     for (const c of input.changes) {
       for (const p of c.usagePlans) {
         if (c.action === "ADDED" || p.action === "ADDED") added.add(p.id);
@@ -281,7 +355,9 @@ export class ApiKeyIssuer {
       throw new InvalidReference(msgs[0]!, { gateway: this.gw, messages: msgs.slice(1) });
     }
     for (const [p, s] of addStages) stages.set(p, s!);
-    const drifted = (await Promise.all(toCheck.map(async (p) => ((await this.isAttached(keyId, p)) ? undefined : p)))).filter((p): p is string => !!p);
+    const drifted = (
+      await Promise.all(toCheck.map(async (p) => ((await this.isAttached(keyId, p)) ? undefined : p)))
+    ).filter((p): p is string => !!p);
     const targets = [...toAdd, ...drifted];
 
     // Which attaches must wait for a detach: a removed plan covering one of the target's API stages.
@@ -289,7 +365,8 @@ export class ApiKeyIssuer {
     const attachLate = new Set<string>();
     if (targets.length > 0 && removed.size > 0) {
       const missingStages = [...drifted, ...removed].filter((p) => !stages.has(p));
-      for (const [p, s] of await Promise.all(missingStages.map(async (p) => [p, await this.planStages(p)] as const))) stages.set(p, s ?? new Set());
+      for (const [p, s] of await Promise.all(missingStages.map(async (p) => [p, await this.planStages(p)] as const)))
+        stages.set(p, s ?? new Set());
       for (const t of targets) {
         for (const r of removed) {
           if ([...stages.get(t)!].some((s) => stages.get(r)!.has(s))) {
@@ -300,28 +377,47 @@ export class ApiKeyIssuer {
       }
     }
 
-    await this.allOrFirstFailure(targets.filter((p) => !attachLate.has(p)).map((p) => this.attach(keyId, p, input.desired)));
+    await this.allOrFirstFailure(
+      targets.filter((p) => !attachLate.has(p)).map((p) => this.attach(keyId, p, input.desired)),
+    );
     await this.allOrFirstFailure([...detachFirst].map((p) => this.detach(keyId, p)));
     await this.allOrFirstFailure([...attachLate].map((p) => this.attach(keyId, p, input.desired)));
     await this.allOrFirstFailure([...removed].filter((p) => !detachFirst.has(p)).map((p) => this.detach(keyId, p)));
-    if (drifted.length > 0) this.rt.logger.warn({ keyId, usagePlans: drifted }, "API key was missing from usage plans it should be in: re-attached (drift repaired)");
+    if (drifted.length > 0)
+      this.rt.logger.warn(
+        { keyId, usagePlans: drifted },
+        "API key was missing from usage plans it should be in: re-attached (drift repaired)",
+      );
 
     const name = apiKeyName(this.rt.options.namePrefix, input.app);
-    const description = describeCredential(input.app, this.gw, input.credentialId || String(key.tags?.[TAGS.credentialId] ?? ""));
+    const description = describeCredential(
+      input.app,
+      this.gw,
+      input.credentialId || String(key.tags?.[TAGS.credentialId] ?? ""),
+    );
     const patch: PatchOperation[] = [];
     if (key.name !== name) patch.push({ op: "replace", path: "/name", value: name });
-    if (input.previousAppName !== undefined && key.description !== description) patch.push({ op: "replace", path: "/description", value: description });
+    if (input.previousAppName !== undefined && key.description !== description)
+      patch.push({ op: "replace", path: "/description", value: description });
     if (patch.length > 0) {
-      await this.client.send(new UpdateApiKeyCommand({ apiKey: keyId, patchOperations: patch })).catch((err: unknown) => {
-        throw mapAwsError(err, `UpdateApiKey ${keyId} (rename)`, this.gw);
-      });
+      await this.client
+        .send(new UpdateApiKeyCommand({ apiKey: keyId, patchOperations: patch }))
+        .catch((err: unknown) => {
+          throw mapAwsError(err, `UpdateApiKey ${keyId} (rename)`, this.gw);
+        });
     }
     const appTag = tagValue(input.app.appName);
     if (key.tags?.[TAGS.app] !== appTag) await this.tag(keyId, { [TAGS.app]: appTag });
-    this.rt.logger.info({ keyId, usagePlans: desiredPlans, detached: [...removed], renamed: patch.length > 0 }, "API key updated");
+    this.rt.logger.info(
+      { keyId, usagePlans: desiredPlans, detached: [...removed], renamed: patch.length > 0 },
+      "API key updated",
+    );
     // A record the store lost (empty credential id): tell core the id the key's mark carries, so record and mark agree again.
     const marked = input.credentialId === "" ? key.tags?.[TAGS.credentialId] : undefined;
-    return { resources: this.resources({ id: keyId, name }, desiredPlans), ...(marked ? { credentialId: marked } : {}) };
+    return {
+      resources: this.resources({ id: keyId, name }, desiredPlans),
+      ...(marked ? { credentialId: marked } : {}),
+    };
   }
 
   /** TagResource on the key (adds or replaces the given tags). */
@@ -337,7 +433,12 @@ export class ApiKeyIssuer {
     const errors = rejectionsOf(await settleAll(promises, (p) => p)) as CredhookError[];
     if (errors.length === 0) return;
     const invalid = errors.filter((e) => e instanceof InvalidReference);
-    if (invalid.length > 1) throw new InvalidReference(invalid[0]!.message, { gateway: this.gw, messages: invalid.slice(1).map((e) => e.message), cause: invalid[0] });
+    if (invalid.length > 1)
+      throw new InvalidReference(invalid[0]!.message, {
+        gateway: this.gw,
+        messages: invalid.slice(1).map((e) => e.message),
+        cause: invalid[0],
+      });
     throw invalid[0] ?? errors[0];
   }
 
@@ -356,13 +457,21 @@ export class ApiKeyIssuer {
       return "gone";
     }
     if (!ownsApiKey(key.tags, this.gw, ref.credentialId)) {
-      this.rt.logger.warn({ keyId, credentialId: ref.credentialId }, "revoke of an API key without this gateway's or this credential's mark: left untouched");
+      this.rt.logger.warn(
+        { keyId, credentialId: ref.credentialId },
+        "revoke of an API key without this gateway's or this credential's mark: left untouched",
+      );
       return "not-owned";
     }
     if (mode === "disable" && key.enabled === false) return "gone";
     try {
       if (mode === "disable") {
-        await this.client.send(new UpdateApiKeyCommand({ apiKey: keyId, patchOperations: [{ op: "replace", path: "/enabled", value: "false" }] }));
+        await this.client.send(
+          new UpdateApiKeyCommand({
+            apiKey: keyId,
+            patchOperations: [{ op: "replace", path: "/enabled", value: "false" }],
+          }),
+        );
       } else {
         await this.client.send(new DeleteApiKeyCommand({ apiKey: keyId }));
       }
@@ -407,20 +516,33 @@ export class ApiKeyIssuer {
    * @throws Conflict the key carries another gateway's or another credential's mark
    */
   async adopt(ref: ProviderCredentialRef & { apis: GatewayApi[] }): Promise<ProviderUpdateResult> {
-    if (!ref.credentialId) throw new ValidationError([gatewayMessage(this.gw, `adopt needs the credential id to mark the key with`)]);
+    if (!ref.credentialId)
+      throw new ValidationError([gatewayMessage(this.gw, `adopt needs the credential id to mark the key with`)]);
     const keyId = ref.nativeId;
     const key = await this.getKey(keyId, false);
     if (!key) throw gatewayError(this.gw, NotFound, `API key ${keyId} does not exist`);
     const gatewayTag = key.tags?.[TAGS.gateway];
     const credentialTag = key.tags?.[TAGS.credentialId];
-    if ((gatewayTag !== undefined && gatewayTag !== tagValue(this.gw)) || (credentialTag !== undefined && credentialTag !== ref.credentialId)) {
-      throw gatewayError(this.gw, Conflict, `API key ${keyId} already carries credhook's mark of ${gatewayTag !== tagValue(this.gw) ? `gateway '${gatewayTag}'` : `credential ${credentialTag}`}: it is not free to adopt`);
+    if (
+      (gatewayTag !== undefined && gatewayTag !== tagValue(this.gw)) ||
+      (credentialTag !== undefined && credentialTag !== ref.credentialId)
+    ) {
+      throw gatewayError(
+        this.gw,
+        Conflict,
+        `API key ${keyId} already carries credhook's mark of ${gatewayTag !== tagValue(this.gw) ? `gateway '${gatewayTag}'` : `credential ${credentialTag}`}: it is not free to adopt`,
+      );
     }
     await this.tag(keyId, apiKeyTags(ref.app, this.gw, ref.credentialId));
     const plans = plansOf(ref.apis);
-    const missing = (await Promise.all(plans.map(async (p) => ((await this.isAttached(keyId, p)) ? undefined : p)))).filter((p): p is string => !!p);
+    const missing = (
+      await Promise.all(plans.map(async (p) => ((await this.isAttached(keyId, p)) ? undefined : p)))
+    ).filter((p): p is string => !!p);
     await this.attachAll(keyId, missing, ref.apis);
-    this.rt.logger.info({ keyId, credentialId: ref.credentialId, attached: missing }, "API key adopted: marked with credhook's tags");
+    this.rt.logger.info(
+      { keyId, credentialId: ref.credentialId, attached: missing },
+      "API key adopted: marked with credhook's tags",
+    );
     return { resources: this.resources({ id: keyId, name: key.name ?? "" }, plans) };
   }
 
@@ -430,7 +552,11 @@ export class ApiKeyIssuer {
     for await (const k of this.listKeys(`${this.rt.options.namePrefix}/`, false)) {
       if (!ownsApiKey(k.tags, this.gw, "")) continue;
       const credentialId = k.tags?.[TAGS.credentialId];
-      out.push({ nativeId: k.id!, ...(credentialId ? { credentialId } : {}), description: `API key "${k.name}"${k.enabled ? "" : " (disabled)"}` });
+      out.push({
+        nativeId: k.id!,
+        ...(credentialId ? { credentialId } : {}),
+        description: `API key "${k.name}"${k.enabled ? "" : " (disabled)"}`,
+      });
     }
     return out;
   }

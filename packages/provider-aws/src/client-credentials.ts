@@ -9,8 +9,37 @@
  *
  * API reference: https://docs.aws.amazon.com/cognito-user-identity-pools/latest/APIReference/
  */
-import { CognitoIdentityProviderClient, CreateUserPoolClientCommand, DeleteUserPoolClientCommand, DescribeResourceServerCommand, DescribeUserPoolClientCommand, DescribeUserPoolCommand, ListUserPoolClientsCommand, UpdateResourceServerCommand, UpdateUserPoolClientCommand, type UpdateUserPoolClientCommandInput, type UserPoolClientType } from "@aws-sdk/client-cognito-identity-provider";
-import { Conflict, InvalidReference, KeyedLock, NotFound, UpstreamError, ValidationError, type GatewayApi, type OwnedResource, type ProviderCreateInput, type ProviderCredential, type ProviderCredentialRef, type ProviderUpdateInput, type ProviderUpdateResult, type RevokeOutcome, gatewayError, gatewayMessage } from "@credhook/core";
+import {
+  CognitoIdentityProviderClient,
+  CreateUserPoolClientCommand,
+  DeleteUserPoolClientCommand,
+  DescribeResourceServerCommand,
+  DescribeUserPoolClientCommand,
+  DescribeUserPoolCommand,
+  ListUserPoolClientsCommand,
+  UpdateResourceServerCommand,
+  UpdateUserPoolClientCommand,
+  type UpdateUserPoolClientCommandInput,
+  type UserPoolClientType,
+} from "@aws-sdk/client-cognito-identity-provider";
+import {
+  Conflict,
+  InvalidReference,
+  KeyedLock,
+  NotFound,
+  UpstreamError,
+  ValidationError,
+  type GatewayApi,
+  type OwnedResource,
+  type ProviderCreateInput,
+  type ProviderCredential,
+  type ProviderCredentialRef,
+  type ProviderUpdateInput,
+  type ProviderUpdateResult,
+  type RevokeOutcome,
+  gatewayError,
+  gatewayMessage,
+} from "@credhook/core";
 import { awsErrorName, isAwsNotFound, mapAwsError, reportPartial } from "./errors.js";
 import { clientName, gatewayMark, markedClientName, ownsClient, parseClientMark } from "./naming.js";
 import { limitEveryAttempt, mayHaveLanded, retryOnlyUnapplied, sdkConfig, type Runtime } from "./runtime.js";
@@ -49,7 +78,10 @@ const UPDATABLE_FIELDS = [
 ] as const satisfies ReadonlyArray<keyof UpdateUserPoolClientCommandInput>;
 
 /** The full UpdateUserPoolClient input that keeps everything `described` has, with `changes` applied. */
-export function fullUpdateInput(described: UserPoolClientType, changes: Partial<UpdateUserPoolClientCommandInput>): UpdateUserPoolClientCommandInput {
+export function fullUpdateInput(
+  described: UserPoolClientType,
+  changes: Partial<UpdateUserPoolClientCommandInput>,
+): UpdateUserPoolClientCommandInput {
   const input: Record<string, unknown> = { UserPoolId: described.UserPoolId, ClientId: described.ClientId };
   for (const f of UPDATABLE_FIELDS) if (described[f] !== undefined) input[f] = described[f];
   return { ...(input as unknown as UpdateUserPoolClientCommandInput), ...changes };
@@ -73,13 +105,18 @@ export class ClientCredentialsIssuer {
   constructor(private readonly rt: Runtime) {
     const config = sdkConfig(rt.options, "cognito", rt.gateway);
     this.client = new CognitoIdentityProviderClient(config);
-    this.createClient = new CognitoIdentityProviderClient({ ...config, retryStrategy: retryOnlyUnapplied(rt.options.maxAttempts) });
+    this.createClient = new CognitoIdentityProviderClient({
+      ...config,
+      retryStrategy: retryOnlyUnapplied(rt.options.maxAttempts),
+    });
     this.poolId = rt.options.userPoolId!;
     this.rs = rt.options.resourceServer!;
-    for (const c of [this.client, this.createClient]) limitEveryAttempt(c, rt, (op) => rt.limiters.cognito(this.poolId, op));
+    for (const c of [this.client, this.createClient])
+      limitEveryAttempt(c, rt, (op) => rt.limiters.cognito(this.poolId, op));
     const o = rt.options;
     if (o.tokenEndpoint) this.tokenEndpointUrl = o.tokenEndpoint;
-    else if (o.domain) this.tokenEndpointUrl = `${/^https?:\/\//.test(o.domain) ? o.domain : `https://${o.domain}`}/oauth2/token`;
+    else if (o.domain)
+      this.tokenEndpointUrl = `${/^https?:\/\//.test(o.domain) ? o.domain : `https://${o.domain}`}/oauth2/token`;
   }
 
   private get gw(): string {
@@ -109,16 +146,27 @@ export class ClientCredentialsIssuer {
   private async ensureScopes(apis: GatewayApi[]): Promise<string[]> {
     const full = this.scopesOf(apis);
     if (full.length > MAX_SCOPES_PER_CLIENT) {
-      throw gatewayError(this.gw, InvalidReference, `the app's APIs need ${full.length} scopes; a Cognito app client can have at most ${MAX_SCOPES_PER_CLIENT}`);
+      throw gatewayError(
+        this.gw,
+        InvalidReference,
+        `the app's APIs need ${full.length} scopes; a Cognito app client can have at most ${MAX_SCOPES_PER_CLIENT}`,
+      );
     }
     const names = full.map((s) => s.slice(this.rs.length + 1));
     await ClientCredentialsIssuer.scopeLock.run(`${this.poolId}|${this.rs}`, async () => {
       let server;
       try {
-        ({ ResourceServer: server } = await this.client.send(new DescribeResourceServerCommand({ UserPoolId: this.poolId, Identifier: this.rs })));
+        ({ ResourceServer: server } = await this.client.send(
+          new DescribeResourceServerCommand({ UserPoolId: this.poolId, Identifier: this.rs }),
+        ));
       } catch (err) {
         if (isAwsNotFound(err)) {
-          throw gatewayError(this.gw, UpstreamError, `resource server ${this.rs} or user pool ${this.poolId} does not exist (check options.resourceServer and options.userPoolId)`, { cause: err });
+          throw gatewayError(
+            this.gw,
+            UpstreamError,
+            `resource server ${this.rs} or user pool ${this.poolId} does not exist (check options.resourceServer and options.userPoolId)`,
+            { cause: err },
+          );
         }
         throw mapAwsError(err, `DescribeResourceServer ${this.rs}`, this.gw);
       }
@@ -126,16 +174,41 @@ export class ClientCredentialsIssuer {
       const missing = names.filter((n) => !existing.some((s) => s.ScopeName === n));
       if (missing.length === 0) return;
       if (!this.rt.options.createMissingScopes) {
-        const msgs = missing.map((n) => gatewayMessage(this.gw, `scope ${this.rs}/${n} (API ${this.scopeOwner(apis, n) ?? "?"}) does not exist on the resource server`));
+        const msgs = missing.map((n) =>
+          gatewayMessage(
+            this.gw,
+            `scope ${this.rs}/${n} (API ${this.scopeOwner(apis, n) ?? "?"}) does not exist on the resource server`,
+          ),
+        );
         throw new InvalidReference(msgs[0]!, { gateway: this.gw, messages: msgs.slice(1) });
       }
-      const scopes = [...existing, ...missing.map((n) => ({ ScopeName: n, ScopeDescription: `API ${this.scopeOwner(apis, n) ?? n} (added by credhook)`.slice(0, 256) }))];
-      await this.client.send(new UpdateResourceServerCommand({ UserPoolId: this.poolId, Identifier: this.rs, Name: server?.Name ?? this.rs, Scopes: scopes })).catch((err: unknown) => {
-        if (awsErrorName(err) === "LimitExceededException") {
-          throw gatewayError(this.gw, InvalidReference, `resource server ${this.rs} cannot hold more scopes (${scopes.length} needed)`, { cause: err });
-        }
-        throw mapAwsError(err, `UpdateResourceServer ${this.rs}`, this.gw);
-      });
+      const scopes = [
+        ...existing,
+        ...missing.map((n) => ({
+          ScopeName: n,
+          ScopeDescription: `API ${this.scopeOwner(apis, n) ?? n} (added by credhook)`.slice(0, 256),
+        })),
+      ];
+      await this.client
+        .send(
+          new UpdateResourceServerCommand({
+            UserPoolId: this.poolId,
+            Identifier: this.rs,
+            Name: server?.Name ?? this.rs,
+            Scopes: scopes,
+          }),
+        )
+        .catch((err: unknown) => {
+          if (awsErrorName(err) === "LimitExceededException") {
+            throw gatewayError(
+              this.gw,
+              InvalidReference,
+              `resource server ${this.rs} cannot hold more scopes (${scopes.length} needed)`,
+              { cause: err },
+            );
+          }
+          throw mapAwsError(err, `UpdateResourceServer ${this.rs}`, this.gw);
+        });
       this.rt.logger.info({ resourceServer: this.rs, added: missing }, "scopes added to the resource server");
     });
     return full;
@@ -149,15 +222,28 @@ export class ClientCredentialsIssuer {
         return await fn(scopes);
       } catch (err) {
         if (awsErrorName(err) === "ScopeDoesNotExistException" && attempt === 0) {
-          this.rt.logger.warn({ resourceServer: this.rs }, "a scope vanished from the resource server meanwhile: adding it again");
+          this.rt.logger.warn(
+            { resourceServer: this.rs },
+            "a scope vanished from the resource server meanwhile: adding it again",
+          );
           scopes = await this.ensureScopes(apis);
           continue;
         }
         if (awsErrorName(err) === "ScopeDoesNotExistException") {
-          throw gatewayError(this.gw, InvalidReference, `${what}: a scope does not exist on resource server ${this.rs}`, { cause: err });
+          throw gatewayError(
+            this.gw,
+            InvalidReference,
+            `${what}: a scope does not exist on resource server ${this.rs}`,
+            { cause: err },
+          );
         }
         if (awsErrorName(err) === "LimitExceededException") {
-          throw gatewayError(this.gw, UpstreamError, `${what}: user pool ${this.poolId} reached a Cognito quota (app clients per pool: 1,000)`, { cause: err });
+          throw gatewayError(
+            this.gw,
+            UpstreamError,
+            `${what}: user pool ${this.poolId} reached a Cognito quota (app clients per pool: 1,000)`,
+            { cause: err },
+          );
         }
         throw mapAwsError(err, what, this.gw);
       }
@@ -170,15 +256,26 @@ export class ClientCredentialsIssuer {
     try {
       const { UserPool } = await this.client.send(new DescribeUserPoolCommand({ UserPoolId: this.poolId }));
       if (UserPool?.CustomDomain) this.tokenEndpointUrl = `https://${UserPool.CustomDomain}/oauth2/token`;
-      else if (UserPool?.Domain) this.tokenEndpointUrl = `https://${UserPool.Domain}.auth.${this.rt.options.region}.amazoncognito.com/oauth2/token`;
+      else if (UserPool?.Domain)
+        this.tokenEndpointUrl = `https://${UserPool.Domain}.auth.${this.rt.options.region}.amazoncognito.com/oauth2/token`;
     } catch (err) {
-      this.rt.logger.warn({ awsError: awsErrorName(err) }, "could not read the user pool's domain for the token endpoint");
+      this.rt.logger.warn(
+        { awsError: awsErrorName(err) },
+        "could not read the user pool's domain for the token endpoint",
+      );
     }
     return this.tokenEndpointUrl;
   }
 
   private resources(c: { ClientId: string; ClientName: string }, scopes: string[]): ClientResources {
-    return { kind: "cognitoClient", region: this.rt.options.region, userPoolId: this.poolId, clientId: c.ClientId, clientName: c.ClientName, scopes };
+    return {
+      kind: "cognitoClient",
+      region: this.rt.options.region,
+      userPoolId: this.poolId,
+      clientId: c.ClientId,
+      clientName: c.ClientName,
+      scopes,
+    };
   }
 
   /**
@@ -223,12 +320,22 @@ export class ClientCredentialsIssuer {
     const c = created.client;
     if (!c?.ClientId || !c.ClientSecret) {
       throw gatewayError(this.gw, UpstreamError, `CreateUserPoolClient returned no client id or secret`, {
-        ...(c?.ClientId ? { partial: { nativeId: c.ClientId, resources: this.resources({ ClientId: c.ClientId, ClientName: name }, created.scopes) } } : {}),
+        ...(c?.ClientId
+          ? {
+              partial: {
+                nativeId: c.ClientId,
+                resources: this.resources({ ClientId: c.ClientId, ClientName: name }, created.scopes),
+              },
+            }
+          : {}),
         outcomeUnknown: !c?.ClientId,
       });
     }
     const endpoint = await this.tokenEndpoint();
-    this.rt.logger.info({ clientId: c.ClientId, scopes: created.scopes, credentialId: input.credentialId }, "Cognito app client created");
+    this.rt.logger.info(
+      { clientId: c.ClientId, scopes: created.scopes, credentialId: input.credentialId },
+      "Cognito app client created",
+    );
     return {
       nativeId: c.ClientId,
       clientSecret: c.ClientSecret,
@@ -244,7 +351,9 @@ export class ClientCredentialsIssuer {
   /** DescribeUserPoolClient, or undefined when the client does not exist. */
   private async describe(clientId: string): Promise<UserPoolClientType | undefined> {
     try {
-      const { UserPoolClient } = await this.client.send(new DescribeUserPoolClientCommand({ UserPoolId: this.poolId, ClientId: clientId }));
+      const { UserPoolClient } = await this.client.send(
+        new DescribeUserPoolClientCommand({ UserPoolId: this.poolId, ClientId: clientId }),
+      );
       return UserPoolClient;
     } catch (err) {
       if (isAwsNotFound(err)) return undefined;
@@ -260,7 +369,12 @@ export class ClientCredentialsIssuer {
    */
   private owns(c: UserPoolClientType, ref: ProviderCredentialRef): boolean {
     if (ownsClient(c.ClientName, this.gw, ref.credentialId)) return true;
-    return ref.credentialId !== "" && !parseClientMark(c.ClientName ?? "") && ref.resources.clientId === c.ClientId && ref.resources.clientName === c.ClientName;
+    return (
+      ref.credentialId !== "" &&
+      !parseClientMark(c.ClientName ?? "") &&
+      ref.resources.clientId === c.ClientId &&
+      ref.resources.clientName === c.ClientName
+    );
   }
 
   /** Describe + ownership check. @throws NotFound the client is gone or not this gateway's/credential's */
@@ -269,8 +383,15 @@ export class ClientCredentialsIssuer {
     const c = await this.describe(clientId);
     if (!c) throw gatewayError(this.gw, NotFound, `app client ${clientId} does not exist in user pool ${this.poolId}`);
     if (!this.owns(c, ref)) {
-      this.rt.logger.warn({ clientId, credentialId: ref.credentialId }, "app client lacks this gateway's or this credential's mark: left untouched");
-      throw gatewayError(this.gw, NotFound, `app client ${clientId} is not credhook's client of this ${ref.credentialId ? "credential" : "gateway"} (its name carries no matching mark); bring it under credhook with \`credhook adopt\``);
+      this.rt.logger.warn(
+        { clientId, credentialId: ref.credentialId },
+        "app client lacks this gateway's or this credential's mark: left untouched",
+      );
+      throw gatewayError(
+        this.gw,
+        NotFound,
+        `app client ${clientId} is not credhook's client of this ${ref.credentialId ? "credential" : "gateway"} (its name carries no matching mark); bring it under credhook with \`credhook adopt\``,
+      );
     }
     return c;
   }
@@ -299,7 +420,12 @@ export class ClientCredentialsIssuer {
       if (same) return { scopes, changed: false };
       await this.client.send(
         new UpdateUserPoolClientCommand(
-          fullUpdateInput(described, { ClientName: name, AllowedOAuthScopes: scopes, AllowedOAuthFlows: ["client_credentials"], AllowedOAuthFlowsUserPoolClient: true }),
+          fullUpdateInput(described, {
+            ClientName: name,
+            AllowedOAuthScopes: scopes,
+            AllowedOAuthFlows: ["client_credentials"],
+            AllowedOAuthFlowsUserPoolClient: true,
+          }),
         ),
       );
       return { scopes, changed: true };
@@ -307,7 +433,10 @@ export class ClientCredentialsIssuer {
     this.rt.logger.info({ clientId, scopes: result.scopes, changed: result.changed }, "Cognito app client updated");
     // A record the store lost (empty credential id): tell core the id the name's mark carries.
     const marked = input.credentialId === "" && !HASHED_ID.test(markId) ? markId : undefined;
-    return { resources: this.resources({ ClientId: clientId, ClientName: name }, result.scopes), ...(marked ? { credentialId: marked } : {}) };
+    return {
+      resources: this.resources({ ClientId: clientId, ClientName: name }, result.scopes),
+      ...(marked ? { credentialId: marked } : {}),
+    };
   }
 
   /**
@@ -321,7 +450,10 @@ export class ClientCredentialsIssuer {
       return "gone";
     }
     if (!this.owns(c, ref)) {
-      this.rt.logger.warn({ clientId: ref.nativeId, credentialId: ref.credentialId }, "revoke of an app client without this gateway's or this credential's mark: left untouched");
+      this.rt.logger.warn(
+        { clientId: ref.nativeId, credentialId: ref.credentialId },
+        "revoke of an app client without this gateway's or this credential's mark: left untouched",
+      );
       return "not-owned";
     }
     try {
@@ -345,9 +477,17 @@ export class ClientCredentialsIssuer {
   private async *listClients(): AsyncGenerator<{ ClientId?: string; ClientName?: string }> {
     let next: string | undefined;
     do {
-      const page = await this.client.send(new ListUserPoolClientsCommand({ UserPoolId: this.poolId, MaxResults: 60, ...(next ? { NextToken: next } : {}) })).catch((err: unknown) => {
-        throw mapAwsError(err, `ListUserPoolClients ${this.poolId}`, this.gw);
-      });
+      const page = await this.client
+        .send(
+          new ListUserPoolClientsCommand({
+            UserPoolId: this.poolId,
+            MaxResults: 60,
+            ...(next ? { NextToken: next } : {}),
+          }),
+        )
+        .catch((err: unknown) => {
+          throw mapAwsError(err, `ListUserPoolClients ${this.poolId}`, this.gw);
+        });
       yield* page.UserPoolClients ?? [];
       next = page.NextToken;
     } while (next);
@@ -358,7 +498,8 @@ export class ClientCredentialsIssuer {
     const out: OwnedResource[] = [];
     if (!credentialId) return out;
     for await (const c of this.listClients()) {
-      if (ownsClient(c.ClientName, this.gw, credentialId)) out.push({ nativeId: c.ClientId!, credentialId, description: `Cognito app client "${c.ClientName}"` });
+      if (ownsClient(c.ClientName, this.gw, credentialId))
+        out.push({ nativeId: c.ClientId!, credentialId, description: `Cognito app client "${c.ClientName}"` });
     }
     return out;
   }
@@ -370,7 +511,11 @@ export class ClientCredentialsIssuer {
     for await (const c of this.listClients()) {
       const mark = parseClientMark(c.ClientName ?? "");
       if (mark?.gatewayHash !== mine) continue;
-      out.push({ nativeId: c.ClientId!, ...(HASHED_ID.test(mark.credentialId) ? {} : { credentialId: mark.credentialId }), description: `Cognito app client "${c.ClientName}"` });
+      out.push({
+        nativeId: c.ClientId!,
+        ...(HASHED_ID.test(mark.credentialId) ? {} : { credentialId: mark.credentialId }),
+        description: `Cognito app client "${c.ClientName}"`,
+      });
     }
     return out;
   }
@@ -385,25 +530,36 @@ export class ClientCredentialsIssuer {
    * @throws Conflict the name carries another gateway's or another credential's mark
    */
   async adopt(ref: ProviderCredentialRef & { apis: GatewayApi[] }): Promise<ProviderUpdateResult> {
-    if (!ref.credentialId) throw new ValidationError([gatewayMessage(this.gw, `adopt needs the credential id to mark the app client with`)]);
+    if (!ref.credentialId)
+      throw new ValidationError([gatewayMessage(this.gw, `adopt needs the credential id to mark the app client with`)]);
     const clientId = ref.nativeId;
     const described = await this.describe(clientId);
-    if (!described) throw gatewayError(this.gw, NotFound, `app client ${clientId} does not exist in user pool ${this.poolId}`);
+    if (!described)
+      throw gatewayError(this.gw, NotFound, `app client ${clientId} does not exist in user pool ${this.poolId}`);
     const current = described.ClientName ?? "";
     const mark = parseClientMark(current);
     if (mark && !ownsClient(current, this.gw, ref.credentialId)) {
-      throw gatewayError(this.gw, Conflict, `app client ${clientId} already carries credhook's mark of another ${mark.gatewayHash !== gatewayMark(this.gw) ? "gateway" : "credential"}: it is not free to adopt`, {
-      });
+      throw gatewayError(
+        this.gw,
+        Conflict,
+        `app client ${clientId} already carries credhook's mark of another ${mark.gatewayHash !== gatewayMark(this.gw) ? "gateway" : "credential"}: it is not free to adopt`,
+        {},
+      );
     }
     const name = markedClientName(mark ? mark.readable : current, this.gw, ref.credentialId);
     const scopes = await this.withScopes(ref.apis, `UpdateUserPoolClient ${clientId} (adopt)`, async (wanted) => {
       const all = [...new Set([...(described.AllowedOAuthScopes ?? []), ...wanted])].sort();
       if (name !== current || all.length !== (described.AllowedOAuthScopes ?? []).length) {
-        await this.client.send(new UpdateUserPoolClientCommand(fullUpdateInput(described, { ClientName: name, AllowedOAuthScopes: all })));
+        await this.client.send(
+          new UpdateUserPoolClientCommand(fullUpdateInput(described, { ClientName: name, AllowedOAuthScopes: all })),
+        );
       }
       return all;
     });
-    this.rt.logger.info({ clientId, credentialId: ref.credentialId }, "Cognito app client adopted: renamed to carry credhook's mark");
+    this.rt.logger.info(
+      { clientId, credentialId: ref.credentialId },
+      "Cognito app client adopted: renamed to carry credhook's mark",
+    );
     return { resources: this.resources({ ClientId: clientId, ClientName: name }, scopes) };
   }
 
@@ -412,7 +568,13 @@ export class ClientCredentialsIssuer {
     try {
       await this.client.send(new DescribeResourceServerCommand({ UserPoolId: this.poolId, Identifier: this.rs }));
     } catch (err) {
-      if (isAwsNotFound(err)) throw gatewayError(this.gw, UpstreamError, `resource server ${this.rs} or user pool ${this.poolId} does not exist`, { cause: err });
+      if (isAwsNotFound(err))
+        throw gatewayError(
+          this.gw,
+          UpstreamError,
+          `resource server ${this.rs} or user pool ${this.poolId} does not exist`,
+          { cause: err },
+        );
       throw mapAwsError(err, "DescribeResourceServer (health)", this.gw);
     }
   }

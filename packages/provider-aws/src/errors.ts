@@ -3,7 +3,19 @@
  * providers, the Node HTTP handler) to core's typed errors. No raw SDK error
  * leaves the provider: the original is kept as `cause` for logs only.
  */
-import { Conflict, GatewayErrors, isCredhookError, parseRetryAfter, redactSecrets, NotFound, Throttled, UpstreamError, UpstreamTimeout, UpstreamUnavailable, type CredhookError } from "@credhook/core";
+import {
+  Conflict,
+  GatewayErrors,
+  isCredhookError,
+  parseRetryAfter,
+  redactSecrets,
+  NotFound,
+  Throttled,
+  UpstreamError,
+  UpstreamTimeout,
+  UpstreamUnavailable,
+  type CredhookError,
+} from "@credhook/core";
 
 /** The fields of an SDK error this module reads. */
 interface SdkErrorLike {
@@ -16,9 +28,23 @@ interface SdkErrorLike {
 }
 
 /** Error names (API Gateway and Cognito) that mean "slow down". */
-const THROTTLING = new Set(["TooManyRequestsException", "ThrottlingException", "Throttling", "RequestLimitExceeded", "SlowDown"]);
+const THROTTLING = new Set([
+  "TooManyRequestsException",
+  "ThrottlingException",
+  "Throttling",
+  "RequestLimitExceeded",
+  "SlowDown",
+]);
 /** Node/undici network failure codes: AWS could not be reached. */
-const NETWORK = new Set(["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "EPIPE"]);
+const NETWORK = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EPIPE",
+]);
 
 /** The SDK error's name (`NotFoundException`, `ResourceNotFoundException` …), or undefined. */
 export function awsErrorName(err: unknown): string | undefined {
@@ -40,7 +66,9 @@ export function isAwsConflict(err: unknown): boolean {
 /** Seconds from the error's Retry-After (header or modelled `retryAfterSeconds`, read by core's `parseRetryAfter`), if any. */
 export function retryAfterSeconds(err: unknown): number | undefined {
   const e = err as SdkErrorLike | null;
-  return parseRetryAfter(e?.retryAfterSeconds ?? e?.$response?.headers?.["retry-after"] ?? e?.$response?.headers?.["Retry-After"]);
+  return parseRetryAfter(
+    e?.retryAfterSeconds ?? e?.$response?.headers?.["retry-after"] ?? e?.$response?.headers?.["Retry-After"],
+  );
 }
 
 /**
@@ -60,7 +88,12 @@ export function retryAfterSeconds(err: unknown): number | undefined {
  * @param gateway the gateway's name, prefixed to the message as `[gateway <name>]`
  * @param secrets values that must never appear in a message (the imported key value), redacted whatever their length
  */
-export function mapAwsError(err: unknown, what: string, gateway: string, secrets: Array<string | undefined> = []): CredhookError {
+export function mapAwsError(
+  err: unknown,
+  what: string,
+  gateway: string,
+  secrets: Array<string | undefined> = [],
+): CredhookError {
   if (isCredhookError(err)) return err;
   const e = (err ?? {}) as SdkErrorLike;
   const name = e.name ?? "Error";
@@ -69,10 +102,16 @@ export function mapAwsError(err: unknown, what: string, gateway: string, secrets
   const g = new GatewayErrors(gateway);
   const opts = { cause: err };
 
-  if (name === "NotFoundException" || name === "ResourceNotFoundException") return g.error(NotFound, `${what}: not found (${awsMessage})`, opts);
+  if (name === "NotFoundException" || name === "ResourceNotFoundException")
+    return g.error(NotFound, `${what}: not found (${awsMessage})`, opts);
   if (name === "ConflictException") return g.error(Conflict, `${what}: conflict (${awsMessage})`, opts);
   if (THROTTLING.has(name) || status === 429) {
-    return g.error(Throttled, `${what}: AWS is still throttling after retries; try again later`, retryAfterSeconds(err) ?? 1, opts);
+    return g.error(
+      Throttled,
+      `${what}: AWS is still throttling after retries; try again later`,
+      retryAfterSeconds(err) ?? 1,
+      opts,
+    );
   }
   if (name === "TimeoutError" || name === "AbortError" || e.code === "ETIMEDOUT" || e.code === "ESOCKETTIMEDOUT") {
     return g.error(UpstreamTimeout, `${what}: AWS did not answer in time`, opts);
@@ -80,14 +119,30 @@ export function mapAwsError(err: unknown, what: string, gateway: string, secrets
   if (name === "ServiceUnavailableException" || name === "ServiceUnavailable" || status === 503) {
     return g.error(UpstreamUnavailable, `${what}: AWS is unavailable (${name})`, retryAfterSeconds(err) ?? 5, opts);
   }
-  if (NETWORK.has(e.code ?? "") || NETWORK.has(name)) return g.error(UpstreamError, `${what}: cannot reach AWS (${e.code ?? name})`, opts);
-  if (name === "CredentialsProviderError" || name === "ExpiredTokenException" || name === "UnrecognizedClientException" || name === "InvalidSignatureException") {
+  if (NETWORK.has(e.code ?? "") || NETWORK.has(name))
+    return g.error(UpstreamError, `${what}: cannot reach AWS (${e.code ?? name})`, opts);
+  if (
+    name === "CredentialsProviderError" ||
+    name === "ExpiredTokenException" ||
+    name === "UnrecognizedClientException" ||
+    name === "InvalidSignatureException"
+  ) {
     return g.error(UpstreamError, `${what}: AWS credentials are missing, expired or invalid (${name})`, opts);
   }
-  if (name === "AccessDeniedException" || name === "UnauthorizedException" || name === "NotAuthorizedException" || status === 403) {
-    return g.error(UpstreamError, `${what}: AWS denied the call (${name}); check the IAM policy in the provider-aws README`, opts);
+  if (
+    name === "AccessDeniedException" ||
+    name === "UnauthorizedException" ||
+    name === "NotAuthorizedException" ||
+    status === 403
+  ) {
+    return g.error(
+      UpstreamError,
+      `${what}: AWS denied the call (${name}); check the IAM policy in the provider-aws README`,
+      opts,
+    );
   }
-  if (status !== undefined && status >= 500) return g.error(UpstreamError, `${what}: AWS failed with ${status} ${name}`, opts);
+  if (status !== undefined && status >= 500)
+    return g.error(UpstreamError, `${what}: AWS failed with ${status} ${name}`, opts);
   return g.error(UpstreamError, `${what}: AWS refused the call: ${name}${awsMessage ? ` (${awsMessage})` : ""}`, opts);
 }
 
@@ -97,7 +152,11 @@ export function mapAwsError(err: unknown, what: string, gateway: string, secrets
  * compensate (see core's provider.ts, "Providers never clean up alone").
  * Fields already set by a deeper call are kept.
  */
-export function reportPartial<E extends CredhookError>(err: E, partial: CredhookError["partial"], outcomeUnknown: boolean): E {
+export function reportPartial<E extends CredhookError>(
+  err: E,
+  partial: CredhookError["partial"],
+  outcomeUnknown: boolean,
+): E {
   err.partial ??= partial;
   err.outcomeUnknown = (err.outcomeUnknown ?? false) || outcomeUnknown;
   return err;

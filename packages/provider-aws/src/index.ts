@@ -17,7 +17,13 @@ import { defineProvider } from "@credhook/core";
 import { AwsProvider } from "./provider.js";
 import { optionsSchema } from "./schema.js";
 
-export type { AwsProviderOptions, AwsProviderOptionsWithDefaults, RateLimitOptions, ApiKeyResources, ClientResources } from "./types.js";
+export type {
+  AwsProviderOptions,
+  AwsProviderOptionsWithDefaults,
+  RateLimitOptions,
+  ApiKeyResources,
+  ClientResources,
+} from "./types.js";
 export { AwsProvider } from "./provider.js";
 export { optionsSchema } from "./schema.js";
 export { mapAwsError } from "./errors.js";
@@ -27,6 +33,10 @@ export { mapAwsError } from "./errors.js";
  * `schema.ts`. Builds the provider of one gateway; its credential type is the
  * gateway's `credentialType`. @throws ConfigError CLIENT_CREDENTIALS without userPoolId/resourceServer
  */
-const awsProviderFactory = defineProvider({ type: "aws", optionsSchema, create: (options, context) => new AwsProvider(options, context) });
+const awsProviderFactory = defineProvider({
+  type: "aws",
+  optionsSchema,
+  create: (options, context) => new AwsProvider(options, context),
+});
 
 export default awsProviderFactory;

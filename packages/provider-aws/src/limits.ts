@@ -12,7 +12,7 @@
  * Limits apply to every HTTP **attempt**, not to every SDK call: the provider
  * installs {@link acquireAttempt} as SDK middleware after the retry step
  * (runtime.ts), so the SDK's own retries queue here like first attempts and
- * never exceed the quota (cloud-facts.md: "SDK retries count against quotas").
+ * never exceed the quota (docs/cloud-facts.md: "SDK retries count against quotas").
  *
  * The limiters are core's (provider-kit). The "N per second" quotas use a strict sliding window (`SlidingWindowLimiter`):
  * at most N attempts leave in any window of 1 s + `windowMarginMs`, measured
@@ -23,7 +23,16 @@
  * Quotas are per account and region, so gateways of one process that share an
  * account, region and endpoint share one set of limiters.
  */
-import { gatewayError, RateLimitQueueFull, SharedResourcePool, SlidingWindowLimiter, Throttled, TokenBucketLimiter, type RateLimiter, type SharedSlots } from "@credhook/core";
+import {
+  gatewayError,
+  RateLimitQueueFull,
+  SharedResourcePool,
+  SlidingWindowLimiter,
+  Throttled,
+  TokenBucketLimiter,
+  type RateLimiter,
+  type SharedSlots,
+} from "@credhook/core";
 
 /**
  * Waits for `limiter`'s slot for one HTTP attempt (core's limiters, see
@@ -35,13 +44,28 @@ import { gatewayError, RateLimitQueueFull, SharedResourcePool, SlidingWindowLimi
  *   wait would exceed `maxQueueWaitMs`; a refusal by this process's sliding
  *   window is thrown synchronously
  */
-export function acquireAttempt(limiter: RateLimiter, maxQueueWaitMs: number, gateway: string, shared?: SharedSlots): Promise<void> {
+export function acquireAttempt(
+  limiter: RateLimiter,
+  maxQueueWaitMs: number,
+  gateway: string,
+  shared?: SharedSlots,
+): Promise<void> {
   const refuse = (err: unknown): never => {
     if (!(err instanceof RateLimitQueueFull)) throw err;
     const quota = `to stay under AWS's ${err.perSecond} requests/s quota; try again later`;
     throw err.acrossInstances
-      ? gatewayError(gateway, Throttled, `${err.limiter} calls of every instance are queued ${Math.ceil(err.waitMs / 1000)} s ahead ${quota}`, err.waitMs / 1000)
-      : gatewayError(gateway, Throttled, `${err.queued} ${err.limiter} calls are already queued ${quota}`, err.waitMs / 1000);
+      ? gatewayError(
+          gateway,
+          Throttled,
+          `${err.limiter} calls of every instance are queued ${Math.ceil(err.waitMs / 1000)} s ahead ${quota}`,
+          err.waitMs / 1000,
+        )
+      : gatewayError(
+          gateway,
+          Throttled,
+          `${err.queued} ${err.limiter} calls are already queued ${quota}`,
+          err.waitMs / 1000,
+        );
   };
   let waiting: Promise<void>;
   try {

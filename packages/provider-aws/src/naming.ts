@@ -28,7 +28,10 @@ export function apiKeyName(prefix: string, app: AppIdentity): string {
 
 /** Human-readable description of a credential, ≤ 1,024 characters. */
 export function describeCredential(app: AppIdentity, gateway: string, credentialId: string): string {
-  return `credhook credential ${credentialId || "(adopted)"} of app "${app.appName}" by ${app.developer} (gateway ${gateway})`.slice(0, 1024);
+  return `credhook credential ${credentialId || "(adopted)"} of app "${app.appName}" by ${app.developer} (gateway ${gateway})`.slice(
+    0,
+    1024,
+  );
 }
 
 /** A tag value within API Gateway's character set and length; other characters become `_`. */
@@ -69,7 +72,9 @@ export function gatewayMark(gateway: string): string {
 
 /** The credential id as it appears in a mark: itself when it fits `[\w-]{1,64}` (credhook's UUIDs do), else `h` + 40 hex of its SHA-256. */
 function markedId(credentialId: string): string {
-  return /^[\w-]{1,64}$/.test(credentialId) ? credentialId : `h${createHash("sha256").update(credentialId, "utf8").digest("hex").slice(0, 40)}`;
+  return /^[\w-]{1,64}$/.test(credentialId)
+    ? credentialId
+    : `h${createHash("sha256").update(credentialId, "utf8").digest("hex").slice(0, 40)}`;
 }
 
 /**
@@ -82,7 +87,9 @@ export function clientMark(gateway: string, credentialId: string): string {
 }
 
 /** The mark a client name ends with, or undefined. `credentialId` is the id as marked (see {@link clientMark}). */
-export function parseClientMark(name: string): { gatewayHash: string; credentialId: string; readable: string } | undefined {
+export function parseClientMark(
+  name: string,
+): { gatewayHash: string; credentialId: string; readable: string } | undefined {
   const m = CLIENT_MARK_RE.exec(name);
   return m ? { gatewayHash: m[1]!, credentialId: m[2]!, readable: name.slice(0, m.index) } : undefined;
 }

@@ -3,7 +3,29 @@
  * CLIENT_CREDENTIALS through {@link ClientCredentialsIssuer}, chosen by the
  * gateway's `credentialType`.
  */
-import { CachedHealthProbe, ConfigError, gatewayError, gatewayMessage, isCredhookError, retryAfterOf, UpstreamUnavailable, ValidationError, type CredentialSearch, type CredentialType, type GatewayApi, type OwnedResource, type Provider, type ProviderCapabilities, type ProviderContext, type ProviderCreateInput, type ProviderCredential, type ProviderCredentialRef, type ProviderUpdateInput, type ProviderUpdateResult, type RevokeOutcome } from "@credhook/core";
+import {
+  CachedHealthProbe,
+  ConfigError,
+  gatewayError,
+  gatewayMessage,
+  isCredhookError,
+  retryAfterOf,
+  UpstreamUnavailable,
+  ValidationError,
+  type CredentialSearch,
+  type CredentialType,
+  type GatewayApi,
+  type OwnedResource,
+  type Provider,
+  type ProviderCapabilities,
+  type ProviderContext,
+  type ProviderCreateInput,
+  type ProviderCredential,
+  type ProviderCredentialRef,
+  type ProviderUpdateInput,
+  type ProviderUpdateResult,
+  type RevokeOutcome,
+} from "@credhook/core";
 import { ApiKeyIssuer } from "./api-keys.js";
 import { ClientCredentialsIssuer } from "./client-credentials.js";
 import { acquireLimiters } from "./limits.js";
@@ -22,13 +44,20 @@ export class AwsProvider implements Provider {
   /**
    * @throws ConfigError CLIENT_CREDENTIALS without `userPoolId` or `resourceServer` (names the YAML path)
    */
-  constructor(options: AwsProviderOptions, private readonly context: ProviderContext) {
+  constructor(
+    options: AwsProviderOptions,
+    private readonly context: ProviderContext,
+  ) {
     const o = resolveOptions(options);
     const type = context.credentialType;
     if (type === "CLIENT_CREDENTIALS") {
       const missing = (["userPoolId", "resourceServer"] as const).filter((k) => !o[k]);
       if (missing.length > 0) {
-        throw new ConfigError(missing.map((k) => `[provider-aws] ${context.configPath}.${k} is required when credentialType is CLIENT_CREDENTIALS`));
+        throw new ConfigError(
+          missing.map(
+            (k) => `[provider-aws] ${context.configPath}.${k} is required when credentialType is CLIENT_CREDENTIALS`,
+          ),
+        );
       }
     }
     const identity = o.roleArn ?? o.credentials?.accessKeyId ?? "default-chain";
@@ -36,7 +65,14 @@ export class AwsProvider implements Provider {
     const quotaScope = `${o.region}|${identity}|${endpointFor(o, service) ?? "aws"}`;
     const { set, release } = acquireLimiters(quotaScope, o.rateLimits);
     this.releaseLimiters = release;
-    const rt: Runtime = { gateway: context.gateway, options: o, logger: context.logger, limiters: set, quotaScope, ...(context.rateSlots ? { rateSlots: context.rateSlots } : {}) };
+    const rt: Runtime = {
+      gateway: context.gateway,
+      options: o,
+      logger: context.logger,
+      limiters: set,
+      quotaScope,
+      ...(context.rateSlots ? { rateSlots: context.rateSlots } : {}),
+    };
     this.issuer = type === "API_KEY" ? new ApiKeyIssuer(rt) : new ClientCredentialsIssuer(rt);
     const gateway = context.gateway;
     this.healthProbe = new CachedHealthProbe(
@@ -60,7 +96,9 @@ export class AwsProvider implements Provider {
 
   private check(type: CredentialType): void {
     if (type !== this.context.credentialType) {
-      throw new ValidationError([gatewayMessage(this.context.gateway, `issues ${this.context.credentialType}, not ${type}`)]);
+      throw new ValidationError([
+        gatewayMessage(this.context.gateway, `issues ${this.context.credentialType}, not ${type}`),
+      ]);
     }
   }
 

@@ -34,16 +34,18 @@ export function sdkConfig(o: ResolvedOptions, service: "apiGateway" | "cognito",
   const stsEndpoint = endpointFor(o, "sts");
   let credentials: SdkClientConfig["credentials"];
   if (o.roleArn) {
-    credentials = shareCredentials(fromTemporaryCredentials({
-      params: {
-        RoleArn: o.roleArn,
-        RoleSessionName: o.roleSessionName ?? `credhook-${gateway}`.replace(/[^\w+=,.@-]/g, "-").slice(0, 64),
-        ...(o.externalId ? { ExternalId: o.externalId } : {}),
-        DurationSeconds: 3600,
-      },
-      ...(o.credentials ? { masterCredentials: o.credentials } : {}),
-      clientConfig: { region: o.region, ...(stsEndpoint ? { endpoint: stsEndpoint } : {}) },
-    }));
+    credentials = shareCredentials(
+      fromTemporaryCredentials({
+        params: {
+          RoleArn: o.roleArn,
+          RoleSessionName: o.roleSessionName ?? `credhook-${gateway}`.replace(/[^\w+=,.@-]/g, "-").slice(0, 64),
+          ...(o.externalId ? { ExternalId: o.externalId } : {}),
+          DurationSeconds: 3600,
+        },
+        ...(o.credentials ? { masterCredentials: o.credentials } : {}),
+        clientConfig: { region: o.region, ...(stsEndpoint ? { endpoint: stsEndpoint } : {}) },
+      }),
+    );
   } else if (o.credentials) {
     credentials = o.credentials;
   }
@@ -52,7 +54,11 @@ export function sdkConfig(o: ResolvedOptions, service: "apiGateway" | "cognito",
     ...(endpoint ? { endpoint } : {}),
     ...(credentials ? { credentials } : {}),
     maxAttempts: o.maxAttempts,
-    requestHandler: { requestTimeout: o.timeoutMs, connectionTimeout: Math.min(o.timeoutMs, 5_000), throwOnRequestTimeout: true },
+    requestHandler: {
+      requestTimeout: o.timeoutMs,
+      connectionTimeout: Math.min(o.timeoutMs, 5_000),
+      throwOnRequestTimeout: true,
+    },
   };
 }
 
@@ -110,7 +116,10 @@ export interface Runtime {
 /** The part of an SDK v3 client this module touches (its middleware stack). */
 interface SdkClientLike {
   middlewareStack: {
-    addRelativeTo(middleware: unknown, options: { relation: "before" | "after"; toMiddleware: string; name: string; override?: boolean }): void;
+    addRelativeTo(
+      middleware: unknown,
+      options: { relation: "before" | "after"; toMiddleware: string; name: string; override?: boolean },
+    ): void;
   };
 }
 
@@ -129,10 +138,20 @@ export function limitEveryAttempt(client: SdkClientLike, rt: Runtime, pick: (ope
       const operation = String(context.commandName ?? "").replace(/Command$/, "");
       const limiter = pick(operation);
       // Several instances: the quota is the account's, so the attempt also waits for its slot among all of them.
-      await acquireAttempt(limiter, rt.options.maxQueueWaitMs, rt.gateway, rt.rateSlots ? { slots: rt.rateSlots, key: `aws|${rt.quotaScope}|${limiter.name}` } : undefined);
+      await acquireAttempt(
+        limiter,
+        rt.options.maxQueueWaitMs,
+        rt.gateway,
+        rt.rateSlots ? { slots: rt.rateSlots, key: `aws|${rt.quotaScope}|${limiter.name}` } : undefined,
+      );
       return next(args);
     };
-  client.middlewareStack.addRelativeTo(middleware, { relation: "before", toMiddleware: "httpSigningMiddleware", name: "credhookRateLimitMiddleware", override: true });
+  client.middlewareStack.addRelativeTo(middleware, {
+    relation: "before",
+    toMiddleware: "httpSigningMiddleware",
+    name: "credhookRateLimitMiddleware",
+    override: true,
+  });
 }
 
 /** Network failures where the request never reached AWS (safe to send again). */
@@ -141,7 +160,7 @@ const NOT_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREAC
 /**
  * True when a failed attempt may nevertheless have been applied by AWS: a
  * timeout, a connection lost after sending, or any 5xx (clouds do not cancel
- * work when a client gives up — cloud-facts.md). False for answers that
+ * work when a client gives up — docs/cloud-facts.md). False for answers that
  * refuse the request (4xx, throttling), for a connection never made, and for
  * credhook's own errors (the client-side queue refused before sending).
  */

@@ -12,9 +12,11 @@
  */
 
 /** An endpoint URL option with its description. */
-const url = <const T extends string>(description: T) => ({ type: "string", pattern: "^(https?://.+)?$", description }) as const;
+const url = <const T extends string>(description: T) =>
+  ({ type: "string", pattern: "^(https?://.+)?$", description }) as const;
 /** A requests-per-second rate limit with its default and description. */
-const rps = <const D extends number, const T extends string>(def: D, description: T) => ({ type: "number", exclusiveMinimum: 0, maximum: 1000, default: def, description }) as const;
+const rps = <const D extends number, const T extends string>(def: D, description: T) =>
+  ({ type: "number", exclusiveMinimum: 0, maximum: 1000, default: def, description }) as const;
 
 /** The options schema core validates `gateways.<name>.options` with. */
 export const optionsSchema = {
@@ -24,7 +26,11 @@ export const optionsSchema = {
   additionalProperties: false,
   required: ["region"],
   properties: {
-    region: { type: "string", pattern: "^[a-z]{2}(-[a-z]+)+-\\d+$", description: "AWS region of the API Gateway / user pool, e.g. `us-east-1`. Required." },
+    region: {
+      type: "string",
+      pattern: "^[a-z]{2}(-[a-z]+)+-\\d+$",
+      description: "AWS region of the API Gateway / user pool, e.g. `us-east-1`. Required.",
+    },
     endpoint: url(
       "Endpoint URL for every AWS service this gateway calls (VPC/FIPS endpoints, LocalStack, the package's fake). An empty string, like leaving it out, means the SDK's regional endpoint.",
     ),
@@ -44,8 +50,17 @@ export const optionsSchema = {
       description:
         "IAM role to assume (with STS AssumeRole) for every call; the source credentials come from the default AWS chain. Lets one credhook manage several accounts. Default: none, the default chain's credentials are used directly.",
     },
-    externalId: { type: "string", minLength: 2, maxLength: 1224, description: "External id required by the role's trust policy (confused-deputy protection)." },
-    roleSessionName: { type: "string", pattern: "^[\\w+=,.@-]{2,64}$", description: "Session name of the assumed role, visible in CloudTrail. Default `credhook-<gateway>`." },
+    externalId: {
+      type: "string",
+      minLength: 2,
+      maxLength: 1224,
+      description: "External id required by the role's trust policy (confused-deputy protection).",
+    },
+    roleSessionName: {
+      type: "string",
+      pattern: "^[\\w+=,.@-]{2,64}$",
+      description: "Session name of the assumed role, visible in CloudTrail. Default `credhook-<gateway>`.",
+    },
     credentials: {
       type: "object",
       additionalProperties: false,
@@ -54,17 +69,29 @@ export const optionsSchema = {
         "Static credentials, for emulators (LocalStack, the fake) only. In production leave this out and use the default chain (instance/task role, SSO, environment) or `roleArn`. Default: the default AWS credential chain.",
       properties: {
         accessKeyId: { type: "string", minLength: 1, description: "Access key id." },
-        secretAccessKey: { type: "string", minLength: 1, description: "Secret access key: write `${VAR}`, never the value." },
+        secretAccessKey: {
+          type: "string",
+          minLength: 1,
+          description: "Secret access key: write `${VAR}`, never the value.",
+        },
         sessionToken: { type: "string", description: "Session token of temporary credentials." },
       },
     },
-    timeoutMs: { type: "integer", minimum: 100, maximum: 120000, default: 10000, description: "Timeout of one HTTP attempt to AWS, in milliseconds; past it the call fails with 504. Default 10000." },
+    timeoutMs: {
+      type: "integer",
+      minimum: 100,
+      maximum: 120000,
+      default: 10000,
+      description:
+        "Timeout of one HTTP attempt to AWS, in milliseconds; past it the call fails with 504. Default 10000.",
+    },
     maxAttempts: {
       type: "integer",
       minimum: 1,
       maximum: 10,
       default: 4,
-      description: "SDK attempts per call, the first included (throttling and 5xx are retried with backoff, honouring Retry-After). Default 4.",
+      description:
+        "SDK attempts per call, the first included (throttling and 5xx are retried with backoff, honouring Retry-After). Default 4.",
     },
     maxQueueWaitMs: {
       type: "integer",
@@ -79,7 +106,8 @@ export const optionsSchema = {
       minimum: 0,
       maximum: 3600000,
       default: 15000,
-      description: "How long a successful health check is reused, in milliseconds (a failure is not reused). Default 15000.",
+      description:
+        "How long a successful health check is reused, in milliseconds (a failure is not reused). Default 15000.",
     },
     rateLimits: {
       type: "object",
@@ -91,7 +119,13 @@ export const optionsSchema = {
         createApiKey: rps(5, "CreateApiKey calls per second. Default 5."),
         deleteApiKey: rps(5, "DeleteApiKey calls per second. Default 5."),
         apiGateway: rps(10, "Every other API Gateway call (usage plan keys, reads, updates), per second. Default 10."),
-        apiGatewayBurst: { type: "integer", minimum: 1, maximum: 1000, default: 40, description: "Burst size of `apiGateway`. Default 40." },
+        apiGatewayBurst: {
+          type: "integer",
+          minimum: 1,
+          maximum: 1000,
+          default: 40,
+          description: "Burst size of `apiGateway`. Default 40.",
+        },
         cognitoPerOperation: rps(5, "Each Cognito operation, per user pool, per second. Default 5."),
         windowMarginMs: {
           type: "integer",
@@ -99,7 +133,7 @@ export const optionsSchema = {
           maximum: 5000,
           default: 100,
           description:
-            "Milliseconds added to each 1-second window of the \"N per second\" limits (CreateApiKey, DeleteApiKey, Cognito): at most N attempts leave in any window of 1 s + this margin, so network and event-loop jitter never lets AWS count N + 1 in its own 1-second window. Default 100.",
+            'Milliseconds added to each 1-second window of the "N per second" limits (CreateApiKey, DeleteApiKey, Cognito): at most N attempts leave in any window of 1 s + this margin, so network and event-loop jitter never lets AWS count N + 1 in its own 1-second window. Default 100.',
         },
       },
     },
@@ -113,20 +147,27 @@ export const optionsSchema = {
       type: "string",
       pattern: "^[\\w.@=+-]{1,32}$",
       default: "credhook",
-      description: "First segment of every API key name (`<prefix>/<developer>/<appSlug|appName>`) and Cognito client name. Default `credhook`.",
+      description:
+        "First segment of every API key name (`<prefix>/<developer>/<appSlug|appName>`) and Cognito client name. Default `credhook`.",
     },
-    userPoolId: { type: "string", pattern: "^[\\w-]+_[0-9a-zA-Z]+$", description: "CLIENT_CREDENTIALS: the user pool id, e.g. `us-east-1_AbCdEf123`." },
+    userPoolId: {
+      type: "string",
+      pattern: "^[\\w-]+_[0-9a-zA-Z]+$",
+      description: "CLIENT_CREDENTIALS: the user pool id, e.g. `us-east-1_AbCdEf123`.",
+    },
     resourceServer: {
       type: "string",
       minLength: 1,
       maxLength: 256,
       pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]+$",
-      description: "CLIENT_CREDENTIALS: identifier of the resource server holding the scopes, e.g. `https://api.example.com`.",
+      description:
+        "CLIENT_CREDENTIALS: identifier of the resource server holding the scopes, e.g. `https://api.example.com`.",
     },
     scopes: {
       type: "object",
       default: {},
-      description: "CLIENT_CREDENTIALS: scope names (without the resource-server prefix) per API id. APIs not listed get `defaultScopes`. Default `{}` (every API uses defaultScopes).",
+      description:
+        "CLIENT_CREDENTIALS: scope names (without the resource-server prefix) per API id. APIs not listed get `defaultScopes`. Default `{}` (every API uses defaultScopes).",
       additionalProperties: {
         type: "array",
         minItems: 1,
@@ -137,7 +178,8 @@ export const optionsSchema = {
       type: "array",
       items: { type: "string", minLength: 1, maxLength: 256 },
       default: ["{apiId}"],
-      description: "CLIENT_CREDENTIALS: scope names for an API absent from `scopes`; `{apiId}` is replaced by the API id. Default `[\"{apiId}\"]`.",
+      description:
+        'CLIENT_CREDENTIALS: scope names for an API absent from `scopes`; `{apiId}` is replaced by the API id. Default `["{apiId}"]`.',
     },
     createMissingScopes: {
       type: "boolean",
@@ -154,7 +196,8 @@ export const optionsSchema = {
     domain: {
       type: "string",
       pattern: "^(https?://)?[A-Za-z0-9.-]+(:\\d+)?$",
-      description: "CLIENT_CREDENTIALS: the user pool's domain (host), e.g. `auth.example.com` or `myprefix.auth.us-east-1.amazoncognito.com`.",
+      description:
+        "CLIENT_CREDENTIALS: the user pool's domain (host), e.g. `auth.example.com` or `myprefix.auth.us-east-1.amazoncognito.com`.",
     },
   },
 } as const;

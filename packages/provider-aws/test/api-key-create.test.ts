@@ -40,11 +40,19 @@ describe("API_KEY create", () => {
     expect(key.tags["credhook:credential-id"]).toMatch(/^[0-9a-f-]{36}$/);
     expect(cred.apiKey).toBe(key.value);
     expect(fake.apiGateway.plansOfKey(cred.nativeId)).toEqual([seed.planA, seed.planB].sort());
-    expect(cred.resources).toEqual({ kind: "apiKey", region: "us-east-1", keyId: cred.nativeId, name: key.name, usagePlans: [seed.planA, seed.planB].sort() });
+    expect(cred.resources).toEqual({
+      kind: "apiKey",
+      region: "us-east-1",
+      keyId: cred.nativeId,
+      name: key.name,
+      usagePlans: [seed.planA, seed.planB].sort(),
+    });
   });
 
   it("uses the app name without a slug, and cuts the name to 1,024 characters", async () => {
-    const { cred } = await createCredential(provider, "API_KEY", [], { app: { appName: "x".repeat(2000), developer: "d@example.com" } });
+    const { cred } = await createCredential(provider, "API_KEY", [], {
+      app: { appName: "x".repeat(2000), developer: "d@example.com" },
+    });
     const key = fake.apiGateway.keys.get(cred.nativeId)!;
     expect(key.name.startsWith("credhook/d@example.com/xxx")).toBe(true);
     expect(key.name).toHaveLength(1024);
@@ -52,13 +60,21 @@ describe("API_KEY create", () => {
   });
 
   it("imports the value core hands in", async () => {
-    const { cred } = await createCredential(provider, "API_KEY", [{ id: seed.apiA, usagePlans: [seed.planA] }], { apiKeyValue: VALUE });
+    const { cred } = await createCredential(provider, "API_KEY", [{ id: seed.apiA, usagePlans: [seed.planA] }], {
+      apiKeyValue: VALUE,
+    });
     expect(cred.apiKey).toBe(VALUE);
     expect(fake.apiGateway.keys.get(cred.nativeId)?.value).toBe(VALUE);
   });
 
   it("attaches a plan shared by two APIs once", async () => {
-    fake.apiGateway.addUsagePlan({ id: "shared", apiStages: [{ apiId: "api1", stage: "prod" }, { apiId: "api2", stage: "prod" }] });
+    fake.apiGateway.addUsagePlan({
+      id: "shared",
+      apiStages: [
+        { apiId: "api1", stage: "prod" },
+        { apiId: "api2", stage: "prod" },
+      ],
+    });
     const { cred } = await createCredential(provider, "API_KEY", [
       { id: "api1", usagePlans: ["shared"] },
       { id: "api2", usagePlans: ["shared"] },
@@ -72,17 +88,40 @@ describe("API_KEY create", () => {
       { id: seed.apiA, usagePlans: [seed.planA] },
       { id: seed.apiC, usagePlans: ["nope42"] },
     ]).catch((e: unknown) => e)) as CredhookError;
-    expect(err).toMatchObject({ status: 422, code: "INVALID_REFERENCE", message: `[gateway aws-test] usage plan nope42 (API ${seed.apiC}) does not exist`, outcomeUnknown: false });
+    expect(err).toMatchObject({
+      status: 422,
+      code: "INVALID_REFERENCE",
+      message: `[gateway aws-test] usage plan nope42 (API ${seed.apiC}) does not exist`,
+      outcomeUnknown: false,
+    });
     const [keyId] = [...fake.apiGateway.keys.keys()];
-    expect(err.partial).toEqual({ nativeId: keyId, resources: { kind: "apiKey", region: "us-east-1", keyId, name: "credhook/dev@example.com/590d83b5c05f", usagePlans: [seed.planA] } });
+    expect(err.partial).toEqual({
+      nativeId: keyId,
+      resources: {
+        kind: "apiKey",
+        region: "us-east-1",
+        keyId,
+        name: "credhook/dev@example.com/590d83b5c05f",
+        usagePlans: [seed.planA],
+      },
+    });
     expect(fake.stats().calls.DeleteApiKey).toBeUndefined(); // one place compensates: core
-    expect(await provider.revoke({ credentialId: fake.apiGateway.keys.get(keyId!)!.tags["credhook:credential-id"]!, credentialType: "API_KEY", app: testApp, ...err.partial! } as ProviderCredentialRef)).toBe("revoked");
+    expect(
+      await provider.revoke({
+        credentialId: fake.apiGateway.keys.get(keyId!)!.tags["credhook:credential-id"]!,
+        credentialType: "API_KEY",
+        app: testApp,
+        ...err.partial!,
+      } as ProviderCredentialRef),
+    ).toBe("revoked");
     expect(fake.apiGateway.keys.size).toBe(0);
     expect(fake.apiGateway.plans.get(seed.planA)?.keys.size).toBe(0);
   });
 
   it("two plans on one API stage are a 422 with the key as partial", async () => {
-    const err = (await createCredential(provider, "API_KEY", [{ id: seed.apiA, usagePlans: [seed.planA, seed.planA2] }]).catch((e: unknown) => e)) as CredhookError;
+    const err = (await createCredential(provider, "API_KEY", [
+      { id: seed.apiA, usagePlans: [seed.planA, seed.planA2] },
+    ]).catch((e: unknown) => e)) as CredhookError;
     expect(err).toMatchObject({ status: 422, message: expect.stringContaining("same API Stage") });
     expect(err.partial?.nativeId).toBe([...fake.apiGateway.keys.keys()][0]);
   });
@@ -100,9 +139,21 @@ describe("API_KEY create", () => {
   it("a retried create (same credential, same value) adopts the key the first attempt left instead of failing", async () => {
     const credentialId = randomUUID();
     const apis = [{ id: seed.apiA, usagePlans: [seed.planA] }];
-    const first = await provider.create({ credentialId, credentialType: "API_KEY", app: testApp, apis, apiKeyValue: VALUE });
+    const first = await provider.create({
+      credentialId,
+      credentialType: "API_KEY",
+      app: testApp,
+      apis,
+      apiKeyValue: VALUE,
+    });
     fake.apiGateway.detachKey(seed.planA, first.nativeId); // the first attempt died before attaching
-    const again = await provider.create({ credentialId, credentialType: "API_KEY", app: testApp, apis, apiKeyValue: VALUE });
+    const again = await provider.create({
+      credentialId,
+      credentialType: "API_KEY",
+      app: testApp,
+      apis,
+      apiKeyValue: VALUE,
+    });
     expect(again.nativeId).toBe(first.nativeId);
     expect(again.apiKey).toBe(VALUE);
     expect(fake.apiGateway.keys.size).toBe(1);

@@ -13,7 +13,12 @@ describe("assumed role", () => {
     await provider.health();
     expect(env.fake.sts.assumed).toHaveLength(1);
     const [assumed] = env.fake.sts.assumed;
-    expect(assumed).toMatchObject({ RoleArn: ROLE, ExternalId: "portal-42", RoleSessionName: "credhook-aws-test", callerAccessKeyId: "AKIDFAKE" });
+    expect(assumed).toMatchObject({
+      RoleArn: ROLE,
+      ExternalId: "portal-42",
+      RoleSessionName: "credhook-aws-test",
+      callerAccessKeyId: "AKIDFAKE",
+    });
     const apiCalls = env.fake.requests().filter((r) => r.service === "apigateway");
     expect(apiCalls.map((r) => r.operation)).toEqual(["CreateApiKey", "CreateUsagePlanKey", "GetApiKeys"]);
     for (const r of apiCalls) expect(r.accessKeyId).toBe(assumed!.accessKeyId);
@@ -22,9 +27,19 @@ describe("assumed role", () => {
 
   it("a refused AssumeRole (wrong external id) is a typed 502 and nothing is created", async () => {
     env.fake.sts.addRole(ROLE, "the-right-one");
-    const provider = await makeProvider(env.fake, env.seed, "CLIENT_CREDENTIALS", { roleArn: ROLE, externalId: "wrong-one", maxAttempts: 1 });
-    const err = await createCredential(provider, "CLIENT_CREDENTIALS", [{ id: env.seed.apiA, usagePlans: [] }]).catch((e: unknown) => e);
-    expect(err).toMatchObject({ status: 502, code: "UPSTREAM_FAILED", message: expect.stringContaining("[gateway aws-test]") });
+    const provider = await makeProvider(env.fake, env.seed, "CLIENT_CREDENTIALS", {
+      roleArn: ROLE,
+      externalId: "wrong-one",
+      maxAttempts: 1,
+    });
+    const err = await createCredential(provider, "CLIENT_CREDENTIALS", [{ id: env.seed.apiA, usagePlans: [] }]).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toMatchObject({
+      status: 502,
+      code: "UPSTREAM_FAILED",
+      message: expect.stringContaining("[gateway aws-test]"),
+    });
     expect(env.fake.cognito.allClients()).toEqual([]);
     expect(env.fake.requests().filter((r) => r.service === "cognito")).toEqual([]);
     await provider.close?.();

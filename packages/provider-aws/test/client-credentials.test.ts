@@ -23,15 +23,22 @@ const apisAB = (s: Seed): GatewayApi[] => [
   { id: s.apiA, usagePlans: [s.planA] },
   { id: s.apiB, usagePlans: [] },
 ];
-const none = (apis: GatewayApi[]): ProviderUpdateInput["changes"] => apis.map((a) => ({ id: a.id, action: "NONE", usagePlans: [] }));
+const none = (apis: GatewayApi[]): ProviderUpdateInput["changes"] =>
+  apis.map((a) => ({ id: a.id, action: "NONE", usagePlans: [] }));
 
 async function getToken(endpoint: string, clientId: string, secret: string, scope?: string) {
   const res = await fetch(endpoint, {
     method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${Buffer.from(`${clientId}:${secret}`).toString("base64")}` },
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      authorization: `Basic ${Buffer.from(`${clientId}:${secret}`).toString("base64")}`,
+    },
     body: new URLSearchParams({ grant_type: "client_credentials", ...(scope ? { scope } : {}) }).toString(),
   });
-  return { status: res.status, body: (await res.json()) as { access_token?: string; error?: string; token_type?: string; expires_in?: number } };
+  return {
+    status: res.status,
+    body: (await res.json()) as { access_token?: string; error?: string; token_type?: string; expires_in?: number },
+  };
 }
 
 describe("CLIENT_CREDENTIALS create", () => {
@@ -53,7 +60,14 @@ describe("CLIENT_CREDENTIALS create", () => {
       grantType: "client_credentials",
       scopes: `${rs}/${seed.apiA} ${rs}/${seed.apiB}`,
     });
-    expect(cred.resources).toEqual({ kind: "cognitoClient", region: "us-east-1", userPoolId: seed.poolId, clientId: cred.nativeId, clientName: client.ClientName, scopes: [`${rs}/${seed.apiA}`, `${rs}/${seed.apiB}`] });
+    expect(cred.resources).toEqual({
+      kind: "cognitoClient",
+      region: "us-east-1",
+      userPoolId: seed.poolId,
+      clientId: cred.nativeId,
+      clientName: client.ClientName,
+      scopes: [`${rs}/${seed.apiA}`, `${rs}/${seed.apiB}`],
+    });
   });
 
   it("the created client really obtains a token with the granted scopes at the token endpoint it was given", async () => {
@@ -64,14 +78,27 @@ describe("CLIENT_CREDENTIALS create", () => {
     expect(all.status).toBe(200);
     expect(all.body).toMatchObject({ token_type: "Bearer", expires_in: 3600 });
     expect(fake.cognito.verifyAccessToken(all.body.access_token!)?.scope).toBe(cred.customCredentials!.scopes);
-    const scoped = await getToken(fake.tokenEndpoint, cred.nativeId, cred.clientSecret!, `${seed.resourceServer}/${seed.apiB}`);
-    expect(fake.cognito.verifyAccessToken(scoped.body.access_token!)?.scope).toBe(`${seed.resourceServer}/${seed.apiB}`);
-    expect((await getToken(fake.tokenEndpoint, cred.nativeId, cred.clientSecret!, `${seed.resourceServer}/${seed.apiC}`)).body.error).toBe("invalid_scope");
+    const scoped = await getToken(
+      fake.tokenEndpoint,
+      cred.nativeId,
+      cred.clientSecret!,
+      `${seed.resourceServer}/${seed.apiB}`,
+    );
+    expect(fake.cognito.verifyAccessToken(scoped.body.access_token!)?.scope).toBe(
+      `${seed.resourceServer}/${seed.apiB}`,
+    );
+    expect(
+      (await getToken(fake.tokenEndpoint, cred.nativeId, cred.clientSecret!, `${seed.resourceServer}/${seed.apiC}`))
+        .body.error,
+    ).toBe("invalid_scope");
     await p.close?.();
   });
 
   it("uses the configured scope mapping and defaultScopes template", async () => {
-    const p = await makeProvider(fake, seed, "CLIENT_CREDENTIALS", { scopes: { [seed.apiA]: ["orders.read", "orders.write"] }, defaultScopes: ["api.{apiId}"] });
+    const p = await makeProvider(fake, seed, "CLIENT_CREDENTIALS", {
+      scopes: { [seed.apiA]: ["orders.read", "orders.write"] },
+      defaultScopes: ["api.{apiId}"],
+    });
     const { cred } = await createCredential(p, "CLIENT_CREDENTIALS", apisAB(seed));
     const rs = seed.resourceServer;
     expect(cred.resources.scopes).toEqual([`${rs}/api.${seed.apiB}`, `${rs}/orders.read`, `${rs}/orders.write`]);
@@ -81,7 +108,10 @@ describe("CLIENT_CREDENTIALS create", () => {
   it("concurrent creates needing different new scopes all keep theirs (serialised read-modify-write)", async () => {
     const ids = ["api00001", "api00002", "api00003", "api00004", "api00005", "api00006"];
     await Promise.all(ids.map((id) => createCredential(provider, "CLIENT_CREDENTIALS", [{ id, usagePlans: [] }])));
-    const names = fake.cognito.pools.get(seed.poolId)!.resourceServers.get(seed.resourceServer)!.Scopes.map((s) => s.ScopeName);
+    const names = fake.cognito.pools
+      .get(seed.poolId)!
+      .resourceServers.get(seed.resourceServer)!
+      .Scopes.map((s) => s.ScopeName);
     expect(names.sort()).toEqual([seed.apiA, ...ids].sort());
     expect(fake.cognito.allClients()).toHaveLength(ids.length);
   });
@@ -113,7 +143,9 @@ describe("CLIENT_CREDENTIALS update", () => {
   it("changes scopes with the full description, keeping fields set outside credhook", async () => {
     const { cred, ref } = await createCredential(provider, "CLIENT_CREDENTIALS", apisAB(seed));
     const { cognito } = sdkClients(fake);
-    const { UserPoolClient: d } = await cognito.send(new DescribeUserPoolClientCommand({ UserPoolId: seed.poolId, ClientId: cred.nativeId }));
+    const { UserPoolClient: d } = await cognito.send(
+      new DescribeUserPoolClientCommand({ UserPoolId: seed.poolId, ClientId: cred.nativeId }),
+    );
     // an operator shortens the token lifetime by hand (with a full update, as they must)
     await cognito.send(
       new UpdateUserPoolClientCommand({
@@ -128,7 +160,12 @@ describe("CLIENT_CREDENTIALS update", () => {
       }),
     );
     const desired = [...apisAB(seed), { id: seed.apiC, usagePlans: [] }];
-    const res = await provider.update({ ...ref, previous: apisAB(seed), desired, changes: [...none(apisAB(seed)), { id: seed.apiC, action: "ADDED", usagePlans: [] }] });
+    const res = await provider.update({
+      ...ref,
+      previous: apisAB(seed),
+      desired,
+      changes: [...none(apisAB(seed)), { id: seed.apiC, action: "ADDED", usagePlans: [] }],
+    });
     const client = fake.cognito.pools.get(seed.poolId)!.clients.get(cred.nativeId)!;
     const rs = seed.resourceServer;
     expect(client.AllowedOAuthScopes).toEqual([`${rs}/${seed.apiA}`, `${rs}/${seed.apiB}`, `${rs}/${seed.apiC}`]);
@@ -138,8 +175,16 @@ describe("CLIENT_CREDENTIALS update", () => {
     expect(client.ClientSecret).toBe(cred.clientSecret);
     expect(res.resources.scopes).toEqual(client.AllowedOAuthScopes);
     // REMOVED drops the scope again
-    await provider.update({ ...ref, previous: desired, desired: apisAB(seed), changes: [...none(apisAB(seed)), { id: seed.apiC, action: "REMOVED", usagePlans: [] }] });
-    expect(fake.cognito.pools.get(seed.poolId)!.clients.get(cred.nativeId)!.AllowedOAuthScopes).toEqual([`${rs}/${seed.apiA}`, `${rs}/${seed.apiB}`]);
+    await provider.update({
+      ...ref,
+      previous: desired,
+      desired: apisAB(seed),
+      changes: [...none(apisAB(seed)), { id: seed.apiC, action: "REMOVED", usagePlans: [] }],
+    });
+    expect(fake.cognito.pools.get(seed.poolId)!.clients.get(cred.nativeId)!.AllowedOAuthScopes).toEqual([
+      `${rs}/${seed.apiA}`,
+      `${rs}/${seed.apiB}`,
+    ]);
     cognito.destroy();
   });
 
@@ -151,11 +196,17 @@ describe("CLIENT_CREDENTIALS update", () => {
     // someone "updates" the client the naive way (name kept): Cognito resets scopes and flows
     const { cognito } = sdkClients(fake);
     const marked = String(ref.resources.clientName);
-    await cognito.send(new UpdateUserPoolClientCommand({ UserPoolId: seed.poolId, ClientId: cred.nativeId, ClientName: marked }));
+    await cognito.send(
+      new UpdateUserPoolClientCommand({ UserPoolId: seed.poolId, ClientId: cred.nativeId, ClientName: marked }),
+    );
     expect(fake.cognito.pools.get(seed.poolId)!.clients.get(cred.nativeId)!.AllowedOAuthScopes).toBeUndefined();
     await provider.update({ ...ref, previous: apisAB(seed), desired: apisAB(seed), changes: none(apisAB(seed)) });
     const client = fake.cognito.pools.get(seed.poolId)!.clients.get(cred.nativeId)!;
-    expect(client).toMatchObject({ ClientName: marked, AllowedOAuthFlows: ["client_credentials"], AllowedOAuthFlowsUserPoolClient: true });
+    expect(client).toMatchObject({
+      ClientName: marked,
+      AllowedOAuthFlows: ["client_credentials"],
+      AllowedOAuthFlowsUserPoolClient: true,
+    });
     expect(client.AllowedOAuthScopes).toHaveLength(2);
     expect((await getToken(fake.tokenEndpoint, cred.nativeId, cred.clientSecret!)).status).toBe(200);
     cognito.destroy();
@@ -164,13 +215,34 @@ describe("CLIENT_CREDENTIALS update", () => {
   it("a rename renames the client", async () => {
     const app = { appName: "Old Name", developer: "dev@example.com" };
     const { ref } = await createCredential(provider, "CLIENT_CREDENTIALS", apisAB(seed), { app });
-    await provider.update({ ...ref, app: { ...app, appName: "New/Name" }, previous: apisAB(seed), desired: apisAB(seed), changes: none(apisAB(seed)), previousAppName: "Old Name" });
-    expect(fake.cognito.pools.get(seed.poolId)!.clients.get(ref.nativeId)!.ClientName).toBe(`credhook-dev@example.com-New_Name@ch.${gatewayMark("aws-test")}.${ref.credentialId}`);
+    await provider.update({
+      ...ref,
+      app: { ...app, appName: "New/Name" },
+      previous: apisAB(seed),
+      desired: apisAB(seed),
+      changes: none(apisAB(seed)),
+      previousAppName: "Old Name",
+    });
+    expect(fake.cognito.pools.get(seed.poolId)!.clients.get(ref.nativeId)!.ClientName).toBe(
+      `credhook-dev@example.com-New_Name@ch.${gatewayMark("aws-test")}.${ref.credentialId}`,
+    );
   });
 
   it("a missing client is a 404", async () => {
     await expect(
-      provider.update({ credentialId: "c", credentialType: "CLIENT_CREDENTIALS", nativeId: "nosuchclient", resources: {}, app: { appName: "a", developer: "d" }, previous: [], desired: [], changes: [] }),
-    ).rejects.toMatchObject({ status: 404, message: `[gateway aws-test] app client nosuchclient does not exist in user pool ${seed.poolId}` });
+      provider.update({
+        credentialId: "c",
+        credentialType: "CLIENT_CREDENTIALS",
+        nativeId: "nosuchclient",
+        resources: {},
+        app: { appName: "a", developer: "d" },
+        previous: [],
+        desired: [],
+        changes: [],
+      }),
+    ).rejects.toMatchObject({
+      status: 404,
+      message: `[gateway aws-test] app client nosuchclient does not exist in user pool ${seed.poolId}`,
+    });
   });
 });

@@ -11,8 +11,17 @@ import type { AwsFake } from "@credhook/fakes/aws";
 import { makeProvider as makeLimitedProvider, seededFake, type Seed } from "./helpers.js";
 
 /** No client-side limit worth the name (the schema's maximum, 1000 per second). */
-const unthrottled = { rateLimits: { createApiKey: 1000, deleteApiKey: 1000, apiGateway: 1000, apiGatewayBurst: 1000, cognitoPerOperation: 1000 } };
-const makeProvider: typeof makeLimitedProvider = (f, s, type, extra = {}, ...rest) => makeLimitedProvider(f, s, type, { ...unthrottled, ...extra }, ...rest);
+const unthrottled = {
+  rateLimits: {
+    createApiKey: 1000,
+    deleteApiKey: 1000,
+    apiGateway: 1000,
+    apiGatewayBurst: 1000,
+    cognitoPerOperation: 1000,
+  },
+};
+const makeProvider: typeof makeLimitedProvider = (f, s, type, extra = {}, ...rest) =>
+  makeLimitedProvider(f, s, type, { ...unthrottled, ...extra }, ...rest);
 
 let fake: AwsFake;
 let seed: Seed;

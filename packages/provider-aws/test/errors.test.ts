@@ -20,30 +20,46 @@ describe("error mapping", () => {
     const provider = await makeProvider(env.fake, env.seed, "API_KEY", { maxAttempts: 2 });
     env.fake.faults.throttle({ operation: "CreateApiKey", count: 2, retryAfterS: 3 });
     const err = await createCredential(provider, "API_KEY", []).catch((e: unknown) => e);
-    expect(err).toMatchObject({ status: 503, code: "THROTTLED", retryAfterS: 3, message: expect.stringMatching(/^\[gateway aws-test\] CreateApiKey/) });
+    expect(err).toMatchObject({
+      status: 503,
+      code: "THROTTLED",
+      retryAfterS: 3,
+      message: expect.stringMatching(/^\[gateway aws-test\] CreateApiKey/),
+    });
     await provider.close?.();
   });
 
   it("Cognito throttling after retries is a 503 too", async () => {
     const provider = await makeProvider(env.fake, env.seed, "CLIENT_CREDENTIALS", { maxAttempts: 1 });
     env.fake.faults.throttle({ service: "cognito", operation: "CreateUserPoolClient", retryAfterS: 2 });
-    await expect(createCredential(provider, "CLIENT_CREDENTIALS", [{ id: env.seed.apiA, usagePlans: [] }])).rejects.toMatchObject({ status: 503, code: "THROTTLED", retryAfterS: 2 });
+    await expect(
+      createCredential(provider, "CLIENT_CREDENTIALS", [{ id: env.seed.apiA, usagePlans: [] }]),
+    ).rejects.toMatchObject({ status: 503, code: "THROTTLED", retryAfterS: 2 });
     await provider.close?.();
   });
 
   it("a 500 is a 502 UpstreamError, a 503 an UpstreamUnavailable", async () => {
     const provider = await makeProvider(env.fake, env.seed, "API_KEY", { maxAttempts: 1 });
     env.fake.faults.serverError({ operation: "CreateApiKey", status: 500 });
-    await expect(createCredential(provider, "API_KEY", [])).rejects.toMatchObject({ status: 502, code: "UPSTREAM_FAILED" });
+    await expect(createCredential(provider, "API_KEY", [])).rejects.toMatchObject({
+      status: 502,
+      code: "UPSTREAM_FAILED",
+    });
     env.fake.faults.serverError({ operation: "CreateApiKey", status: 503 });
-    await expect(createCredential(provider, "API_KEY", [])).rejects.toMatchObject({ status: 503, code: "UPSTREAM_UNAVAILABLE" });
+    await expect(createCredential(provider, "API_KEY", [])).rejects.toMatchObject({
+      status: 503,
+      code: "UPSTREAM_UNAVAILABLE",
+    });
     await provider.close?.();
   });
 
   it("a call slower than timeoutMs is a 504 UpstreamTimeout", async () => {
     const provider = await makeProvider(env.fake, env.seed, "API_KEY", { maxAttempts: 1, timeoutMs: 200 });
     env.fake.faults.latency(1_500, { operation: "CreateApiKey", count: 1 });
-    await expect(createCredential(provider, "API_KEY", [])).rejects.toMatchObject({ status: 504, code: "UPSTREAM_TIMEOUT" });
+    await expect(createCredential(provider, "API_KEY", [])).rejects.toMatchObject({
+      status: 504,
+      code: "UPSTREAM_TIMEOUT",
+    });
     await provider.close?.();
   });
 
@@ -60,8 +76,14 @@ describe("error mapping", () => {
   it("a failed plan attach after retries reports the upstream failure with the key as partial (never deleted by the provider)", async () => {
     const provider = await makeProvider(env.fake, env.seed, "API_KEY", { maxAttempts: 1 });
     env.fake.faults.serverError({ operation: "CreateUsagePlanKey", status: 500 });
-    const err = await createCredential(provider, "API_KEY", [{ id: env.seed.apiA, usagePlans: [env.seed.planA] }]).catch((e: unknown) => e);
-    expect(err).toMatchObject({ status: 502, partial: { nativeId: [...env.fake.apiGateway.keys.keys()][0] }, outcomeUnknown: false });
+    const err = await createCredential(provider, "API_KEY", [
+      { id: env.seed.apiA, usagePlans: [env.seed.planA] },
+    ]).catch((e: unknown) => e);
+    expect(err).toMatchObject({
+      status: 502,
+      partial: { nativeId: [...env.fake.apiGateway.keys.keys()][0] },
+      outcomeUnknown: false,
+    });
     expect(env.fake.apiGateway.keys.size).toBe(1);
     await provider.close?.();
   });
@@ -92,8 +114,13 @@ describe("health", () => {
   });
 
   it("a missing resource server makes CLIENT_CREDENTIALS unhealthy with a message naming it", async () => {
-    const provider = await makeProvider(env.fake, env.seed, "CLIENT_CREDENTIALS", { resourceServer: "https://nope.example.com" });
-    await expect(provider.health()).rejects.toMatchObject({ status: 503, message: expect.stringContaining("resource server https://nope.example.com") });
+    const provider = await makeProvider(env.fake, env.seed, "CLIENT_CREDENTIALS", {
+      resourceServer: "https://nope.example.com",
+    });
+    await expect(provider.health()).rejects.toMatchObject({
+      status: 503,
+      message: expect.stringContaining("resource server https://nope.example.com"),
+    });
     await provider.close?.();
   });
 });

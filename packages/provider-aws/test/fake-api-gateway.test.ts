@@ -1,5 +1,16 @@
 /** The API Gateway fake, driven by the unmodified SDK: value rules, plans, pagination, faults, quotas. */
-import { APIGatewayClient, CreateApiKeyCommand, CreateUsagePlanKeyCommand, DeleteApiKeyCommand, DeleteUsagePlanKeyCommand, GetApiKeyCommand, GetApiKeysCommand, GetUsagePlanKeyCommand, TagResourceCommand, UpdateApiKeyCommand } from "@aws-sdk/client-api-gateway";
+import {
+  APIGatewayClient,
+  CreateApiKeyCommand,
+  CreateUsagePlanKeyCommand,
+  DeleteApiKeyCommand,
+  DeleteUsagePlanKeyCommand,
+  GetApiKeyCommand,
+  GetApiKeysCommand,
+  GetUsagePlanKeyCommand,
+  TagResourceCommand,
+  UpdateApiKeyCommand,
+} from "@aws-sdk/client-api-gateway";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AwsFake } from "@credhook/fakes/aws";
 import { dummyCredentials, seededFake, sdkClients, type Seed } from "./helpers.js";
@@ -21,7 +32,9 @@ const VALUE = "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789";
 
 describe("API Gateway fake: API keys", () => {
   it("creates an enabled key with an imported value and returns the value only on includeValue", async () => {
-    const created = await apigw.send(new CreateApiKeyCommand({ name: "k1", enabled: true, value: VALUE, tags: { app: "a" } }));
+    const created = await apigw.send(
+      new CreateApiKeyCommand({ name: "k1", enabled: true, value: VALUE, tags: { app: "a" } }),
+    );
     expect(created.value).toBe(VALUE);
     expect(created.id).toMatch(/^[a-z0-9]{10}$/);
     expect(created.createdDate).toBeInstanceOf(Date);
@@ -45,7 +58,9 @@ describe("API Gateway fake: API keys", () => {
       message: "API Key already exists",
       $metadata: { httpStatusCode: 409 },
     });
-    await expect(apigw.send(new CreateApiKeyCommand({ name: "k3", value: "tooShort123" }))).rejects.toMatchObject({ name: "BadRequestException" });
+    await expect(apigw.send(new CreateApiKeyCommand({ name: "k3", value: "tooShort123" }))).rejects.toMatchObject({
+      name: "BadRequestException",
+    });
   });
 
   it("updates name and enabled through patch operations and rejects unknown paths", async () => {
@@ -60,7 +75,11 @@ describe("API Gateway fake: API keys", () => {
       }),
     );
     expect(updated).toMatchObject({ name: "new", enabled: false });
-    await expect(apigw.send(new UpdateApiKeyCommand({ apiKey: id, patchOperations: [{ op: "replace", path: "/value", value: VALUE }] }))).rejects.toMatchObject({
+    await expect(
+      apigw.send(
+        new UpdateApiKeyCommand({ apiKey: id, patchOperations: [{ op: "replace", path: "/value", value: VALUE }] }),
+      ),
+    ).rejects.toMatchObject({
       name: "BadRequestException",
     });
   });
@@ -83,7 +102,9 @@ describe("API Gateway fake: API keys", () => {
     expect(ids.size).toBe(30);
     const odd = await apigw.send(new GetApiKeysCommand({ nameQuery: "odd/", limit: 500 }));
     expect(odd.items).toHaveLength(15);
-    await expect(apigw.send(new GetApiKeysCommand({ limit: 501 }))).rejects.toMatchObject({ name: "BadRequestException" });
+    await expect(apigw.send(new GetApiKeysCommand({ limit: 501 }))).rejects.toMatchObject({
+      name: "BadRequestException",
+    });
   });
 
   it("deleting a key answers NotFound afterwards and removes it from its plans", async () => {
@@ -91,8 +112,13 @@ describe("API Gateway fake: API keys", () => {
     await apigw.send(new CreateUsagePlanKeyCommand({ usagePlanId: seed.planA, keyId: id, keyType: "API_KEY" }));
     await apigw.send(new DeleteApiKeyCommand({ apiKey: id }));
     expect(fake.apiGateway.plansOfKey(id!)).toEqual([]);
-    await expect(apigw.send(new GetApiKeyCommand({ apiKey: id }))).rejects.toMatchObject({ name: "NotFoundException", $metadata: { httpStatusCode: 404 } });
-    await expect(apigw.send(new DeleteApiKeyCommand({ apiKey: id }))).rejects.toMatchObject({ name: "NotFoundException" });
+    await expect(apigw.send(new GetApiKeyCommand({ apiKey: id }))).rejects.toMatchObject({
+      name: "NotFoundException",
+      $metadata: { httpStatusCode: 404 },
+    });
+    await expect(apigw.send(new DeleteApiKeyCommand({ apiKey: id }))).rejects.toMatchObject({
+      name: "NotFoundException",
+    });
   });
 });
 
@@ -100,22 +126,35 @@ describe("API Gateway fake: usage plan keys", () => {
   it("attaches, reads, detaches; 409 when already attached, 404 when not", async () => {
     const { id } = await apigw.send(new CreateApiKeyCommand({ name: "p" }));
     await apigw.send(new CreateUsagePlanKeyCommand({ usagePlanId: seed.planA, keyId: id, keyType: "API_KEY" }));
-    await expect(apigw.send(new CreateUsagePlanKeyCommand({ usagePlanId: seed.planA, keyId: id, keyType: "API_KEY" }))).rejects.toMatchObject({
+    await expect(
+      apigw.send(new CreateUsagePlanKeyCommand({ usagePlanId: seed.planA, keyId: id, keyType: "API_KEY" })),
+    ).rejects.toMatchObject({
       name: "ConflictException",
     });
-    expect(await apigw.send(new GetUsagePlanKeyCommand({ usagePlanId: seed.planA, keyId: id }))).toMatchObject({ id, type: "API_KEY" });
+    expect(await apigw.send(new GetUsagePlanKeyCommand({ usagePlanId: seed.planA, keyId: id }))).toMatchObject({
+      id,
+      type: "API_KEY",
+    });
     await apigw.send(new DeleteUsagePlanKeyCommand({ usagePlanId: seed.planA, keyId: id }));
-    await expect(apigw.send(new DeleteUsagePlanKeyCommand({ usagePlanId: seed.planA, keyId: id }))).rejects.toMatchObject({ name: "NotFoundException" });
-    await expect(apigw.send(new GetUsagePlanKeyCommand({ usagePlanId: seed.planA, keyId: id }))).rejects.toMatchObject({ name: "NotFoundException" });
+    await expect(
+      apigw.send(new DeleteUsagePlanKeyCommand({ usagePlanId: seed.planA, keyId: id })),
+    ).rejects.toMatchObject({ name: "NotFoundException" });
+    await expect(apigw.send(new GetUsagePlanKeyCommand({ usagePlanId: seed.planA, keyId: id }))).rejects.toMatchObject({
+      name: "NotFoundException",
+    });
   });
 
   it("answers NotFound for an unknown plan and for an unknown key, with different messages", async () => {
     const { id } = await apigw.send(new CreateApiKeyCommand({ name: "p" }));
-    await expect(apigw.send(new CreateUsagePlanKeyCommand({ usagePlanId: "nope00", keyId: id, keyType: "API_KEY" }))).rejects.toMatchObject({
+    await expect(
+      apigw.send(new CreateUsagePlanKeyCommand({ usagePlanId: "nope00", keyId: id, keyType: "API_KEY" })),
+    ).rejects.toMatchObject({
       name: "NotFoundException",
       message: "Invalid Usage Plan ID specified",
     });
-    await expect(apigw.send(new CreateUsagePlanKeyCommand({ usagePlanId: seed.planA, keyId: "nokey00000", keyType: "API_KEY" }))).rejects.toMatchObject({
+    await expect(
+      apigw.send(new CreateUsagePlanKeyCommand({ usagePlanId: seed.planA, keyId: "nokey00000", keyType: "API_KEY" })),
+    ).rejects.toMatchObject({
       name: "NotFoundException",
       message: "Invalid API Key identifier specified",
     });
@@ -124,7 +163,9 @@ describe("API Gateway fake: usage plan keys", () => {
   it("refuses a second plan on the same API stage for one key", async () => {
     const { id } = await apigw.send(new CreateApiKeyCommand({ name: "p" }));
     await apigw.send(new CreateUsagePlanKeyCommand({ usagePlanId: seed.planA, keyId: id, keyType: "API_KEY" }));
-    await expect(apigw.send(new CreateUsagePlanKeyCommand({ usagePlanId: seed.planA2, keyId: id, keyType: "API_KEY" }))).rejects.toMatchObject({
+    await expect(
+      apigw.send(new CreateUsagePlanKeyCommand({ usagePlanId: seed.planA2, keyId: id, keyType: "API_KEY" })),
+    ).rejects.toMatchObject({
       name: "BadRequestException",
       message: expect.stringContaining("same API Stage"),
     });
@@ -137,7 +178,11 @@ describe("API Gateway fake: faults and quotas", () => {
   it("injects 429 TooManyRequests with Retry-After, and the SDK retries it when allowed", async () => {
     fake.faults.throttle({ operation: "CreateApiKey", retryAfterS: 2 });
     const err = await apigw.send(new CreateApiKeyCommand({ name: "x" })).catch((e: unknown) => e);
-    expect(err).toMatchObject({ name: "TooManyRequestsException", retryAfterSeconds: "2", $metadata: { httpStatusCode: 429 } });
+    expect(err).toMatchObject({
+      name: "TooManyRequestsException",
+      retryAfterSeconds: "2",
+      $metadata: { httpStatusCode: 429 },
+    });
     fake.faults.throttle({ operation: "GetApiKeys", retryAfterS: 1 });
     const retrying = sdkClients(fake, 3).apigw;
     await expect(retrying.send(new GetApiKeysCommand({}))).resolves.toBeDefined();
@@ -166,10 +211,16 @@ describe("API Gateway fake: faults and quotas", () => {
   it("enforces CreateApiKey at 5 rps: a burst of 10 unthrottled calls is partly refused", async () => {
     const strict = await seededFake();
     const { apigw: c } = sdkClients(strict.fake);
-    const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => c.send(new CreateApiKeyCommand({ name: `b${i}` }))));
+    const results = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) => c.send(new CreateApiKeyCommand({ name: `b${i}` }))),
+    );
     const refused = results.filter((r) => r.status === "rejected");
     expect(refused.length).toBeGreaterThan(0);
-    for (const r of refused) expect((r as PromiseRejectedResult).reason).toMatchObject({ name: "TooManyRequestsException", $metadata: { httpStatusCode: 429 } });
+    for (const r of refused)
+      expect((r as PromiseRejectedResult).reason).toMatchObject({
+        name: "TooManyRequestsException",
+        $metadata: { httpStatusCode: 429 },
+      });
     expect(strict.fake.stats().throttled.CreateApiKey).toBe(refused.length);
     c.destroy();
     await strict.fake.close();
@@ -187,7 +238,10 @@ describe("API Gateway fake: issue-9 faults and the strict quota", () => {
     const strict = await seededFake({ apiGateway: { quotaModel: "sliding-window" } });
     const { apigw: c } = sdkClients(strict.fake);
     for (let i = 0; i < 5; i++) await c.send(new CreateApiKeyCommand({ name: `s${i}` }));
-    await expect(c.send(new CreateApiKeyCommand({ name: "s5" }))).rejects.toMatchObject({ name: "TooManyRequestsException", $metadata: { httpStatusCode: 429 } });
+    await expect(c.send(new CreateApiKeyCommand({ name: "s5" }))).rejects.toMatchObject({
+      name: "TooManyRequestsException",
+      $metadata: { httpStatusCode: 429 },
+    });
     await new Promise((r) => setTimeout(r, 1050));
     await c.send(new CreateApiKeyCommand({ name: "s6" }));
     expect(strict.fake.stats().throttled.CreateApiKey).toBe(1);
@@ -196,7 +250,13 @@ describe("API Gateway fake: issue-9 faults and the strict quota", () => {
   });
 
   it("lateApply: the client times out, the key appears later; failAfterApply: applied, then 500 or no answer", async () => {
-    const slow = new APIGatewayClient({ endpoint: fake.url, region: "us-east-1", credentials: dummyCredentials, maxAttempts: 1, requestHandler: { requestTimeout: 100, throwOnRequestTimeout: true } });
+    const slow = new APIGatewayClient({
+      endpoint: fake.url,
+      region: "us-east-1",
+      credentials: dummyCredentials,
+      maxAttempts: 1,
+      requestHandler: { requestTimeout: 100, throwOnRequestTimeout: true },
+    });
     fake.faults.lateApply(300, { operation: "CreateApiKey" });
     await expect(slow.send(new CreateApiKeyCommand({ name: "late" }))).rejects.toMatchObject({ name: "TimeoutError" });
     expect(fake.apiGateway.keys.size).toBe(0);
@@ -204,7 +264,9 @@ describe("API Gateway fake: issue-9 faults and the strict quota", () => {
     expect([...fake.apiGateway.keys.values()].map((k) => k.name)).toEqual(["late"]);
     slow.destroy();
     fake.faults.failAfterApply({ operation: "CreateApiKey", status: 500 });
-    await expect(apigw.send(new CreateApiKeyCommand({ name: "applied" }))).rejects.toMatchObject({ $metadata: { httpStatusCode: 500 } });
+    await expect(apigw.send(new CreateApiKeyCommand({ name: "applied" }))).rejects.toMatchObject({
+      $metadata: { httpStatusCode: 500 },
+    });
     fake.faults.failAfterApply({ operation: "DeleteApiKey", drop: true });
     const id = [...fake.apiGateway.keys.values()].find((k) => k.name === "applied")!.id;
     await expect(apigw.send(new DeleteApiKeyCommand({ apiKey: id }))).rejects.toBeDefined();
@@ -214,14 +276,18 @@ describe("API Gateway fake: issue-9 faults and the strict quota", () => {
   it("deny: 403 AccessDeniedException naming the action and resource, at any operation including reads; nothing applied", async () => {
     const key = await apigw.send(new CreateApiKeyCommand({ name: "k" }));
     fake.faults.deny({ operation: "CreateUsagePlanKey" });
-    await expect(apigw.send(new CreateUsagePlanKeyCommand({ usagePlanId: seed.planA, keyId: key.id, keyType: "API_KEY" }))).rejects.toMatchObject({
+    await expect(
+      apigw.send(new CreateUsagePlanKeyCommand({ usagePlanId: seed.planA, keyId: key.id, keyType: "API_KEY" })),
+    ).rejects.toMatchObject({
       name: "AccessDeniedException",
       $metadata: { httpStatusCode: 403 },
       message: `User: arn:aws:sts::123456789012:assumed-role/credhook/session is not authorized to perform: apigateway:POST on resource: arn:aws:apigateway:us-east-1::/usageplans/${seed.planA}/keys`,
     });
     expect(fake.apiGateway.plansOfKey(key.id!)).toEqual([]);
     fake.faults.deny({ operation: "GetApiKey" });
-    await expect(apigw.send(new GetApiKeyCommand({ apiKey: key.id }))).rejects.toMatchObject({ $metadata: { httpStatusCode: 403 } });
+    await expect(apigw.send(new GetApiKeyCommand({ apiKey: key.id }))).rejects.toMatchObject({
+      $metadata: { httpStatusCode: 403 },
+    });
   });
 
   it("createForeign: a key without credhook's tags; foreignTouched() lists it once it changes", async () => {

@@ -7,7 +7,15 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { isCredhookError, type CredentialType, type CredhookError, type GatewayApi, type Provider, type ProviderCredentialRef, type ProviderUpdateInput } from "@credhook/core";
+import {
+  isCredhookError,
+  type CredentialType,
+  type CredhookError,
+  type GatewayApi,
+  type Provider,
+  type ProviderCredentialRef,
+  type ProviderUpdateInput,
+} from "@credhook/core";
 import type { AwsFake, ForeignResource } from "@credhook/fakes/aws";
 import { clientMark } from "../src/naming.js";
 import { makeProvider, seededFake, testApp, type Seed } from "./helpers.js";
@@ -21,7 +29,10 @@ const open: Provider[] = [];
 beforeEach(async () => {
   ({ fake, seed } = await seededFake());
   // Someone else's resources in the same account: credhook must never touch them.
-  foreignKey = fake.createForeign("API_KEY", { name: "credhook/dev@example.com/590d83b5c05f", usagePlanIds: [seed.planA] });
+  foreignKey = fake.createForeign("API_KEY", {
+    name: "credhook/dev@example.com/590d83b5c05f",
+    usagePlanIds: [seed.planA],
+  });
   foreignClient = fake.createForeign("CLIENT_CREDENTIALS", { name: "credhook-dev@example.com-590d83b5c05f" });
 });
 afterEach(async () => {
@@ -32,7 +43,11 @@ afterEach(async () => {
   await fake.close();
 });
 
-async function provider(type: CredentialType, extra: Parameters<typeof makeProvider>[3] = {}, gateway?: string): Promise<Provider> {
+async function provider(
+  type: CredentialType,
+  extra: Parameters<typeof makeProvider>[3] = {},
+  gateway?: string,
+): Promise<Provider> {
   const p = await makeProvider(fake, seed, type, extra, undefined, gateway);
   open.push(p);
   return p;
@@ -59,10 +74,24 @@ async function until(cond: () => boolean, ms = 5_000): Promise<void> {
 }
 
 /** What core does after a failed create: revoke the partial, then revoke whatever carries the credential's mark. */
-async function compensate(p: Provider, type: CredentialType, credentialId: string, err: CredhookError, apis: GatewayApi[] = apisA): Promise<void> {
+async function compensate(
+  p: Provider,
+  type: CredentialType,
+  credentialId: string,
+  err: CredhookError,
+  apis: GatewayApi[] = apisA,
+): Promise<void> {
   const base = { credentialId, credentialType: type, app: testApp };
-  if (err.partial) expect(await p.revoke({ ...base, nativeId: err.partial.nativeId, resources: err.partial.resources as ProviderCredentialRef["resources"] })).toBe("revoked");
-  for (const r of await p.findByCredential!({ ...base, apis })) expect(await p.revoke({ ...base, nativeId: r.nativeId, resources: {} })).toBe("revoked");
+  if (err.partial)
+    expect(
+      await p.revoke({
+        ...base,
+        nativeId: err.partial.nativeId,
+        resources: err.partial.resources as ProviderCredentialRef["resources"],
+      }),
+    ).toBe("revoked");
+  for (const r of await p.findByCredential!({ ...base, apis }))
+    expect(await p.revoke({ ...base, nativeId: r.nativeId, resources: {} })).toBe("revoked");
   expect(await p.findByCredential!({ ...base, apis })).toEqual([]);
 }
 
@@ -75,7 +104,9 @@ describe("API_KEY create faults", () => {
     const p = await provider("API_KEY", { timeoutMs: 200, maxAttempts: 2 });
     fake.faults.lateApply(500, { operation: "CreateApiKey", count: 2 });
     const credentialId = randomUUID();
-    const err = await failure(p.create({ credentialId, credentialType: "API_KEY", app: testApp, apis: apisA, apiKeyValue: VALUE }));
+    const err = await failure(
+      p.create({ credentialId, credentialType: "API_KEY", app: testApp, apis: apisA, apiKeyValue: VALUE }),
+    );
     expect(err).toMatchObject({ status: 504, code: "UPSTREAM_TIMEOUT", outcomeUnknown: true, partial: undefined });
     expect(fake.stats().calls.CreateApiKey).toBe(2); // the SDK retried: values are unique, so a retry cannot make a second key
     expect(ownKeys()).toEqual([]);
@@ -90,7 +121,13 @@ describe("API_KEY create faults", () => {
     const p = await provider("API_KEY");
     fake.faults.failAfterApply({ operation: "CreateApiKey", status: 500 });
     const credentialId = randomUUID();
-    const cred = await p.create({ credentialId, credentialType: "API_KEY", app: testApp, apis: apisA, apiKeyValue: VALUE });
+    const cred = await p.create({
+      credentialId,
+      credentialType: "API_KEY",
+      app: testApp,
+      apis: apisA,
+      apiKeyValue: VALUE,
+    });
     expect(ownKeys()).toEqual([cred.nativeId]);
     expect(cred.apiKey).toBe(VALUE);
     expect(fake.apiGateway.plansOfKey(cred.nativeId)).toEqual(["pl4naa"]);
@@ -112,17 +149,29 @@ describe("API_KEY create faults", () => {
     const p = await provider("API_KEY");
     fake.faults.deny({ operation: "CreateUsagePlanKey" });
     const credentialId = randomUUID();
-    const err = await failure(p.create({ credentialId, credentialType: "API_KEY", app: testApp, apis: apisA, apiKeyValue: VALUE }));
+    const err = await failure(
+      p.create({ credentialId, credentialType: "API_KEY", app: testApp, apis: apisA, apiKeyValue: VALUE }),
+    );
     expect(err).toMatchObject({ status: 502, outcomeUnknown: false, partial: { nativeId: ownKeys()[0] } });
     expect(err.message).toContain("AccessDeniedException");
     expect(fake.stats().calls.DeleteApiKey).toBeUndefined(); // the provider does not clean up alone
     // Core's compensation fails too: DeleteApiKey answers 500 on every attempt.
     fake.faults.serverError({ operation: "DeleteApiKey", status: 500, count: 4 });
-    const ref = { credentialId, credentialType: "API_KEY" as const, app: testApp, nativeId: err.partial!.nativeId, resources: err.partial!.resources as ProviderCredentialRef["resources"] };
+    const ref = {
+      credentialId,
+      credentialType: "API_KEY" as const,
+      app: testApp,
+      nativeId: err.partial!.nativeId,
+      resources: err.partial!.resources as ProviderCredentialRef["resources"],
+    };
     expect(await failure(p.revoke(ref))).toMatchObject({ status: 502 });
     expect(fake.stats().calls.DeleteApiKey).toBe(4);
     // The record's hints still find the key; the next compensation (sweep, reconcile) removes it.
-    expect((await p.findByCredential!({ credentialId, credentialType: "API_KEY", app: testApp, apis: apisA })).map((r) => r.nativeId)).toEqual([ref.nativeId]);
+    expect(
+      (await p.findByCredential!({ credentialId, credentialType: "API_KEY", app: testApp, apis: apisA })).map(
+        (r) => r.nativeId,
+      ),
+    ).toEqual([ref.nativeId]);
     await compensate(p, "API_KEY", credentialId, err);
     expect(ownKeys()).toEqual([]);
   });
@@ -131,7 +180,13 @@ describe("API_KEY create faults", () => {
     const p = await provider("API_KEY");
     const credentialId = randomUUID();
     const cred = await p.create({ credentialId, credentialType: "API_KEY", app: testApp, apis: apisA });
-    const ref: ProviderCredentialRef = { credentialId, credentialType: "API_KEY", app: testApp, nativeId: cred.nativeId, resources: cred.resources };
+    const ref: ProviderCredentialRef = {
+      credentialId,
+      credentialType: "API_KEY",
+      app: testApp,
+      nativeId: cred.nativeId,
+      resources: cred.resources,
+    };
     fake.faults.throttle({ operation: "GetUsagePlanKey", retryAfterS: 0 });
     fake.faults.serverError({ operation: "GetApiKey", status: 500 });
     await p.update({ ...ref, previous: apisA, desired: apisA, changes: [] });
@@ -150,7 +205,16 @@ describe("API_KEY update faults: never less access than before", () => {
   const planA2 = "pl4na2";
   const swap = (from: string, to: string, fromApi: string, toApi: string): ProviderUpdateInput["changes"] =>
     fromApi === toApi
-      ? [{ id: fromApi, action: "NONE", usagePlans: [{ id: from, action: "REMOVED" }, { id: to, action: "ADDED" }] }]
+      ? [
+          {
+            id: fromApi,
+            action: "NONE",
+            usagePlans: [
+              { id: from, action: "REMOVED" },
+              { id: to, action: "ADDED" },
+            ],
+          },
+        ]
       : [
           { id: fromApi, action: "REMOVED", usagePlans: [{ id: from, action: "REMOVED" }] },
           { id: toApi, action: "ADDED", usagePlans: [{ id: to, action: "ADDED" }] },
@@ -163,21 +227,35 @@ describe("API_KEY update faults: never less access than before", () => {
     changes: u.changes.map((c) => ({
       id: c.id,
       action: c.action === "ADDED" ? "REMOVED" : c.action === "REMOVED" ? "ADDED" : "NONE",
-      usagePlans: c.usagePlans.map((x) => ({ id: x.id, action: x.action === "ADDED" ? "REMOVED" : x.action === "REMOVED" ? "ADDED" : "NONE" })),
+      usagePlans: c.usagePlans.map((x) => ({
+        id: x.id,
+        action: x.action === "ADDED" ? "REMOVED" : x.action === "REMOVED" ? "ADDED" : "NONE",
+      })),
     })),
   });
 
   async function keyInPlanA(p: Provider): Promise<ProviderCredentialRef> {
     const credentialId = randomUUID();
     const cred = await p.create({ credentialId, credentialType: "API_KEY", app: testApp, apis: apisA });
-    return { credentialId, credentialType: "API_KEY", app: testApp, nativeId: cred.nativeId, resources: cred.resources };
+    return {
+      credentialId,
+      credentialType: "API_KEY",
+      app: testApp,
+      nativeId: cred.nativeId,
+      resources: cred.resources,
+    };
   }
 
   it("REMOVED planA + ADDED planC with the attach refused 403: the key stays in planA (attach before detach)", async () => {
     const p = await provider("API_KEY");
     const ref = await keyInPlanA(p);
     fake.faults.deny({ operation: "CreateUsagePlanKey" });
-    const update: ProviderUpdateInput = { ...ref, previous: apisA, desired: [{ id: "k1l2m3n4o5", usagePlans: [planC] }], changes: swap(planA, planC, "a1b2c3d4e5", "k1l2m3n4o5") };
+    const update: ProviderUpdateInput = {
+      ...ref,
+      previous: apisA,
+      desired: [{ id: "k1l2m3n4o5", usagePlans: [planC] }],
+      changes: swap(planA, planC, "a1b2c3d4e5", "k1l2m3n4o5"),
+    };
     expect(await failure(p.update(update))).toMatchObject({ status: 502 });
     expect(fake.apiGateway.plansOfKey(ref.nativeId)).toEqual([planA]);
     expect(fake.stats().calls.DeleteUsagePlanKey).toBeUndefined();
@@ -192,7 +270,12 @@ describe("API_KEY update faults: never less access than before", () => {
   it("a move between two plans of one API stage detaches first (AWS allows one plan per stage); a failed attach is undone by core's inverse update, which is idempotent", async () => {
     const p = await provider("API_KEY");
     const ref = await keyInPlanA(p);
-    const update: ProviderUpdateInput = { ...ref, previous: apisA, desired: [{ id: "a1b2c3d4e5", usagePlans: [planA2] }], changes: swap(planA, planA2, "a1b2c3d4e5", "a1b2c3d4e5") };
+    const update: ProviderUpdateInput = {
+      ...ref,
+      previous: apisA,
+      desired: [{ id: "a1b2c3d4e5", usagePlans: [planA2] }],
+      changes: swap(planA, planA2, "a1b2c3d4e5", "a1b2c3d4e5"),
+    };
     fake.faults.deny({ operation: "CreateUsagePlanKey" });
     expect(await failure(p.update(update))).toMatchObject({ status: 502 });
     expect(fake.apiGateway.plansOfKey(ref.nativeId)).toEqual([]); // the one order AWS allows: detach, then attach (which failed)
@@ -210,7 +293,12 @@ describe("API_KEY update faults: never less access than before", () => {
   it("a usage plan key applied then answered 500: the SDK's retry gets 409, which GetUsagePlanKey confirms as attached", async () => {
     const p = await provider("API_KEY");
     const ref = await keyInPlanA(p);
-    const update: ProviderUpdateInput = { ...ref, previous: apisA, desired: [...apisA, { id: "k1l2m3n4o5", usagePlans: [planC] }], changes: [{ id: "k1l2m3n4o5", action: "ADDED", usagePlans: [{ id: planC, action: "ADDED" }] }] };
+    const update: ProviderUpdateInput = {
+      ...ref,
+      previous: apisA,
+      desired: [...apisA, { id: "k1l2m3n4o5", usagePlans: [planC] }],
+      changes: [{ id: "k1l2m3n4o5", action: "ADDED", usagePlans: [{ id: planC, action: "ADDED" }] }],
+    };
     fake.faults.failAfterApply({ operation: "CreateUsagePlanKey", status: 500 });
     await p.update(update);
     expect(fake.apiGateway.plansOfKey(ref.nativeId)).toEqual([planA, planC]);
@@ -220,7 +308,12 @@ describe("API_KEY update faults: never less access than before", () => {
   it("a usage plan key refused 500 on every attempt: 502; the inverse update converges", async () => {
     const p = await provider("API_KEY");
     const ref = await keyInPlanA(p);
-    const update: ProviderUpdateInput = { ...ref, previous: apisA, desired: [...apisA, { id: "k1l2m3n4o5", usagePlans: [planC] }], changes: [{ id: "k1l2m3n4o5", action: "ADDED", usagePlans: [{ id: planC, action: "ADDED" }] }] };
+    const update: ProviderUpdateInput = {
+      ...ref,
+      previous: apisA,
+      desired: [...apisA, { id: "k1l2m3n4o5", usagePlans: [planC] }],
+      changes: [{ id: "k1l2m3n4o5", action: "ADDED", usagePlans: [{ id: planC, action: "ADDED" }] }],
+    };
     fake.faults.serverError({ operation: "CreateUsagePlanKey", status: 500, count: 4 });
     expect(await failure(p.update(update))).toMatchObject({ status: 502 });
     await p.update(inverse(update));
@@ -231,31 +324,51 @@ describe("API_KEY update faults: never less access than before", () => {
 describe("non-idempotent creates are not retried after a timeout (a retry could make a second resource)", () => {
   it.each([
     { type: "API_KEY" as const, operation: "CreateApiKey", live: () => ownKeys() },
-    { type: "CLIENT_CREDENTIALS" as const, operation: "CreateUserPoolClient", live: () => ownClients().map((c) => c.ClientId) },
-  ])("$operation answering after timeoutMs: 504 outcome-unknown after one attempt; what lands is found by its mark and revoked", async ({ type, operation, live }) => {
-    const p = await provider(type, { timeoutMs: 200, maxAttempts: 4 });
-    fake.faults.lateApply(450, { operation, count: 4 });
-    const credentialId = randomUUID();
-    const err = await failure(p.create({ credentialId, credentialType: type, app: testApp, apis: apisA })); // no imported value
-    expect(err).toMatchObject({ status: 504, outcomeUnknown: true });
-    expect(fake.stats().calls[operation]).toBe(1);
-    await until(() => live().length === 1);
-    await compensate(p, type, credentialId, err);
-    expect(live()).toEqual([]);
-  });
+    {
+      type: "CLIENT_CREDENTIALS" as const,
+      operation: "CreateUserPoolClient",
+      live: () => ownClients().map((c) => c.ClientId),
+    },
+  ])(
+    "$operation answering after timeoutMs: 504 outcome-unknown after one attempt; what lands is found by its mark and revoked",
+    async ({ type, operation, live }) => {
+      const p = await provider(type, { timeoutMs: 200, maxAttempts: 4 });
+      fake.faults.lateApply(450, { operation, count: 4 });
+      const credentialId = randomUUID();
+      const err = await failure(p.create({ credentialId, credentialType: type, app: testApp, apis: apisA })); // no imported value
+      expect(err).toMatchObject({ status: 504, outcomeUnknown: true });
+      expect(fake.stats().calls[operation]).toBe(1);
+      await until(() => live().length === 1);
+      await compensate(p, type, credentialId, err);
+      expect(live()).toEqual([]);
+    },
+  );
 });
 
 describe("ownership", () => {
   it("API_KEY: a revoke of an unknown id (credentialId '') acts only on this gateway's mark", async () => {
     const mine = await provider("API_KEY");
     const other = await provider("API_KEY", {}, "aws-other");
-    const theirs = await other.create({ credentialId: randomUUID(), credentialType: "API_KEY", app: testApp, apis: [] });
-    const unknown = (nativeId: string): ProviderCredentialRef => ({ credentialId: "", credentialType: "API_KEY", nativeId, resources: {}, app: { appName: "", developer: "" } });
+    const theirs = await other.create({
+      credentialId: randomUUID(),
+      credentialType: "API_KEY",
+      app: testApp,
+      apis: [],
+    });
+    const unknown = (nativeId: string): ProviderCredentialRef => ({
+      credentialId: "",
+      credentialType: "API_KEY",
+      nativeId,
+      resources: {},
+      app: { appName: "", developer: "" },
+    });
     expect(await mine.revoke(unknown(foreignKey.nativeId))).toBe("not-owned");
     expect(await mine.revoke(unknown(theirs.nativeId))).toBe("not-owned");
     expect(await mine.revoke(unknown("nosuchkey0"))).toBe("gone");
     expect(await other.revoke(unknown(theirs.nativeId))).toBe("revoked");
-    expect(await mine.findByCredential!({ credentialId: randomUUID(), credentialType: "API_KEY", app: testApp, apis: [] })).toEqual([]);
+    expect(
+      await mine.findByCredential!({ credentialId: randomUUID(), credentialType: "API_KEY", app: testApp, apis: [] }),
+    ).toEqual([]);
   });
 
   it("an update of a record the store lost (credentialId '') acts on this gateway's mark and reports the credential id the mark carries", async () => {
@@ -263,7 +376,16 @@ describe("ownership", () => {
       const p = await provider(type);
       const original = randomUUID();
       const cred = await p.create({ credentialId: original, credentialType: type, app: testApp, apis: apisA });
-      const lost = { credentialId: "", credentialType: type, nativeId: cred.nativeId, resources: {}, app: testApp, previous: apisA, desired: apisA, changes: [] };
+      const lost = {
+        credentialId: "",
+        credentialType: type,
+        nativeId: cred.nativeId,
+        resources: {},
+        app: testApp,
+        previous: apisA,
+        desired: apisA,
+        changes: [],
+      };
       expect((await p.update(lost)).credentialId).toBe(original);
       const other = await provider(type, {}, "aws-other");
       expect(await failure(other.update(lost))).toMatchObject({ status: 404 });
@@ -278,7 +400,14 @@ describe("ownership", () => {
     const byHand = fake.createForeign("API_KEY", { name: "migrated/key" });
     const credentialId = randomUUID();
     const apis = [...apisA, { id: "k1l2m3n4o5", usagePlans: ["pl4ncc"] }];
-    const ref = { credentialId, credentialType: "API_KEY" as const, nativeId: byHand.nativeId, resources: {}, app: testApp, apis };
+    const ref = {
+      credentialId,
+      credentialType: "API_KEY" as const,
+      nativeId: byHand.nativeId,
+      resources: {},
+      app: testApp,
+      apis,
+    };
     const { resources } = await p.adopt!(ref);
     expect(await byHand.exists()).toBe(false); // changed: it is credhook's now
     const key = fake.apiGateway.keys.get(byHand.nativeId)!;
@@ -300,7 +429,14 @@ describe("ownership", () => {
     const long = `legacy-${"x".repeat(140)}`.slice(0, 128);
     const byHand = fake.createForeign("CLIENT_CREDENTIALS", { name: long });
     const credentialId = randomUUID();
-    const ref = { credentialId, credentialType: "CLIENT_CREDENTIALS" as const, nativeId: byHand.nativeId, resources: {}, app: testApp, apis: apisA };
+    const ref = {
+      credentialId,
+      credentialType: "CLIENT_CREDENTIALS" as const,
+      nativeId: byHand.nativeId,
+      resources: {},
+      app: testApp,
+      apis: apisA,
+    };
     expect(await p.revoke(ref)).toBe("not-owned");
     const { resources } = await p.adopt!(ref);
     const client = fake.cognito.pools.get(seed.poolId)!.clients.get(byHand.nativeId)!;
@@ -339,8 +475,17 @@ describe("ownership", () => {
     const credentialId = randomUUID();
     const cred = await p.create({ credentialId, credentialType: "CLIENT_CREDENTIALS", app: testApp, apis: apisA });
     fake.cognito.pools.get(seed.poolId)!.clients.get(cred.nativeId)!.ClientName = "renamed-by-hand";
-    const ref: ProviderCredentialRef = { credentialId, credentialType: "CLIENT_CREDENTIALS", nativeId: cred.nativeId, resources: cred.resources, app: testApp };
-    expect(await failure(p.update({ ...ref, previous: apisA, desired: apisA, changes: [] }))).toMatchObject({ status: 404, message: expect.stringContaining("credhook adopt") });
+    const ref: ProviderCredentialRef = {
+      credentialId,
+      credentialType: "CLIENT_CREDENTIALS",
+      nativeId: cred.nativeId,
+      resources: cred.resources,
+      app: testApp,
+    };
+    expect(await failure(p.update({ ...ref, previous: apisA, desired: apisA, changes: [] }))).toMatchObject({
+      status: 404,
+      message: expect.stringContaining("credhook adopt"),
+    });
     expect(await p.revoke(ref)).toBe("not-owned");
     expect(await failure(p.readSecret!(ref))).toMatchObject({ status: 404 });
   });
@@ -351,13 +496,21 @@ describe("CLIENT_CREDENTIALS create faults", () => {
     const p = await provider("CLIENT_CREDENTIALS");
     fake.faults.failAfterApply({ operation: "CreateUserPoolClient", status: 500 });
     const credentialId = randomUUID();
-    const err = await failure(p.create({ credentialId, credentialType: "CLIENT_CREDENTIALS", app: testApp, apis: apisA }));
+    const err = await failure(
+      p.create({ credentialId, credentialType: "CLIENT_CREDENTIALS", app: testApp, apis: apisA }),
+    );
     expect(err).toMatchObject({ status: 502, outcomeUnknown: true });
     expect(ownClients()).toHaveLength(1);
     await compensate(p, "CLIENT_CREDENTIALS", credentialId, err);
     fake.faults.deny({ operation: "CreateUserPoolClient" });
-    const denied = await failure(p.create({ credentialId: randomUUID(), credentialType: "CLIENT_CREDENTIALS", app: testApp, apis: apisA }));
-    expect(denied).toMatchObject({ status: 502, outcomeUnknown: false, message: expect.stringContaining("AccessDeniedException") });
+    const denied = await failure(
+      p.create({ credentialId: randomUUID(), credentialType: "CLIENT_CREDENTIALS", app: testApp, apis: apisA }),
+    );
+    expect(denied).toMatchObject({
+      status: 502,
+      outcomeUnknown: false,
+      message: expect.stringContaining("AccessDeniedException"),
+    });
     expect(ownClients()).toEqual([]);
   });
 

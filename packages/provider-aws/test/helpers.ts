@@ -1,7 +1,14 @@
 /** Shared test fixtures: SDK clients and providers pointed at the fake, and a seeded fake. */
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach } from "vitest";
-import { silentLogger, type CredentialType, type GatewayApi, type Logger, type Provider, type ProviderCredentialRef } from "@credhook/core";
+import {
+  silentLogger,
+  type CredentialType,
+  type GatewayApi,
+  type Logger,
+  type Provider,
+  type ProviderCredentialRef,
+} from "@credhook/core";
 import { memoryStateStore } from "@credhook/provider-testkit";
 import awsProviderFactory, { type AwsProviderOptions } from "../src/index.js";
 import { APIGatewayClient } from "@aws-sdk/client-api-gateway";
@@ -65,7 +72,12 @@ export function recordingLogger(): Logger & { lines: string[] } {
 }
 
 /** Options pointing a provider at `fake`, for `type`. */
-export function fakeOptions(fake: AwsFake, seed: Seed, type: CredentialType, extra: Partial<AwsProviderOptions> = {}): AwsProviderOptions {
+export function fakeOptions(
+  fake: AwsFake,
+  seed: Seed,
+  type: CredentialType,
+  extra: Partial<AwsProviderOptions> = {},
+): AwsProviderOptions {
   return {
     region: "us-east-1",
     endpoint: fake.url,
@@ -97,11 +109,28 @@ export async function makeProvider(
 export const testApp = { appName: "Orders Dashboard", developer: "dev@example.com", appSlug: "590d83b5c05f" };
 
 /** Creates a credential and returns it with the ref update/revoke take. */
-export async function createCredential(provider: Provider, type: CredentialType, apis: GatewayApi[], extra: { apiKeyValue?: string; app?: typeof testApp | { appName: string; developer: string } } = {}) {
+export async function createCredential(
+  provider: Provider,
+  type: CredentialType,
+  apis: GatewayApi[],
+  extra: { apiKeyValue?: string; app?: typeof testApp | { appName: string; developer: string } } = {},
+) {
   const credentialId = randomUUID();
   const app = extra.app ?? testApp;
-  const cred = await provider.create({ credentialId, credentialType: type, app, apis, ...(extra.apiKeyValue ? { apiKeyValue: extra.apiKeyValue } : {}) });
-  const ref: ProviderCredentialRef = { credentialId, credentialType: type, nativeId: cred.nativeId, resources: cred.resources, app };
+  const cred = await provider.create({
+    credentialId,
+    credentialType: type,
+    app,
+    apis,
+    ...(extra.apiKeyValue ? { apiKeyValue: extra.apiKeyValue } : {}),
+  });
+  const ref: ProviderCredentialRef = {
+    credentialId,
+    credentialType: type,
+    nativeId: cred.nativeId,
+    resources: cred.resources,
+    app,
+  };
   return { cred, ref };
 }
 

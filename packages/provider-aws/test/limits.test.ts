@@ -22,7 +22,11 @@ describe("SlidingWindowLimiter", () => {
       const t0 = Date.now();
       const limiter = new SlidingWindowLimiter(3, 200, "Op", () => Date.now());
       const released: Array<{ i: number; t: number }> = [];
-      const all = Promise.all(Array.from({ length: 10 }, (_, i) => limiter.acquire(10_000).then(() => released.push({ i, t: Date.now() - t0 }))));
+      const all = Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          limiter.acquire(10_000).then(() => released.push({ i, t: Date.now() - t0 })),
+        ),
+      );
       await vi.advanceTimersByTimeAsync(1000);
       await all;
       expect(released.map((r) => r.i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
@@ -38,7 +42,9 @@ describe("SlidingWindowLimiter", () => {
     const limiter = new SlidingWindowLimiter(2, 1000, "CreateApiKey");
     const queued = Array.from({ length: 6 }, () => limiter.acquire(60_000));
     expect(limiter.estimateWaitMs()).toBeGreaterThan(1500);
-    expect(() => acquireAttempt(limiter, 1000, "gw")).toThrow(expect.objectContaining({ status: 503, code: "THROTTLED" }));
+    expect(() => acquireAttempt(limiter, 1000, "gw")).toThrow(
+      expect.objectContaining({ status: 503, code: "THROTTLED" }),
+    );
     await limiter.stop();
     await Promise.all(queued);
   });
@@ -51,7 +57,9 @@ describe("every SDK attempt passes through the limiter", () => {
     await fake.close();
   });
 
-  it("20 concurrent creates against a strict 5-per-sliding-second CreateApiKey quota, with 3 injected 429s retried by the SDK: every attempt took a slot of the limiter, no answer throttled", { timeout: 30_000 }, async () => {
+  it("20 concurrent creates against a strict 5-per-sliding-second CreateApiKey quota, with 3 injected 429s retried by the SDK: every attempt took a slot of the limiter, no answer throttled", {
+    timeout: 30_000,
+  }, async () => {
     ({ fake, seed } = await seededFake({ apiGateway: { quotaModel: "sliding-window" } }));
     const provider = await makeProvider(fake, seed, "API_KEY", { rateLimits: { windowMarginMs: 400 } });
     fake.faults.throttle({ operation: "CreateApiKey", count: 3, retryAfterS: 0 });
@@ -59,7 +67,13 @@ describe("every SDK attempt passes through the limiter", () => {
     const { result: results, slots } = await countLimiterSlots("CreateApiKey", () =>
       Promise.allSettled(
         Array.from({ length: 20 }, (_, i) =>
-          provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app: { ...testApp, appSlug: `s${i}` }, apis: [], apiKeyValue: `StrictQuota${i}${"x".repeat(20)}` }),
+          provider.create({
+            credentialId: randomUUID(),
+            credentialType: "API_KEY",
+            app: { ...testApp, appSlug: `s${i}` },
+            apis: [],
+            apiKeyValue: `StrictQuota${i}${"x".repeat(20)}`,
+          }),
         ),
       ),
     );
@@ -75,8 +89,19 @@ describe("every SDK attempt passes through the limiter", () => {
     // The fake's quota clock stands still: the six calls fall in one window however slowly they arrive.
     ({ fake, seed } = await seededFake({ apiGateway: { quotaModel: "sliding-window", now: () => 0 } }));
     const provider = await makeProvider(fake, seed, "API_KEY", { rateLimits: { createApiKey: 1000 }, maxAttempts: 1 });
-    const results = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app: { ...testApp, appSlug: `t${i}` }, apis: [] })));
-    expect(results.filter((r) => r.status === "rejected").map((r) => (r as PromiseRejectedResult).reason.status)).toEqual([503]);
+    const results = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) =>
+        provider.create({
+          credentialId: randomUUID(),
+          credentialType: "API_KEY",
+          app: { ...testApp, appSlug: `t${i}` },
+          apis: [],
+        }),
+      ),
+    );
+    expect(
+      results.filter((r) => r.status === "rejected").map((r) => (r as PromiseRejectedResult).reason.status),
+    ).toEqual([503]);
     await provider.close?.();
   });
 });

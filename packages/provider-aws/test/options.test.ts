@@ -11,7 +11,16 @@ describe("options schema", () => {
   it("accepts a minimal block and fills the documented defaults", () => {
     const o: Record<string, unknown> = { region: "eu-west-1" };
     expect(problems(o)).toEqual([]);
-    expect(o).toMatchObject({ timeoutMs: 10000, maxAttempts: 4, maxQueueWaitMs: 30000, healthCacheMs: 15000, revokeMode: "delete", namePrefix: "credhook", createMissingScopes: true, defaultScopes: ["{apiId}"] });
+    expect(o).toMatchObject({
+      timeoutMs: 10000,
+      maxAttempts: 4,
+      maxQueueWaitMs: 30000,
+      healthCacheMs: 15000,
+      revokeMode: "delete",
+      namePrefix: "credhook",
+      createMissingScopes: true,
+      defaultScopes: ["{apiId}"],
+    });
   });
 
   it("accepts a full CLIENT_CREDENTIALS block with an assumed role", () => {
@@ -39,7 +48,13 @@ describe("options schema", () => {
   });
 
   it("CLIENT_CREDENTIALS without userPoolId and resourceServer stops start-up with the YAML paths", () => {
-    const ctx = { gateway: "m2m", configPath: "gateways.m2m.options", credentialType: "CLIENT_CREDENTIALS" as const, logger: silentLogger, state: memoryStateStore() };
+    const ctx = {
+      gateway: "m2m",
+      configPath: "gateways.m2m.options",
+      credentialType: "CLIENT_CREDENTIALS" as const,
+      logger: silentLogger,
+      state: memoryStateStore(),
+    };
     let err: unknown;
     try {
       awsProviderFactory.create({ region: "us-east-1" }, ctx);
@@ -56,10 +71,28 @@ describe("options schema", () => {
   });
 
   it("a gateway issues only its own credential type", async () => {
-    const ctx = { gateway: "keys", configPath: "gateways.keys.options", credentialType: "API_KEY" as const, logger: silentLogger, state: memoryStateStore() };
+    const ctx = {
+      gateway: "keys",
+      configPath: "gateways.keys.options",
+      credentialType: "API_KEY" as const,
+      logger: silentLogger,
+      state: memoryStateStore(),
+    };
     const p = await awsProviderFactory.create({ region: "us-east-1" }, ctx);
-    expect(p.capabilities).toEqual({ credentialTypes: ["API_KEY"], importsApiKeyValue: true, readsBackSecret: true, apiKeyValuePattern: "^[A-Za-z0-9]{20,128}$" });
-    await expect(p.create({ credentialId: "x", credentialType: "CLIENT_CREDENTIALS", app: { appName: "a", developer: "d" }, apis: [] })).rejects.toMatchObject({ status: 400 });
+    expect(p.capabilities).toEqual({
+      credentialTypes: ["API_KEY"],
+      importsApiKeyValue: true,
+      readsBackSecret: true,
+      apiKeyValuePattern: "^[A-Za-z0-9]{20,128}$",
+    });
+    await expect(
+      p.create({
+        credentialId: "x",
+        credentialType: "CLIENT_CREDENTIALS",
+        app: { appName: "a", developer: "d" },
+        apis: [],
+      }),
+    ).rejects.toMatchObject({ status: 400 });
     await p.close?.();
   });
 });

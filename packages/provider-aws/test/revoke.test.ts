@@ -25,8 +25,13 @@ describe("revoke", () => {
     expect(await provider.revoke(ref)).toBe("gone");
     expect(env.fake.apiGateway.keys.get(ref.nativeId)?.enabled).toBe(false);
     expect(env.fake.stats().calls.DeleteApiKey).toBeUndefined();
-    await expect(provider.readSecret!(ref)).rejects.toMatchObject({ status: 404, message: expect.stringContaining("disabled") });
-    await expect(provider.update({ ...ref, previous: apis, desired: apis, changes: [] })).rejects.toMatchObject({ status: 404 });
+    await expect(provider.readSecret!(ref)).rejects.toMatchObject({
+      status: 404,
+      message: expect.stringContaining("disabled"),
+    });
+    await expect(provider.update({ ...ref, previous: apis, desired: apis, changes: [] })).rejects.toMatchObject({
+      status: 404,
+    });
     await provider.close?.();
   });
 

@@ -11,7 +11,12 @@ describe("secrets", () => {
     const apis = [{ id: env.seed.apiA, usagePlans: [env.seed.planA] }];
     const { cred, ref } = await createCredential(provider, "API_KEY", apis);
     env.fake.apiGateway.detachKey(env.seed.planA, cred.nativeId);
-    await provider.update({ ...ref, previous: apis, desired: apis, changes: [{ id: env.seed.apiA, action: "NONE", usagePlans: [{ id: env.seed.planA, action: "NONE" }] }] });
+    await provider.update({
+      ...ref,
+      previous: apis,
+      desired: apis,
+      changes: [{ id: env.seed.apiA, action: "NONE", usagePlans: [{ id: env.seed.planA, action: "NONE" }] }],
+    });
     await provider.readSecret!(ref);
     await provider.revoke(ref);
     expect(logger.lines.length).toBeGreaterThan(0);
@@ -24,8 +29,15 @@ describe("secrets", () => {
   it("a full CLIENT_CREDENTIALS lifecycle never logs or stores the client secret", async () => {
     const logger = recordingLogger();
     const provider = await makeProvider(env.fake, env.seed, "CLIENT_CREDENTIALS", {}, logger);
-    const { cred, ref } = await createCredential(provider, "CLIENT_CREDENTIALS", [{ id: env.seed.apiA, usagePlans: [] }]);
-    await provider.update({ ...ref, previous: [], desired: [{ id: env.seed.apiB, usagePlans: [] }], changes: [{ id: env.seed.apiB, action: "ADDED", usagePlans: [] }] });
+    const { cred, ref } = await createCredential(provider, "CLIENT_CREDENTIALS", [
+      { id: env.seed.apiA, usagePlans: [] },
+    ]);
+    await provider.update({
+      ...ref,
+      previous: [],
+      desired: [{ id: env.seed.apiB, usagePlans: [] }],
+      changes: [{ id: env.seed.apiB, action: "ADDED", usagePlans: [] }],
+    });
     await provider.readSecret!(ref);
     await provider.revoke(ref);
     const all = [...logger.lines, JSON.stringify(cred.resources), JSON.stringify(cred.customCredentials)].join("\n");
@@ -45,7 +57,10 @@ describe("secrets", () => {
       if (r.fault?.kind === "error") r.fault = { ...r.fault, message: `bad value ${value}` };
       return r;
     };
-    const err = (await createCredential(provider, "API_KEY", [], { apiKeyValue: value }).catch((e: unknown) => e)) as { status: number; messages: string[] };
+    const err = (await createCredential(provider, "API_KEY", [], { apiKeyValue: value }).catch((e: unknown) => e)) as {
+      status: number;
+      messages: string[];
+    };
     expect(err.status).toBe(502);
     expect(err.messages.join(" ")).toContain("bad value ***");
     expect(err.messages.join(" ")).not.toContain(value);

@@ -15,7 +15,10 @@ import { createAzureProvider } from "../src/index.js";
 import { startApimFake } from "@credhook/fakes/azure";
 
 const apps = Number(process.argv[2] ?? 100);
-const apis = [{ id: "orders", usagePlans: ["gold", "silver"] }, { id: "echo-api", usagePlans: [] }];
+const apis = [
+  { id: "orders", usagePlans: ["gold", "silver"] },
+  { id: "echo-api", usagePlans: [] },
+];
 const app = { appName: "Bench", developer: "bench@example.com" };
 
 function pct(values: number[], p: number): number {
@@ -35,7 +38,13 @@ async function run(maxRetryAfterS: number): Promise<void> {
       maxRetryAfterS,
       timeoutMs: 300_000,
     },
-    { gateway: "bench", configPath: "gateways.bench.options", credentialType: "API_KEY", logger: silentLogger, state: memoryStateStore() },
+    {
+      gateway: "bench",
+      configPath: "gateways.bench.options",
+      credentialType: "API_KEY",
+      logger: silentLogger,
+      state: memoryStateStore(),
+    },
   );
   const phase = async (name: string, op: (i: number) => Promise<unknown>) => {
     const before = fake.requests.length;
@@ -57,7 +66,10 @@ async function run(maxRetryAfterS: number): Promise<void> {
     const failed = outcomes.filter((o) => o.status !== 200);
     console.log(
       `  ${name}: ${apps} apps in ${total.toFixed(0)} ms; ${ok.length} ok (p50 ${pct(ok, 50).toFixed(0)} ms, p95 ${pct(ok, 95).toFixed(0)} ms, max ${pct(ok, 100).toFixed(0)} ms), ` +
-        `${failed.length} failed ${JSON.stringify([...new Set(failed.map((f) => f.status))])} (max ${pct(failed.map((f) => f.ms), 100).toFixed(0)} ms); ` +
+        `${failed.length} failed ${JSON.stringify([...new Set(failed.map((f) => f.status))])} (max ${pct(
+          failed.map((f) => f.ms),
+          100,
+        ).toFixed(0)} ms); ` +
         `${reqs.length} ARM requests, ${reqs.filter((r) => r.status === 429).length} answered 429`,
     );
   };
@@ -73,13 +85,20 @@ async function run(maxRetryAfterS: number): Promise<void> {
   for (let i = 0; i < 1000; i++) fake.addForeignSubscription({ scope: "/products/gold" });
   await phase("findByCredential", async (i) => {
     const r = refs[i];
-    if (r && (await provider.findByCredential({ credentialId: r.credentialId, credentialType: "API_KEY", app, apis })).length !== 1) throw new Error("not found");
+    if (
+      r &&
+      (await provider.findByCredential({ credentialId: r.credentialId, credentialType: "API_KEY", app, apis }))
+        .length !== 1
+    )
+      throw new Error("not found");
   });
   await phase("revoke", async (i) => {
     const r = refs[i];
     if (r) await provider.revoke({ ...r, credentialType: "API_KEY", app, resources: {} });
   });
-  console.log(`  left in the fake: ${fake.listSubscriptions().length - 1000} subscriptions (and the 1000 foreign ones)`);
+  console.log(
+    `  left in the fake: ${fake.listSubscriptions().length - 1000} subscriptions (and the 1000 foreign ones)`,
+  );
   await provider.close();
   await fake.close();
 }

@@ -6,7 +6,20 @@
  * ARM error shape: `{"error":{"code","message","details":[{code,target,message}]}}`
  * https://learn.microsoft.com/azure/azure-resource-manager/management/common-deployment-errors
  */
-import { Conflict, NotFound, Throttled, UpstreamError, UpstreamTimeout, UpstreamUnavailable, containsSecret, GatewayErrors, isCredhookError, redactSecrets, retryAfterFromHeaders, type CredhookError } from "@credhook/core";
+import {
+  Conflict,
+  NotFound,
+  Throttled,
+  UpstreamError,
+  UpstreamTimeout,
+  UpstreamUnavailable,
+  containsSecret,
+  GatewayErrors,
+  isCredhookError,
+  redactSecrets,
+  retryAfterFromHeaders,
+  type CredhookError,
+} from "@credhook/core";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { RetryAfterTooLong, attemptsOf } from "./client.js";
 import { RateLimitQueueFull } from "./rate-limit.js";
@@ -115,10 +128,17 @@ export function toTyped(err: unknown, ctx: MapContext): CredhookError {
   const opts = { cause: safeCause(err, secrets) };
   if (err instanceof RetryAfterTooLong || (err as { name?: string } | null)?.name === "RetryAfterTooLong") {
     const s = (err as RetryAfterTooLong).retryAfterS;
-    return g.error(Throttled, `Azure Resource Manager throttled ${ctx.what} and asked to wait ${Math.ceil(s)} s`, s, opts);
+    return g.error(
+      Throttled,
+      `Azure Resource Manager throttled ${ctx.what} and asked to wait ${Math.ceil(s)} s`,
+      s,
+      opts,
+    );
   }
   if (err instanceof RateLimitQueueFull) {
-    return g.error(Throttled, `${ctx.what}: too many ARM ${err.kind}s are queued to stay under ARM's ${err.perSecond}/s; try again in ${Math.ceil(err.waitS)} s`,
+    return g.error(
+      Throttled,
+      `${ctx.what}: too many ARM ${err.kind}s are queued to stay under ARM's ${err.perSecond}/s; try again in ${Math.ceil(err.waitS)} s`,
       err.waitS,
       opts,
     );
@@ -131,10 +151,18 @@ export function toTyped(err: unknown, ctx: MapContext): CredhookError {
   if (status === undefined) {
     const name = (err as { name?: string } | null)?.name ?? "Error";
     if (/Credential|Authentication/i.test(name)) {
-      return g.error(UpstreamError, `could not get an Azure AD token for ${ctx.what} (${name}); check the gateway's credential option`, opts);
+      return g.error(
+        UpstreamError,
+        `could not get an Azure AD token for ${ctx.what} (${name}); check the gateway's credential option`,
+        opts,
+      );
     }
     const sys = (err as { code?: string } | null)?.code;
-    return g.error(UpstreamError, `${ctx.what} failed: Azure Resource Manager is not reachable${sys ? ` (${sys})` : ""}`, opts);
+    return g.error(
+      UpstreamError,
+      `${ctx.what} failed: Azure Resource Manager is not reachable${sys ? ` (${sys})` : ""}`,
+      opts,
+    );
   }
   if (status === 429) {
     const headers = (err as RestErrorLike).response?.headers;
@@ -142,16 +170,24 @@ export function toTyped(err: unknown, ctx: MapContext): CredhookError {
     return g.error(Throttled, `Azure Resource Manager still throttled ${ctx.what} after retries`, s ?? 1, opts);
   }
   if (status === 404) return g.error(NotFound, `${ctx.what}: not found${tail}`, opts);
-  if (status === 409 || status === 412) return g.error(Conflict, `${ctx.what}: the resource changed or exists already${tail}`, opts);
+  if (status === 409 || status === 412)
+    return g.error(Conflict, `${ctx.what}: the resource changed or exists already${tail}`, opts);
   if (status === 401 || status === 403) {
-    return g.error(UpstreamError, `Azure Resource Manager refused ${ctx.what}${tail}; grant the principal the provider's role on the service (README: RBAC), or "API Management Service Contributor"`,
+    return g.error(
+      UpstreamError,
+      `Azure Resource Manager refused ${ctx.what}${tail}; grant the principal the provider's role on the service (README: RBAC), or "API Management Service Contributor"`,
       opts,
     );
   }
   if (status === 503 || status === 408) {
     const headers = (err as RestErrorLike).response?.headers;
     const s = headers ? retryAfterFromHeaders((n) => headers.get(n)) : undefined;
-    return g.error(UpstreamUnavailable, `${ctx.what} failed: the service is unavailable (HTTP ${status})${tail}`, s ?? 5, opts);
+    return g.error(
+      UpstreamUnavailable,
+      `${ctx.what} failed: the service is unavailable (HTTP ${status})${tail}`,
+      s ?? 5,
+      opts,
+    );
   }
   return g.error(UpstreamError, `${ctx.what} failed with HTTP ${status}${tail}`, opts);
 }

@@ -4,7 +4,12 @@
  */
 import { ApiManagementClient } from "@azure/arm-apimanagement";
 import type { AccessToken, TokenCredential } from "@azure/core-auth";
-import { createDefaultHttpClient, type HttpClient, type PipelinePolicy, type PipelineRequest } from "@azure/core-rest-pipeline";
+import {
+  createDefaultHttpClient,
+  type HttpClient,
+  type PipelinePolicy,
+  type PipelineRequest,
+} from "@azure/core-rest-pipeline";
 import { ClientSecretCredential, DefaultAzureCredential, ManagedIdentityCredential } from "@azure/identity";
 import { retryAfterFromHeaders } from "@credhook/core";
 import { RateLimitQueueFull } from "./rate-limit.js";
@@ -69,7 +74,8 @@ export function attemptTrackingPolicy(): PipelinePolicy {
         return response;
       } catch (err) {
         // credhook's own limiter refuses before sending; a capped Retry-After on a 429 was a refusal too.
-        const refusedHere = err instanceof RateLimitQueueFull || (err instanceof RetryAfterTooLong && err.status === 429);
+        const refusedHere =
+          err instanceof RateLimitQueueFull || (err instanceof RetryAfterTooLong && err.status === 429);
         if (!refusedHere) seen.ambiguous = true;
         throw err;
       }
@@ -138,7 +144,12 @@ export function buildCredential(option: AzureCredentialOption | undefined): Toke
         ...(o.tenantId ? { tenantId: o.tenantId } : {}),
       });
     case "client-secret":
-      return new ClientSecretCredential(o.tenantId, o.clientId, o.clientSecret, o.authorityHost ? { authorityHost: o.authorityHost } : {});
+      return new ClientSecretCredential(
+        o.tenantId,
+        o.clientId,
+        o.clientSecret,
+        o.authorityHost ? { authorityHost: o.authorityHost } : {},
+      );
     case "managed-identity":
       return o.clientId ? new ManagedIdentityCredential({ clientId: o.clientId }) : new ManagedIdentityCredential();
     case "static-token":

@@ -20,7 +20,10 @@ import { optionsSchema } from "./schema.js";
 import type { AzureProviderOptions, AzureProviderOptionsWithDefaults } from "./types.js";
 
 /** What {@link createAzureProvider} needs of core's {@link ProviderContext}. */
-type AzureContext = Pick<ProviderContext, "gateway" | "configPath" | "credentialType" | "logger" | "state" | "rateSlots">;
+type AzureContext = Pick<
+  ProviderContext,
+  "gateway" | "configPath" | "credentialType" | "logger" | "state" | "rateSlots"
+>;
 
 /**
  * Builds the provider of one gateway from options as written (the schema's defaults
@@ -36,7 +39,9 @@ export function createAzureProvider(options: AzureProviderOptions, context: Azur
 /** {@link createAzureProvider} once the schema's defaults are applied. */
 function buildAzureProvider(options: AzureProviderOptionsWithDefaults, context: AzureContext): AzureApimProvider {
   if (context.credentialType !== "API_KEY") {
-    throw new ConfigError([`[provider-azure] ${context.configPath}: Azure API Management issues API_KEY credentials only, not ${context.credentialType}`]);
+    throw new ConfigError([
+      `[provider-azure] ${context.configPath}: Azure API Management issues API_KEY credentials only, not ${context.credentialType}`,
+    ]);
   }
   const endpoint = options.endpoint;
   let parsed: URL;
@@ -61,7 +66,9 @@ function buildAzureProvider(options: AzureProviderOptionsWithDefaults, context: 
     credential: buildCredential(options.credential),
     maxRetries: options.maxRetries,
     maxRetryAfterS,
-    perRetryPolicies: [buckets.policy(maxRetryAfterS, context.rateSlots ? { slots: context.rateSlots, key: armKey } : undefined)],
+    perRetryPolicies: [
+      buckets.policy(maxRetryAfterS, context.rateSlots ? { slots: context.rateSlots, key: armKey } : undefined),
+    ],
   });
   return new AzureApimProvider(
     client,
@@ -78,7 +85,10 @@ function buildAzureProvider(options: AzureProviderOptionsWithDefaults, context: 
     },
     context.gateway,
     context.logger,
-    { adoptions: new Adoptions(context.state), otherGatewayOwning: (id) => otherGatewayOwning(serviceKey, context.gateway, id) },
+    {
+      adoptions: new Adoptions(context.state),
+      otherGatewayOwning: (id) => otherGatewayOwning(serviceKey, context.gateway, id),
+    },
     async () => {
       releasePrefix();
       await release();
@@ -94,9 +104,29 @@ export { AzureApimProvider } from "./provider.js";
 export type { ResolvedAzureOptions, OwnershipContext } from "./provider.js";
 export { Adoptions } from "./ownership.js";
 export type { AdoptionRecord } from "./ownership.js";
-export type { AzureProviderOptions, AzureProviderOptionsWithDefaults, AzureCredentialOption, OwnerMode, RevokeMode } from "./types.js";
+export type {
+  AzureProviderOptions,
+  AzureProviderOptionsWithDefaults,
+  AzureCredentialOption,
+  OwnerMode,
+  RevokeMode,
+} from "./types.js";
 export { optionsSchema } from "./schema.js";
 export { ARM_RATE_LIMIT } from "./rate-limit.js";
 export type { ArmRateLimit } from "./rate-limit.js";
-export { buildArmClient, buildCredential, staticTokenCredential, endpointMapping, DEFAULT_ARM_ENDPOINT } from "./client.js";
-export { scopesOf, subscriptionIdOf, displayNameOf, nativeIdOf, credentialIdOfNativeId, parseSubscriptionId, isSubscriptionOf } from "./naming.js";
+export {
+  buildArmClient,
+  buildCredential,
+  staticTokenCredential,
+  endpointMapping,
+  DEFAULT_ARM_ENDPOINT,
+} from "./client.js";
+export {
+  scopesOf,
+  subscriptionIdOf,
+  displayNameOf,
+  nativeIdOf,
+  credentialIdOfNativeId,
+  parseSubscriptionId,
+  isSubscriptionOf,
+} from "./naming.js";

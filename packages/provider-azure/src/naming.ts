@@ -30,7 +30,11 @@ export function scopeKey(path: string): string {
  * duplicates: each usage plan is a product; an API with no usage plan is an
  * API-scoped subscription.
  */
-export function scopesOf(apis: GatewayApi[], productMap: Record<string, string>, apiMap: Record<string, string>): Scope[] {
+export function scopesOf(
+  apis: GatewayApi[],
+  productMap: Record<string, string>,
+  apiMap: Record<string, string>,
+): Scope[] {
   const out = new Map<string, Scope>();
   for (const api of apis) {
     if (api.usagePlans.length === 0) {
@@ -42,7 +46,8 @@ export function scopesOf(apis: GatewayApi[], productMap: Record<string, string>,
     for (const plan of api.usagePlans) {
       const id = productMap[plan] ?? plan;
       const path = `/products/${id}`;
-      if (!out.has(scopeKey(path))) out.set(scopeKey(path), { kind: "product", id, path, origin: `usage plan ${plan} of API ${api.id}` });
+      if (!out.has(scopeKey(path)))
+        out.set(scopeKey(path), { kind: "product", id, path, origin: `usage plan ${plan} of API ${api.id}` });
     }
   }
   return [...out.values()];
@@ -118,7 +123,10 @@ export function isSubscriptionOf(nativeId: string, sid: string): boolean {
 }
 
 /** The credential a subscription id belongs to when it is exactly `<prefix><UUID>-p|a-<scope>`, else undefined. */
-export function parseSubscriptionId(prefix: string, sid: string): { credentialId: string; nativeId: string } | undefined {
+export function parseSubscriptionId(
+  prefix: string,
+  sid: string,
+): { credentialId: string; nativeId: string } | undefined {
   const m = new RegExp(`^${escapeRegExp(prefix)}(${UUID})${SCOPE_TAIL}$`, "i").exec(sid);
   if (!m) return undefined;
   const credentialId = m[1]!.toLowerCase();

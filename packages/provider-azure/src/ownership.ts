@@ -16,7 +16,12 @@ import { credentialIdOfNativeId, parseSubscriptionId } from "./naming.js";
 const services = new Map<string, Map<string, { prefix: string; holders: number }>>();
 
 /** The key of one APIM service: endpoint, Azure subscription, resource group and service name, lower-cased (ARM ids are case-insensitive). */
-export function serviceKeyOf(endpoint: string, subscriptionId: string, resourceGroup: string, serviceName: string): string {
+export function serviceKeyOf(
+  endpoint: string,
+  subscriptionId: string,
+  resourceGroup: string,
+  serviceName: string,
+): string {
   return [new URL(endpoint).origin, subscriptionId, resourceGroup, serviceName].join("|").toLowerCase();
 }
 
@@ -82,9 +87,24 @@ function adoptionKey(nativeId: string): string {
 }
 
 function parseRecord(value: JsonValue | undefined): AdoptionRecord | undefined {
-  const o = value as { nativeId?: unknown; credentialId?: unknown; sids?: unknown; adoptedAt?: unknown } | null | undefined;
-  if (!o || typeof o !== "object" || typeof o.nativeId !== "string" || typeof o.credentialId !== "string" || !Array.isArray(o.sids)) return undefined;
-  return { nativeId: o.nativeId, credentialId: o.credentialId, sids: o.sids.filter((s): s is string => typeof s === "string"), adoptedAt: typeof o.adoptedAt === "string" ? o.adoptedAt : "" };
+  const o = value as
+    | { nativeId?: unknown; credentialId?: unknown; sids?: unknown; adoptedAt?: unknown }
+    | null
+    | undefined;
+  if (
+    !o ||
+    typeof o !== "object" ||
+    typeof o.nativeId !== "string" ||
+    typeof o.credentialId !== "string" ||
+    !Array.isArray(o.sids)
+  )
+    return undefined;
+  return {
+    nativeId: o.nativeId,
+    credentialId: o.credentialId,
+    sids: o.sids.filter((s): s is string => typeof s === "string"),
+    adoptedAt: typeof o.adoptedAt === "string" ? o.adoptedAt : "",
+  };
 }
 
 /** The adoption records of one gateway, kept in its provider state. */

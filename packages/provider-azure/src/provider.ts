@@ -8,9 +8,51 @@
  * REST: https://learn.microsoft.com/rest/api/apimanagement/subscription
  */
 import type { ApiManagementClient, SubscriptionContract } from "@azure/arm-apimanagement";
-import { Conflict, InvalidReference, NotFound, UpstreamUnavailable, ValidationError, generateApiKeyValue, isCredhookError, type CredentialSearch, type CredhookError, type GatewayApi, type JsonValue, type Logger, type OwnedResource, type Provider, type ProviderCapabilities, type ProviderCreateInput, type ProviderCredential, type ProviderCredentialRef, type ProviderResources, type ProviderUpdateInput, type ProviderUpdateResult, type RevokeOutcome, type RotatedSecret, CachedHealthProbe, GatewayErrors, settleAll } from "@credhook/core";
+import {
+  Conflict,
+  InvalidReference,
+  NotFound,
+  UpstreamUnavailable,
+  ValidationError,
+  generateApiKeyValue,
+  isCredhookError,
+  type CredentialSearch,
+  type CredhookError,
+  type GatewayApi,
+  type JsonValue,
+  type Logger,
+  type OwnedResource,
+  type Provider,
+  type ProviderCapabilities,
+  type ProviderCreateInput,
+  type ProviderCredential,
+  type ProviderCredentialRef,
+  type ProviderResources,
+  type ProviderUpdateInput,
+  type ProviderUpdateResult,
+  type RevokeOutcome,
+  type RotatedSecret,
+  CachedHealthProbe,
+  GatewayErrors,
+  settleAll,
+} from "@credhook/core";
 import { armDetailsOf, armMessageOf, statusOf, toTyped, writeRefused } from "./azure-errors.js";
-import { credentialIdOfNativeId, displayNameOf, isCredentialId, isSubscriptionOf, markPrefixOf, nativeIdOf, parseSubscriptionId, odataString, scopeKey, scopesOf, shortScope, subscriptionIdOf, userIdOf, type Scope } from "./naming.js";
+import {
+  credentialIdOfNativeId,
+  displayNameOf,
+  isCredentialId,
+  isSubscriptionOf,
+  markPrefixOf,
+  nativeIdOf,
+  parseSubscriptionId,
+  odataString,
+  scopeKey,
+  scopesOf,
+  shortScope,
+  subscriptionIdOf,
+  userIdOf,
+  type Scope,
+} from "./naming.js";
 import type { AdoptionRecord, Adoptions } from "./ownership.js";
 import type { OwnerMode, RevokeMode } from "./types.js";
 
@@ -55,7 +97,15 @@ function storedOf(resources: ProviderResources): StoredSubscription[] {
   if (!Array.isArray(list)) return [];
   return list.flatMap((v) => {
     const o = v as { sid?: unknown; scope?: unknown; etag?: unknown } | null;
-    return o && typeof o.sid === "string" ? [{ sid: o.sid, scope: typeof o.scope === "string" ? o.scope : "", ...(typeof o.etag === "string" ? { etag: o.etag } : {}) }] : [];
+    return o && typeof o.sid === "string"
+      ? [
+          {
+            sid: o.sid,
+            scope: typeof o.scope === "string" ? o.scope : "",
+            ...(typeof o.etag === "string" ? { etag: o.etag } : {}),
+          },
+        ]
+      : [];
   });
 }
 
@@ -90,7 +140,11 @@ function lower(s: string): string {
 /** The provider; built by the factory in `index.ts`. */
 export class AzureApimProvider implements Provider {
   /** API keys only; a caller-chosen value is imported; the key reads back with listSecrets. */
-  readonly capabilities: ProviderCapabilities = { credentialTypes: ["API_KEY"], importsApiKeyValue: true, readsBackSecret: true };
+  readonly capabilities: ProviderCapabilities = {
+    credentialTypes: ["API_KEY"],
+    importsApiKeyValue: true,
+    readsBackSecret: true,
+  };
 
   private readonly healthProbe: CachedHealthProbe;
   private readonly errors: GatewayErrors;
@@ -121,7 +175,11 @@ export class AzureApimProvider implements Provider {
   }
 
   /** Runs one SDK call with the time limit; maps what it throws. */
-  private async call<T>(what: string, fn: (signal: AbortSignal) => Promise<T>, secrets: readonly string[] = []): Promise<T> {
+  private async call<T>(
+    what: string,
+    fn: (signal: AbortSignal) => Promise<T>,
+    secrets: readonly string[] = [],
+  ): Promise<T> {
     try {
       return await fn(AbortSignal.timeout(this.opts.timeoutMs));
     } catch (err) {
@@ -130,7 +188,9 @@ export class AzureApimProvider implements Provider {
   }
 
   /** Like {@link call} but hands back the raw SDK error, for callers that classify it themselves. */
-  private async raw<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+  private async raw<T>(
+    fn: (signal: AbortSignal) => Promise<T>,
+  ): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
     try {
       return { ok: true, value: await fn(AbortSignal.timeout(this.opts.timeoutMs)) };
     } catch (error) {
@@ -161,7 +221,9 @@ export class AzureApimProvider implements Provider {
    * whether `ref.credentialId` agrees with the mark: empty (the store lost the
    * record) always does; else it must be the credential id the mark names.
    */
-  private async ownerOf(ref: Pick<ProviderCredentialRef, "nativeId" | "credentialId" | "resources">): Promise<Owned | undefined> {
+  private async ownerOf(
+    ref: Pick<ProviderCredentialRef, "nativeId" | "credentialId" | "resources">,
+  ): Promise<Owned | undefined> {
     const same = (credentialId: string) => ref.credentialId === "" || lower(ref.credentialId) === credentialId;
     const marked = credentialIdOfNativeId(this.prefix, ref.nativeId);
     if (marked) return { credentialId: marked, stem: nativeIdOf(this.prefix, marked), matches: same(marked) };
@@ -176,18 +238,27 @@ export class AzureApimProvider implements Provider {
     const why = owner
       ? `it carries the mark of credhook credential ${owner.credentialId}, not ${ref.credentialId}`
       : `its id does not have this gateway's form '${this.prefix}<credential id>' and it was not adopted (credhook adopt)`;
-    return this.errors.error(NotFound, `credential ${ref.nativeId} is not this gateway's on service ${this.service}: ${why}; nothing was changed`);
+    return this.errors.error(
+      NotFound,
+      `credential ${ref.nativeId} is not this gateway's on service ${this.service}: ${why}; nothing was changed`,
+    );
   }
-
 
   // ------------------------------------------------------------------ lookups
 
   /** Subscriptions whose id starts with `start` (OData `startswith`, one filtered list) and passes `accept`, in any state. */
-  private async listUnder(start: string, accept: (sid: string) => boolean, what: string): Promise<ListedSubscription[]> {
+  private async listUnder(
+    start: string,
+    accept: (sid: string) => boolean,
+    what: string,
+  ): Promise<ListedSubscription[]> {
     return this.call(what, async (abortSignal) => {
       const out: ListedSubscription[] = [];
       const filter = `startswith(name,'${odataString(start)}')`;
-      for await (const s of this.client.subscription.list(this.opts.resourceGroup, this.opts.serviceName, { filter, abortSignal })) {
+      for await (const s of this.client.subscription.list(this.opts.resourceGroup, this.opts.serviceName, {
+        filter,
+        abortSignal,
+      })) {
         if (s.name && accept(s.name)) out.push(this.listed(s));
       }
       return out;
@@ -196,19 +267,29 @@ export class AzureApimProvider implements Provider {
 
   /** The subscriptions of the credential whose own ids start with `stem` (exactly `<stem>-p|a-<scope>`), in any state. */
   private listOf(stem: string): Promise<ListedSubscription[]> {
-    return this.listUnder(`${stem}-`, (sid) => isSubscriptionOf(stem, sid), `listing the subscriptions of credential ${stem} on service ${this.service}`);
+    return this.listUnder(
+      `${stem}-`,
+      (sid) => isSubscriptionOf(stem, sid),
+      `listing the subscriptions of credential ${stem} on service ${this.service}`,
+    );
   }
 
   /** Whatever exists under `nativeId` (that id, or ids starting with it and `-`), whoever made it: for "gone" vs "not-owned". */
   private async anythingUnder(nativeId: string): Promise<ListedSubscription[]> {
     if (nativeId.length === 0) return [];
     const id = lower(nativeId);
-    return this.listUnder(nativeId, (sid) => lower(sid) === id || lower(sid).startsWith(`${id}-`), `looking for subscriptions named ${nativeId} on service ${this.service}`);
+    return this.listUnder(
+      nativeId,
+      (sid) => lower(sid) === id || lower(sid).startsWith(`${id}-`),
+      `looking for subscriptions named ${nativeId} on service ${this.service}`,
+    );
   }
 
   /** One subscription by id; undefined when it does not exist. */
   private async getOne(sid: string): Promise<ListedSubscription | undefined> {
-    const r = await this.raw((abortSignal) => this.client.subscription.get(this.opts.resourceGroup, this.opts.serviceName, sid, { abortSignal }));
+    const r = await this.raw((abortSignal) =>
+      this.client.subscription.get(this.opts.resourceGroup, this.opts.serviceName, sid, { abortSignal }),
+    );
     if (r.ok) return this.listed({ ...r.value, name: r.value.name ?? sid });
     if (statusOf(r.error) === 404) return undefined;
     throw this.mapped(r.error, `reading subscription ${sid} on service ${this.service}`);
@@ -244,11 +325,17 @@ export class AzureApimProvider implements Provider {
   /** The key of a credential, read from one of its live subscriptions. @throws NotFound none is live */
   private async keyOf(nativeId: string, live: ListedSubscription[]): Promise<string> {
     const source = live.find((s) => s.state === "active") ?? live[0];
-    if (!source) throw this.errors.error(NotFound, `credential ${nativeId} has no live subscription on service ${this.service}`);
-    const secrets = await this.call(`reading the key of subscription ${source.sid} on service ${this.service}`, (abortSignal) =>
-      this.client.subscription.listSecrets(this.opts.resourceGroup, this.opts.serviceName, source.sid, { abortSignal }),
+    if (!source)
+      throw this.errors.error(NotFound, `credential ${nativeId} has no live subscription on service ${this.service}`);
+    const secrets = await this.call(
+      `reading the key of subscription ${source.sid} on service ${this.service}`,
+      (abortSignal) =>
+        this.client.subscription.listSecrets(this.opts.resourceGroup, this.opts.serviceName, source.sid, {
+          abortSignal,
+        }),
     );
-    if (!secrets.primaryKey) throw this.errors.error(NotFound, `subscription ${source.sid} on service ${this.service} has no primary key`);
+    if (!secrets.primaryKey)
+      throw this.errors.error(NotFound, `subscription ${source.sid} on service ${this.service} has no primary key`);
     return secrets.primaryKey;
   }
 
@@ -263,12 +350,18 @@ export class AzureApimProvider implements Provider {
     if (!m || email.length > 254) {
       throw this.errors.error(InvalidReference, `ownerMode developer-user needs the developer to be an e-mail address`);
     }
-    const found = await this.call(`looking up the APIM user of the developer on service ${this.service}`, async (abortSignal) => {
-      for await (const u of this.client.user.listByService(this.opts.resourceGroup, this.opts.serviceName, { filter: `email eq '${odataString(email)}'`, abortSignal })) {
-        if (u.name) return u.name;
-      }
-      return undefined;
-    });
+    const found = await this.call(
+      `looking up the APIM user of the developer on service ${this.service}`,
+      async (abortSignal) => {
+        for await (const u of this.client.user.listByService(this.opts.resourceGroup, this.opts.serviceName, {
+          filter: `email eq '${odataString(email)}'`,
+          abortSignal,
+        })) {
+          if (u.name) return u.name;
+        }
+        return undefined;
+      },
+    );
     if (found) return `/users/${found}`;
     const userId = userIdOf(email);
     await this.call(`creating the APIM user ${userId} on service ${this.service}`, (abortSignal) =>
@@ -276,7 +369,13 @@ export class AzureApimProvider implements Provider {
         this.opts.resourceGroup,
         this.opts.serviceName,
         userId,
-        { email, firstName: m[1]!.slice(0, 100), lastName: m[2]!.slice(0, 100), state: "active", note: "created by credhook" },
+        {
+          email,
+          firstName: m[1]!.slice(0, 100),
+          lastName: m[2]!.slice(0, 100),
+          state: "active",
+          note: "created by credhook",
+        },
         { notify: false, abortSignal },
       ),
     );
@@ -303,14 +402,29 @@ export class AzureApimProvider implements Provider {
    * @throws Conflict the key is taken by another credential, or a per-user subscription limit is reached
    * Every error thrown says, in `outcomeUnknown`, whether the PUT may still have taken effect.
    */
-  private async put(stem: string, scope: Scope, key: string, displayName: string, ownerId: string | undefined, state: "active" | "suspended", first: boolean): Promise<StoredSubscription> {
+  private async put(
+    stem: string,
+    scope: Scope,
+    key: string,
+    displayName: string,
+    ownerId: string | undefined,
+    state: "active" | "suspended",
+    first: boolean,
+  ): Promise<StoredSubscription> {
     const sid = subscriptionIdOf(stem, scope);
     const r = await this.raw((abortSignal) =>
       this.client.subscription.createOrUpdate(
         this.opts.resourceGroup,
         this.opts.serviceName,
         sid,
-        { scope: scope.path, displayName, primaryKey: key, state, allowTracing: false, ...(ownerId ? { ownerId } : {}) },
+        {
+          scope: scope.path,
+          displayName,
+          primaryKey: key,
+          state,
+          allowTracing: false,
+          ...(ownerId ? { ownerId } : {}),
+        },
         { notify: false, abortSignal },
       ),
     );
@@ -323,26 +437,48 @@ export class AzureApimProvider implements Provider {
     throw typed;
   }
 
-  private async classifyPutError(err: unknown, sid: string, scope: Scope, key: string, ownerId: string | undefined, first: boolean): Promise<CredhookError> {
+  private async classifyPutError(
+    err: unknown,
+    sid: string,
+    scope: Scope,
+    key: string,
+    ownerId: string | undefined,
+    first: boolean,
+  ): Promise<CredhookError> {
     const status = statusOf(err);
     const opts = { cause: err };
     if (status === 400 || status === 404 || status === 409) {
       const exists = await this.scopeExists(scope);
       if (exists === false) {
         const what = scope.kind === "product" ? `product ${scope.id}` : `API ${scope.id}`;
-        return this.errors.error(InvalidReference, `${what} does not exist on service ${this.service} (${scope.origin})`, opts);
+        return this.errors.error(
+          InvalidReference,
+          `${what} does not exist on service ${this.service} (${scope.origin})`,
+          opts,
+        );
       }
       const text = armMessageOf(err, [key]);
       const aboutKey = armDetailsOf(err).some((d) => /key/i.test(d.target ?? "")) || /\bkey\b/i.test(text);
       if (aboutKey && (status === 400 || status === 409)) {
-        if (first) return this.errors.error(Conflict, `service ${this.service} refuses the API key value: another subscription uses it already`, opts);
-        return this.errors.error(InvalidReference, `service ${this.service} refuses one key on several subscriptions, and this app needs one per product/API; ` +
+        if (first)
+          return this.errors.error(
+            Conflict,
+            `service ${this.service} refuses the API key value: another subscription uses it already`,
+            opts,
+          );
+        return this.errors.error(
+          InvalidReference,
+          `service ${this.service} refuses one key on several subscriptions, and this app needs one per product/API; ` +
             `put the app's APIs into one APIM product (see productMap) so that a single subscription serves them`,
           opts,
         );
       }
       if (/subscriptions limit/i.test(text)) {
-        return this.errors.error(Conflict, `${scope.kind} ${scope.id} on service ${this.service} allows no more subscriptions for the developer's APIM user ${ownerId ?? ""}`.trim(), opts);
+        return this.errors.error(
+          Conflict,
+          `${scope.kind} ${scope.id} on service ${this.service} allows no more subscriptions for the developer's APIM user ${ownerId ?? ""}`.trim(),
+          opts,
+        );
       }
     }
     return this.mapped(err, `creating subscription ${sid} (${scope.path}) on service ${this.service}`, [key]);
@@ -356,11 +492,19 @@ export class AzureApimProvider implements Provider {
   private async remove(sub: { sid: string; etag?: string | undefined }): Promise<boolean> {
     const what = `deleting subscription ${sub.sid} on service ${this.service}`;
     const del = (ifMatch: string) =>
-      this.raw((abortSignal) => this.client.subscription.delete(this.opts.resourceGroup, this.opts.serviceName, sub.sid, ifMatch, { abortSignal, onResponse: (raw) => (deleted = raw.status === 200) }));
+      this.raw((abortSignal) =>
+        this.client.subscription.delete(this.opts.resourceGroup, this.opts.serviceName, sub.sid, ifMatch, {
+          abortSignal,
+          onResponse: (raw) => (deleted = raw.status === 200),
+        }),
+      );
     let deleted = false;
     let r = await del(sub.etag ?? "*");
     if (!r.ok && statusOf(r.error) === 412 && sub.etag) {
-      this.logger.warn({ sid: sub.sid }, "subscription changed outside credhook since its last write; deleting it anyway");
+      this.logger.warn(
+        { sid: sub.sid },
+        "subscription changed outside credhook since its last write; deleting it anyway",
+      );
       r = await del("*");
     }
     if (!r.ok && statusOf(r.error) !== 404) throw this.mapped(r.error, what);
@@ -371,9 +515,16 @@ export class AzureApimProvider implements Provider {
    * PATCHes one subscription. If-Match the known ETag (else the current one, read with HEAD);
    * on 412 the ETag is read again and the PATCH retried once. Undefined when the subscription is gone.
    */
-  private async patch(sub: { sid: string; etag?: string | undefined }, changes: { displayName?: string; state?: "cancelled"; primaryKey?: string }, what: string, secrets: readonly string[] = []): Promise<StoredSubscription | undefined> {
+  private async patch(
+    sub: { sid: string; etag?: string | undefined },
+    changes: { displayName?: string; state?: "cancelled"; primaryKey?: string },
+    what: string,
+    secrets: readonly string[] = [],
+  ): Promise<StoredSubscription | undefined> {
     const currentEtag = async () => {
-      const r = await this.raw((abortSignal) => this.client.subscription.getEntityTag(this.opts.resourceGroup, this.opts.serviceName, sub.sid, { abortSignal }));
+      const r = await this.raw((abortSignal) =>
+        this.client.subscription.getEntityTag(this.opts.resourceGroup, this.opts.serviceName, sub.sid, { abortSignal }),
+      );
       if (r.ok) return r.value.eTag ?? "*";
       if (statusOf(r.error) === 404) return undefined;
       throw this.mapped(r.error, what, secrets);
@@ -381,8 +532,13 @@ export class AzureApimProvider implements Provider {
     let etag = sub.etag ?? (await currentEtag());
     for (let attempt = 0; etag !== undefined; attempt++) {
       const ifMatch = etag;
-      const r = await this.raw((abortSignal) => this.client.subscription.update(this.opts.resourceGroup, this.opts.serviceName, sub.sid, ifMatch, changes, { abortSignal }));
-      if (r.ok) return { sid: sub.sid, scope: shortScope(r.value.scope), ...(r.value.eTag ? { etag: r.value.eTag } : {}) };
+      const r = await this.raw((abortSignal) =>
+        this.client.subscription.update(this.opts.resourceGroup, this.opts.serviceName, sub.sid, ifMatch, changes, {
+          abortSignal,
+        }),
+      );
+      if (r.ok)
+        return { sid: sub.sid, scope: shortScope(r.value.scope), ...(r.value.eTag ? { etag: r.value.eTag } : {}) };
       const status = statusOf(r.error);
       if (status === 404) return undefined;
       if (status !== 412 || attempt >= 1) throw this.mapped(r.error, what, secrets);
@@ -399,7 +555,15 @@ export class AzureApimProvider implements Provider {
    * failed, the first failure with `outcomeUnknown` true when any failed PUT may
    * still land (core compensates; providers never clean up alone).
    */
-  private async putAll(stem: string, scopes: Scope[], key: string, displayName: string, ownerId: string | undefined, state: "active" | "suspended", firstAlone: boolean): Promise<{ done: StoredSubscription[]; failure?: CredhookError }> {
+  private async putAll(
+    stem: string,
+    scopes: Scope[],
+    key: string,
+    displayName: string,
+    ownerId: string | undefined,
+    state: "active" | "suspended",
+    firstAlone: boolean,
+  ): Promise<{ done: StoredSubscription[]; failure?: CredhookError }> {
     const done: StoredSubscription[] = [];
     const typed = (err: unknown): CredhookError => {
       if (isCredhookError(err)) return err;
@@ -421,7 +585,11 @@ export class AzureApimProvider implements Provider {
       }
       rest = scopes.slice(1);
     }
-    const results = await settleAll(rest, (s) => this.put(stem, s, key, displayName, ownerId, state, false), WRITE_CONCURRENCY);
+    const results = await settleAll(
+      rest,
+      (s) => this.put(stem, s, key, displayName, ownerId, state, false),
+      WRITE_CONCURRENCY,
+    );
     const failures: CredhookError[] = [];
     for (const r of results) {
       if (r.status === "fulfilled") done.push(r.value);
@@ -431,11 +599,21 @@ export class AzureApimProvider implements Provider {
   }
 
   /** Puts what exists after a failed create/update into the error (`partial`), for core to compensate. */
-  private reported(err: CredhookError, nativeId: string, subs: StoredSubscription[], ownerId: string | undefined): CredhookError {
+  private reported(
+    err: CredhookError,
+    nativeId: string,
+    subs: StoredSubscription[],
+    ownerId: string | undefined,
+  ): CredhookError {
     if (subs.length > 0 || err.outcomeUnknown) err.partial = { nativeId, resources: this.resources(subs, ownerId) };
     const level = err.outcomeUnknown ? "warn" : "info";
     this.logger[level](
-      { nativeId, subscriptions: subs.map((s) => s.sid), outcomeUnknown: err.outcomeUnknown === true, status: err.status },
+      {
+        nativeId,
+        subscriptions: subs.map((s) => s.sid),
+        outcomeUnknown: err.outcomeUnknown === true,
+        status: err.status,
+      },
       "subscriptions left for core to compensate (a provider never deletes what a failed write made)",
     );
     return err;
@@ -455,10 +633,16 @@ export class AzureApimProvider implements Provider {
    */
   async create(input: ProviderCreateInput): Promise<ProviderCredential> {
     if (input.credentialType !== "API_KEY") {
-      throw new ValidationError([this.errors.message(`Azure API Management issues API_KEY credentials only, not ${input.credentialType}`)]);
+      throw new ValidationError([
+        this.errors.message(`Azure API Management issues API_KEY credentials only, not ${input.credentialType}`),
+      ]);
     }
     if (!isCredentialId(input.credentialId)) {
-      throw new ValidationError([this.errors.message(`credential id '${input.credentialId}' is not a UUID: the subscription ids that mark credhook's ownership need one`)]);
+      throw new ValidationError([
+        this.errors.message(
+          `credential id '${input.credentialId}' is not a UUID: the subscription ids that mark credhook's ownership need one`,
+        ),
+      ]);
     }
     const key = input.apiKeyValue ?? generateApiKeyValue();
     if (key.length < 1 || key.length > 256) {
@@ -467,8 +651,17 @@ export class AzureApimProvider implements Provider {
     const scopes = scopesOf(input.apis, this.opts.productMap, this.opts.apiMap);
     if (scopes.length === 0) throw this.errors.error(InvalidReference, `the app has no API on this gateway`);
     const nativeId = nativeIdOf(this.prefix, lower(input.credentialId));
-    const ownerId = this.opts.ownerMode === "developer-user" ? await this.ownerOfDeveloper(input.app.developer) : undefined;
-    const { done, failure } = await this.putAll(nativeId, scopes, key, displayNameOf(input.app), ownerId, "active", true);
+    const ownerId =
+      this.opts.ownerMode === "developer-user" ? await this.ownerOfDeveloper(input.app.developer) : undefined;
+    const { done, failure } = await this.putAll(
+      nativeId,
+      scopes,
+      key,
+      displayNameOf(input.app),
+      ownerId,
+      "active",
+      true,
+    );
     if (failure) throw this.reported(failure, nativeId, done, ownerId);
     this.logger.info({ nativeId, subscriptions: done.map((s) => s.sid) }, "credential created");
     return { nativeId, apiKey: key, resources: this.resources(done, ownerId) };
@@ -501,8 +694,17 @@ export class AzureApimProvider implements Provider {
     const toRemove = live.filter((s) => !desiredKeys.has(scopeKey(s.scope)));
     const kept = live.filter((s) => desiredKeys.has(scopeKey(s.scope)));
     const displayName = displayNameOf(input.app);
-    const ownerId = kept[0]?.ownerId ?? live[0]?.ownerId ?? (this.opts.ownerMode === "developer-user" && toAdd.length > 0 ? await this.ownerOfDeveloper(input.app.developer) : undefined);
-    const asStored = (s: ListedSubscription): StoredSubscription => ({ sid: s.sid, scope: s.scope, ...(etagOf(s.sid) ? { etag: etagOf(s.sid)! } : {}) });
+    const ownerId =
+      kept[0]?.ownerId ??
+      live[0]?.ownerId ??
+      (this.opts.ownerMode === "developer-user" && toAdd.length > 0
+        ? await this.ownerOfDeveloper(input.app.developer)
+        : undefined);
+    const asStored = (s: ListedSubscription): StoredSubscription => ({
+      sid: s.sid,
+      scope: s.scope,
+      ...(etagOf(s.sid) ? { etag: etagOf(s.sid)! } : {}),
+    });
 
     // A suspended credential stays suspended (issue 9, case 8).
     const suspended = live.filter((s) => s.state === "suspended");
@@ -520,26 +722,46 @@ export class AzureApimProvider implements Provider {
     const key = toAdd.length > 0 ? await this.keyOf(input.nativeId, live) : "";
     const { done: added, failure } = await this.putAll(owner.stem, toAdd, key, displayName, ownerId, state, false);
     if (failure) throw this.reported(failure, input.nativeId, [...live.map(asStored), ...added], ownerId);
-    const removed = await settleAll(toRemove, (s) => this.remove({ sid: s.sid, etag: etagOf(s.sid) }), WRITE_CONCURRENCY);
+    const removed = await settleAll(
+      toRemove,
+      (s) => this.remove({ sid: s.sid, etag: etagOf(s.sid) }),
+      WRITE_CONCURRENCY,
+    );
     const removeFailure = removed.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (removeFailure) {
       const stillThere = toRemove.filter((_, i) => removed[i]!.status === "rejected");
-      throw this.reported(removeFailure.reason as CredhookError, input.nativeId, [...kept.map(asStored), ...stillThere.map(asStored), ...added], ownerId);
+      throw this.reported(
+        removeFailure.reason as CredhookError,
+        input.nativeId,
+        [...kept.map(asStored), ...stillThere.map(asStored), ...added],
+        ownerId,
+      );
     }
 
     const result: StoredSubscription[] = [...added];
     for (const s of kept) {
-      if (s.state !== "active") this.logger.warn({ sid: s.sid, state: s.state }, "subscription is not active; left as the operator set it");
+      if (s.state !== "active")
+        this.logger.warn({ sid: s.sid, state: s.state }, "subscription is not active; left as the operator set it");
       if (s.displayName !== displayName) {
-        const patched = await this.patch({ sid: s.sid, etag: etagOf(s.sid) }, { displayName }, `renaming subscription ${s.sid} on service ${this.service}`);
+        const patched = await this.patch(
+          { sid: s.sid, etag: etagOf(s.sid) },
+          { displayName },
+          `renaming subscription ${s.sid} on service ${this.service}`,
+        );
         if (patched) result.push({ ...patched, scope: s.scope });
         continue;
       }
       result.push(asStored(s));
     }
-    this.logger.info({ nativeId: input.nativeId, added: added.map((s) => s.sid), removed: toRemove.map((s) => s.sid), state }, "credential updated");
+    this.logger.info(
+      { nativeId: input.nativeId, added: added.map((s) => s.sid), removed: toRemove.map((s) => s.sid), state },
+      "credential updated",
+    );
     // The store lost the record (empty credential id): core keeps the id the mark names.
-    return { resources: this.resources(result, ownerId), ...(input.credentialId === "" ? { credentialId: owner.credentialId } : {}) };
+    return {
+      resources: this.resources(result, ownerId),
+      ...(input.credentialId === "" ? { credentialId: owner.credentialId } : {}),
+    };
   }
 
   /**
@@ -557,7 +779,12 @@ export class AzureApimProvider implements Provider {
       const found = await this.anythingUnder(ref.nativeId);
       if (found.length === 0) return "gone";
       this.logger.info(
-        { nativeId: ref.nativeId, credentialId: ref.credentialId, subscriptions: found.map((s) => s.sid), markOf: owner?.credentialId ?? null },
+        {
+          nativeId: ref.nativeId,
+          credentialId: ref.credentialId,
+          subscriptions: found.map((s) => s.sid),
+          markOf: owner?.credentialId ?? null,
+        },
         "subscriptions under this id are not this gateway's (or not this credential's); left untouched",
       );
       return "not-owned";
@@ -565,23 +792,31 @@ export class AzureApimProvider implements Provider {
     const members = await this.membersOf(owner);
     const stored = new Map(storedOf(ref.resources).map((s) => [lower(s.sid), s.etag]));
     const targets = this.opts.revokeMode === "delete" ? members : members.filter((s) => LIVE_STATES.has(s.state));
-    const results = await settleAll(targets, async (s) => {
-      const etag = stored.get(lower(s.sid)) ?? s.etag;
-      if (this.opts.revokeMode === "delete") return this.remove({ sid: s.sid, etag });
-      const what = `cancelling subscription ${s.sid} on service ${this.service}`;
-      // Revocation wins over an edit made elsewhere: fall back to If-Match * on a 412.
-      try {
-        return (await this.patch({ sid: s.sid, etag }, { state: "cancelled" }, what)) !== undefined;
-      } catch (err) {
-        if (!isCredhookError(err) || err.status !== 409) throw err;
-        return (await this.patch({ sid: s.sid, etag: "*" }, { state: "cancelled" }, what)) !== undefined;
-      }
-    }, WRITE_CONCURRENCY);
+    const results = await settleAll(
+      targets,
+      async (s) => {
+        const etag = stored.get(lower(s.sid)) ?? s.etag;
+        if (this.opts.revokeMode === "delete") return this.remove({ sid: s.sid, etag });
+        const what = `cancelling subscription ${s.sid} on service ${this.service}`;
+        // Revocation wins over an edit made elsewhere: fall back to If-Match * on a 412.
+        try {
+          return (await this.patch({ sid: s.sid, etag }, { state: "cancelled" }, what)) !== undefined;
+        } catch (err) {
+          if (!isCredhookError(err) || err.status !== 409) throw err;
+          return (await this.patch({ sid: s.sid, etag: "*" }, { state: "cancelled" }, what)) !== undefined;
+        }
+      },
+      WRITE_CONCURRENCY,
+    );
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed) throw failed.reason;
-    if (owner.adopted && this.opts.revokeMode === "delete") await this.ownership.adoptions.delete(owner.adopted.nativeId);
+    if (owner.adopted && this.opts.revokeMode === "delete")
+      await this.ownership.adoptions.delete(owner.adopted.nativeId);
     const changed = results.some((r) => r.status === "fulfilled" && r.value === true);
-    this.logger.info({ nativeId: ref.nativeId, subscriptions: targets.map((s) => s.sid), mode: this.opts.revokeMode, changed }, "credential revoked");
+    this.logger.info(
+      { nativeId: ref.nativeId, subscriptions: targets.map((s) => s.sid), mode: this.opts.revokeMode, changed },
+      "credential revoked",
+    );
     return changed ? "revoked" : "gone";
   }
 
@@ -612,7 +847,10 @@ export class AzureApimProvider implements Provider {
    *   was adopted for another credential, or its scope is none of `ref.apis`' (the next update would delete it)
    */
   async adopt(ref: ProviderCredentialRef & { apis: GatewayApi[] }): Promise<ProviderUpdateResult> {
-    if (!isCredentialId(ref.credentialId)) throw new ValidationError([this.errors.message(`adopt needs credhook's credential id (a UUID), got '${ref.credentialId}'`)]);
+    if (!isCredentialId(ref.credentialId))
+      throw new ValidationError([
+        this.errors.message(`adopt needs credhook's credential id (a UUID), got '${ref.credentialId}'`),
+      ]);
     const credentialId = lower(ref.credentialId);
     const sid = ref.nativeId;
     const own = credentialIdOfNativeId(this.prefix, sid) ?? parseSubscriptionId(this.prefix, sid)?.credentialId;
@@ -620,33 +858,67 @@ export class AzureApimProvider implements Provider {
       if (own === credentialId && credentialIdOfNativeId(this.prefix, sid)) {
         const owner: Owned = { credentialId, stem: nativeIdOf(this.prefix, credentialId), matches: true };
         const live = (await this.membersOf(owner)).filter((s) => LIVE_STATES.has(s.state));
-        if (live.length === 0) throw this.errors.error(NotFound, `credential ${sid} has no live subscription on service ${this.service}`);
-        return { resources: this.resources(live.map((s) => ({ sid: s.sid, scope: s.scope, ...(s.etag ? { etag: s.etag } : {}) })), live[0]?.ownerId) };
+        if (live.length === 0)
+          throw this.errors.error(NotFound, `credential ${sid} has no live subscription on service ${this.service}`);
+        return {
+          resources: this.resources(
+            live.map((s) => ({ sid: s.sid, scope: s.scope, ...(s.etag ? { etag: s.etag } : {}) })),
+            live[0]?.ownerId,
+          ),
+        };
       }
-      throw this.errors.error(Conflict, `subscription ${sid} was made by this gateway for credhook credential ${own}; it cannot be adopted for ${credentialId}`);
+      throw this.errors.error(
+        Conflict,
+        `subscription ${sid} was made by this gateway for credhook credential ${own}; it cannot be adopted for ${credentialId}`,
+      );
     }
     const otherGateway = this.ownership.otherGatewayOwning(sid);
     const otherPrefix = markPrefixOf(sid);
     if (otherGateway || otherPrefix) {
-      throw this.errors.error(Conflict, `subscription ${sid} carries the mark of another credhook gateway (${otherGateway ? `gateway '${otherGateway}'` : `prefix '${otherPrefix}'`}) on service ${this.service}; it is not adopted`,
+      throw this.errors.error(
+        Conflict,
+        `subscription ${sid} carries the mark of another credhook gateway (${otherGateway ? `gateway '${otherGateway}'` : `prefix '${otherPrefix}'`}) on service ${this.service}; it is not adopted`,
       );
     }
     const previous = await this.ownership.adoptions.get(sid);
     if (previous && lower(previous.credentialId) !== credentialId) {
-      throw this.errors.error(Conflict, `subscription ${sid} was adopted for credhook credential ${previous.credentialId} already`);
+      throw this.errors.error(
+        Conflict,
+        `subscription ${sid} was adopted for credhook credential ${previous.credentialId} already`,
+      );
     }
     const found = await this.getOne(sid);
-    if (!found) throw this.errors.error(NotFound, `there is no subscription ${sid} on service ${this.service} to adopt`);
-    if (!LIVE_STATES.has(found.state)) throw this.errors.error(NotFound, `subscription ${sid} on service ${this.service} is ${found.state}; only a live subscription can be adopted`);
+    if (!found)
+      throw this.errors.error(NotFound, `there is no subscription ${sid} on service ${this.service} to adopt`);
+    if (!LIVE_STATES.has(found.state))
+      throw this.errors.error(
+        NotFound,
+        `subscription ${sid} on service ${this.service} is ${found.state}; only a live subscription can be adopted`,
+      );
     const scopes = scopesOf(ref.apis, this.opts.productMap, this.opts.apiMap);
     if (!scopes.some((s) => scopeKey(s.path) === scopeKey(found.scope))) {
-      throw this.errors.error(Conflict, `subscription ${sid} is scoped to ${found.scope}, which none of the app's APIs on this gateway maps to (${scopes.map((s) => s.path).join(", ") || "none"}); ` +
+      throw this.errors.error(
+        Conflict,
+        `subscription ${sid} is scoped to ${found.scope}, which none of the app's APIs on this gateway maps to (${scopes.map((s) => s.path).join(", ") || "none"}); ` +
           `adopting it would let the next update delete it: fix the app's APIs or productMap/apiMap first`,
       );
     }
-    await this.ownership.adoptions.put({ nativeId: found.sid, credentialId, sids: [found.sid], adoptedAt: previous?.adoptedAt ?? new Date().toISOString() });
-    this.logger.warn({ nativeId: found.sid, credentialId, scope: found.scope }, "subscription made outside credhook adopted: credhook now updates and revokes it");
-    return { resources: this.resources([{ sid: found.sid, scope: found.scope, ...(found.etag ? { etag: found.etag } : {}) }], found.ownerId) };
+    await this.ownership.adoptions.put({
+      nativeId: found.sid,
+      credentialId,
+      sids: [found.sid],
+      adoptedAt: previous?.adoptedAt ?? new Date().toISOString(),
+    });
+    this.logger.warn(
+      { nativeId: found.sid, credentialId, scope: found.scope },
+      "subscription made outside credhook adopted: credhook now updates and revokes it",
+    );
+    return {
+      resources: this.resources(
+        [{ sid: found.sid, scope: found.scope, ...(found.etag ? { etag: found.etag } : {}) }],
+        found.ownerId,
+      ),
+    };
   }
 
   /** The credential's key, read with listSecrets. @throws NotFound it has no live subscription, or is not this gateway's */
@@ -662,12 +934,22 @@ export class AzureApimProvider implements Provider {
     const owner = await this.ownerOf(ref);
     if (!owner || !owner.matches) throw this.notOurs(ref, owner);
     const live = (await this.membersOf(owner)).filter((s) => LIVE_STATES.has(s.state));
-    if (live.length === 0) throw this.errors.error(NotFound, `credential ${ref.nativeId} has no live subscription on service ${this.service}`);
+    if (live.length === 0)
+      throw this.errors.error(
+        NotFound,
+        `credential ${ref.nativeId} has no live subscription on service ${this.service}`,
+      );
     const key = apiKeyValue ?? generateApiKeyValue();
     const stored = new Map(storedOf(ref.resources).map((s) => [lower(s.sid), s.etag]));
     const results = await settleAll(
       live,
-      (s) => this.patch({ sid: s.sid, etag: stored.get(lower(s.sid)) }, { primaryKey: key }, `setting the key of subscription ${s.sid} on service ${this.service}`, [key]),
+      (s) =>
+        this.patch(
+          { sid: s.sid, etag: stored.get(lower(s.sid)) },
+          { primaryKey: key },
+          `setting the key of subscription ${s.sid} on service ${this.service}`,
+          [key],
+        ),
       WRITE_CONCURRENCY,
     );
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
@@ -686,7 +968,11 @@ export class AzureApimProvider implements Provider {
   async listOwned(): Promise<OwnedResource[]> {
     const prefix = this.prefix;
     const byCredential = new Map<string, { nativeId: string; credentialId: string; parts: string[] }>();
-    const listed = await this.listUnder(prefix, (sid) => parseSubscriptionId(prefix, sid) !== undefined, `listing credhook's subscriptions on service ${this.service}`);
+    const listed = await this.listUnder(
+      prefix,
+      (sid) => parseSubscriptionId(prefix, sid) !== undefined,
+      `listing credhook's subscriptions on service ${this.service}`,
+    );
     for (const l of listed) {
       const { credentialId, nativeId } = parseSubscriptionId(prefix, l.sid)!;
       const entry = byCredential.get(credentialId) ?? { nativeId, credentialId, parts: [] };
@@ -695,7 +981,12 @@ export class AzureApimProvider implements Provider {
     }
     const out: OwnedResource[] = [];
     for (const record of await this.ownership.adoptions.list()) {
-      const owner: Owned = { credentialId: lower(record.credentialId), stem: nativeIdOf(prefix, lower(record.credentialId)), adopted: record, matches: true };
+      const owner: Owned = {
+        credentialId: lower(record.credentialId),
+        stem: nativeIdOf(prefix, lower(record.credentialId)),
+        adopted: record,
+        matches: true,
+      };
       const adopted = (await settleAll(record.sids, (sid) => this.getOne(sid), WRITE_CONCURRENCY)).flatMap((r) => {
         if (r.status === "rejected") throw r.reason;
         return r.value ? [r.value] : [];
@@ -703,9 +994,11 @@ export class AzureApimProvider implements Provider {
       const stemEntry = byCredential.get(owner.credentialId);
       byCredential.delete(owner.credentialId);
       const parts = [...this.describe(adopted, " (adopted)"), ...(stemEntry?.parts ?? [])];
-      if (parts.length > 0) out.push({ nativeId: record.nativeId, credentialId: owner.credentialId, description: parts.join("; ") });
+      if (parts.length > 0)
+        out.push({ nativeId: record.nativeId, credentialId: owner.credentialId, description: parts.join("; ") });
     }
-    for (const e of byCredential.values()) out.push({ nativeId: e.nativeId, credentialId: e.credentialId, description: e.parts.join("; ") });
+    for (const e of byCredential.values())
+      out.push({ nativeId: e.nativeId, credentialId: e.credentialId, description: e.parts.join("; ") });
     return out;
   }
 
@@ -720,13 +1013,22 @@ export class AzureApimProvider implements Provider {
   }
 
   private async probe(): Promise<void> {
-    const r = await this.raw((abortSignal) => this.client.apiManagementService.get(this.opts.resourceGroup, this.opts.serviceName, { abortSignal }));
+    const r = await this.raw((abortSignal) =>
+      this.client.apiManagementService.get(this.opts.resourceGroup, this.opts.serviceName, { abortSignal }),
+    );
     let error: CredhookError | undefined;
     if (!r.ok) {
       const cause = this.mapped(r.error, `reading service ${this.service}`);
-      error = cause instanceof UpstreamUnavailable ? cause : new UpstreamUnavailable(cause.message, 5, { cause: r.error, gateway: this.gateway });
+      error =
+        cause instanceof UpstreamUnavailable
+          ? cause
+          : new UpstreamUnavailable(cause.message, 5, { cause: r.error, gateway: this.gateway });
     } else if (r.value.provisioningState && r.value.provisioningState !== "Succeeded") {
-      error = this.errors.error(UpstreamUnavailable, `API Management service ${this.service} is ${r.value.provisioningState}`, 30);
+      error = this.errors.error(
+        UpstreamUnavailable,
+        `API Management service ${this.service} is ${r.value.provisioningState}`,
+        30,
+      );
     }
     if (error) throw error;
   }

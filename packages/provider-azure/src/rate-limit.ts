@@ -11,7 +11,12 @@
  * credential share one set of buckets (ARM counts them together).
  */
 import type { PipelinePolicy, PipelineRequest } from "@azure/core-rest-pipeline";
-import { RateLimitQueueFull as CoreQueueFull, SharedResourcePool, TokenBucketLimiter, type RateSlots } from "@credhook/core";
+import {
+  RateLimitQueueFull as CoreQueueFull,
+  SharedResourcePool,
+  TokenBucketLimiter,
+  type RateSlots,
+} from "@credhook/core";
 import { optionsSchema } from "./schema.js";
 import type { AzureProviderOptionsWithDefaults } from "./types.js";
 
@@ -53,8 +58,14 @@ export class ArmBuckets {
   private readonly writes: TokenBucketLimiter | undefined;
   private readonly reads: TokenBucketLimiter | undefined;
   constructor(limits: ArmRateLimit) {
-    this.writes = limits.writesPerSecond > 0 ? new TokenBucketLimiter(limits.writesPerSecond, Math.max(1, limits.writeBurst), "write") : undefined;
-    this.reads = limits.readsPerSecond > 0 ? new TokenBucketLimiter(limits.readsPerSecond, Math.max(1, limits.readBurst), "read") : undefined;
+    this.writes =
+      limits.writesPerSecond > 0
+        ? new TokenBucketLimiter(limits.writesPerSecond, Math.max(1, limits.writeBurst), "write")
+        : undefined;
+    this.reads =
+      limits.readsPerSecond > 0
+        ? new TokenBucketLimiter(limits.readsPerSecond, Math.max(1, limits.readBurst), "read")
+        : undefined;
   }
 
   /**
@@ -73,9 +84,13 @@ export class ArmBuckets {
         const bucket = read ? this.reads : this.writes;
         if (!bucket) return next(request);
         try {
-          await bucket.acquire(maxWaitS * 1000, shared ? { slots: shared.slots, key: `azure|${shared.key}|${kind}` } : undefined);
+          await bucket.acquire(
+            maxWaitS * 1000,
+            shared ? { slots: shared.slots, key: `azure|${shared.key}|${kind}` } : undefined,
+          );
         } catch (err) {
-          if (err instanceof CoreQueueFull) throw new RateLimitQueueFull(err.waitMs / 1000, kind, bucket.perSecond, request);
+          if (err instanceof CoreQueueFull)
+            throw new RateLimitQueueFull(err.waitMs / 1000, kind, bucket.perSecond, request);
           throw err;
         }
         return next(request);
@@ -96,7 +111,10 @@ const shared = new SharedResourcePool<ArmBuckets>((buckets) => buckets.stop());
  * shared by every gateway of the process with the same key and limits.
  * Call `release()` once when the gateway closes.
  */
-export function acquireBuckets(key: string, limits: ArmRateLimit): { buckets: ArmBuckets; release: () => Promise<void> } {
+export function acquireBuckets(
+  key: string,
+  limits: ArmRateLimit,
+): { buckets: ArmBuckets; release: () => Promise<void> } {
   const k = `${key}|${limits.writesPerSecond}/${limits.writeBurst}|${limits.readsPerSecond}/${limits.readBurst}`;
   const { value, release } = shared.acquire(k, () => new ArmBuckets(limits));
   return { buckets: value, release };

@@ -21,13 +21,19 @@ export const optionsSchema = {
       pattern: "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
       description: "Azure subscription id (a UUID) holding the API Management service.",
     },
-    resourceGroup: { type: "string", minLength: 1, maxLength: 90, description: "Resource group of the API Management service (1–90 characters)." },
+    resourceGroup: {
+      type: "string",
+      minLength: 1,
+      maxLength: 90,
+      description: "Resource group of the API Management service (1–90 characters).",
+    },
     serviceName: {
       type: "string",
       minLength: 1,
       maxLength: 50,
       pattern: "^[a-zA-Z](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?$",
-      description: "API Management service name (1–50 characters: a letter, then letters, digits and hyphens, not ending in a hyphen).",
+      description:
+        "API Management service name (1–50 characters: a letter, then letters, digits and hyphens, not ending in a hyphen).",
     },
     endpoint: {
       type: "string",
@@ -48,7 +54,10 @@ export const optionsSchema = {
           description: "DefaultAzureCredential (environment, workload identity, managed identity, Azure CLI …).",
           properties: {
             type: { const: "default" },
-            managedIdentityClientId: { ...nonEmpty, description: "Client id of the user-assigned managed identity to use." },
+            managedIdentityClientId: {
+              ...nonEmpty,
+              description: "Client id of the user-assigned managed identity to use.",
+            },
             tenantId: { ...nonEmpty, description: "Tenant (directory) id to authenticate in." },
           },
         },
@@ -61,8 +70,16 @@ export const optionsSchema = {
             type: { const: "client-secret" },
             tenantId: { ...nonEmpty, description: "Tenant (directory) id of the service principal." },
             clientId: { ...nonEmpty, description: "Application (client) id of the service principal." },
-            clientSecret: { ...nonEmpty, description: "The service principal's secret: write `${AZURE_CLIENT_SECRET}`, never the value." },
-            authorityHost: { type: "string", pattern: "^https://", description: "Microsoft Entra authority host of a sovereign cloud, e.g. `https://login.chinacloudapi.cn`." },
+            clientSecret: {
+              ...nonEmpty,
+              description: "The service principal's secret: write `${AZURE_CLIENT_SECRET}`, never the value.",
+            },
+            authorityHost: {
+              type: "string",
+              pattern: "^https://",
+              description:
+                "Microsoft Entra authority host of a sovereign cloud, e.g. `https://login.chinacloudapi.cn`.",
+            },
           },
         },
         {
@@ -70,7 +87,13 @@ export const optionsSchema = {
           additionalProperties: false,
           required: ["type"],
           description: "The host's managed identity.",
-          properties: { type: { const: "managed-identity" }, clientId: { ...nonEmpty, description: "Client id of a user-assigned identity; absent: the system-assigned one." } },
+          properties: {
+            type: { const: "managed-identity" },
+            clientId: {
+              ...nonEmpty,
+              description: "Client id of a user-assigned identity; absent: the system-assigned one.",
+            },
+          },
         },
         {
           type: "object",
@@ -86,9 +109,17 @@ export const optionsSchema = {
       minimum: 100,
       maximum: 600000,
       default: 30000,
-      description: "Time limit of one ARM call in milliseconds, the SDK's retries and Retry-After waits included; exceeded: 504 (UpstreamTimeout). Default 30000.",
+      description:
+        "Time limit of one ARM call in milliseconds, the SDK's retries and Retry-After waits included; exceeded: 504 (UpstreamTimeout). Default 30000.",
     },
-    maxRetries: { type: "integer", minimum: 0, maximum: 10, default: 3, description: "Retries of a throttled (429) or failed (5xx, network) ARM call, by the SDK's retry policy. Default 3." },
+    maxRetries: {
+      type: "integer",
+      minimum: 0,
+      maximum: 10,
+      default: 3,
+      description:
+        "Retries of a throttled (429) or failed (5xx, network) ARM call, by the SDK's retry policy. Default 3.",
+    },
     maxRetryAfterS: {
       type: "number",
       minimum: 0,
@@ -101,13 +132,15 @@ export const optionsSchema = {
       type: "object",
       additionalProperties: { type: "string", minLength: 1, maxLength: 256 },
       default: {},
-      description: "Portal usage plan id → APIM product id. Unmapped ids are used as they are. Default `{}` (identity).",
+      description:
+        "Portal usage plan id → APIM product id. Unmapped ids are used as they are. Default `{}` (identity).",
     },
     apiMap: {
       type: "object",
       additionalProperties: { type: "string", minLength: 1, maxLength: 256, pattern: "^[^*#&+:<>?]+$" },
       default: {},
-      description: "Portal API id → APIM API id, for APIs with no usage plan (API-scoped subscriptions). Unmapped ids are used as they are. Default `{}` (identity).",
+      description:
+        "Portal API id → APIM API id, for APIs with no usage plan (API-scoped subscriptions). Unmapped ids are used as they are. Default `{}` (identity).",
     },
     ownerMode: {
       enum: ["none", "developer-user"],
@@ -115,12 +148,18 @@ export const optionsSchema = {
       description:
         "Who owns the subscriptions the provider creates. `none`: no owner (the administrator's). `developer-user`: each is owned by the APIM user with the developer's e-mail, found or created (the developer must then be an e-mail address). Default `none`.",
     },
-    revokeMode: { enum: ["delete", "disable"], default: "delete", description: "What revoke does: `delete` deletes the subscriptions; `disable` sets their state to `cancelled`. Default `delete`." },
+    revokeMode: {
+      enum: ["delete", "disable"],
+      default: "delete",
+      description:
+        "What revoke does: `delete` deletes the subscriptions; `disable` sets their state to `cancelled`. Default `delete`.",
+    },
     subscriptionIdPrefix: {
       type: "string",
       pattern: "^[A-Za-z0-9_.-]{1,40}$",
       default: "credhook-",
-      description: "Prefix of every subscription id the provider creates (its native credential id is `<prefix><credentialId>`); 1–40 characters from `[A-Za-z0-9_.-]`. Default `credhook-`.",
+      description:
+        "Prefix of every subscription id the provider creates (its native credential id is `<prefix><credentialId>`); 1–40 characters from `[A-Za-z0-9_.-]`. Default `credhook-`.",
     },
     rateLimit: {
       type: "object",
@@ -129,9 +168,24 @@ export const optionsSchema = {
       description:
         "Client-side token buckets mirroring ARM's per-principal throttling (https://learn.microsoft.com/azure/azure-resource-manager/management/request-limits-and-throttling), so a burst queues in credhook instead of drawing 429s; a queue longer than `maxRetryAfterS` answers 503 with the estimated wait as Retry-After. A rate of 0 turns that bucket off. Gateways sharing endpoint, subscription and credential share the buckets.",
       properties: {
-        writesPerSecond: { type: "number", minimum: 0, default: 10, description: "Writes per second (bucket refill); 0 turns the write bucket off. Default 10." },
-        writeBurst: { type: "integer", minimum: 1, default: 200, description: "Write burst (bucket size). Default 200." },
-        readsPerSecond: { type: "number", minimum: 0, default: 25, description: "Reads per second (bucket refill); 0 turns the read bucket off. Default 25." },
+        writesPerSecond: {
+          type: "number",
+          minimum: 0,
+          default: 10,
+          description: "Writes per second (bucket refill); 0 turns the write bucket off. Default 10.",
+        },
+        writeBurst: {
+          type: "integer",
+          minimum: 1,
+          default: 200,
+          description: "Write burst (bucket size). Default 200.",
+        },
+        readsPerSecond: {
+          type: "number",
+          minimum: 0,
+          default: 25,
+          description: "Reads per second (bucket refill); 0 turns the read bucket off. Default 25.",
+        },
         readBurst: { type: "integer", minimum: 1, default: 250, description: "Read burst (bucket size). Default 250." },
       },
     },

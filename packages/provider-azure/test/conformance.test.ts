@@ -25,20 +25,37 @@ const options = {
   unknownPlan: { apiId: "orders", planId: "platinum" },
   inspect: async (ref: { nativeId: string }) => {
     const active = subsOf(fake, ref.nativeId).filter((s) => s.state === "active");
-    return { live: active.length > 0, usagePlans: active.filter((s) => s.scope.startsWith("/products/")).map((s) => s.scope.slice("/products/".length)) };
+    return {
+      live: active.length > 0,
+      usagePlans: active.filter((s) => s.scope.startsWith("/products/")).map((s) => s.scope.slice("/products/".length)),
+    };
   },
   // What still grants access: a cancelled subscription (revokeMode disable) is a revoked one.
-  listNativeIds: async () => fake.listSubscriptions().filter((s) => s.state !== "cancelled").map((s) => s.sid),
+  listNativeIds: async () =>
+    fake
+      .listSubscriptions()
+      .filter((s) => s.state !== "cancelled")
+      .map((s) => s.sid),
   // A subscription made by hand in the same service, with no credhook mark.
   createForeign: async () => {
     const made = fake.addForeignSubscription({ scope: "/products/gold", displayName: "Made in the Azure portal" });
-    return { nativeId: made.sid, exists: async () => JSON.stringify(fake.getSubscription(made.sid)) === JSON.stringify(made) };
+    return {
+      nativeId: made.sid,
+      exists: async () => JSON.stringify(fake.getSubscription(made.sid)) === JSON.stringify(made),
+    };
   },
   // Another credhook gateway on the same service, with a longer prefix that starts with this one's (issue 9, case 5).
   otherGateway: () => make({ subscriptionIdPrefix: "credhook-eu-" }, "azure-other"),
 };
 
 providerConformance(it, () => make(), { ...options, name: "azure conformance (revokeMode delete)" });
-providerConformance(it, () => make({ revokeMode: "disable" }), { ...options, name: "azure conformance (revokeMode disable)" });
+providerConformance(it, () => make({ revokeMode: "disable" }), {
+  ...options,
+  name: "azure conformance (revokeMode disable)",
+});
 // The other direction: the gateway with the longer prefix, the one with the shorter as "another gateway".
-providerConformance(it, () => make({ subscriptionIdPrefix: "credhook-eu-" }, "azure-other"), { ...options, otherGateway: () => make(), name: "azure conformance (prefix credhook-eu-)" });
+providerConformance(it, () => make({ subscriptionIdPrefix: "credhook-eu-" }, "azure-other"), {
+  ...options,
+  otherGateway: () => make(),
+  name: "azure conformance (prefix credhook-eu-)",
+});

@@ -8,8 +8,18 @@ let fake: ApimFake;
 let client: ApiManagementClient;
 
 async function start(options: ApimFakeOptions = {}, maxRetries = 0): Promise<void> {
-  fake = await startApimFake({ products: ["gold", "silver", { id: "one-per-user", subscriptionsLimit: 1 }], apis: ["orders"], ...options });
-  client = buildArmClient({ subscriptionId: fake.subscriptionId, endpoint: fake.url, credential: staticTokenCredential("fake"), maxRetries, maxRetryAfterS: 10 });
+  fake = await startApimFake({
+    products: ["gold", "silver", { id: "one-per-user", subscriptionsLimit: 1 }],
+    apis: ["orders"],
+    ...options,
+  });
+  client = buildArmClient({
+    subscriptionId: fake.subscriptionId,
+    endpoint: fake.url,
+    credential: staticTokenCredential("fake"),
+    maxRetries,
+    maxRetryAfterS: 10,
+  });
 }
 
 async function status(p: Promise<unknown>): Promise<number | undefined> {
@@ -21,7 +31,11 @@ async function status(p: Promise<unknown>): Promise<number | undefined> {
   }
 }
 
-const sub = (scope: string, extra: Record<string, unknown> = {}) => ({ scope, displayName: "App (dev@example.com)", ...extra });
+const sub = (scope: string, extra: Record<string, unknown> = {}) => ({
+  scope,
+  displayName: "App (dev@example.com)",
+  ...extra,
+});
 
 describe("APIM fake", () => {
   beforeEach(async () => {
@@ -32,16 +46,33 @@ describe("APIM fake", () => {
   });
 
   it("PUT creates (201) then replaces (200), each time with a new ETag", async () => {
-    const a = await client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, "s1", sub("/products/gold", { primaryKey: "k".repeat(40), state: "active" }));
-    const b = await client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, "s1", sub("/products/gold", { primaryKey: "k".repeat(40), state: "active" }));
+    const a = await client.subscription.createOrUpdate(
+      fake.resourceGroup,
+      fake.serviceName,
+      "s1",
+      sub("/products/gold", { primaryKey: "k".repeat(40), state: "active" }),
+    );
+    const b = await client.subscription.createOrUpdate(
+      fake.resourceGroup,
+      fake.serviceName,
+      "s1",
+      sub("/products/gold", { primaryKey: "k".repeat(40), state: "active" }),
+    );
     expect(fake.requests.filter((r) => r.method === "PUT").map((r) => r.status)).toEqual([201, 200]);
     expect(a.eTag).toMatch(/^".+"$/);
     expect(b.eTag).not.toBe(a.eTag);
-    expect(a.scope).toBe(`/subscriptions/${fake.subscriptionId}/resourceGroups/${fake.resourceGroup}/providers/Microsoft.ApiManagement/service/${fake.serviceName}/products/gold`);
+    expect(a.scope).toBe(
+      `/subscriptions/${fake.subscriptionId}/resourceGroups/${fake.resourceGroup}/providers/Microsoft.ApiManagement/service/${fake.serviceName}/products/gold`,
+    );
   });
 
   it("GET never returns keys; listSecrets does", async () => {
-    await client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, "s1", sub("/apis/orders", { primaryKey: "p".repeat(30), state: "active" }));
+    await client.subscription.createOrUpdate(
+      fake.resourceGroup,
+      fake.serviceName,
+      "s1",
+      sub("/apis/orders", { primaryKey: "p".repeat(30), state: "active" }),
+    );
     const got = await client.subscription.get(fake.resourceGroup, fake.serviceName, "s1");
     expect(got.primaryKey).toBeUndefined();
     expect(got.state).toBe("active");
@@ -56,12 +87,25 @@ describe("APIM fake", () => {
   });
 
   it("PATCH and DELETE need a matching If-Match: a stale ETag is 412, * passes", async () => {
-    const created = await client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, "s1", sub("/products/gold", { state: "active" }));
+    const created = await client.subscription.createOrUpdate(
+      fake.resourceGroup,
+      fake.serviceName,
+      "s1",
+      sub("/products/gold", { state: "active" }),
+    );
     fake.touchSubscription("s1", { displayName: "changed elsewhere" });
-    expect(await status(client.subscription.update(fake.resourceGroup, fake.serviceName, "s1", created.eTag!, { displayName: "x" }))).toBe(412);
-    expect(await status(client.subscription.delete(fake.resourceGroup, fake.serviceName, "s1", created.eTag!))).toBe(412);
+    expect(
+      await status(
+        client.subscription.update(fake.resourceGroup, fake.serviceName, "s1", created.eTag!, { displayName: "x" }),
+      ),
+    ).toBe(412);
+    expect(await status(client.subscription.delete(fake.resourceGroup, fake.serviceName, "s1", created.eTag!))).toBe(
+      412,
+    );
     const fresh = await client.subscription.getEntityTag(fake.resourceGroup, fake.serviceName, "s1");
-    const patched = await client.subscription.update(fake.resourceGroup, fake.serviceName, "s1", fresh.eTag!, { state: "cancelled" });
+    const patched = await client.subscription.update(fake.resourceGroup, fake.serviceName, "s1", fresh.eTag!, {
+      state: "cancelled",
+    });
     expect(patched.state).toBe("cancelled");
     await client.subscription.delete(fake.resourceGroup, fake.serviceName, "s1", "*");
     expect(fake.getSubscription("s1")).toBeUndefined();
@@ -74,12 +118,19 @@ describe("APIM fake", () => {
   it("a scope naming a missing product or API is a 400 ValidationError on scope", async () => {
     const err = await client.subscription
       .createOrUpdate(fake.resourceGroup, fake.serviceName, "s1", sub("/products/platinum"))
-      .then(() => undefined, (e: unknown) => e as { statusCode: number; code: string; details?: unknown });
+      .then(
+        () => undefined,
+        (e: unknown) => e as { statusCode: number; code: string; details?: unknown },
+      );
     expect(err?.statusCode).toBe(400);
     expect(err?.code).toBe("ValidationError");
     expect(JSON.stringify(err?.details)).toContain("platinum");
-    expect(await status(client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, "s2", sub("/apis/nope")))).toBe(400);
-    expect(await status(client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, "s3", sub("/bogus")))).toBe(400);
+    expect(
+      await status(client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, "s2", sub("/apis/nope"))),
+    ).toBe(400);
+    expect(
+      await status(client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, "s3", sub("/bogus"))),
+    ).toBe(400);
     expect(fake.listSubscriptions()).toEqual([]);
   });
 
@@ -88,7 +139,9 @@ describe("APIM fake", () => {
     expect(await status(client.product.get(fake.resourceGroup, fake.serviceName, "platinum"))).toBe(404);
     expect((await client.api.get(fake.resourceGroup, fake.serviceName, "orders")).name).toBe("orders");
     expect(await status(client.api.get(fake.resourceGroup, fake.serviceName, "nope"))).toBe(404);
-    expect((await client.apiManagementService.get(fake.resourceGroup, fake.serviceName)).provisioningState).toBe("Succeeded");
+    expect((await client.apiManagementService.get(fake.resourceGroup, fake.serviceName)).provisioningState).toBe(
+      "Succeeded",
+    );
     expect(await status(client.apiManagementService.get("other-rg", fake.serviceName))).toBe(404);
   });
 
@@ -99,36 +152,90 @@ describe("APIM fake", () => {
       await client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, sid, sub("/products/gold"));
     }
     const names: string[] = [];
-    for await (const s of client.subscription.list(fake.resourceGroup, fake.serviceName, { filter: "startswith(name,'app1-')" })) names.push(s.name!);
+    for await (const s of client.subscription.list(fake.resourceGroup, fake.serviceName, {
+      filter: "startswith(name,'app1-')",
+    }))
+      names.push(s.name!);
     expect(names).toEqual(["app1-a", "app1-b", "app1-c"]);
     expect(fake.requests.filter((r) => r.method === "GET" && r.path === "/subscriptions").length).toBe(2);
   });
 
   it("finds users by e-mail and creates them", async () => {
-    await client.user.createOrUpdate(fake.resourceGroup, fake.serviceName, "u1", { email: "dev@example.com", firstName: "dev", lastName: "example" });
+    await client.user.createOrUpdate(fake.resourceGroup, fake.serviceName, "u1", {
+      email: "dev@example.com",
+      firstName: "dev",
+      lastName: "example",
+    });
     const found: string[] = [];
-    for await (const u of client.user.listByService(fake.resourceGroup, fake.serviceName, { filter: "email eq 'DEV@example.com'" })) found.push(u.name!);
+    for await (const u of client.user.listByService(fake.resourceGroup, fake.serviceName, {
+      filter: "email eq 'DEV@example.com'",
+    }))
+      found.push(u.name!);
     expect(found).toEqual(["u1"]);
-    expect(await status(client.user.createOrUpdate(fake.resourceGroup, fake.serviceName, "u2", { email: "dev@example.com", firstName: "a", lastName: "b" }))).toBe(409);
+    expect(
+      await status(
+        client.user.createOrUpdate(fake.resourceGroup, fake.serviceName, "u2", {
+          email: "dev@example.com",
+          firstName: "a",
+          lastName: "b",
+        }),
+      ),
+    ).toBe(409);
   });
 
   it("a product's subscriptionsLimit caps one user's subscriptions", async () => {
-    await client.user.createOrUpdate(fake.resourceGroup, fake.serviceName, "u1", { email: "dev@example.com", firstName: "dev", lastName: "example" });
-    await client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, "s1", sub("/products/one-per-user", { ownerId: "/users/u1", state: "active" }));
+    await client.user.createOrUpdate(fake.resourceGroup, fake.serviceName, "u1", {
+      email: "dev@example.com",
+      firstName: "dev",
+      lastName: "example",
+    });
+    await client.subscription.createOrUpdate(
+      fake.resourceGroup,
+      fake.serviceName,
+      "s1",
+      sub("/products/one-per-user", { ownerId: "/users/u1", state: "active" }),
+    );
     const err = await client.subscription
-      .createOrUpdate(fake.resourceGroup, fake.serviceName, "s2", sub("/products/one-per-user", { ownerId: "/users/u1", state: "active" }))
-      .then(() => undefined, (e: unknown) => e as { statusCode: number; message: string });
+      .createOrUpdate(
+        fake.resourceGroup,
+        fake.serviceName,
+        "s2",
+        sub("/products/one-per-user", { ownerId: "/users/u1", state: "active" }),
+      )
+      .then(
+        () => undefined,
+        (e: unknown) => e as { statusCode: number; message: string },
+      );
     expect(err?.statusCode).toBe(400);
     expect(err?.message).toMatch(/Subscriptions limit reached/);
   });
 
   it("shares one key across subscriptions unless told to refuse duplicates", async () => {
     const key = "Shared".repeat(8);
-    await client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, "s1", sub("/products/gold", { primaryKey: key }));
-    await client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, "s2", sub("/products/silver", { primaryKey: key }));
+    await client.subscription.createOrUpdate(
+      fake.resourceGroup,
+      fake.serviceName,
+      "s1",
+      sub("/products/gold", { primaryKey: key }),
+    );
+    await client.subscription.createOrUpdate(
+      fake.resourceGroup,
+      fake.serviceName,
+      "s2",
+      sub("/products/silver", { primaryKey: key }),
+    );
     expect(fake.listSubscriptions().map((s) => s.primaryKey)).toEqual([key, key]);
     fake.setRejectDuplicateKeys(true);
-    expect(await status(client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, "s3", sub("/apis/orders", { primaryKey: key })))).toBe(400);
+    expect(
+      await status(
+        client.subscription.createOrUpdate(
+          fake.resourceGroup,
+          fake.serviceName,
+          "s3",
+          sub("/apis/orders", { primaryKey: key }),
+        ),
+      ),
+    ).toBe(400);
   });
 
   it("injected faults: a 429 with Retry-After is retried by the SDK; a 500 surfaces once the SDK's retries are spent", async () => {
@@ -151,7 +258,11 @@ describe("APIM fake", () => {
     await client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, "s2", sub("/products/gold"));
     const err = await client.subscription
       .createOrUpdate(fake.resourceGroup, fake.serviceName, "s3", sub("/products/gold"))
-      .then(() => undefined, (e: unknown) => e as { statusCode: number; code: string; response?: { headers: { get(n: string): string | undefined } } });
+      .then(
+        () => undefined,
+        (e: unknown) =>
+          e as { statusCode: number; code: string; response?: { headers: { get(n: string): string | undefined } } },
+      );
     expect(err?.statusCode).toBe(429);
     expect(err?.code).toBe("SubscriptionRequestsThrottled");
     expect(Number(err?.response?.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
@@ -173,8 +284,13 @@ describe("APIM fake", () => {
   it("a PUT held by delayMs lands after the client gave up (ARM does not cancel it); idle() waits for it", async () => {
     fake.inject({ delayMs: 300, method: "PUT" });
     const aborted = await client.subscription
-      .createOrUpdate(fake.resourceGroup, fake.serviceName, "late", sub("/products/gold", { state: "active" }), { abortSignal: AbortSignal.timeout(50) })
-      .then(() => "answered", (e: unknown) => (e as Error).name);
+      .createOrUpdate(fake.resourceGroup, fake.serviceName, "late", sub("/products/gold", { state: "active" }), {
+        abortSignal: AbortSignal.timeout(50),
+      })
+      .then(
+        () => "answered",
+        (e: unknown) => (e as Error).name,
+      );
     expect(aborted).toBe("AbortError");
     expect(fake.getSubscription("late")).toBeUndefined();
     await fake.idle();
@@ -193,7 +309,10 @@ describe("APIM fake", () => {
   it("faults on reads, listSecrets included, with ARM's codes and messages", async () => {
     await client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, "s1", sub("/products/gold"));
     fake.inject({ status: 403, method: "POST", path: "/listSecrets" });
-    const err = await client.subscription.listSecrets(fake.resourceGroup, fake.serviceName, "s1").then(() => undefined, (e: unknown) => e as { statusCode: number; code: string; message: string });
+    const err = await client.subscription.listSecrets(fake.resourceGroup, fake.serviceName, "s1").then(
+      () => undefined,
+      (e: unknown) => e as { statusCode: number; code: string; message: string },
+    );
     expect(err).toMatchObject({ statusCode: 403, code: "AuthorizationFailed" });
     expect(err?.message).toContain("'Microsoft.ApiManagement/service/subscriptions/listSecrets/action'");
     fake.inject({ status: 500, method: "GET", times: Infinity });
@@ -205,10 +324,18 @@ describe("APIM fake", () => {
 
   it("addForeignSubscription makes a subscription as someone else would: no request, any id, listed like the rest", async () => {
     const made = fake.addForeignSubscription({ scope: "/apis/orders", primaryKey: "HandMadeKey".repeat(3) });
-    expect(made).toMatchObject({ sid: expect.stringMatching(/^manual-[0-9a-f]{12}$/), scope: "/apis/orders", state: "active", displayName: "Created by hand" });
+    expect(made).toMatchObject({
+      sid: expect.stringMatching(/^manual-[0-9a-f]{12}$/),
+      scope: "/apis/orders",
+      state: "active",
+      displayName: "Created by hand",
+    });
     expect(fake.requests).toEqual([]);
     const listed: string[] = [];
-    for await (const s of client.subscription.list(fake.resourceGroup, fake.serviceName, { filter: "startswith(name,'manual-')" })) listed.push(s.name!);
+    for await (const s of client.subscription.list(fake.resourceGroup, fake.serviceName, {
+      filter: "startswith(name,'manual-')",
+    }))
+      listed.push(s.name!);
     expect(listed).toEqual([made.sid]);
     expect(fake.requests[0]!.filter).toBe("startswith(name,'manual-')");
     expect(() => fake.addForeignSubscription({ scope: "/products/nope" })).toThrow(/Product 'nope' not found/);

@@ -44,7 +44,9 @@ describe("a PUT that lands after the client's timeout (issue 9, case 2)", () => 
 
   it("a later PUT: the subscription written is reported as partial, the late one is found after it lands", async () => {
     const { provider, credentialId, err } = await lateCreate("-p-silver");
-    expect((err.partial!.resources.subscriptions as Array<{ sid: string }>).map((s) => s.sid)).toEqual([`credhook-${credentialId}-p-gold`]);
+    expect((err.partial!.resources.subscriptions as Array<{ sid: string }>).map((s) => s.sid)).toEqual([
+      `credhook-${credentialId}-p-gold`,
+    ]);
     await compensate(provider, credentialId, err, apis);
     await t.fake.idle();
     expect(liveSubs(t.fake)).toHaveLength(1);
@@ -61,7 +63,10 @@ describe("a write applied, then answered 500", () => {
     const err = await typedError(provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
     expect(err.status).toBe(502);
     expect(err.outcomeUnknown).toBe(true);
-    expect(t.fake.requests.find((r) => r.method === "PUT" && r.path.endsWith("-p-silver"))).toMatchObject({ status: 500, appliedStatus: 201 });
+    expect(t.fake.requests.find((r) => r.method === "PUT" && r.path.endsWith("-p-silver"))).toMatchObject({
+      status: 500,
+      appliedStatus: 201,
+    });
     expect(subsOf(t.fake, `credhook-${credentialId}`)).toHaveLength(2);
     await compensate(provider, credentialId, err, apis);
     expect(liveSubs(t.fake)).toEqual([]);
@@ -93,7 +98,9 @@ describe("403 / 429 / 500 at any call, reads included", () => {
     t.fake.inject({ status: 403, method: "PUT" });
     const err = await typedError(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis }));
     expect(err.status).toBe(502);
-    expect(err.message).toMatch(/AuthorizationFailed: .*Microsoft\.ApiManagement\/service\/subscriptions\/write.*grant the principal/);
+    expect(err.message).toMatch(
+      /AuthorizationFailed: .*Microsoft\.ApiManagement\/service\/subscriptions\/write.*grant the principal/,
+    );
     expect(err.outcomeUnknown).toBe(false);
     expect(err.partial).toBeUndefined();
     expect(t.fake.listSubscriptions()).toEqual([]);
@@ -119,9 +126,19 @@ describe("403 / 429 / 500 at any call, reads included", () => {
         ...ref,
         previous: before,
         desired: apis,
-        changes: [{ id: "orders", action: "NONE", usagePlans: [{ id: "gold", action: "NONE" }, { id: "silver", action: "ADDED" }] }],
+        changes: [
+          {
+            id: "orders",
+            action: "NONE",
+            usagePlans: [
+              { id: "gold", action: "NONE" },
+              { id: "silver", action: "ADDED" },
+            ],
+          },
+        ],
       });
-    const writes = () => t.fake.requests.filter((r) => r.method === "PUT" || r.method === "DELETE" || r.method === "PATCH").length;
+    const writes = () =>
+      t.fake.requests.filter((r) => r.method === "PUT" || r.method === "DELETE" || r.method === "PATCH").length;
     const w = writes();
     for (const [status, expected] of [
       [403, 502],
@@ -152,22 +169,53 @@ describe("403 / 429 / 500 at any call, reads included", () => {
     const provider = t.make({ maxRetries: 0, maxRetryAfterS: 0 });
     const ref = await createRef(provider, apis);
     const before = t.fake.requests.length;
-    const found = await provider.findByCredential({ credentialId: ref.credentialId, credentialType: "API_KEY", app, apis });
-    expect(found).toEqual([{ nativeId: ref.nativeId, credentialId: ref.credentialId, description: expect.stringContaining(`${ref.nativeId}-p-gold`) }]);
-    expect(t.fake.requests.slice(before).map((r) => [r.method, r.path, r.filter])).toEqual([["GET", "/subscriptions", `startswith(name,'${ref.nativeId}-')`]]);
+    const found = await provider.findByCredential({
+      credentialId: ref.credentialId,
+      credentialType: "API_KEY",
+      app,
+      apis,
+    });
+    expect(found).toEqual([
+      {
+        nativeId: ref.nativeId,
+        credentialId: ref.credentialId,
+        description: expect.stringContaining(`${ref.nativeId}-p-gold`),
+      },
+    ]);
+    expect(t.fake.requests.slice(before).map((r) => [r.method, r.path, r.filter])).toEqual([
+      ["GET", "/subscriptions", `startswith(name,'${ref.nativeId}-')`],
+    ]);
     t.fake.inject({ status: 429, retryAfterS: 2, method: "GET" });
-    expect((await typedError(provider.findByCredential({ credentialId: ref.credentialId, credentialType: "API_KEY", app, apis }))).status).toBe(503);
+    expect(
+      (
+        await typedError(
+          provider.findByCredential({ credentialId: ref.credentialId, credentialType: "API_KEY", app, apis }),
+        )
+      ).status,
+    ).toBe(503);
     t.fake.inject({ status: 500, method: "GET" });
-    expect((await typedError(provider.findByCredential({ credentialId: ref.credentialId, credentialType: "API_KEY", app, apis }))).status).toBe(502);
+    expect(
+      (
+        await typedError(
+          provider.findByCredential({ credentialId: ref.credentialId, credentialType: "API_KEY", app, apis }),
+        )
+      ).status,
+    ).toBe(502);
   });
 
   it("a 429 on every attempt of a PUT is a refusal (outcome known); a 5xx among the attempts makes it unknown", async () => {
     const provider = t.make({ maxRetries: 1 });
     t.fake.inject({ status: 429, retryAfterS: 0, method: "PUT", times: 2 });
-    expect((await typedError(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis }))).outcomeUnknown).toBe(false);
+    expect(
+      (await typedError(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis })))
+        .outcomeUnknown,
+    ).toBe(false);
     t.fake.inject({ status: 500, method: "PUT" });
     t.fake.inject({ status: 429, retryAfterS: 0, method: "PUT" });
-    expect((await typedError(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis }))).outcomeUnknown).toBe(true);
+    expect(
+      (await typedError(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis })))
+        .outcomeUnknown,
+    ).toBe(true);
     expect(t.fake.listSubscriptions()).toEqual([]);
   });
 });
@@ -181,7 +229,16 @@ describe("a suspended credential stays suspended (issue 9, case 8)", () => {
       ...ref,
       previous: before,
       desired: apis,
-      changes: [{ id: "orders", action: "NONE", usagePlans: [{ id: "gold", action: "NONE" }, { id: "silver", action: "ADDED" }] }],
+      changes: [
+        {
+          id: "orders",
+          action: "NONE",
+          usagePlans: [
+            { id: "gold", action: "NONE" },
+            { id: "silver", action: "ADDED" },
+          ],
+        },
+      ],
     });
     expect(subsOf(t.fake, ref.nativeId).map((s) => [s.scope, s.state, s.primaryKey === ref.apiKey])).toEqual([
       ["/products/gold", "suspended", true],

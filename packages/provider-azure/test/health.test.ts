@@ -2,7 +2,6 @@
 import { describe, expect, it } from "vitest";
 import { typedError, useFake } from "./helpers.js";
 
-
 const t = useFake();
 
 const serviceGets = () => t.fake.requests.filter((r) => r.method === "GET" && r.path === "/").length;
@@ -24,11 +23,18 @@ describe("health", () => {
 
   it("a failing read is UpstreamUnavailable (503) naming the gateway, cached briefly", async () => {
     const provider = t.make({ maxRetries: 0 });
-    t.fake.inject({ status: 403, code: "AuthorizationFailed", message: "The client does not have authorization", path: /^\/$/ });
+    t.fake.inject({
+      status: 403,
+      code: "AuthorizationFailed",
+      message: "The client does not have authorization",
+      path: /^\/$/,
+    });
     const err = await typedError(provider.health());
     expect(err.status).toBe(503);
     expect(err.code).toBe("UPSTREAM_UNAVAILABLE");
-    expect(err.message).toMatch(/^\[gateway azure-test\] Azure Resource Manager refused reading service .*AuthorizationFailed.*README: RBAC/);
+    expect(err.message).toMatch(
+      /^\[gateway azure-test\] Azure Resource Manager refused reading service .*AuthorizationFailed.*README: RBAC/,
+    );
     expect((await typedError(provider.health())).status).toBe(503);
     expect(t.fake.requests).toHaveLength(1);
   });

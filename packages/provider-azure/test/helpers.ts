@@ -1,7 +1,15 @@
 // Shared set-up of the provider tests: an APIM fake and a provider pointed at it through the `endpoint` option.
 import { afterEach, beforeEach } from "vitest";
 import { randomUUID } from "node:crypto";
-import { isCredhookError, memoryStateStore, silentLogger, type CredhookError, type GatewayApi, type ProviderCredentialRef, type ProviderStateStore } from "@credhook/core";
+import {
+  isCredhookError,
+  memoryStateStore,
+  silentLogger,
+  type CredhookError,
+  type GatewayApi,
+  type ProviderCredentialRef,
+  type ProviderStateStore,
+} from "@credhook/core";
 import { createAzureProvider, type AzureApimProvider, type AzureProviderOptions } from "../src/index.js";
 import { startApimFake, type ApimFake, type ApimFakeOptions } from "@credhook/fakes/azure";
 
@@ -15,8 +23,17 @@ export const app = { appName: "Orders App", developer: "dev@example.com", appSlu
 export async function setup(
   fakeOptions: ApimFakeOptions = {},
   providerOptions: Partial<AzureProviderOptions> = {},
-): Promise<{ fake: ApimFake; provider: AzureApimProvider; make: (o?: Partial<AzureProviderOptions>, gateway?: string) => AzureApimProvider; state: ProviderStateStore }> {
-  const fake = await startApimFake({ products: ["gold", "silver", "bronze"], apis: ["orders", "echo-api"], ...fakeOptions });
+): Promise<{
+  fake: ApimFake;
+  provider: AzureApimProvider;
+  make: (o?: Partial<AzureProviderOptions>, gateway?: string) => AzureApimProvider;
+  state: ProviderStateStore;
+}> {
+  const fake = await startApimFake({
+    products: ["gold", "silver", "bronze"],
+    apis: ["orders", "echo-api"],
+    ...fakeOptions,
+  });
   // One provider state per gateway name, shared by every provider of that gateway (as core's store would).
   const states = new Map<string, ProviderStateStore>();
   const stateOf = (gateway: string) => states.get(gateway) ?? states.set(gateway, memoryStateStore()).get(gateway)!;
@@ -31,16 +48,39 @@ export async function setup(
         ...providerOptions,
         ...o,
       },
-      { gateway, configPath: `gateways.${gateway}.options`, credentialType: "API_KEY", logger: silentLogger, state: stateOf(gateway) },
+      {
+        gateway,
+        configPath: `gateways.${gateway}.options`,
+        credentialType: "API_KEY",
+        logger: silentLogger,
+        state: stateOf(gateway),
+      },
     );
   return { fake, provider: make(), make, state: stateOf(GATEWAY) };
 }
 
 /** Creates a credential for `apis` and returns its reference with the returned key. */
-export async function createRef(provider: AzureApimProvider, apis: GatewayApi[], apiKeyValue?: string): Promise<ProviderCredentialRef & { apiKey: string }> {
+export async function createRef(
+  provider: AzureApimProvider,
+  apis: GatewayApi[],
+  apiKeyValue?: string,
+): Promise<ProviderCredentialRef & { apiKey: string }> {
   const credentialId = randomUUID();
-  const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis, ...(apiKeyValue ? { apiKeyValue } : {}) });
-  return { credentialId, credentialType: "API_KEY", nativeId: cred.nativeId, resources: cred.resources, app, apiKey: cred.apiKey! };
+  const cred = await provider.create({
+    credentialId,
+    credentialType: "API_KEY",
+    app,
+    apis,
+    ...(apiKeyValue ? { apiKeyValue } : {}),
+  });
+  return {
+    credentialId,
+    credentialType: "API_KEY",
+    nativeId: cred.nativeId,
+    resources: cred.resources,
+    app,
+    apiKey: cred.apiKey!,
+  };
 }
 
 /** The subscriptions of a credential in the fake. */
@@ -61,7 +101,11 @@ export async function typedError(p: Promise<unknown>): Promise<CredhookError> {
 
 /** `changes` marking every API/plan of `apis` NONE. */
 export function noneChanges(apis: GatewayApi[]) {
-  return apis.map((a) => ({ id: a.id, action: "NONE" as const, usagePlans: a.usagePlans.map((p) => ({ id: p, action: "NONE" as const })) }));
+  return apis.map((a) => ({
+    id: a.id,
+    action: "NONE" as const,
+    usagePlans: a.usagePlans.map((p) => ({ id: p, action: "NONE" as const })),
+  }));
 }
 
 /** What {@link useFake} hands a test file: the current fake and provider (fresh for every test). */
@@ -76,7 +120,10 @@ export interface FakeContext {
 }
 
 /** Registers beforeEach/afterEach hooks that start a fresh fake and provider for every test of the file. */
-export function useFake(fakeOptions: ApimFakeOptions = {}, providerOptions: Partial<AzureProviderOptions> = {}): FakeContext {
+export function useFake(
+  fakeOptions: ApimFakeOptions = {},
+  providerOptions: Partial<AzureProviderOptions> = {},
+): FakeContext {
   const ctx = {} as FakeContext;
   ctx.restart = async (f = fakeOptions, p = providerOptions) => {
     await ctx.fake?.close();
@@ -96,11 +143,24 @@ export function useFake(fakeOptions: ApimFakeOptions = {}, providerOptions: Part
  * reports, then — the outcome may be unknown — find the credential by its mark and
  * revoke what is found. Returns the revoke outcomes, in order.
  */
-export async function compensate(provider: AzureApimProvider, credentialId: string, err: CredhookError, apis: GatewayApi[]): Promise<string[]> {
+export async function compensate(
+  provider: AzureApimProvider,
+  credentialId: string,
+  err: CredhookError,
+  apis: GatewayApi[],
+): Promise<string[]> {
   const outcomes: string[] = [];
   const ref = { credentialId, credentialType: "API_KEY" as const, app };
-  if (err.partial) outcomes.push(await provider.revoke({ ...ref, nativeId: err.partial.nativeId, resources: err.partial.resources as ProviderCredentialRef["resources"] }));
-  for (const found of await provider.findByCredential({ ...ref, apis })) outcomes.push(await provider.revoke({ ...ref, nativeId: found.nativeId, resources: {} }));
+  if (err.partial)
+    outcomes.push(
+      await provider.revoke({
+        ...ref,
+        nativeId: err.partial.nativeId,
+        resources: err.partial.resources as ProviderCredentialRef["resources"],
+      }),
+    );
+  for (const found of await provider.findByCredential({ ...ref, apis }))
+    outcomes.push(await provider.revoke({ ...ref, nativeId: found.nativeId, resources: {} }));
   return outcomes;
 }
 

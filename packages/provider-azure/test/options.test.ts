@@ -3,8 +3,18 @@ import { describe, expect, it } from "vitest";
 import { createAjv, memoryStateStore, silentLogger } from "@credhook/core";
 import factory, { displayNameOf, endpointMapping, subscriptionIdOf, createAzureProvider } from "../src/index.js";
 
-const base = { subscriptionId: "11111111-2222-3333-4444-555555555555", resourceGroup: "rg-apis", serviceName: "contoso-apim" };
-const context = { gateway: "azure-eu", configPath: "gateways.azure-eu.options", credentialType: "API_KEY" as const, logger: silentLogger, state: memoryStateStore() };
+const base = {
+  subscriptionId: "11111111-2222-3333-4444-555555555555",
+  resourceGroup: "rg-apis",
+  serviceName: "contoso-apim",
+};
+const context = {
+  gateway: "azure-eu",
+  configPath: "gateways.azure-eu.options",
+  credentialType: "API_KEY" as const,
+  logger: silentLogger,
+  state: memoryStateStore(),
+};
 
 describe("options", () => {
   const validate = createAjv({ coerceTypes: true, useDefaults: true }).compile(factory.optionsSchema);
@@ -53,11 +63,15 @@ describe("options", () => {
   it("declares API_KEY only and refuses a CLIENT_CREDENTIALS gateway with the YAML path", async () => {
     const p = await factory.create({ ...base, credential: { type: "static-token", token: "t" } }, context);
     expect(p.capabilities).toEqual({ credentialTypes: ["API_KEY"], importsApiKeyValue: true, readsBackSecret: true });
-    expect(() => createAzureProvider(base, { ...context, credentialType: "CLIENT_CREDENTIALS" })).toThrow(/gateways\.azure-eu\.options: Azure API Management issues API_KEY/);
+    expect(() => createAzureProvider(base, { ...context, credentialType: "CLIENT_CREDENTIALS" })).toThrow(
+      /gateways\.azure-eu\.options: Azure API Management issues API_KEY/,
+    );
   });
 
   it("maps an http:// endpoint to https for the SDK and back to http on the wire; https stays as is", () => {
-    expect(endpointMapping("https://management.chinacloudapi.cn/").sdkEndpoint).toBe("https://management.chinacloudapi.cn");
+    expect(endpointMapping("https://management.chinacloudapi.cn/").sdkEndpoint).toBe(
+      "https://management.chinacloudapi.cn",
+    );
     expect(endpointMapping("https://management.chinacloudapi.cn/").httpClient).toBeUndefined();
     const m = endpointMapping("http://127.0.0.1:8081");
     expect(m.sdkEndpoint).toBe("https://127.0.0.1:8081");
@@ -66,12 +80,19 @@ describe("options", () => {
 
   it("subscription ids stay ≤ 256 allowed characters and display names ≤ 100", () => {
     const native = `credhook-${"0".repeat(36)}`;
-    const long = subscriptionIdOf(native, { kind: "product", id: "x".repeat(300), path: `/products/${"x".repeat(300)}`, origin: "" });
+    const long = subscriptionIdOf(native, {
+      kind: "product",
+      id: "x".repeat(300),
+      path: `/products/${"x".repeat(300)}`,
+      origin: "",
+    });
     expect(long.length).toBeLessThanOrEqual(256);
     expect(long).toMatch(/^[^*#&+:<>?]+$/);
     const odd = subscriptionIdOf(native, { kind: "api", id: "weird id/é", path: "/apis/weird id/é", origin: "" });
     expect(odd).toMatch(/^credhook-0+-a-h[0-9a-f]{16}$/);
-    expect(subscriptionIdOf(native, { kind: "product", id: "Gold", path: "/products/Gold", origin: "" })).toBe(`${native}-p-gold`);
+    expect(subscriptionIdOf(native, { kind: "product", id: "Gold", path: "/products/Gold", origin: "" })).toBe(
+      `${native}-p-gold`,
+    );
     const name = displayNameOf({ appName: "A".repeat(150), developer: `${"d".repeat(80)}@example.com` });
     expect(name.length).toBeLessThanOrEqual(100);
     expect(displayNameOf({ appName: "Shop", developer: "dev@example.com" })).toBe("Shop (dev@example.com)");

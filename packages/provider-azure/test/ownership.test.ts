@@ -23,8 +23,16 @@ describe("two gateways on one service (issue 9, case 5)", () => {
     expect(t.fake.requests.filter((r) => r.method === "DELETE")).toEqual([]);
     // nor does it list, find or update them
     expect((await deleting.listOwned()).map((o) => o.nativeId)).toEqual([]);
-    expect(await deleting.findByCredential({ credentialId: theirs.credentialId, credentialType: "API_KEY", app, apis })).toEqual([]);
-    expect((await typedError(deleting.update({ ...theirs, credentialId: "", previous: apis, desired: apis, changes: noneChanges(apis) }))).status).toBe(404);
+    expect(
+      await deleting.findByCredential({ credentialId: theirs.credentialId, credentialType: "API_KEY", app, apis }),
+    ).toEqual([]);
+    expect(
+      (
+        await typedError(
+          deleting.update({ ...theirs, credentialId: "", previous: apis, desired: apis, changes: noneChanges(apis) }),
+        )
+      ).status,
+    ).toBe(404);
   });
 
   it("and the other way round: credhook-eu- never takes credhook-'s subscriptions", async () => {
@@ -40,8 +48,20 @@ describe("two gateways on one service (issue 9, case 5)", () => {
   });
 
   it("two gateways of one process may not share a prefix on one service (case-insensitive): ConfigError naming both", async () => {
-    const context = { gateway: "azure-twin", configPath: "gateways.azure-twin.options", credentialType: "API_KEY" as const, logger: silentLogger, state: memoryStateStore() };
-    const options = { subscriptionId: t.fake.subscriptionId, resourceGroup: t.fake.resourceGroup, serviceName: t.fake.serviceName, endpoint: t.fake.url, credential: { type: "static-token" as const, token: "fake" } };
+    const context = {
+      gateway: "azure-twin",
+      configPath: "gateways.azure-twin.options",
+      credentialType: "API_KEY" as const,
+      logger: silentLogger,
+      state: memoryStateStore(),
+    };
+    const options = {
+      subscriptionId: t.fake.subscriptionId,
+      resourceGroup: t.fake.resourceGroup,
+      serviceName: t.fake.serviceName,
+      endpoint: t.fake.url,
+      credential: { type: "static-token" as const, token: "fake" },
+    };
     expect(() => createAzureProvider({ ...options, subscriptionIdPrefix: "CREDHOOK-" }, context)).toThrow(ConfigError);
     expect(() => createAzureProvider({ ...options, subscriptionIdPrefix: "CREDHOOK-" }, context)).toThrow(
       /gateways\.azure-twin\.options\.subscriptionIdPrefix: gateway 'azure-test' already uses the prefix 'credhook-' on the same API Management service/,
@@ -59,7 +79,10 @@ describe("revoke and update check the mark before any write", () => {
     for (const credentialId of ["", randomUUID()]) {
       const ref = { credentialId, credentialType: "API_KEY" as const, nativeId: made.sid, resources: {}, app };
       expect(await t.provider.revoke(ref)).toBe("not-owned");
-      expect((await typedError(t.provider.update({ ...ref, previous: apis, desired: apis, changes: noneChanges(apis) }))).status).toBe(404);
+      expect(
+        (await typedError(t.provider.update({ ...ref, previous: apis, desired: apis, changes: noneChanges(apis) })))
+          .status,
+      ).toBe(404);
       expect((await typedError(t.provider.readSecret(ref))).status).toBe(404);
     }
     expect(t.fake.getSubscription(made.sid)).toEqual(made);
@@ -67,8 +90,19 @@ describe("revoke and update check the mark before any write", () => {
   });
 
   it("an id that merely starts with this gateway's prefix is not its own: only <prefix><UUID> is", async () => {
-    const lookalike = t.fake.addForeignSubscription({ scope: "/products/gold", sid: `credhook-legacy-${randomUUID()}-p-gold` });
-    expect(await t.provider.revoke({ credentialId: "", credentialType: "API_KEY", nativeId: "credhook-legacy", resources: {}, app })).toBe("not-owned");
+    const lookalike = t.fake.addForeignSubscription({
+      scope: "/products/gold",
+      sid: `credhook-legacy-${randomUUID()}-p-gold`,
+    });
+    expect(
+      await t.provider.revoke({
+        credentialId: "",
+        credentialType: "API_KEY",
+        nativeId: "credhook-legacy",
+        resources: {},
+        app,
+      }),
+    ).toBe("not-owned");
     expect(await t.provider.listOwned()).toEqual([]);
     expect(t.fake.getSubscription(lookalike.sid)).toEqual(lookalike);
   });
@@ -82,19 +116,36 @@ describe("revoke and update check the mark before any write", () => {
 
   it("an update with no credential id (the store lost the record) acts on the gateway's mark and reports the mark's credential id", async () => {
     const ref = await createRef(t.provider, apis);
-    const res = await t.provider.update({ ...ref, credentialId: "", resources: {}, previous: apis, desired: apis, changes: noneChanges(apis) });
+    const res = await t.provider.update({
+      ...ref,
+      credentialId: "",
+      resources: {},
+      previous: apis,
+      desired: apis,
+      changes: noneChanges(apis),
+    });
     expect(res.credentialId).toBe(ref.credentialId);
     // core keeps that id for the new record, so later calls match the mark again
     expect(await t.provider.revoke({ ...ref, resources: res.resources })).toBe("revoked");
     expect(subsOf(t.fake, ref.nativeId)).toEqual([]);
     // an update naming its own credential id reports none
     const other = await createRef(t.provider, apis);
-    expect((await t.provider.update({ ...other, previous: apis, desired: apis, changes: noneChanges(apis) })).credentialId).toBeUndefined();
+    expect(
+      (await t.provider.update({ ...other, previous: apis, desired: apis, changes: noneChanges(apis) })).credentialId,
+    ).toBeUndefined();
   });
 
   it("update with a credential id is NotFound when the mark names another credential", async () => {
     const ref = await createRef(t.provider, apis);
-    const err = await typedError(t.provider.update({ ...ref, credentialId: randomUUID(), previous: apis, desired: apis, changes: noneChanges(apis) }));
+    const err = await typedError(
+      t.provider.update({
+        ...ref,
+        credentialId: randomUUID(),
+        previous: apis,
+        desired: apis,
+        changes: noneChanges(apis),
+      }),
+    );
     expect(err.status).toBe(404);
     expect(err.message).toMatch(/carries the mark of credhook credential .*; nothing was changed/);
   });

@@ -2,7 +2,10 @@
 import { describe, expect, it } from "vitest";
 import { createRef, noneChanges, subsOf, typedError, useFake } from "./helpers.js";
 
-const apis = [{ id: "orders", usagePlans: ["gold", "silver"] }, { id: "echo-api", usagePlans: [] }];
+const apis = [
+  { id: "orders", usagePlans: ["gold", "silver"] },
+  { id: "echo-api", usagePlans: [] },
+];
 
 const t = useFake();
 
@@ -32,7 +35,12 @@ describe("revoke", () => {
     t.fake.touchSubscription(`${ref.nativeId}-p-gold`, { displayName: "edited in the portal" });
     await t.provider.revoke(ref);
     expect(subsOf(t.fake, ref.nativeId)).toEqual([]);
-    expect(t.fake.requests.filter((r) => r.method === "DELETE").map((r) => r.status).sort()).toEqual([200, 200, 200, 412]);
+    expect(
+      t.fake.requests
+        .filter((r) => r.method === "DELETE")
+        .map((r) => r.status)
+        .sort(),
+    ).toEqual([200, 200, 200, 412]);
   });
 
   it("a subscription already deleted (404 on DELETE) counts as revoked", async () => {
@@ -49,11 +57,16 @@ describe("revoke", () => {
     const ref = await createRef(disabling, apis);
     await disabling.revoke(ref);
     expect(subsOf(t.fake, ref.nativeId).map((s) => s.state)).toEqual(["cancelled", "cancelled", "cancelled"]);
-    expect(t.fake.requests.filter((r) => r.method === "PATCH").every((r) => r.ifMatch !== undefined && r.ifMatch !== "*")).toBe(true);
+    expect(
+      t.fake.requests.filter((r) => r.method === "PATCH").every((r) => r.ifMatch !== undefined && r.ifMatch !== "*"),
+    ).toBe(true);
     const before = t.fake.requests.length;
     await disabling.revoke(ref);
     expect(t.fake.requests.slice(before).map((r) => r.method)).toEqual(["GET"]);
-    expect((await typedError(disabling.update({ ...ref, previous: apis, desired: apis, changes: noneChanges(apis) }))).status).toBe(404);
+    expect(
+      (await typedError(disabling.update({ ...ref, previous: apis, desired: apis, changes: noneChanges(apis) })))
+        .status,
+    ).toBe(404);
     expect((await typedError(disabling.readSecret(ref))).status).toBe(404);
   });
 

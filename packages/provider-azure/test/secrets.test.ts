@@ -6,13 +6,24 @@ import { createAzureProvider } from "../src/index.js";
 import { app, createRef, noneChanges, subsOf, typedError, useFake } from "./helpers.js";
 
 const t = useFake();
-const apis = [{ id: "orders", usagePlans: ["gold", "silver"] }, { id: "echo-api", usagePlans: [] }];
+const apis = [
+  { id: "orders", usagePlans: ["gold", "silver"] },
+  { id: "echo-api", usagePlans: [] },
+];
 
 function capturingLogger(lines: string[]): Logger {
   const log = (level: string) => (obj: object, msg?: string) => {
-    lines.push(`${level} ${JSON.stringify(obj, (_k, v: unknown) => (v instanceof Error ? { ...v, name: v.name, message: v.message } : v))} ${msg ?? ""}`);
+    lines.push(
+      `${level} ${JSON.stringify(obj, (_k, v: unknown) => (v instanceof Error ? { ...v, name: v.name, message: v.message } : v))} ${msg ?? ""}`,
+    );
   };
-  const logger: Logger = { debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error"), child: () => logger };
+  const logger: Logger = {
+    debug: log("debug"),
+    info: log("info"),
+    warn: log("warn"),
+    error: log("error"),
+    child: () => logger,
+  };
   return logger;
 }
 
@@ -28,7 +39,9 @@ describe("secrets", () => {
     const rotated = await t.provider.rotateSecret(ref, "RotatedKeyValue".repeat(3));
     expect(rotated.apiKey).toBe("RotatedKeyValue".repeat(3));
     expect(subsOf(t.fake, ref.nativeId).map((s) => s.primaryKey)).toEqual(Array(3).fill(rotated.apiKey));
-    expect(t.fake.requests.filter((r) => r.method === "PATCH").every((r) => r.status === 200 && r.ifMatch !== undefined)).toBe(true);
+    expect(
+      t.fake.requests.filter((r) => r.method === "PATCH").every((r) => r.status === 200 && r.ifMatch !== undefined),
+    ).toBe(true);
     expect(JSON.stringify(rotated.resources)).not.toContain(rotated.apiKey);
     expect((await t.provider.readSecret({ ...ref, resources: rotated.resources })).apiKey).toBe(rotated.apiKey);
     await t.provider.revoke(ref);
@@ -53,14 +66,35 @@ describe("secrets", () => {
   it("no key in logs, stored resources, error messages or error causes — also on failures", async () => {
     const lines: string[] = [];
     const provider = createAzureProvider(
-      { subscriptionId: t.fake.subscriptionId, resourceGroup: t.fake.resourceGroup, serviceName: t.fake.serviceName, endpoint: t.fake.url, credential: { type: "static-token", token: "fake" }, maxRetries: 0 },
-      { gateway: "azure-test", configPath: "gateways.azure-test.options", credentialType: "API_KEY", logger: capturingLogger(lines), state: memoryStateStore() },
+      {
+        subscriptionId: t.fake.subscriptionId,
+        resourceGroup: t.fake.resourceGroup,
+        serviceName: t.fake.serviceName,
+        endpoint: t.fake.url,
+        credential: { type: "static-token", token: "fake" },
+        maxRetries: 0,
+      },
+      {
+        gateway: "azure-test",
+        configPath: "gateways.azure-test.options",
+        credentialType: "API_KEY",
+        logger: capturingLogger(lines),
+        state: memoryStateStore(),
+      },
     );
     const key = "NeverLogThisKey".repeat(3);
     const ref = await createRef(provider, apis, key);
-    await provider.update({ ...ref, app: { ...app, appName: "Renamed" }, previous: apis, desired: [{ id: "orders", usagePlans: ["gold", "bronze"] }], changes: noneChanges(apis) });
+    await provider.update({
+      ...ref,
+      app: { ...app, appName: "Renamed" },
+      previous: apis,
+      desired: [{ id: "orders", usagePlans: ["gold", "bronze"] }],
+      changes: noneChanges(apis),
+    });
     t.fake.inject({ status: 400, code: "ValidationError", message: `primaryKey '${key}' rejected`, method: "PUT" });
-    const err = await typedError(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis, apiKeyValue: key }));
+    const err = await typedError(
+      provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis, apiKeyValue: key }),
+    );
     t.fake.touchSubscription(`${ref.nativeId}-p-gold`);
     await provider.revoke(ref);
     expect(lines.length).toBeGreaterThan(0);

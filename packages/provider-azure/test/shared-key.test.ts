@@ -3,25 +3,38 @@ import { describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import { app, compensate, createRef, noneChanges, subsOf, typedError, useFake } from "./helpers.js";
 
-
 const t = useFake();
 
 describe("shared key", () => {
   it("create gives every product and API scope a subscription with the imported key, active, readable name", async () => {
     const key = "SharedKeyValue".repeat(3);
-    const ref = await createRef(t.provider, [{ id: "orders", usagePlans: ["gold", "silver"] }, { id: "echo-api", usagePlans: [] }], key);
+    const ref = await createRef(
+      t.provider,
+      [
+        { id: "orders", usagePlans: ["gold", "silver"] },
+        { id: "echo-api", usagePlans: [] },
+      ],
+      key,
+    );
     expect(ref.apiKey).toBe(key);
     const subs = subsOf(t.fake, ref.nativeId);
     expect(subs.map((s) => s.scope).sort()).toEqual(["/apis/echo-api", "/products/gold", "/products/silver"]);
     expect(subs.every((s) => s.primaryKey === key && s.state === "active")).toBe(true);
     expect(subs.every((s) => s.displayName === "Orders App (dev@example.com)")).toBe(true);
     expect(ref.nativeId).toBe(`credhook-${ref.credentialId}`);
-    expect(subs.map((s) => s.sid).sort()).toEqual([`${ref.nativeId}-a-echo-api`, `${ref.nativeId}-p-gold`, `${ref.nativeId}-p-silver`]);
+    expect(subs.map((s) => s.sid).sort()).toEqual([
+      `${ref.nativeId}-a-echo-api`,
+      `${ref.nativeId}-p-gold`,
+      `${ref.nativeId}-p-silver`,
+    ]);
     expect(JSON.stringify(ref.resources)).not.toContain(key);
   });
 
   it("two APIs in one product share one subscription", async () => {
-    const ref = await createRef(t.provider, [{ id: "orders", usagePlans: ["gold"] }, { id: "billing", usagePlans: ["gold"] }]);
+    const ref = await createRef(t.provider, [
+      { id: "orders", usagePlans: ["gold"] },
+      { id: "billing", usagePlans: ["gold"] },
+    ]);
     expect(subsOf(t.fake, ref.nativeId).map((s) => s.scope)).toEqual(["/products/gold"]);
   });
 
@@ -34,13 +47,23 @@ describe("shared key", () => {
   it("update ADDED reads the key back with listSecrets and gives the new product the same key", async () => {
     const before = [{ id: "orders", usagePlans: ["gold"] }];
     const ref = await createRef(t.provider, before);
-    const after = [{ id: "orders", usagePlans: ["gold", "bronze"] }, { id: "echo-api", usagePlans: [] }];
+    const after = [
+      { id: "orders", usagePlans: ["gold", "bronze"] },
+      { id: "echo-api", usagePlans: [] },
+    ];
     await t.provider.update({
       ...ref,
       previous: before,
       desired: after,
       changes: [
-        { id: "orders", action: "NONE", usagePlans: [{ id: "gold", action: "NONE" }, { id: "bronze", action: "ADDED" }] },
+        {
+          id: "orders",
+          action: "NONE",
+          usagePlans: [
+            { id: "gold", action: "NONE" },
+            { id: "bronze", action: "ADDED" },
+          ],
+        },
         { id: "echo-api", action: "ADDED", usagePlans: [] },
       ],
     });
@@ -71,7 +94,13 @@ describe("shared key", () => {
     const key = "TakenKeyValue".repeat(3);
     await createRef(t.provider, [{ id: "orders", usagePlans: ["gold"] }], key);
     const err = await typedError(
-      t.provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "orders", usagePlans: ["silver"] }], apiKeyValue: key }),
+      t.provider.create({
+        credentialId: randomUUID(),
+        credentialType: "API_KEY",
+        app,
+        apis: [{ id: "orders", usagePlans: ["silver"] }],
+        apiKeyValue: key,
+      }),
     );
     expect(err.status).toBe(409);
     expect(JSON.stringify(err.messages)).not.toContain(key);

@@ -8,7 +8,13 @@ const apis = [{ id: "orders", usagePlans: ["gold", "silver"] }];
 
 const t = useFake();
 /** A reference of this gateway's form whose subscriptions do not exist. */
-const unknownRef = { credentialId: "", credentialType: "API_KEY" as const, nativeId: `credhook-${randomUUID()}`, resources: {}, app };
+const unknownRef = {
+  credentialId: "",
+  credentialType: "API_KEY" as const,
+  nativeId: `credhook-${randomUUID()}`,
+  resources: {},
+  app,
+};
 
 describe("throttling and failures", () => {
   it("a 429 with Retry-After is retried by the SDK and the create succeeds", async () => {
@@ -27,10 +33,14 @@ describe("throttling and failures", () => {
     expect(err).toBeInstanceOf(Throttled);
     expect(err.status).toBe(503);
     expect((err as Throttled).retryAfterS).toBe(1);
-    expect(err.message).toMatch(/^\[gateway azure-test\] Azure Resource Manager still throttled creating subscription .*-p-silver/);
+    expect(err.message).toMatch(
+      /^\[gateway azure-test\] Azure Resource Manager still throttled creating subscription .*-p-silver/,
+    );
     // every attempt was refused with 429: the silver PUT certainly did not land
     expect(err.outcomeUnknown).toBe(false);
-    expect((err.partial!.resources.subscriptions as Array<{ sid: string }>).map((s) => s.sid)).toEqual([`credhook-${credentialId}-p-gold`]);
+    expect((err.partial!.resources.subscriptions as Array<{ sid: string }>).map((s) => s.sid)).toEqual([
+      `credhook-${credentialId}-p-gold`,
+    ]);
     expect(t.fake.listSubscriptions().map((s) => s.sid)).toEqual([`credhook-${credentialId}-p-gold`]);
     expect(t.fake.requests.filter((r) => r.method === "DELETE")).toEqual([]);
   });
@@ -75,7 +85,15 @@ describe("throttling and failures", () => {
     const url = t.fake.url;
     await t.fake.close();
     const provider = t.make({ endpoint: url, maxRetries: 0 });
-    const err = await typedError(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis, apiKeyValue: "SecretValue".repeat(4) }));
+    const err = await typedError(
+      provider.create({
+        credentialId: randomUUID(),
+        credentialType: "API_KEY",
+        app,
+        apis,
+        apiKeyValue: "SecretValue".repeat(4),
+      }),
+    );
     expect(err.status).toBe(502);
     expect(err.message).toMatch(/not reachable/);
     expect(JSON.stringify(err.messages)).not.toContain("SecretValue");
@@ -85,18 +103,42 @@ describe("throttling and failures", () => {
   it("an ARM message that echoes the key is masked", async () => {
     const provider = t.make({ maxRetries: 0 });
     const key = "EchoedKeyValue".repeat(3);
-    t.fake.inject({ status: 400, code: "ValidationError", message: `primaryKey '${key}' is not allowed here`, method: "PUT" });
-    const err = await typedError(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "orders", usagePlans: ["gold"] }], apiKeyValue: key }));
+    t.fake.inject({
+      status: 400,
+      code: "ValidationError",
+      message: `primaryKey '${key}' is not allowed here`,
+      method: "PUT",
+    });
+    const err = await typedError(
+      provider.create({
+        credentialId: randomUUID(),
+        credentialType: "API_KEY",
+        app,
+        apis: [{ id: "orders", usagePlans: ["gold"] }],
+        apiKeyValue: key,
+      }),
+    );
     expect(JSON.stringify(err.messages)).not.toContain(key);
     expect(err.message).toContain("***");
   });
 
   it("the client-side ARM bucket: a queue longer than maxRetryAfterS answers 503 at once, before calling ARM", async () => {
-    const provider = t.make({ rateLimit: { writeBurst: 2, writesPerSecond: 0.1 }, maxRetryAfterS: 5, credential: { type: "static-token", token: "bucket-test" } });
+    const provider = t.make({
+      rateLimit: { writeBurst: 2, writesPerSecond: 0.1 },
+      maxRetryAfterS: 5,
+      credential: { type: "static-token", token: "bucket-test" },
+    });
     await createRef(provider, [{ id: "orders", usagePlans: ["gold"] }]);
     await createRef(provider, [{ id: "orders", usagePlans: ["silver"] }]);
     const puts = t.fake.requests.filter((r) => r.method === "PUT").length;
-    const err = await typedError(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "orders", usagePlans: ["bronze"] }] }));
+    const err = await typedError(
+      provider.create({
+        credentialId: randomUUID(),
+        credentialType: "API_KEY",
+        app,
+        apis: [{ id: "orders", usagePlans: ["bronze"] }],
+      }),
+    );
     expect(err).toBeInstanceOf(Throttled);
     expect((err as Throttled).retryAfterS).toBe(10);
     expect(err.message).toMatch(/too many ARM writes are queued to stay under ARM's 0.1\/s; try again in 10 s/);

@@ -2,7 +2,10 @@
 import { describe, expect, it } from "vitest";
 import { createRef, noneChanges, subsOf, typedError, useFake } from "./helpers.js";
 
-const before = [{ id: "orders", usagePlans: ["gold", "silver"] }, { id: "echo-api", usagePlans: [] }];
+const before = [
+  { id: "orders", usagePlans: ["gold", "silver"] },
+  { id: "echo-api", usagePlans: [] },
+];
 
 const t = useFake();
 
@@ -16,26 +19,55 @@ describe("update", () => {
       previous: before,
       desired: after,
       changes: [
-        { id: "orders", action: "NONE", usagePlans: [{ id: "gold", action: "NONE" }, { id: "silver", action: "REMOVED" }] },
+        {
+          id: "orders",
+          action: "NONE",
+          usagePlans: [
+            { id: "gold", action: "NONE" },
+            { id: "silver", action: "REMOVED" },
+          ],
+        },
         { id: "echo-api", action: "REMOVED", usagePlans: [] },
       ],
     });
     expect(subsOf(t.fake, ref.nativeId).map((s) => s.scope)).toEqual(["/products/gold"]);
-    expect(t.fake.requests.slice(writesBefore).filter((r) => r.method !== "GET" && r.method !== "POST").map((r) => r.method)).toEqual(["DELETE", "DELETE"]);
+    expect(
+      t.fake.requests
+        .slice(writesBefore)
+        .filter((r) => r.method !== "GET" && r.method !== "POST")
+        .map((r) => r.method),
+    ).toEqual(["DELETE", "DELETE"]);
     // Nothing added: the key is not read (listSecrets is a POST, an ARM write).
     expect(t.fake.requests.slice(writesBefore).filter((r) => r.method === "POST")).toEqual([]);
-    expect((res.resources.subscriptions as Array<{ sid: string }>).map((s) => s.sid)).toEqual([`${ref.nativeId}-p-gold`]);
+    expect((res.resources.subscriptions as Array<{ sid: string }>).map((s) => s.sid)).toEqual([
+      `${ref.nativeId}-p-gold`,
+    ]);
   });
 
   it("reads the key (one listSecrets) only when a subscription is added with it", async () => {
     const apis = [{ id: "orders", usagePlans: ["gold"] }];
     const ref = await createRef(t.provider, apis);
-    const listSecrets = () => t.fake.requests.filter((r) => r.method === "POST" && r.path.endsWith("/listSecrets")).length;
+    const listSecrets = () =>
+      t.fake.requests.filter((r) => r.method === "POST" && r.path.endsWith("/listSecrets")).length;
     const start = listSecrets();
     await t.provider.update({ ...ref, previous: apis, desired: apis, changes: noneChanges(apis) });
     expect(listSecrets()).toBe(start);
     const desired = [{ id: "orders", usagePlans: ["gold", "silver"] }];
-    await t.provider.update({ ...ref, previous: apis, desired, changes: [{ id: "orders", action: "NONE", usagePlans: [{ id: "gold", action: "NONE" }, { id: "silver", action: "ADDED" }] }] });
+    await t.provider.update({
+      ...ref,
+      previous: apis,
+      desired,
+      changes: [
+        {
+          id: "orders",
+          action: "NONE",
+          usagePlans: [
+            { id: "gold", action: "NONE" },
+            { id: "silver", action: "ADDED" },
+          ],
+        },
+      ],
+    });
     expect(listSecrets()).toBe(start + 1);
     const [gold, silver] = subsOf(t.fake, ref.nativeId);
     expect(silver!.primaryKey).toBe(gold!.primaryKey);
@@ -44,13 +76,24 @@ describe("update", () => {
   it("a rename PATCHes every displayName with the stored ETag", async () => {
     const ref = await createRef(t.provider, before);
     const renamed = { ...ref.app, appName: "Orders App v2" };
-    const res = await t.provider.update({ ...ref, app: renamed, previous: before, desired: before, changes: noneChanges(before), previousAppName: ref.app.appName });
-    expect(subsOf(t.fake, ref.nativeId).map((s) => s.displayName)).toEqual(Array(3).fill("Orders App v2 (dev@example.com)"));
+    const res = await t.provider.update({
+      ...ref,
+      app: renamed,
+      previous: before,
+      desired: before,
+      changes: noneChanges(before),
+      previousAppName: ref.app.appName,
+    });
+    expect(subsOf(t.fake, ref.nativeId).map((s) => s.displayName)).toEqual(
+      Array(3).fill("Orders App v2 (dev@example.com)"),
+    );
     const patches = t.fake.requests.filter((r) => r.method === "PATCH");
     expect(patches).toHaveLength(3);
     expect(patches.every((p) => p.status === 200 && p.ifMatch !== "*")).toBe(true);
     // the new ETags are stored
-    const stored = new Map((res.resources.subscriptions as Array<{ sid: string; etag: string }>).map((s) => [s.sid, s.etag]));
+    const stored = new Map(
+      (res.resources.subscriptions as Array<{ sid: string; etag: string }>).map((s) => [s.sid, s.etag]),
+    );
     for (const s of subsOf(t.fake, ref.nativeId)) expect(stored.get(s.sid)).toBe(s.etag);
   });
 
@@ -58,9 +101,17 @@ describe("update", () => {
     const apis = [{ id: "orders", usagePlans: ["gold"] }];
     const ref = await createRef(t.provider, apis);
     t.fake.touchSubscription(`${ref.nativeId}-p-gold`, { displayName: "edited in the portal" });
-    await t.provider.update({ ...ref, app: { ...ref.app, appName: "Renamed" }, previous: apis, desired: apis, changes: noneChanges(apis) });
+    await t.provider.update({
+      ...ref,
+      app: { ...ref.app, appName: "Renamed" },
+      previous: apis,
+      desired: apis,
+      changes: noneChanges(apis),
+    });
     expect(t.fake.getSubscription(`${ref.nativeId}-p-gold`)!.displayName).toBe("Renamed (dev@example.com)");
-    expect(t.fake.requests.filter((r) => r.method === "PATCH" || r.method === "HEAD").map((r) => `${r.method} ${r.status}`)).toEqual(["PATCH 412", "HEAD 200", "PATCH 200"]);
+    expect(
+      t.fake.requests.filter((r) => r.method === "PATCH" || r.method === "HEAD").map((r) => `${r.method} ${r.status}`),
+    ).toEqual(["PATCH 412", "HEAD 200", "PATCH 200"]);
   });
 
   it("an ADDED product that does not exist is a 422; the update's other additions stay (reported) until core's inverse update removes them", async () => {
@@ -72,7 +123,17 @@ describe("update", () => {
         ...ref,
         previous: apis,
         desired,
-        changes: [{ id: "orders", action: "NONE", usagePlans: [{ id: "gold", action: "NONE" }, { id: "silver", action: "ADDED" }, { id: "platinum", action: "ADDED" }] }],
+        changes: [
+          {
+            id: "orders",
+            action: "NONE",
+            usagePlans: [
+              { id: "gold", action: "NONE" },
+              { id: "silver", action: "ADDED" },
+              { id: "platinum", action: "ADDED" },
+            ],
+          },
+        ],
       }),
     );
     expect(err.status).toBe(422);
@@ -80,13 +141,26 @@ describe("update", () => {
     expect(err.outcomeUnknown).toBe(false);
     expect(t.fake.requests.filter((r) => r.method === "DELETE")).toEqual([]);
     expect(subsOf(t.fake, ref.nativeId).map((s) => s.scope)).toEqual(["/products/gold", "/products/silver"]);
-    expect((err.partial!.resources.subscriptions as Array<{ scope: string }>).map((s) => s.scope).sort()).toEqual(["/products/gold", "/products/silver"]);
+    expect((err.partial!.resources.subscriptions as Array<{ scope: string }>).map((s) => s.scope).sort()).toEqual([
+      "/products/gold",
+      "/products/silver",
+    ]);
     // core's inverse update (desired → previous)
     await t.provider.update({
       ...ref,
       previous: desired,
       desired: apis,
-      changes: [{ id: "orders", action: "NONE", usagePlans: [{ id: "gold", action: "NONE" }, { id: "silver", action: "REMOVED" }, { id: "platinum", action: "REMOVED" }] }],
+      changes: [
+        {
+          id: "orders",
+          action: "NONE",
+          usagePlans: [
+            { id: "gold", action: "NONE" },
+            { id: "silver", action: "REMOVED" },
+            { id: "platinum", action: "REMOVED" },
+          ],
+        },
+      ],
     });
     expect(subsOf(t.fake, ref.nativeId).map((s) => s.scope)).toEqual(["/products/gold"]);
   });
@@ -100,7 +174,16 @@ describe("update", () => {
         ...ref,
         previous: apis,
         desired: [{ id: "orders", usagePlans: ["silver"] }],
-        changes: [{ id: "orders", action: "NONE", usagePlans: [{ id: "gold", action: "REMOVED" }, { id: "silver", action: "ADDED" }] }],
+        changes: [
+          {
+            id: "orders",
+            action: "NONE",
+            usagePlans: [
+              { id: "gold", action: "REMOVED" },
+              { id: "silver", action: "ADDED" },
+            ],
+          },
+        ],
       }),
     );
     expect(err.status).toBe(502);
@@ -111,8 +194,18 @@ describe("update", () => {
   });
 
   it("productMap and apiMap translate portal ids to APIM names", async () => {
-    await t.restart({ products: ["Gold-Tier"], apis: ["orders-v2"] }, { productMap: { "1el57v": "Gold-Tier" }, apiMap: { a1b2c3d4e5: "orders-v2" } });
-    const ref = await createRef(t.provider, [{ id: "f6g7h8i9j0", usagePlans: ["1el57v"] }, { id: "a1b2c3d4e5", usagePlans: [] }]);
-    expect(subsOf(t.fake, ref.nativeId).map((s) => s.scope).sort()).toEqual(["/apis/orders-v2", "/products/Gold-Tier"]);
+    await t.restart(
+      { products: ["Gold-Tier"], apis: ["orders-v2"] },
+      { productMap: { "1el57v": "Gold-Tier" }, apiMap: { a1b2c3d4e5: "orders-v2" } },
+    );
+    const ref = await createRef(t.provider, [
+      { id: "f6g7h8i9j0", usagePlans: ["1el57v"] },
+      { id: "a1b2c3d4e5", usagePlans: [] },
+    ]);
+    expect(
+      subsOf(t.fake, ref.nativeId)
+        .map((s) => s.scope)
+        .sort(),
+    ).toEqual(["/apis/orders-v2", "/products/Gold-Tier"]);
   });
 });

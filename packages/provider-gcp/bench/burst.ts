@@ -36,8 +36,12 @@ async function run(fake: ApiKeysFake, label: string, options: Partial<GcpProvide
     }),
   );
   const total = performance.now() - t0;
-  const ok = results.filter((r) => r.nativeId).map((r) => r.ms).sort((a, b) => a - b);
-  const pct = (p: number) => (ok.length ? ok[Math.min(ok.length - 1, Math.floor((p / 100) * ok.length))]!.toFixed(0) : "-");
+  const ok = results
+    .filter((r) => r.nativeId)
+    .map((r) => r.ms)
+    .sort((a, b) => a - b);
+  const pct = (p: number) =>
+    ok.length ? ok[Math.min(ok.length - 1, Math.floor((p / 100) * ok.length))]!.toFixed(0) : "-";
   const failed = results.filter((r) => r.err);
   const byStatus = new Map<string, number>();
   for (const f of failed) {
@@ -52,21 +56,33 @@ async function run(fake: ApiKeysFake, label: string, options: Partial<GcpProvide
   const orphansAfter = liveOrphans(fake, held).length;
   const google429 = fake.requests().filter((r) => r.status === 429).length;
   console.log(`${label}`);
-  console.log(`  succeeded: ${ok.length}/${burst}; failed: ${failed.length}${failed.length ? ` (${[...byStatus].map(([k, n]) => `${n}× ${k}`).join(", ")})` : ""}; 429s answered by the fake: ${google429}`);
-  console.log(`  latency of successful creates: p50 ${pct(50)} ms, p95 ${pct(95)} ms, max ${pct(100)} ms; wall time ${total.toFixed(0)} ms`);
+  console.log(
+    `  succeeded: ${ok.length}/${burst}; failed: ${failed.length}${failed.length ? ` (${[...byStatus].map(([k, n]) => `${n}× ${k}`).join(", ")})` : ""}; 429s answered by the fake: ${google429}`,
+  );
+  console.log(
+    `  latency of successful creates: p50 ${pct(50)} ms, p95 ${pct(95)} ms, max ${pct(100)} ms; wall time ${total.toFixed(0)} ms`,
+  );
   console.log(`  live keys nobody holds: ${orphansBefore} before compensation, ${orphansAfter} after`);
   await provider.close();
 }
 
 const fake = await startApiKeysFake();
-await run(fake, `burst of ${burst} creates, default limiter (100 writes/min, burst 20, max queue wait 10 s; fake quota 120 writes/min)`, {});
+await run(
+  fake,
+  `burst of ${burst} creates, default limiter (100 writes/min, burst 20, max queue wait 10 s; fake quota 120 writes/min)`,
+  {},
+);
 
 fake.control.reset();
 fake.control.setKeyStringInCreateResult(false);
 fake.control.fail({ status: 429, rpcs: ["CreateKey", "GetOperation", "GetKeyString"], every: 4, times: 100_000 });
-await run(fake, `burst of ${burst} creates, every 4th createKey/poll/getKeyString answered 429 (no retry hint); default retry budget 10 s`, {
-  rateLimit: { writesPerMinute: 100, writeBurst: burst, readsPerMinute: 200, readBurst: 200 },
-});
+await run(
+  fake,
+  `burst of ${burst} creates, every 4th createKey/poll/getKeyString answered 429 (no retry hint); default retry budget 10 s`,
+  {
+    rateLimit: { writesPerMinute: 100, writeBurst: burst, readsPerMinute: 200, readBurst: 200 },
+  },
+);
 
 fake.control.reset();
 fake.control.setKeyStringInCreateResult(false);

@@ -36,7 +36,9 @@ export function parseEndpoint(endpoint: string | undefined, at: string): ParsedE
   }
   const protocol = url.protocol.replace(/:$/, "");
   if (protocol !== "http" && protocol !== "https") {
-    throw new ConfigError([`${at}: protocol '${protocol}' is not supported; use https:// (or http:// for a local emulator)`]);
+    throw new ConfigError([
+      `${at}: protocol '${protocol}' is not supported; use https:// (or http:// for a local emulator)`,
+    ]);
   }
   if ((url.pathname !== "/" && url.pathname !== "") || url.search || url.hash || url.username || url.password) {
     throw new ConfigError([`${at}: '${endpoint}' must be a host and port only, without a path, query or credentials`]);
@@ -55,7 +57,11 @@ export const DEFAULT_STATIC_TOKEN = "emulator";
  * - `key-file`: GoogleAuth reading the service-account key at `path`.
  * - `static-token`: an OAuth2Client holding a fixed token (emulators and fakes only).
  */
-export function createApiKeysClient(endpoint: ParsedEndpoint, credentials: GcpCredentialsOption, projectId: string): ApiKeysClient {
+export function createApiKeysClient(
+  endpoint: ParsedEndpoint,
+  credentials: GcpCredentialsOption,
+  projectId: string,
+): ApiKeysClient {
   const base = {
     fallback: true,
     protocol: endpoint.protocol,
@@ -67,11 +73,16 @@ export function createApiKeysClient(endpoint: ParsedEndpoint, credentials: GcpCr
     case "static-token": {
       const authClient = new OAuth2Client();
       // far-future expiry: the token is never refreshed (there is nothing to refresh it with)
-      authClient.setCredentials({ access_token: credentials.token ?? DEFAULT_STATIC_TOKEN, expiry_date: Date.now() + 10 * 365 * 24 * 3.6e6 });
+      authClient.setCredentials({
+        access_token: credentials.token ?? DEFAULT_STATIC_TOKEN,
+        expiry_date: Date.now() + 10 * 365 * 24 * 3.6e6,
+      });
       return new ApiKeysClient({ ...base, authClient } as ConstructorParameters<typeof ApiKeysClient>[0]);
     }
     case "key-file":
-      return new ApiKeysClient({ ...base, keyFilename: credentials.path } as ConstructorParameters<typeof ApiKeysClient>[0]);
+      return new ApiKeysClient({ ...base, keyFilename: credentials.path } as ConstructorParameters<
+        typeof ApiKeysClient
+      >[0]);
     default:
       return new ApiKeysClient(base as ConstructorParameters<typeof ApiKeysClient>[0]);
   }

@@ -11,7 +11,16 @@
  * - a system error (`ECONNREFUSED`, `ECONNRESET`, …) when the endpoint cannot be reached.
  * Google's error model: https://cloud.google.com/apis/design/errors
  */
-import { Conflict, CredhookError, GatewayErrors, NotFound, parseRetryAfter, Throttled, UpstreamError, UpstreamTimeout } from "@credhook/core";
+import {
+  Conflict,
+  CredhookError,
+  GatewayErrors,
+  NotFound,
+  parseRetryAfter,
+  Throttled,
+  UpstreamError,
+  UpstreamTimeout,
+} from "@credhook/core";
 
 /** gRPC status names by number (https://github.com/googleapis/googleapis/blob/master/google/rpc/code.proto). */
 const GRPC_NAMES = [
@@ -115,7 +124,17 @@ export class NotRetriable extends Error {
   }
 }
 
-const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_SOCKET"]);
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_SOCKET",
+]);
 
 /** Reads any error thrown by the client (or the provider's time-outs) into a {@link GoogleFailure}. */
 export function readFailure(err: unknown): GoogleFailure {
@@ -130,7 +149,8 @@ export function readFailure(err: unknown): GoogleFailure {
     response?: { status?: number; headers?: { get?(name: string): string | null } };
   };
   const text = typeof e.message === "string" ? e.message : String(err);
-  const httpStatus = typeof e.status === "number" ? e.status : typeof e.response?.status === "number" ? e.response.status : undefined;
+  const httpStatus =
+    typeof e.status === "number" ? e.status : typeof e.response?.status === "number" ? e.response.status : undefined;
   if (httpStatus !== undefined) {
     let body: { error?: { status?: string; message?: string; details?: unknown } } | undefined;
     try {
@@ -152,7 +172,8 @@ export function readFailure(err: unknown): GoogleFailure {
     return { status: GRPC_NAMES[e.code]!, message: text, ...(retryAfterS !== undefined ? { retryAfterS } : {}) };
   }
   if (typeof e.code === "string" && NETWORK_CODES.has(e.code)) return { status: "NETWORK", message: e.code };
-  if (/socket hang up|ECONNREFUSED|ECONNRESET|fetch failed/i.test(text)) return { status: "NETWORK", message: "connection failed" };
+  if (/socket hang up|ECONNREFUSED|ECONNRESET|fetch failed/i.test(text))
+    return { status: "NETWORK", message: "connection failed" };
   return { status: "UNKNOWN", message: text };
 }
 
@@ -201,7 +222,9 @@ function summary(f: GoogleFailure): string {
 export function toTypedError(err: unknown, what: string, gateway: string): CredhookError {
   if (err instanceof CredhookError) return err;
   const f = readFailure(err);
-  const cause = new Error(`${what}: ${f.status}${f.httpStatus ? ` (HTTP ${f.httpStatus})` : ""}: ${f.message.slice(0, 500)}`);
+  const cause = new Error(
+    `${what}: ${f.status}${f.httpStatus ? ` (HTTP ${f.httpStatus})` : ""}: ${f.message.slice(0, 500)}`,
+  );
   const opts = { cause };
   const g = new GatewayErrors(gateway);
   switch (f.status) {
@@ -213,15 +236,26 @@ export function toTypedError(err: unknown, what: string, gateway: string): Credh
     case "FAILED_PRECONDITION":
       return g.error(Conflict, `${what}: the key changed concurrently (${f.status})`, opts);
     case "RESOURCE_EXHAUSTED":
-      return g.error(Throttled, `${what}: Google API Keys quota exceeded (429), try again later`, f.retryAfterS ?? DEFAULT_THROTTLE_RETRY_AFTER_S, opts);
+      return g.error(
+        Throttled,
+        `${what}: Google API Keys quota exceeded (429), try again later`,
+        f.retryAfterS ?? DEFAULT_THROTTLE_RETRY_AFTER_S,
+        opts,
+      );
     case "TIMEOUT":
       return g.error(UpstreamTimeout, `${what}: Google API Keys did not answer in time (${f.message})`, opts);
     case "DEADLINE_EXCEEDED":
       return g.error(UpstreamTimeout, `${what}: ${f.httpStatus ? "Google API Keys timed out" : f.message}`, opts);
     case "UNAUTHENTICATED":
-      return g.error(UpstreamError, `${what}: Google rejected the credentials (${summary(f)}); check the gateway's credentials option`, opts);
+      return g.error(
+        UpstreamError,
+        `${what}: Google rejected the credentials (${summary(f)}); check the gateway's credentials option`,
+        opts,
+      );
     case "PERMISSION_DENIED":
-      return g.error(UpstreamError, `${what}: permission denied (${summary(f)}); the principal needs roles/serviceusage.apiKeysAdmin on the project`,
+      return g.error(
+        UpstreamError,
+        `${what}: permission denied (${summary(f)}); the principal needs roles/serviceusage.apiKeysAdmin on the project`,
         opts,
       );
     case "NETWORK":

@@ -21,7 +21,13 @@ import { GcpApiKeysProvider, type ResolvedGcpOptions } from "./provider.js";
 import { optionsSchema } from "./schema.js";
 import type { GcpProviderOptions, GcpProviderOptionsWithDefaults } from "./types.js";
 
-export type { GcpCredentialsOption, GcpProviderOptions, GcpProviderOptionsWithDefaults, GcpRateLimitOptions, GcpRetryOptions } from "./types.js";
+export type {
+  GcpCredentialsOption,
+  GcpProviderOptions,
+  GcpProviderOptionsWithDefaults,
+  GcpRateLimitOptions,
+  GcpRetryOptions,
+} from "./types.js";
 export { GcpApiKeysProvider } from "./provider.js";
 export type { ResolvedGcpOptions } from "./provider.js";
 export { parseEndpoint, DEFAULT_API_HOST, DEFAULT_STATIC_TOKEN } from "./client.js";
@@ -41,9 +47,11 @@ export { optionsSchema } from "./schema.js";
 export function resolveOptions(given: GcpProviderOptions, configPath: string): ResolvedGcpOptions {
   const options = applyOptionDefaults(optionsSchema, given);
   const problems: string[] = [];
-  if (typeof options.projectId !== "string" || options.projectId.length === 0) problems.push(`${configPath}.projectId: required`);
+  if (typeof options.projectId !== "string" || options.projectId.length === 0)
+    problems.push(`${configPath}.projectId: required`);
   const prefix = options.keyIdPrefix;
-  if (!KEY_ID_PREFIX_PATTERN.test(prefix)) problems.push(`${configPath}.keyIdPrefix: must match ${KEY_ID_PREFIX_PATTERN.source}`);
+  if (!KEY_ID_PREFIX_PATTERN.test(prefix))
+    problems.push(`${configPath}.keyIdPrefix: must match ${KEY_ID_PREFIX_PATTERN.source}`);
   if (options.serviceTemplate !== undefined && !options.serviceTemplate.includes("{apiId}")) {
     problems.push(`${configPath}.serviceTemplate: must contain {apiId}`);
   }
@@ -71,7 +79,9 @@ export function resolveOptions(given: GcpProviderOptions, configPath: string): R
     endpointKey: "",
   };
   if (!options.services && !options.serviceTemplate) {
-    problems.push(`${configPath}: set services (API id -> Google service name) or serviceTemplate, else no API can be mapped`);
+    problems.push(
+      `${configPath}: set services (API id -> Google service name) or serviceTemplate, else no API can be mapped`,
+    );
   }
   if (problems.length > 0) throw new ConfigError(problems.map((p) => `[provider-gcp] ${p}`));
   return resolved;
@@ -84,7 +94,9 @@ export function resolveOptions(given: GcpProviderOptions, configPath: string): R
 async function create(options: GcpProviderOptionsWithDefaults, context: ProviderContext): Promise<GcpApiKeysProvider> {
   const at = context.configPath;
   if (context.credentialType !== "API_KEY") {
-    throw new ConfigError([`[provider-gcp] ${at.replace(/\.options$/, "")}.credentialType: Google Cloud API Keys issue API_KEY credentials only`]);
+    throw new ConfigError([
+      `[provider-gcp] ${at.replace(/\.options$/, "")}.credentialType: Google Cloud API Keys issue API_KEY credentials only`,
+    ]);
   }
   const resolved = resolveOptions(options, at);
   const endpoint = parseEndpoint(options.endpoint, `[provider-gcp] ${at}.endpoint`);
@@ -98,7 +110,10 @@ async function create(options: GcpProviderOptionsWithDefaults, context: Provider
     }
   }
   if (credentials.type === "static-token") {
-    context.logger.warn({ endpoint: `${endpoint.protocol}://${endpoint.host}:${endpoint.port}` }, "gcp provider uses a static token: for local emulators only");
+    context.logger.warn(
+      { endpoint: `${endpoint.protocol}://${endpoint.host}:${endpoint.port}` },
+      "gcp provider uses a static token: for local emulators only",
+    );
   }
   const client = createApiKeysClient(endpoint, credentials, resolved.projectId);
   return new GcpApiKeysProvider(client, resolved, context);

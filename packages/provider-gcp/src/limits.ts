@@ -61,7 +61,10 @@ const shared = new SharedResourcePool<ProjectLimiters>((limiters) => limiters.st
  * process with the same project and rates. Call `release()` once when the
  * gateway closes.
  */
-export function acquireProjectLimiters(project: string, rates: QuotaRates): { limiters: ProjectLimiters; release: () => Promise<void> } {
+export function acquireProjectLimiters(
+  project: string,
+  rates: QuotaRates,
+): { limiters: ProjectLimiters; release: () => Promise<void> } {
   const key = `${project}|${rates.writesPerMinute}/${rates.writeBurst}|${rates.readsPerMinute}/${rates.readBurst}|${rates.maxQueueWaitMs}`;
   const { value, release } = shared.acquire(key, () => new ProjectLimiters(rates));
   return { limiters: value, release };

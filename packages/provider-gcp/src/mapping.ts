@@ -92,7 +92,12 @@ export function plansRecord(apis: GatewayApi[]): Record<string, string[]> {
 }
 
 /** credhook's annotations for a key (merged over the key's other annotations, which are kept). */
-export function annotationsFor(credentialId: string, gateway: string, app: AppIdentity, apis: GatewayApi[]): Record<string, string> {
+export function annotationsFor(
+  credentialId: string,
+  gateway: string,
+  app: AppIdentity,
+  apis: GatewayApi[],
+): Record<string, string> {
   const a: Record<string, string> = {
     [ANNOTATIONS.gateway]: gateway,
     [ANNOTATIONS.app]: app.appName,
@@ -179,11 +184,17 @@ export function noAccessTargets(service: string): ApiTarget[] {
 }
 
 /** The key's targets in a canonical, comparable form (sorted services and methods; empty methods = all). */
-export function canonicalTargets(targets: ReadonlyArray<{ service?: string | null; methods?: string[] | null }> | null | undefined): ApiTarget[] {
+export function canonicalTargets(
+  targets: ReadonlyArray<{ service?: string | null; methods?: string[] | null }> | null | undefined,
+): ApiTarget[] {
   return [...(targets ?? [])]
     .map((t) => {
       const methods = [...(t.methods ?? [])].sort();
       return methods.length > 0 ? { service: t.service ?? "", methods } : { service: t.service ?? "" };
     })
-    .sort((a, b) => a.service.localeCompare(b.service) || JSON.stringify(a.methods ?? []).localeCompare(JSON.stringify(b.methods ?? [])));
+    .sort(
+      (a, b) =>
+        a.service.localeCompare(b.service) ||
+        JSON.stringify(a.methods ?? []).localeCompare(JSON.stringify(b.methods ?? [])),
+    );
 }

@@ -31,12 +31,48 @@
  * API reference: https://cloud.google.com/api-keys/docs/reference/rest/v2/projects.locations.keys
  */
 import { TaskCancelledError, timeout, TimeoutStrategy, type TimeoutPolicy } from "cockatiel";
-import { Conflict, CredhookError, ErrorCodes, retryAfterOf, NotFound, Throttled, UpstreamUnavailable, type CredentialSearch, type GatewayApi, type Logger, type OwnedResource, type Provider, type ProviderCapabilities, type ProviderContext, type ProviderCreateInput, type ProviderCredential, type ProviderCredentialRef, type ProviderResources, type ProviderUpdateInput, type ProviderUpdateResult, type RevokeOutcome, CachedHealthProbe, GatewayErrors, RateLimitQueueFull } from "@credhook/core";
+import {
+  Conflict,
+  CredhookError,
+  ErrorCodes,
+  retryAfterOf,
+  NotFound,
+  Throttled,
+  UpstreamUnavailable,
+  type CredentialSearch,
+  type GatewayApi,
+  type Logger,
+  type OwnedResource,
+  type Provider,
+  type ProviderCapabilities,
+  type ProviderContext,
+  type ProviderCreateInput,
+  type ProviderCredential,
+  type ProviderCredentialRef,
+  type ProviderResources,
+  type ProviderUpdateInput,
+  type ProviderUpdateResult,
+  type RevokeOutcome,
+  CachedHealthProbe,
+  GatewayErrors,
+  RateLimitQueueFull,
+} from "@credhook/core";
 import type { ApiKeysClient, protos } from "@google-cloud/apikeys";
 import type { Operation } from "google-gax";
 import { NotRetriable, OperationTimeout, RequestTimeout, toTypedError } from "./google-errors.js";
 import { acquireProjectLimiters, type ProjectLimiters, type QuotaBucket } from "./limits.js";
-import { ANNOTATIONS, apiTargetsFor, annotationsFor, canonicalTargets, displayNameFor, KEY_ID_PATTERN, keyIdFor, noAccessTargets, type ApiTarget, type TargetMapping } from "./mapping.js";
+import {
+  ANNOTATIONS,
+  apiTargetsFor,
+  annotationsFor,
+  canonicalTargets,
+  displayNameFor,
+  KEY_ID_PATTERN,
+  keyIdFor,
+  noAccessTargets,
+  type ApiTarget,
+  type TargetMapping,
+} from "./mapping.js";
 import { RetryBudget, retryPolicyFor, type RetryHooks, type RetrySettings } from "./retry.js";
 
 type IKey = protos.google.api.apikeys.v2.IKey;
@@ -91,7 +127,10 @@ export class GcpApiKeysProvider implements Provider {
     importsApiKeyValue: false,
     readsBackSecret: true,
     // Google key strings: "AIza" + 35 characters of [A-Za-z0-9_-], 39 in all.
-    generatedApiKeyFormat: { characters: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", length: 39 },
+    generatedApiKeyFormat: {
+      characters: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
+      length: 39,
+    },
   };
 
   private readonly errors: GatewayErrors;
@@ -166,13 +205,26 @@ export class GcpApiKeysProvider implements Provider {
     this.checkOpen();
     const q: QuotaBucket = kind === "read" ? this.limiters.reads : this.limiters.writes;
     try {
-      await q.limiter.acquire(this.o.maxQueueWaitMs, this.ctx.rateSlots ? { slots: this.ctx.rateSlots, key: `gcp|${this.o.endpointKey}|${this.o.projectId}|${kind}` } : undefined);
+      await q.limiter.acquire(
+        this.o.maxQueueWaitMs,
+        this.ctx.rateSlots
+          ? { slots: this.ctx.rateSlots, key: `gcp|${this.o.endpointKey}|${this.o.projectId}|${kind}` }
+          : undefined,
+      );
     } catch (err) {
       if (!(err instanceof RateLimitQueueFull)) throw err;
       const limit = `limit ${q.perMinute}/minute for project ${this.o.projectId}`;
       throw err.acrossInstances
-        ? this.errors.error(Throttled, `${what}: every instance's Google API Keys ${kind}s are queued ${Math.ceil(err.waitMs / 1000)} s ahead (${limit})`, err.waitMs / 1000)
-        : this.errors.error(Throttled, `${what}: too many Google API Keys ${kind}s queued (client-side ${limit})`, err.waitMs / 1000);
+        ? this.errors.error(
+            Throttled,
+            `${what}: every instance's Google API Keys ${kind}s are queued ${Math.ceil(err.waitMs / 1000)} s ahead (${limit})`,
+            err.waitMs / 1000,
+          )
+        : this.errors.error(
+            Throttled,
+            `${what}: too many Google API Keys ${kind}s queued (client-side ${limit})`,
+            err.waitMs / 1000,
+          );
     }
     try {
       return await this.timeoutPolicy.execute(({ signal }) => {
@@ -190,10 +242,20 @@ export class GcpApiKeysProvider implements Provider {
    * One API call through the limiter, retried per retry.ts within `budget`.
    * @throws typed errors only
    */
-  private async call<T>(kind: "read" | "write", what: string, fn: () => Cancellable<T>, budget: RetryBudget, hooks: RetryHooks = {}): Promise<T> {
+  private async call<T>(
+    kind: "read" | "write",
+    what: string,
+    fn: () => Cancellable<T>,
+    budget: RetryBudget,
+    hooks: RetryHooks = {},
+  ): Promise<T> {
     const policy = retryPolicyFor(this.retrySettings, kind, budget, {
       ...hooks,
-      onRetry: (status, delayMs) => this.log.debug({ call: what, status, delayMs, budgetLeftMs: budget.remainingMs }, "retrying a Google API Keys call"),
+      onRetry: (status, delayMs) =>
+        this.log.debug(
+          { call: what, status, delayMs, budgetLeftMs: budget.remainingMs },
+          "retrying a Google API Keys call",
+        ),
     });
     try {
       return await policy.execute(() => this.limited(kind, what, fn));
@@ -230,12 +292,19 @@ export class GcpApiKeysProvider implements Provider {
     let delay = this.o.pollInitialDelayMs;
     try {
       while (!op.latestResponse?.done) {
-        if (Date.now() - started + delay > this.o.operationTimeoutMs) throw new OperationTimeout(name, this.o.operationTimeoutMs);
+        if (Date.now() - started + delay > this.o.operationTimeoutMs)
+          throw new OperationTimeout(name, this.o.operationTimeoutMs);
         await sleep(delay);
         delay = Math.min(Math.round(delay * 1.5), POLL_MAX_DELAY_MS);
         await this.call("read", `${what} (polling ${name})`, () => GcpApiKeysProvider.poll(op), budget);
       }
-      if (op.latestResponse.error) throw new NotRetriable(op.error ?? Object.assign(new Error(op.latestResponse.error.message ?? "operation failed"), { code: op.latestResponse.error.code }));
+      if (op.latestResponse.error)
+        throw new NotRetriable(
+          op.error ??
+            Object.assign(new Error(op.latestResponse.error.message ?? "operation failed"), {
+              code: op.latestResponse.error.code,
+            }),
+        );
       return (op.result ?? {}) as IKey;
     } catch (err) {
       throw this.typed(err, what);
@@ -259,7 +328,12 @@ export class GcpApiKeysProvider implements Provider {
 
   private async getKey(keyId: string, budget: RetryBudget): Promise<IKey> {
     const name = this.keyName(keyId);
-    const [key] = await this.call("read", `getKey ${keyId}`, () => this.client.getKey({ name }) as Cancellable<[IKey, unknown, unknown]>, budget);
+    const [key] = await this.call(
+      "read",
+      `getKey ${keyId}`,
+      () => this.client.getKey({ name }) as Cancellable<[IKey, unknown, unknown]>,
+      budget,
+    );
     return key;
   }
 
@@ -278,7 +352,10 @@ export class GcpApiKeysProvider implements Provider {
     const [res] = await this.call(
       "read",
       `getKeyString ${keyId}`,
-      () => this.client.getKeyString({ name }) as Cancellable<[protos.google.api.apikeys.v2.IGetKeyStringResponse, unknown, unknown]>,
+      () =>
+        this.client.getKeyString({ name }) as Cancellable<
+          [protos.google.api.apikeys.v2.IGetKeyStringResponse, unknown, unknown]
+        >,
       budget,
     );
     if (!res.keyString) throw this.typed(new Error("empty keyString"), `getKeyString ${keyId}`);
@@ -312,7 +389,12 @@ export class GcpApiKeysProvider implements Provider {
   /** Restrictions with `targets` as apiTargets, keeping the key's client restrictions (IP, referrer, app) untouched. */
   private static restrictionsWith(current: IRestrictions | null | undefined, targets: ApiTarget[]): IRestrictions {
     const out: IRestrictions = { apiTargets: targets };
-    for (const k of ["browserKeyRestrictions", "serverKeyRestrictions", "androidKeyRestrictions", "iosKeyRestrictions"] as const) {
+    for (const k of [
+      "browserKeyRestrictions",
+      "serverKeyRestrictions",
+      "androidKeyRestrictions",
+      "iosKeyRestrictions",
+    ] as const) {
       if (current?.[k]) (out as Record<string, unknown>)[k] = current[k];
     }
     return out;
@@ -344,10 +426,17 @@ export class GcpApiKeysProvider implements Provider {
       if (GcpApiKeysProvider.deleted(key)) throw this.errors.error(NotFound, `API key ${keyId} was deleted`);
       const owner = this.ownership(key, credentialId);
       if (owner !== "mine") {
-        this.log.info({ keyId, owner }, "update refused: the API key does not carry this gateway's (credential's) mark");
-        throw this.errors.error(NotFound, `API key ${keyId} is not managed by this gateway${owner === "other-credential" ? " for this credential" : ""}`, {
-          messages: ["bring a key made outside credhook under it with `credhook adopt`"],
-        });
+        this.log.info(
+          { keyId, owner },
+          "update refused: the API key does not carry this gateway's (credential's) mark",
+        );
+        throw this.errors.error(
+          NotFound,
+          `API key ${keyId} is not managed by this gateway${owner === "other-credential" ? " for this credential" : ""}`,
+          {
+            messages: ["bring a key made outside credhook under it with `credhook adopt`"],
+          },
+        );
       }
       const current = canonicalTargets(key.restrictions?.apiTargets);
       const firstService = current[0]?.service ?? Object.values(this.o.services ?? {})[0] ?? "apikeys.googleapis.com";
@@ -365,7 +454,13 @@ export class GcpApiKeysProvider implements Provider {
           what,
           () =>
             this.client.updateKey({
-              key: { name: this.keyName(keyId), etag: key.etag ?? null, displayName, annotations, restrictions: GcpApiKeysProvider.restrictionsWith(key.restrictions, desired) },
+              key: {
+                name: this.keyName(keyId),
+                etag: key.etag ?? null,
+                displayName,
+                annotations,
+                restrictions: GcpApiKeysProvider.restrictionsWith(key.restrictions, desired),
+              },
               updateMask: { paths },
             }) as Cancellable<[Operation, unknown, unknown]>,
           budget,
@@ -405,20 +500,35 @@ export class GcpApiKeysProvider implements Provider {
    */
   async create(input: ProviderCreateInput): Promise<ProviderCredential> {
     if (input.credentialType !== "API_KEY") {
-      throw new CredhookError(500, ErrorCodes.INTERNAL, this.errors.message(`the gcp provider issues API_KEY credentials only, but was asked for ${input.credentialType} (a core bug)`));
+      throw new CredhookError(
+        500,
+        ErrorCodes.INTERNAL,
+        this.errors.message(
+          `the gcp provider issues API_KEY credentials only, but was asked for ${input.credentialType} (a core bug)`,
+        ),
+      );
     }
     if (input.apiKeyValue !== undefined) {
       throw new CredhookError(
         500,
         ErrorCodes.INTERNAL,
-        this.errors.message(`core passed an API key value to import, but Google generates its own key strings (capabilities.importsApiKeyValue is false; a core bug)`),
+        this.errors.message(
+          `core passed an API key value to import, but Google generates its own key strings (capabilities.importsApiKeyValue is false; a core bug)`,
+        ),
         { gateway: this.ctx.gateway },
       );
     }
     if (input.apis.length === 0 || !input.credentialId) {
-      throw new CredhookError(500, ErrorCodes.INTERNAL, this.errors.message(`create called without ${input.credentialId ? "any API for this gateway" : "a credential id"} (a core bug)`), {
-        gateway: this.ctx.gateway,
-      });
+      throw new CredhookError(
+        500,
+        ErrorCodes.INTERNAL,
+        this.errors.message(
+          `create called without ${input.credentialId ? "any API for this gateway" : "a credential id"} (a core bug)`,
+        ),
+        {
+          gateway: this.ctx.gateway,
+        },
+      );
     }
     const targets = apiTargetsFor(input.apis, this.mapping);
     const keyId = keyIdFor(input.credentialId, this.o.keyIdPrefix);
@@ -458,7 +568,10 @@ export class GcpApiKeysProvider implements Provider {
         // Google has (or may have) the key: report it; core revokes it and searches again later
         if (state.accepted) e.partial ??= { nativeId: keyId, resources: this.resources(keyId, key) };
         e.outcomeUnknown = true;
-        this.log.warn({ keyId, accepted: state.accepted, code: e.code }, "create failed after the key may have been made; reported to core for compensation");
+        this.log.warn(
+          { keyId, accepted: state.accepted, code: e.code },
+          "create failed after the key may have been made; reported to core for compensation",
+        );
       } else {
         e.outcomeUnknown ??= false;
       }
@@ -473,22 +586,39 @@ export class GcpApiKeysProvider implements Provider {
    * @throws Conflict the key is not this credential's
    * @throws UpstreamUnavailable the keyId is taken but the key is not visible yet (a create still landing)
    */
-  private async resume(keyId: string, input: ProviderCreateInput, targets: ApiTarget[], budget: RetryBudget, state: WriteState): Promise<IKey> {
+  private async resume(
+    keyId: string,
+    input: ProviderCreateInput,
+    targets: ApiTarget[],
+    budget: RetryBudget,
+    state: WriteState,
+  ): Promise<IKey> {
     const existing = await this.findKey(keyId, budget);
     if (!existing) {
       // Google reserved the keyId for a create that has not landed yet (an earlier attempt)
       state.maybeApplied = true;
-      throw this.errors.error(UpstreamUnavailable, `createKey ${keyId}: the keyId is taken by a create that has not finished yet`, PENDING_CREATE_RETRY_AFTER_S);
+      throw this.errors.error(
+        UpstreamUnavailable,
+        `createKey ${keyId}: the keyId is taken by a create that has not finished yet`,
+        PENDING_CREATE_RETRY_AFTER_S,
+      );
     }
     if (this.ownership(existing, input.credentialId) !== "mine") {
-      throw this.errors.error(Conflict, `createKey ${keyId}: the keyId is held by a key without this credential's mark`);
+      throw this.errors.error(
+        Conflict,
+        `createKey ${keyId}: the keyId is held by a key without this credential's mark`,
+      );
     }
     state.accepted = true;
     let known: IKey | undefined = existing;
     if (GcpApiKeysProvider.deleted(existing)) {
       const what = `undeleteKey ${keyId}`;
       try {
-        const op = await this.startWrite(what, () => this.client.undeleteKey({ name: this.keyName(keyId) }) as Cancellable<[Operation, unknown, unknown]>, budget);
+        const op = await this.startWrite(
+          what,
+          () => this.client.undeleteKey({ name: this.keyName(keyId) }) as Cancellable<[Operation, unknown, unknown]>,
+          budget,
+        );
         known = await this.waitFor(op, what, budget);
         this.log.info({ keyId }, "API key undeleted for a replayed create");
       } catch (err) {
@@ -533,14 +663,20 @@ export class GcpApiKeysProvider implements Provider {
       if (!key || GcpApiKeysProvider.deleted(key)) return "gone";
       const owner = this.ownership(key, ref.credentialId);
       if (owner !== "mine") {
-        this.log.info({ keyId, owner }, "revoke skipped: the API key does not carry this gateway's (credential's) mark");
+        this.log.info(
+          { keyId, owner },
+          "revoke skipped: the API key does not carry this gateway's (credential's) mark",
+        );
         return "not-owned";
       }
       const what = `deleteKey ${keyId}`;
       try {
         const op = await this.startWrite(
           what,
-          () => this.client.deleteKey({ name: this.keyName(keyId), etag: key.etag ?? "" }) as Cancellable<[Operation, unknown, unknown]>,
+          () =>
+            this.client.deleteKey({ name: this.keyName(keyId), etag: key.etag ?? "" }) as Cancellable<
+              [Operation, unknown, unknown]
+            >,
           budget,
         );
         await this.waitFor(op, what, budget);
@@ -579,17 +715,26 @@ export class GcpApiKeysProvider implements Provider {
   async adopt(ref: ProviderCredentialRef & { apis: GatewayApi[] }): Promise<ProviderUpdateResult> {
     const keyId = ref.nativeId;
     if (!KEY_ID_PATTERN.test(keyId)) throw this.errors.error(NotFound, `'${keyId}' is not a Google API key id`);
-    if (!ref.credentialId) throw new CredhookError(500, ErrorCodes.INTERNAL, this.errors.message(`adopt called without a credential id (a core bug)`));
+    if (!ref.credentialId)
+      throw new CredhookError(
+        500,
+        ErrorCodes.INTERNAL,
+        this.errors.message(`adopt called without a credential id (a core bug)`),
+      );
     const budget = this.budget();
     const ours = annotationsFor(ref.credentialId, this.ctx.gateway, ref.app, ref.apis);
     for (let attempt = 1; ; attempt++) {
       const key = await this.findKey(keyId, budget);
-      if (!key || GcpApiKeysProvider.deleted(key)) throw this.errors.error(NotFound, `API key ${keyId} does not exist${key ? " (it was deleted)" : ""}`);
+      if (!key || GcpApiKeysProvider.deleted(key))
+        throw this.errors.error(NotFound, `API key ${keyId} does not exist${key ? " (it was deleted)" : ""}`);
       const a = key.annotations ?? {};
       const gateway = a[ANNOTATIONS.gateway];
       const owner = a[ANNOTATIONS.credentialId];
       if ((gateway && gateway !== this.ctx.gateway) || (owner && owner !== ref.credentialId)) {
-        throw this.errors.error(Conflict, `API key ${keyId} already carries the mark of ${gateway && gateway !== this.ctx.gateway ? `gateway '${gateway}'` : "another credential"}`);
+        throw this.errors.error(
+          Conflict,
+          `API key ${keyId} already carries the mark of ${gateway && gateway !== this.ctx.gateway ? `gateway '${gateway}'` : "another credential"}`,
+        );
       }
       const annotations = { ...a, ...ours };
       if (sameAnnotations(key.annotations, annotations)) return { resources: this.resources(keyId, key) };
@@ -623,7 +768,8 @@ export class GcpApiKeysProvider implements Provider {
     const budget = this.budget();
     const key = await this.getKey(keyId, budget);
     if (GcpApiKeysProvider.deleted(key)) throw this.errors.error(NotFound, `API key ${keyId} was deleted`);
-    if (this.ownership(key, ref.credentialId) !== "mine") throw this.errors.error(NotFound, `API key ${keyId} is not managed by this gateway`);
+    if (this.ownership(key, ref.credentialId) !== "mine")
+      throw this.errors.error(NotFound, `API key ${keyId} is not managed by this gateway`);
     return { apiKey: await this.keyString(keyId, budget) };
   }
 
@@ -676,8 +822,13 @@ export class GcpApiKeysProvider implements Provider {
   /** The health probe itself (see {@link health}). */
   private async probeHealth(): Promise<void> {
     try {
-      await this.limited("read", "listKeys (health)", () =>
-        this.client.listKeys({ parent: this.parent, pageSize: 1 }, { autoPaginate: false }) as Cancellable<[IKey[], unknown, unknown]>,
+      await this.limited(
+        "read",
+        "listKeys (health)",
+        () =>
+          this.client.listKeys({ parent: this.parent, pageSize: 1 }, { autoPaginate: false }) as Cancellable<
+            [IKey[], unknown, unknown]
+          >,
       );
     } catch (err) {
       const typed = this.typed(err, "health probe (listKeys)");

@@ -76,7 +76,9 @@ const NEVER_SENT = /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH)
 export function mayHaveApplied(f: GoogleFailure): boolean {
   if (f.status === "NETWORK") return !NEVER_SENT.test(f.message);
   if (f.status === "TIMEOUT" || f.status === "DEADLINE_EXCEEDED" || f.status === "UNKNOWN") return true;
-  return f.httpStatus !== undefined ? f.httpStatus >= 500 : f.status === "INTERNAL" || f.status === "UNAVAILABLE" || f.status === "DATA_LOSS";
+  return f.httpStatus !== undefined
+    ? f.httpStatus >= 500
+    : f.status === "INTERNAL" || f.status === "UNAVAILABLE" || f.status === "DATA_LOSS";
 }
 
 /** Hooks of one call's retry policy. */
@@ -92,9 +94,20 @@ export interface RetryHooks {
  * as described above, drawing each wait from `budget`.
  * @param kind `write` also reports attempts that may have been applied
  */
-export function retryPolicyFor(settings: RetrySettings, kind: "read" | "write", budget: RetryBudget, hooks: RetryHooks = {}): RetryPolicy {
-  const transientBackoff = new ExponentialBackoff({ initialDelay: settings.initialDelayMs, maxDelay: settings.maxDelayMs });
-  const throttleBackoff = new ExponentialBackoff({ initialDelay: settings.throttleInitialDelayMs, maxDelay: THROTTLE_MAX_DELAY_MS });
+export function retryPolicyFor(
+  settings: RetrySettings,
+  kind: "read" | "write",
+  budget: RetryBudget,
+  hooks: RetryHooks = {},
+): RetryPolicy {
+  const transientBackoff = new ExponentialBackoff({
+    initialDelay: settings.initialDelayMs,
+    maxDelay: settings.maxDelayMs,
+  });
+  const throttleBackoff = new ExponentialBackoff({
+    initialDelay: settings.throttleInitialDelayMs,
+    maxDelay: THROTTLE_MAX_DELAY_MS,
+  });
   let transientChain: IBackoff<unknown> | undefined;
   let throttleChain: IBackoff<unknown> | undefined;
   let transientRetries = 0;
@@ -126,5 +139,8 @@ export function retryPolicyFor(settings: RetrySettings, kind: "read" | "write", 
     return true;
   };
 
-  return retry(handleWhen(shouldRetry), { maxAttempts: Number.MAX_SAFE_INTEGER, backoff: new DelegateBackoff(() => planned) });
+  return retry(handleWhen(shouldRetry), {
+    maxAttempts: Number.MAX_SAFE_INTEGER,
+    backoff: new DelegateBackoff(() => planned),
+  });
 }

@@ -21,7 +21,9 @@ const app = { appName: "Burst App", developer: "dev@example.com" };
 const apis = [{ id: "orders", usagePlans: [] }];
 const BURST = 40;
 /** Client-side room for the whole burst and its compensation at once (the fake enforces the real quota: 120 writes, 240 reads a minute). */
-const roomy: Partial<GcpProviderOptions> = { rateLimit: { writesPerMinute: 100, writeBurst: 100, readsPerMinute: 200, readBurst: 200 } };
+const roomy: Partial<GcpProviderOptions> = {
+  rateLimit: { writesPerMinute: 100, writeBurst: 100, readsPerMinute: 200, readBurst: 200 },
+};
 
 /** Runs the burst; returns the held keyIds (successes) and the failures with their credential ids. */
 async function burst(options: Partial<GcpProviderOptions>) {
@@ -63,7 +65,13 @@ describe(`a burst of ${BURST} creates with occasional RESOURCE_EXHAUSTED`, () =>
     fake.control.clearFaults();
     for (const f of failed) await compensate(provider, f.credentialId, f.err, app, apis);
     expect(liveOrphans(fake, held)).toEqual([]);
-    expect(fake.keys().filter((k) => !k.deleteTime).map((k) => k.keyId).sort()).toEqual([...held].sort());
+    expect(
+      fake
+        .keys()
+        .filter((k) => !k.deleteTime)
+        .map((k) => k.keyId)
+        .sort(),
+    ).toEqual([...held].sort());
     await provider.close();
   });
 });

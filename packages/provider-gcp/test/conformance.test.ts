@@ -26,7 +26,13 @@ describe("with a usage-plan → methods map (plans restrict methods; an unlisted
       inspect: (ref) => inspector(fake)(ref),
       listNativeIds: () => liveKeyIds(fake)(),
       createForeign: async () => foreignKey(fake),
-      otherGateway: () => makeProvider(fake, { usagePlans: { gold: [], silver: ["Get*", "List*"], bronze: ["GetOrder"] } }, "API_KEY", "gcp-other"),
+      otherGateway: () =>
+        makeProvider(
+          fake,
+          { usagePlans: { gold: [], silver: ["Get*", "List*"], bronze: ["GetOrder"] } },
+          "API_KEY",
+          "gcp-other",
+        ),
       name: "gcp conformance (plan map)",
     },
   );

@@ -16,7 +16,9 @@ const app = { appName: "Orders Portal App", developer: "dev@example.com", appSlu
 
 describe("create", () => {
   it("creates one key with a deterministic keyId, restricted to the app's services, and returns its key string", async () => {
-    const provider = await makeProvider(fake, { services: { orders: "orders-abc.apigateway.fake-project.cloud.goog" } });
+    const provider = await makeProvider(fake, {
+      services: { orders: "orders-abc.apigateway.fake-project.cloud.goog" },
+    });
     const credentialId = randomUUID();
     const cred = await provider.create({
       credentialId,
@@ -46,7 +48,10 @@ describe("create", () => {
     });
     expect(JSON.parse(key.annotations[ANNOTATIONS.usagePlans]!)).toEqual({ billing: [], orders: ["gold"] });
     expect(JSON.stringify(cred.resources)).not.toContain(cred.apiKey!);
-    expect(cred.resources).toEqual({ keyName: `projects/fake-project/locations/global/keys/${cred.nativeId}`, uid: key.uid });
+    expect(cred.resources).toEqual({
+      keyName: `projects/fake-project/locations/global/keys/${cred.nativeId}`,
+      uid: key.uid,
+    });
     // createKey, polls until done; the key string comes from the finished operation's Key: no getKeyString
     expect(rpcsSince(fake, 0)).toEqual(["CreateKey", "GetOperation", "GetOperation"]);
     await provider.close();
@@ -55,15 +60,30 @@ describe("create", () => {
   it("reads the key string with getKeyString only when the create operation's Key lacks it", async () => {
     const provider = await makeProvider(fake);
     fake.control.setKeyStringInCreateResult(false);
-    const cred = await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "orders", usagePlans: [] }] });
+    const cred = await provider.create({
+      credentialId: randomUUID(),
+      credentialType: "API_KEY",
+      app,
+      apis: [{ id: "orders", usagePlans: [] }],
+    });
     expect(cred.apiKey).toBe(fake.key(cred.nativeId)!.keyString);
     expect(rpcsSince(fake, 0)).toEqual(["CreateKey", "GetOperation", "GetOperation", "GetKeyString"]);
     await provider.close();
   });
 
   it("maps usage plans to apiTargets[].methods when a plan map is configured", async () => {
-    const provider = await makeProvider(fake, { usagePlans: { read: ["GetOrder", "List*"], write: ["CreateOrder"], all: [] } });
-    const a = await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "orders", usagePlans: ["read", "write"] }, { id: "stock", usagePlans: ["all", "read"] }] });
+    const provider = await makeProvider(fake, {
+      usagePlans: { read: ["GetOrder", "List*"], write: ["CreateOrder"], all: [] },
+    });
+    const a = await provider.create({
+      credentialId: randomUUID(),
+      credentialType: "API_KEY",
+      app,
+      apis: [
+        { id: "orders", usagePlans: ["read", "write"] },
+        { id: "stock", usagePlans: ["all", "read"] },
+      ],
+    });
     expect(fake.key(a.nativeId)!.restrictions.apiTargets).toEqual([
       { service: "orders.apigateway.fake-project.cloud.goog", methods: ["CreateOrder", "GetOrder", "List*"] },
       { service: "stock.apigateway.fake-project.cloud.goog" },
@@ -73,8 +93,16 @@ describe("create", () => {
 
   it("shortens a long display name to Google's 63 characters", async () => {
     const provider = await makeProvider(fake);
-    const long = { appName: "A very long application name that goes on and on beyond every limit", developer: "someone.with.a.long.address@example.com" };
-    const cred = await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app: long, apis: [{ id: "orders", usagePlans: [] }] });
+    const long = {
+      appName: "A very long application name that goes on and on beyond every limit",
+      developer: "someone.with.a.long.address@example.com",
+    };
+    const cred = await provider.create({
+      credentialId: randomUUID(),
+      credentialType: "API_KEY",
+      app: long,
+      apis: [{ id: "orders", usagePlans: [] }],
+    });
     const name = fake.key(cred.nativeId)!.displayName;
     expect([...name].length).toBeLessThanOrEqual(63);
     expect(name.startsWith("A very long application name")).toBe(true);
@@ -84,7 +112,13 @@ describe("create", () => {
   it("refuses an API key value from core with a typed 500 (a core bug), before any call", async () => {
     const provider = await makeProvider(fake);
     const err = await rejection(
-      provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "orders", usagePlans: [] }], apiKeyValue: "SecretValueFromCore1234567890" }),
+      provider.create({
+        credentialId: randomUUID(),
+        credentialType: "API_KEY",
+        app,
+        apis: [{ id: "orders", usagePlans: [] }],
+        apiKeyValue: "SecretValueFromCore1234567890",
+      }),
     );
     expect(isCredhookError(err)).toBe(true);
     expect(err).toMatchObject({ status: 500, code: "INTERNAL" });
@@ -95,8 +129,18 @@ describe("create", () => {
   });
 
   it("answers 422 for an API id no option maps to a service, and calls nothing", async () => {
-    const provider = await makeProvider(fake, { serviceTemplate: undefined, services: { orders: "orders.example.cloud.goog" } });
-    const err = await rejection(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "unmapped", usagePlans: [] }] }));
+    const provider = await makeProvider(fake, {
+      serviceTemplate: undefined,
+      services: { orders: "orders.example.cloud.goog" },
+    });
+    const err = await rejection(
+      provider.create({
+        credentialId: randomUUID(),
+        credentialType: "API_KEY",
+        app,
+        apis: [{ id: "unmapped", usagePlans: [] }],
+      }),
+    );
     expect(err).toMatchObject({ status: 422, code: "INVALID_REFERENCE" });
     expect((err as Error).message).toBe("[gateway gcp-test] API 'unmapped' is not mapped to a Google service");
     expect(fake.requests()).toEqual([]);
@@ -109,7 +153,10 @@ describe("create", () => {
       credentialTypes: ["API_KEY"],
       importsApiKeyValue: false,
       readsBackSecret: true,
-      generatedApiKeyFormat: { characters: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", length: 39 },
+      generatedApiKeyFormat: {
+        characters: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
+        length: 39,
+      },
     });
     await provider.close();
   });

@@ -30,7 +30,7 @@ function expectSafe(err: unknown, ...secrets: string[]) {
   const e = err as Error & { messages: string[]; cause?: Error };
   for (const text of [e.message, ...e.messages, String(e.cause?.message ?? "")]) {
     for (const s of secrets) expect(text).not.toContain(s);
-    expect(text).not.toContain("{\"error\"");
+    expect(text).not.toContain('{"error"');
   }
 }
 
@@ -40,13 +40,19 @@ describe("error mapping", () => {
     fake.control.setLatency(1000, { rpcs: ["CreateKey"] });
     const err = await rejection(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis }));
     expect(err).toMatchObject({ status: 504, code: "UPSTREAM_TIMEOUT" });
-    expect((err as Error).message).toMatch(/^\[gateway gcp-test\] createKey credhook-\w+: Google API Keys did not answer in time \(no answer within 100 ms\)$/);
+    expect((err as Error).message).toMatch(
+      /^\[gateway gcp-test\] createKey credhook-\w+: Google API Keys did not answer in time \(no answer within 100 ms\)$/,
+    );
     await provider.close();
   });
 
   it("an endpoint that refuses connections is UpstreamError (502)", async () => {
     const port = await closedPort();
-    const provider = await makeProvider(fake, { ...good, endpoint: `http://127.0.0.1:${port}`, retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 } });
+    const provider = await makeProvider(fake, {
+      ...good,
+      endpoint: `http://127.0.0.1:${port}`,
+      retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 2 },
+    });
     const err = await rejection(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis }));
     expect(err).toMatchObject({ status: 502, code: "UPSTREAM_FAILED" });
     expect((err as Error).message).toMatch(/could not be reached \(ECONNREFUSED\)$/);
@@ -58,7 +64,9 @@ describe("error mapping", () => {
     const provider = await makeProvider(fake, { credentials: { type: "static-token", token: "a-wrong-token" } });
     const err = await rejection(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis }));
     expect(err).toMatchObject({ status: 502 });
-    expect((err as Error).message).toMatch(/Google rejected the credentials \(401 UNAUTHENTICATED\); check the gateway's credentials option$/);
+    expect((err as Error).message).toMatch(
+      /Google rejected the credentials \(401 UNAUTHENTICATED\); check the gateway's credentials option$/,
+    );
     expectSafe(err, "a-wrong-token");
     await provider.close();
   });
@@ -77,7 +85,15 @@ describe("error mapping", () => {
     const credentialId = randomUUID();
     const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
     fake.control.fail({ status: 500, rpcs: ["GetKeyString"], times: 5 });
-    const err = await rejection(provider.readSecret({ credentialId, credentialType: "API_KEY", nativeId: cred.nativeId, resources: cred.resources, app }));
+    const err = await rejection(
+      provider.readSecret({
+        credentialId,
+        credentialType: "API_KEY",
+        nativeId: cred.nativeId,
+        resources: cred.resources,
+        app,
+      }),
+    );
     expect(err).toMatchObject({ status: 502 });
     expectSafe(err, cred.apiKey!, "the-right-token");
     await provider.close();
@@ -86,6 +102,8 @@ describe("error mapping", () => {
   it("after close(), calls fail with UpstreamUnavailable (503)", async () => {
     const provider = await makeProvider(fake, good);
     await provider.close();
-    expect(await rejection(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis }))).toMatchObject({ status: 503 });
+    expect(
+      await rejection(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis })),
+    ).toMatchObject({ status: 503 });
   });
 });

@@ -7,7 +7,13 @@ import type { ApiKeysFake } from "@credhook/fakes/gcp";
 export function rawClient(fake: ApiKeysFake, token = "fake-token"): ApiKeysClient {
   const authClient = new OAuth2Client();
   authClient.setCredentials({ access_token: token, expiry_date: Date.now() + 3.6e6 });
-  return new ApiKeysClient({ fallback: true, protocol: "http", apiEndpoint: "127.0.0.1", port: fake.port, authClient } as ConstructorParameters<typeof ApiKeysClient>[0]);
+  return new ApiKeysClient({
+    fallback: true,
+    protocol: "http",
+    apiEndpoint: "127.0.0.1",
+    port: fake.port,
+    authClient,
+  } as ConstructorParameters<typeof ApiKeysClient>[0]);
 }
 
 /** HTTP status of a client error (GaxiosError `status`, or the HTTP code inside a GoogleError's body). */
@@ -20,5 +26,9 @@ export function httpStatusOf(err: unknown): number | undefined {
 
 /** The `error` object of a Google JSON error carried by a client error's message. */
 export function googleErrorOf(err: unknown): { code: number; status: string; message: string; details?: unknown[] } {
-  return (JSON.parse((err as Error).message) as { error: { code: number; status: string; message: string; details?: unknown[] } }).error;
+  return (
+    JSON.parse((err as Error).message) as {
+      error: { code: number; status: string; message: string; details?: unknown[] };
+    }
+  ).error;
 }

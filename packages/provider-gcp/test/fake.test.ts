@@ -27,7 +27,11 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
 }
 
 async function create(keyId: string, extra: Record<string, unknown> = {}) {
-  const [op] = await client.createKey({ parent, keyId, key: { displayName: keyId, restrictions: { apiTargets: [{ service: "orders.example.cloud.goog" }] }, ...extra } });
+  const [op] = await client.createKey({
+    parent,
+    keyId,
+    key: { displayName: keyId, restrictions: { apiTargets: [{ service: "orders.example.cloud.goog" }] }, ...extra },
+  });
   const [key] = await op.promise();
   return key;
 }
@@ -37,7 +41,11 @@ describe("API Keys fake, driven by the unmodified client", () => {
     const [op] = await client.createKey({
       parent,
       keyId: "orders-app",
-      key: { displayName: "Orders app", restrictions: { apiTargets: [{ service: "orders.example.cloud.goog", methods: ["Get*"] }] }, annotations: { app: "orders" } },
+      key: {
+        displayName: "Orders app",
+        restrictions: { apiTargets: [{ service: "orders.example.cloud.goog", methods: ["Get*"] }] },
+        annotations: { app: "orders" },
+      },
     });
     expect(op.done).toBe(false);
     const [key] = await op.promise();
@@ -62,7 +70,9 @@ describe("API Keys fake, driven by the unmodified client", () => {
       const err = await rejection(client.createKey({ parent, keyId: bad, key: {} }));
       expect(googleErrorOf(err).status, bad).toBe("INVALID_ARGUMENT");
     }
-    const long = await rejection(client.createKey({ parent, keyId: "long-name", key: { displayName: "x".repeat(64) } }));
+    const long = await rejection(
+      client.createKey({ parent, keyId: "long-name", key: { displayName: "x".repeat(64) } }),
+    );
     expect(googleErrorOf(long).status).toBe("INVALID_ARGUMENT");
     expect(fake.keys().map((k) => k.keyId)).toEqual(["taken"]);
   });
@@ -84,18 +94,31 @@ describe("API Keys fake, driven by the unmodified client", () => {
   it("updates only the fields of the update mask and rejects a stale etag with 409 ABORTED", async () => {
     const created = await create("upd", { annotations: { keep: "me" } });
     const [op] = await client.updateKey({
-      key: { name: nameOf("upd"), displayName: "renamed", restrictions: { apiTargets: [{ service: "a.example.cloud.goog" }, { service: "b.example.cloud.goog" }] }, annotations: {} },
+      key: {
+        name: nameOf("upd"),
+        displayName: "renamed",
+        restrictions: { apiTargets: [{ service: "a.example.cloud.goog" }, { service: "b.example.cloud.goog" }] },
+        annotations: {},
+      },
       updateMask: { paths: ["restrictions"] },
     });
     const [updated] = await op.promise();
     expect(updated.displayName).toBe("upd");
     expect(updated.annotations).toEqual({ keep: "me" });
-    expect(updated.restrictions?.apiTargets?.map((t) => t.service)).toEqual(["a.example.cloud.goog", "b.example.cloud.goog"]);
+    expect(updated.restrictions?.apiTargets?.map((t) => t.service)).toEqual([
+      "a.example.cloud.goog",
+      "b.example.cloud.goog",
+    ]);
     const stale = await rejection(
-      client.updateKey({ key: { name: nameOf("upd"), displayName: "x", etag: created.etag }, updateMask: { paths: ["displayName"] } }),
+      client.updateKey({
+        key: { name: nameOf("upd"), displayName: "x", etag: created.etag },
+        updateMask: { paths: ["displayName"] },
+      }),
     );
     expect(googleErrorOf(stale).status).toBe("ABORTED");
-    const badMask = await rejection(client.updateKey({ key: { name: nameOf("upd"), uid: "x" }, updateMask: { paths: ["uid"] } }));
+    const badMask = await rejection(
+      client.updateKey({ key: { name: nameOf("upd"), uid: "x" }, updateMask: { paths: ["uid"] } }),
+    );
     expect(googleErrorOf(badMask).status).toBe("INVALID_ARGUMENT");
   });
 
@@ -108,7 +131,9 @@ describe("API Keys fake, driven by the unmodified client", () => {
     expect(got.deleteTime).toBeTruthy();
     expect(httpStatusOf(await rejection(client.getKeyString({ name: nameOf("gone") })))).toBe(404);
     expect(httpStatusOf(await rejection(client.deleteKey({ name: nameOf("gone") })))).toBe(404);
-    expect(googleErrorOf(await rejection(client.createKey({ parent, keyId: "gone", key: {} }))).status).toBe("ALREADY_EXISTS");
+    expect(googleErrorOf(await rejection(client.createKey({ parent, keyId: "gone", key: {} }))).status).toBe(
+      "ALREADY_EXISTS",
+    );
     const [uop] = await client.undeleteKey({ name: nameOf("gone") });
     const [restored] = await uop.promise();
     expect(restored.deleteTime ?? null).toBeNull();
@@ -147,7 +172,9 @@ describe("API Keys fake, driven by the unmodified client", () => {
     const throttled = await rejection(client.getKey({ name: nameOf("f-1") }));
     expect(httpStatusOf(throttled)).toBe(429);
     expect((throttled as { response?: { headers: Headers } }).response?.headers.get("retry-after")).toBe("7");
-    expect(googleErrorOf(throttled).details).toEqual([{ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "7s" }]);
+    expect(googleErrorOf(throttled).details).toEqual([
+      { "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "7s" },
+    ]);
     await client.getKey({ name: nameOf("f-1") });
 
     fake.control.fail({ status: 503, rpcs: ["GetKeyString"], times: 2 });
@@ -203,14 +230,22 @@ describe("API Keys fake, driven by the unmodified client", () => {
     const err = await rejection(client.createKey({ parent, keyId: "applied", key: {} }));
     expect(httpStatusOf(err)).toBe(500);
     expect(fake.key("applied")).toBeDefined();
-    expect(googleErrorOf(await rejection(client.createKey({ parent, keyId: "applied", key: {} }))).status).toBe("ALREADY_EXISTS");
+    expect(googleErrorOf(await rejection(client.createKey({ parent, keyId: "applied", key: {} }))).status).toBe(
+      "ALREADY_EXISTS",
+    );
   });
 
   it("fail({ every }) fails every n-th matching request, up to times; 403 at any call", async () => {
     await create("every");
     fake.control.fail({ status: 403, rpcs: ["GetKey"], every: 2, times: 2 });
     const answers: Array<number | undefined> = [];
-    for (let i = 0; i < 6; i++) answers.push(await client.getKey({ name: nameOf("every") }).then(() => 200, (e: unknown) => httpStatusOf(e)));
+    for (let i = 0; i < 6; i++)
+      answers.push(
+        await client.getKey({ name: nameOf("every") }).then(
+          () => 200,
+          (e: unknown) => httpStatusOf(e),
+        ),
+      );
     expect(answers).toEqual([200, 403, 200, 403, 200, 200]);
   });
 
@@ -219,7 +254,9 @@ describe("API Keys fake, driven by the unmodified client", () => {
     const [op] = await client.createKey({ parent, keyId: "late", key: {} });
     expect(fake.key("late")).toBeUndefined();
     expect(httpStatusOf(await rejection(client.getKey({ name: nameOf("late") })))).toBe(404);
-    expect(googleErrorOf(await rejection(client.createKey({ parent, keyId: "late", key: {} }))).status).toBe("ALREADY_EXISTS");
+    expect(googleErrorOf(await rejection(client.createKey({ parent, keyId: "late", key: {} }))).status).toBe(
+      "ALREADY_EXISTS",
+    );
     const poll = await fetch(`${fake.url}/v2/${op.name}`, { headers: { authorization: "Bearer t" } });
     expect(((await poll.json()) as { done: boolean }).done).toBe(false);
     await new Promise((r) => setTimeout(r, 400));

@@ -19,13 +19,18 @@ beforeAll(async () => {
 afterAll(() => fake.close());
 beforeEach(() => {
   fake.control.reset();
-  foreign = fake.createForeignKey({ keyId: "someone-elses-key", restrictions: { apiTargets: [{ service: "maps.googleapis.com" }] } });
+  foreign = fake.createForeignKey({
+    keyId: "someone-elses-key",
+    restrictions: { apiTargets: [{ service: "maps.googleapis.com" }] },
+  });
 });
 
 const app = { appName: "Faulty App", developer: "dev@example.com" };
 const apis = [{ id: "orders", usagePlans: [] }];
 /** Fast retries and a small budget, so exhausted retries fail quickly. */
-const quick: Partial<GcpProviderOptions> = { retry: { initialDelayMs: 5, maxDelayMs: 10, throttleInitialDelayMs: 10, budgetMs: 200 } };
+const quick: Partial<GcpProviderOptions> = {
+  retry: { initialDelayMs: 5, maxDelayMs: 10, throttleInitialDelayMs: 10, budgetMs: 200 },
+};
 
 function expectForeignUntouched(): void {
   expect(fake.key(foreign.keyId)).toEqual(foreign);
@@ -106,7 +111,10 @@ describe("a failure after createKey may have been applied: reported with outcome
       c.arrange();
       const err = await rejection(provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
       expect(err).toMatchObject({ status: c.expected.status, outcomeUnknown: true });
-      if (c.expected.partial) expect(err).toMatchObject({ partial: { nativeId: keyId, resources: { keyName: `projects/fake-project/locations/global/keys/${keyId}` } } });
+      if (c.expected.partial)
+        expect(err).toMatchObject({
+          partial: { nativeId: keyId, resources: { keyName: `projects/fake-project/locations/global/keys/${keyId}` } },
+        });
       else expect((err as { partial?: unknown }).partial).toBeUndefined();
       // the key is live: the provider deleted nothing itself
       expect(fake.requests().some((r) => r.rpc === "DeleteKey")).toBe(false);
@@ -138,7 +146,9 @@ describe("a refused createKey: outcome known, nothing to clean", () => {
     it(`createKey answers ${status} → no partial, outcomeUnknown false, no key`, async () => {
       const provider = await makeProvider(fake, quick);
       fake.control.fail({ status, rpcs: ["CreateKey"], times: 1000 });
-      const err = await rejection(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis }));
+      const err = await rejection(
+        provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis }),
+      );
       expect(err).toMatchObject({ status: status === 429 ? 503 : 502, outcomeUnknown: false, partial: undefined });
       expect(liveOrphans(fake)).toEqual([]);
       expectForeignUntouched();
@@ -211,14 +221,22 @@ describe("faults on update and revoke", () => {
     const before = [{ id: "orders", usagePlans: ["gold"] }];
     const after = [{ id: "orders", usagePlans: ["silver"] }];
     const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis: before });
-    const ref = { credentialId, credentialType: "API_KEY" as const, nativeId: cred.nativeId, resources: cred.resources, app };
+    const ref = {
+      credentialId,
+      credentialType: "API_KEY" as const,
+      nativeId: cred.nativeId,
+      resources: cred.resources,
+      app,
+    };
     fake.control.fail({ status: 500, rpcs: ["GetOperation"], times: 1000 });
     const err = await rejection(provider.update({ ...ref, previous: before, desired: after, changes: [] }));
     expect(err).toMatchObject({ status: 502, outcomeUnknown: true });
     fake.control.clearFaults();
     await provider.update({ ...ref, previous: after, desired: before, changes: [] });
     expect(JSON.parse(fake.key(cred.nativeId)!.annotations[ANNOTATIONS.usagePlans]!)).toEqual({ orders: ["gold"] });
-    expect(fake.key(cred.nativeId)!.restrictions.apiTargets).toEqual([{ service: "orders.apigateway.fake-project.cloud.goog" }]);
+    expect(fake.key(cred.nativeId)!.restrictions.apiTargets).toEqual([
+      { service: "orders.apigateway.fake-project.cloud.goog" },
+    ]);
     await provider.close();
   });
 
@@ -227,8 +245,15 @@ describe("faults on update and revoke", () => {
     const credentialId = randomUUID();
     const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
     fake.control.fail({ status: 500, rpcs: ["DeleteKey"], afterApply: true });
-    expect(await provider.revoke({ credentialId, credentialType: "API_KEY", nativeId: cred.nativeId, resources: {}, app })).toBe("revoked");
-    expect(fake.requests().filter((r) => r.rpc === "DeleteKey").map((r) => r.status)).toEqual([500, 404]);
+    expect(
+      await provider.revoke({ credentialId, credentialType: "API_KEY", nativeId: cred.nativeId, resources: {}, app }),
+    ).toBe("revoked");
+    expect(
+      fake
+        .requests()
+        .filter((r) => r.rpc === "DeleteKey")
+        .map((r) => r.status),
+    ).toEqual([500, 404]);
     expect(liveOrphans(fake)).toEqual([]);
     expectForeignUntouched();
     await provider.close();

@@ -1,5 +1,12 @@
 /** Test helpers: the gcp provider built by its own factory and pointed at a running API Keys fake. */
-import { silentLogger, type AppIdentity, type CredentialType, type GatewayApi, type ProviderCredentialRef, type RevokeOutcome } from "@credhook/core";
+import {
+  silentLogger,
+  type AppIdentity,
+  type CredentialType,
+  type GatewayApi,
+  type ProviderCredentialRef,
+  type RevokeOutcome,
+} from "@credhook/core";
 import { memoryStateStore } from "@credhook/provider-testkit";
 import factory, { ANNOTATIONS, type GcpApiKeysProvider, type GcpProviderOptions } from "../src/index.js";
 import type { ApiKeysFake } from "@credhook/fakes/gcp";
@@ -56,7 +63,10 @@ export function inspector(fake: ApiKeysFake) {
  * probe that it still exists unchanged (live, same etag) — the conformance
  * suite's `createForeign`.
  */
-export function foreignKey(fake: ApiKeysFake, spec: Parameters<ApiKeysFake["createForeignKey"]>[0] = {}): { nativeId: string; exists: () => Promise<boolean> } {
+export function foreignKey(
+  fake: ApiKeysFake,
+  spec: Parameters<ApiKeysFake["createForeignKey"]>[0] = {},
+): { nativeId: string; exists: () => Promise<boolean> } {
   const made = fake.createForeignKey(spec);
   return {
     nativeId: made.keyId,
@@ -69,7 +79,11 @@ export function foreignKey(fake: ApiKeysFake, spec: Parameters<ApiKeysFake["crea
 
 /** Conformance `listNativeIds`: keyIds of the live keys. */
 export function liveKeyIds(fake: ApiKeysFake) {
-  return async () => fake.keys().filter((k) => !k.deleteTime).map((k) => k.keyId);
+  return async () =>
+    fake
+      .keys()
+      .filter((k) => !k.deleteTime)
+      .map((k) => k.keyId);
 }
 
 /** The rejection of `p` (fails the test when it resolves). */
@@ -84,7 +98,10 @@ export async function rejection(p: Promise<unknown>): Promise<unknown> {
 
 /** RPC names the fake received since `from` (an index into its request log). */
 export function rpcsSince(fake: ApiKeysFake, from: number): string[] {
-  return fake.requests().slice(from).map((r) => r.rpc);
+  return fake
+    .requests()
+    .slice(from)
+    .map((r) => r.rpc);
 }
 
 /** What a failed create reported (core reads these fields). */
@@ -100,20 +117,40 @@ interface FailedCreate {
  * unknown (or, unset, a 5xx) — find the credential's key by its mark and
  * revoke what is found. Returns what each revoke reported.
  */
-export async function compensate(provider: GcpApiKeysProvider, credentialId: string, err: unknown, app: AppIdentity, apis: GatewayApi[]): Promise<RevokeOutcome[]> {
+export async function compensate(
+  provider: GcpApiKeysProvider,
+  credentialId: string,
+  err: unknown,
+  app: AppIdentity,
+  apis: GatewayApi[],
+): Promise<RevokeOutcome[]> {
   const e = err as FailedCreate;
   const outcomes: RevokeOutcome[] = [];
   const ref = { credentialId, credentialType: "API_KEY" as const, app, resources: {} };
-  if (e.partial) outcomes.push(await provider.revoke({ ...ref, nativeId: e.partial.nativeId, resources: e.partial.resources as ProviderCredentialRef["resources"] }));
+  if (e.partial)
+    outcomes.push(
+      await provider.revoke({
+        ...ref,
+        nativeId: e.partial.nativeId,
+        resources: e.partial.resources as ProviderCredentialRef["resources"],
+      }),
+    );
   if (e.outcomeUnknown ?? (e.status ?? 0) >= 500) outcomes.push(...(await sweep(provider, credentialId, app, apis)));
   return outcomes;
 }
 
 /** Core's later sweep of an abandoned record: findByCredential, then revoke each key found. */
-export async function sweep(provider: GcpApiKeysProvider, credentialId: string, app: AppIdentity, apis: GatewayApi[]): Promise<RevokeOutcome[]> {
+export async function sweep(
+  provider: GcpApiKeysProvider,
+  credentialId: string,
+  app: AppIdentity,
+  apis: GatewayApi[],
+): Promise<RevokeOutcome[]> {
   const outcomes: RevokeOutcome[] = [];
   for (const found of await provider.findByCredential({ credentialId, credentialType: "API_KEY", app, apis })) {
-    outcomes.push(await provider.revoke({ credentialId, credentialType: "API_KEY", nativeId: found.nativeId, resources: {}, app }));
+    outcomes.push(
+      await provider.revoke({ credentialId, credentialType: "API_KEY", nativeId: found.nativeId, resources: {}, app }),
+    );
   }
   return outcomes;
 }

@@ -27,11 +27,22 @@ describe("listOwned", () => {
     const apis = [{ id: "orders", usagePlans: ["gold"] }];
     const mine = [randomUUID(), randomUUID(), randomUUID()];
     const creds = [];
-    for (const credentialId of mine) creds.push(await provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
+    for (const credentialId of mine)
+      creds.push(await provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
     await other.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis });
-    await provider.revoke({ credentialId: mine[2]!, credentialType: "API_KEY", nativeId: creds[2]!.nativeId, resources: {}, app });
+    await provider.revoke({
+      credentialId: mine[2]!,
+      credentialType: "API_KEY",
+      nativeId: creds[2]!.nativeId,
+      resources: {},
+      app,
+    });
     const client = rawClient(fake);
-    const [op] = await client.createKey({ parent: "projects/fake-project/locations/global", keyId: "hand-made", key: {} });
+    const [op] = await client.createKey({
+      parent: "projects/fake-project/locations/global",
+      keyId: "hand-made",
+      key: {},
+    });
     await op.promise();
     await client.close();
 

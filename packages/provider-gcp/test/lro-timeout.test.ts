@@ -20,8 +20,15 @@ describe("long-running operations are bounded", () => {
     fake.control.holdOperations(true);
     const credentialId = randomUUID();
     const err = await rejection(provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
-    expect(err).toMatchObject({ status: 504, code: "UPSTREAM_TIMEOUT", outcomeUnknown: true, partial: { nativeId: keyIdFor(credentialId, "credhook-") } });
-    expect((err as Error).message).toMatch(/^\[gateway gcp-test\] createKey credhook-[a-z2-7]+: operation operations\/\S+ not done within 200 ms$/);
+    expect(err).toMatchObject({
+      status: 504,
+      code: "UPSTREAM_TIMEOUT",
+      outcomeUnknown: true,
+      partial: { nativeId: keyIdFor(credentialId, "credhook-") },
+    });
+    expect((err as Error).message).toMatch(
+      /^\[gateway gcp-test\] createKey credhook-[a-z2-7]+: operation operations\/\S+ not done within 200 ms$/,
+    );
     const polls = fake.requests().filter((r) => r.rpc === "GetOperation").length;
     expect(polls).toBeGreaterThan(1);
 
@@ -49,7 +56,15 @@ describe("long-running operations are bounded", () => {
     // … and revoked by a gateway whose operations are bounded at 150 ms.
     const provider = await makeProvider(fake, { operationTimeoutMs: 150 });
     fake.control.holdOperations(true);
-    const err = await rejection(provider.revoke({ credentialId, credentialType: "API_KEY", nativeId: cred.nativeId, resources: cred.resources, app }));
+    const err = await rejection(
+      provider.revoke({
+        credentialId,
+        credentialType: "API_KEY",
+        nativeId: cred.nativeId,
+        resources: cred.resources,
+        app,
+      }),
+    );
     expect(err).toMatchObject({ status: 504 });
     expect((err as Error).message).toContain(`deleteKey ${cred.nativeId}`);
     await provider.close();

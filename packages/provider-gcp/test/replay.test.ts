@@ -33,7 +33,12 @@ describe("replayed create (ALREADY_EXISTS adopts the key)", () => {
     const provider = await makeProvider(fake);
     const credentialId = randomUUID();
     const first = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
-    await provider.create({ credentialId, credentialType: "API_KEY", app, apis: [...apis, { id: "billing", usagePlans: [] }] });
+    await provider.create({
+      credentialId,
+      credentialType: "API_KEY",
+      app,
+      apis: [...apis, { id: "billing", usagePlans: [] }],
+    });
     expect(fake.key(first.nativeId)!.restrictions.apiTargets!.map((t) => t.service)).toEqual([
       "billing.apigateway.fake-project.cloud.goog",
       "orders.apigateway.fake-project.cloud.goog",
@@ -46,7 +51,13 @@ describe("replayed create (ALREADY_EXISTS adopts the key)", () => {
     const provider = await makeProvider(fake);
     const credentialId = randomUUID();
     const first = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
-    await provider.revoke({ credentialId, credentialType: "API_KEY", nativeId: first.nativeId, resources: first.resources, app });
+    await provider.revoke({
+      credentialId,
+      credentialType: "API_KEY",
+      nativeId: first.nativeId,
+      resources: first.resources,
+      app,
+    });
     expect(fake.key(first.nativeId)!.deleteTime).toBeTruthy();
     const again = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
     expect(again.apiKey).toBe(first.apiKey);
@@ -61,7 +72,10 @@ describe("replayed create (ALREADY_EXISTS adopts the key)", () => {
     // someone re-annotates the key (e.g. an operator's tooling)
     const client = (await import("./fake-client.js")).rawClient(fake);
     const [op] = await client.updateKey({
-      key: { name: `projects/fake-project/locations/global/keys/${first.nativeId}`, annotations: { [ANNOTATIONS.credentialId]: "someone-else" } },
+      key: {
+        name: `projects/fake-project/locations/global/keys/${first.nativeId}`,
+        annotations: { [ANNOTATIONS.credentialId]: "someone-else" },
+      },
       updateMask: { paths: ["annotations"] },
     });
     await op.promise();
@@ -80,14 +94,25 @@ describe("replayed create, transient failures", () => {
     const provider = await makeProvider(fake);
     const credentialId = randomUUID();
     const first = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
-    await provider.revoke({ credentialId, credentialType: "API_KEY", nativeId: first.nativeId, resources: first.resources, app });
+    await provider.revoke({
+      credentialId,
+      credentialType: "API_KEY",
+      nativeId: first.nativeId,
+      resources: first.resources,
+      app,
+    });
     fake.control.fail(fault);
     const mark = fake.requests().length;
     const again = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
     expect(again.apiKey).toBe(first.apiKey);
     expect(fake.key(first.nativeId)!.deleteTime).toBeUndefined();
     await provider.close();
-    const statuses = (rpc: string) => fake.requests().slice(mark).filter((r) => r.rpc === rpc).map((r) => r.status);
+    const statuses = (rpc: string) =>
+      fake
+        .requests()
+        .slice(mark)
+        .filter((r) => r.rpc === rpc)
+        .map((r) => r.status);
     return { undeletes: statuses("UndeleteKey"), polls: statuses("GetOperation") };
   }
 

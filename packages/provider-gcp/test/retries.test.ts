@@ -30,7 +30,12 @@ describe("retries of transient failures", () => {
     const credentialId = randomUUID();
     const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
     expect(count("CreateKey")).toBe(1);
-    expect(fake.requests().filter((r) => r.rpc === "GetOperation").map((r) => r.status)).toEqual([503, 200, 200]);
+    expect(
+      fake
+        .requests()
+        .filter((r) => r.rpc === "GetOperation")
+        .map((r) => r.status),
+    ).toEqual([503, 200, 200]);
     expect(fake.keys()).toHaveLength(1);
     expect(cred.apiKey).toBe(fake.key(cred.nativeId)!.keyString);
     await provider.close();
@@ -41,7 +46,12 @@ describe("retries of transient failures", () => {
     fake.control.fail({ status: 500, rpcs: ["CreateKey"], afterApply: true });
     const credentialId = randomUUID();
     const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
-    expect(fake.requests().filter((r) => r.rpc === "CreateKey").map((r) => r.status)).toEqual([500, 409]);
+    expect(
+      fake
+        .requests()
+        .filter((r) => r.rpc === "CreateKey")
+        .map((r) => r.status),
+    ).toEqual([500, 409]);
     expect(fake.keys().map((k) => k.keyId)).toEqual([cred.nativeId]);
     expect(cred.apiKey).toBe(fake.key(cred.nativeId)!.keyString);
     await provider.close();
@@ -57,7 +67,13 @@ describe("retries of transient failures", () => {
       if (count("GetKeyString") >= 2) fake.control.setLatency(0);
     }, 5);
     try {
-      const back = await provider.readSecret({ credentialId, credentialType: "API_KEY", nativeId: cred.nativeId, resources: cred.resources, app });
+      const back = await provider.readSecret({
+        credentialId,
+        credentialType: "API_KEY",
+        nativeId: cred.nativeId,
+        resources: cred.resources,
+        app,
+      });
       expect(back.apiKey).toBe(cred.apiKey);
     } finally {
       clearInterval(watcher);
@@ -81,7 +97,9 @@ describe("retries of transient failures", () => {
     const provider = await makeProvider(fake);
     for (const status of [400, 403]) {
       fake.control.fail({ status, rpcs: ["CreateKey"] });
-      const err = await rejection(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis }));
+      const err = await rejection(
+        provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis }),
+      );
       expect(err).toMatchObject({ status: 502, outcomeUnknown: false, partial: undefined });
     }
     expect(count("CreateKey")).toBe(2);
@@ -90,7 +108,9 @@ describe("retries of transient failures", () => {
   });
 
   it("the transient retries of one operation share the retry budget", async () => {
-    const provider = await makeProvider(fake, { retry: { maxAttempts: 10, initialDelayMs: 100, maxDelayMs: 100, budgetMs: 250 } });
+    const provider = await makeProvider(fake, {
+      retry: { maxAttempts: 10, initialDelayMs: 100, maxDelayMs: 100, budgetMs: 250 },
+    });
     fake.control.fail({ status: 503, rpcs: ["CreateKey"], times: 10 });
     const err = await rejection(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis }));
     expect(err).toMatchObject({ status: 502 });

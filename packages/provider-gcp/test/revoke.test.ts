@@ -19,7 +19,13 @@ describe("revoke", () => {
     const provider = await makeProvider(fake);
     const credentialId = randomUUID();
     const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
-    const ref = { credentialId, credentialType: "API_KEY" as const, nativeId: cred.nativeId, resources: cred.resources, app };
+    const ref = {
+      credentialId,
+      credentialType: "API_KEY" as const,
+      nativeId: cred.nativeId,
+      resources: cred.resources,
+      app,
+    };
     const mark = fake.requests().length;
     await provider.revoke(ref);
     expect(fake.key(cred.nativeId)!.deleteTime).toBeTruthy();
@@ -33,7 +39,13 @@ describe("revoke", () => {
     const provider = await makeProvider(fake);
     const credentialId = randomUUID();
     const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis });
-    const ref = { credentialId, credentialType: "API_KEY" as const, nativeId: cred.nativeId, resources: cred.resources, app };
+    const ref = {
+      credentialId,
+      credentialType: "API_KEY" as const,
+      nativeId: cred.nativeId,
+      resources: cred.resources,
+      app,
+    };
     await provider.revoke(ref);
     fake.control.purge(cred.nativeId);
     await provider.revoke(ref);
@@ -45,7 +57,11 @@ describe("revoke", () => {
   it("leaves alone a key credhook does not manage (core revokes unknown ids on every gateway)", async () => {
     const provider = await makeProvider(fake);
     const client = rawClient(fake);
-    const [op] = await client.createKey({ parent: "projects/fake-project/locations/global", keyId: "a1b2c3d4e5", key: { displayName: "hand-made" } });
+    const [op] = await client.createKey({
+      parent: "projects/fake-project/locations/global",
+      keyId: "a1b2c3d4e5",
+      key: { displayName: "hand-made" },
+    });
     await op.promise();
     await client.close();
     await provider.revoke({ credentialId: "", credentialType: "API_KEY", nativeId: "a1b2c3d4e5", resources: {}, app });

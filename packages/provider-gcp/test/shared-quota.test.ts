@@ -29,7 +29,12 @@ it("with several instances on one store, every call waits for its slot among all
     rateSlots,
   })) as GcpApiKeysProvider;
   const t0 = Date.now();
-  await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app: { appName: "Shared", developer: "d@example.com" }, apis: [{ id: "orders", usagePlans: [] }] });
+  await provider.create({
+    credentialId: randomUUID(),
+    credentialType: "API_KEY",
+    app: { appName: "Shared", developer: "d@example.com" },
+    apis: [{ id: "orders", usagePlans: [] }],
+  });
   expect(Date.now() - t0).toBeGreaterThanOrEqual(50);
   const writes = reserved.filter((r) => r.key.endsWith("|fake-project|write"));
   const reads = reserved.filter((r) => r.key.endsWith("|fake-project|read"));

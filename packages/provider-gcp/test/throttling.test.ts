@@ -21,8 +21,13 @@ beforeEach(() => {
 
 const app = { appName: "Busy App", developer: "dev@example.com" };
 const apis = [{ id: "orders", usagePlans: [] }];
-const create = (p: Awaited<ReturnType<typeof makeProvider>>) => p.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis });
-const statuses = (rpc: string) => fake.requests().filter((r) => r.rpc === rpc).map((r) => r.status);
+const create = (p: Awaited<ReturnType<typeof makeProvider>>) =>
+  p.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis });
+const statuses = (rpc: string) =>
+  fake
+    .requests()
+    .filter((r) => r.rpc === rpc)
+    .map((r) => r.status);
 /** Fast back-off after a 429 without a hint, so tests stay quick. */
 const fastThrottle = { retry: { initialDelayMs: 5, maxDelayMs: 20, throttleInitialDelayMs: 20 } };
 
@@ -66,8 +71,16 @@ describe("429 RESOURCE_EXHAUSTED is retried within the budget", () => {
     // The 300 ms budget ended the retries: 100 answers of 429 retried with backoff would take minutes
     // (a bound a busy machine cannot reach, not a latency check).
     expect(Date.now() - started).toBeLessThan(15_000);
-    expect(err).toMatchObject({ status: 503, code: "THROTTLED", retryAfterS: 60, outcomeUnknown: false, partial: undefined });
-    expect((err as Error).message).toMatch(/^\[gateway gcp-test\] createKey credhook-\w+: Google API Keys quota exceeded \(429\), try again later$/);
+    expect(err).toMatchObject({
+      status: 503,
+      code: "THROTTLED",
+      retryAfterS: 60,
+      outcomeUnknown: false,
+      partial: undefined,
+    });
+    expect((err as Error).message).toMatch(
+      /^\[gateway gcp-test\] createKey credhook-\w+: Google API Keys quota exceeded \(429\), try again later$/,
+    );
     expect(statuses("CreateKey").length).toBeGreaterThan(1);
     expect(fake.keys()).toHaveLength(0);
     await provider.close();
@@ -83,7 +96,10 @@ describe("429 RESOURCE_EXHAUSTED is retried within the budget", () => {
   });
 
   it("the project's real quota answer: the create waits within the budget, then answers 503 + Retry-After 60 s", async () => {
-    const provider = await makeProvider(fake, { rateLimit: { writesPerMinute: 1000, writeBurst: 100 }, retry: { throttleInitialDelayMs: 50, budgetMs: 400 } });
+    const provider = await makeProvider(fake, {
+      rateLimit: { writesPerMinute: 1000, writeBurst: 100 },
+      retry: { throttleInitialDelayMs: 50, budgetMs: 400 },
+    });
     fake.control.setQuotas({ writesPerMinute: 1 });
     await create(provider);
     const err = await rejection(create(provider));
@@ -116,7 +132,9 @@ describe("client-side limiter", () => {
 
   it("queues a burst instead of failing it when the wait fits maxQueueWaitMs", async () => {
     // 600/minute = one write every 100 ms; burst 2; a queue of 5 fits in 1 s
-    const provider = await makeProvider(fake, { rateLimit: { writesPerMinute: 600, writeBurst: 2, maxQueueWaitMs: 1000 } });
+    const provider = await makeProvider(fake, {
+      rateLimit: { writesPerMinute: 600, writeBurst: 2, maxQueueWaitMs: 1000 },
+    });
     const results = await Promise.allSettled(Array.from({ length: 6 }, () => create(provider)));
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(6);
     expect(fake.keys()).toHaveLength(6);

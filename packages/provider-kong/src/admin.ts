@@ -45,7 +45,12 @@ export const KONG_PERMISSIONS =
 export class KongAdmin extends JsonApiClient {
   constructor(s: KongAdminSettings) {
     const auth = s.auth;
-    const headers: Record<string, string> = auth.type === "rbac-token" ? { "kong-admin-token": auth.token } : auth.type === "bearer" ? { authorization: `Bearer ${auth.token}` } : {};
+    const headers: Record<string, string> =
+      auth.type === "rbac-token"
+        ? { "kong-admin-token": auth.token }
+        : auth.type === "bearer"
+          ? { authorization: `Bearer ${auth.token}` }
+          : {};
     super({
       baseUrl: s.adminUrl,
       gateway: s.gateway,

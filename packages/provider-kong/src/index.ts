@@ -11,7 +11,15 @@
  *     options: { adminUrl: "http://kong-admin:8001", plans: { gold: { minute: 600 } } }
  * ```
  */
-import { applyOptionDefaults, ConfigError, defineProvider, type OptionsOf, type ProviderContext, type ResolvedOptionsOf, SlidingWindowLimiter } from "@credhook/core";
+import {
+  applyOptionDefaults,
+  ConfigError,
+  defineProvider,
+  type OptionsOf,
+  type ProviderContext,
+  type ResolvedOptionsOf,
+  SlidingWindowLimiter,
+} from "@credhook/core";
 import { KongAdmin } from "./admin.js";
 import { KongProvider } from "./provider.js";
 import { optionsSchema } from "./schema.js";
@@ -36,7 +44,9 @@ export function createKongProvider(options: KongProviderOptions, context: KongCo
 /** {@link createKongProvider} once the schema's defaults are applied. */
 function buildKongProvider(options: KongProviderOptionsWithDefaults, context: KongContext): KongProvider {
   if (context.credentialType !== "API_KEY") {
-    throw new ConfigError([`[provider-kong] ${context.configPath}: the Kong provider issues API_KEY credentials (key-auth) only, not ${context.credentialType}`]);
+    throw new ConfigError([
+      `[provider-kong] ${context.configPath}: the Kong provider issues API_KEY credentials (key-auth) only, not ${context.credentialType}`,
+    ]);
   }
   const { requests, windowMs } = options.rateLimit;
   const limiter = requests > 0 ? new SlidingWindowLimiter(requests, windowMs + 50, "Kong Admin API") : undefined;
@@ -51,7 +61,13 @@ function buildKongProvider(options: KongProviderOptionsWithDefaults, context: Ko
   });
   return new KongProvider(
     admin,
-    { apiMap: options.apiMap, plans: options.plans, policy: options.policy, usernamePrefix: options.usernamePrefix, healthCacheMs: options.healthCacheMs },
+    {
+      apiMap: options.apiMap,
+      plans: options.plans,
+      policy: options.policy,
+      usernamePrefix: options.usernamePrefix,
+      healthCacheMs: options.healthCacheMs,
+    },
     context.gateway,
     context.logger,
     async () => {

@@ -70,13 +70,22 @@ export function tagValue(name: string): string {
 /** The credential id a set of tags marks for `gateway`, `""` when marked for the gateway without one, undefined when not this gateway's. */
 export function markOf(tags: string[] | null | undefined, gateway: string): string | undefined {
   if (!tags?.includes(`${GW_TAG}${tagValue(gateway)}`)) return undefined;
-  return tags.find((t) => t.startsWith(CRED_TAG))?.slice(CRED_TAG.length).toLowerCase() ?? "";
+  return (
+    tags
+      .find((t) => t.startsWith(CRED_TAG))
+      ?.slice(CRED_TAG.length)
+      .toLowerCase() ?? ""
+  );
 }
 
 /** The provider; built by the factory in `index.ts`. */
 export class KongProvider implements Provider {
   /** API keys only; a caller-chosen value is imported; the key reads back from key-auth. */
-  readonly capabilities: ProviderCapabilities = { credentialTypes: ["API_KEY"], importsApiKeyValue: true, readsBackSecret: true };
+  readonly capabilities: ProviderCapabilities = {
+    credentialTypes: ["API_KEY"],
+    importsApiKeyValue: true,
+    readsBackSecret: true,
+  };
 
   private readonly errors: GatewayErrors;
   private readonly healthProbe: CachedHealthProbe;
@@ -125,14 +134,18 @@ export class KongProvider implements Provider {
     const plans = [...new Set(apis.flatMap((a) => a.usagePlans))].sort();
     const unknown = plans.filter((p) => !Object.hasOwn(this.opts.plans, p));
     if (unknown.length > 0) {
-      throw this.errors.error(InvalidReference, `usage plan ${unknown.map((p) => `'${p}'`).join(", ")} is not defined in this gateway's 'plans' option; known: ${Object.keys(this.opts.plans).join(", ") || "none"}`);
+      throw this.errors.error(
+        InvalidReference,
+        `usage plan ${unknown.map((p) => `'${p}'`).join(", ")} is not defined in this gateway's 'plans' option; known: ${Object.keys(this.opts.plans).join(", ") || "none"}`,
+      );
     }
     if (plans.length === 0) return { plans, limits: undefined };
     const limits: PlanLimits = {};
-    for (const p of plans) for (const w of WINDOWS) {
-      const v = this.opts.plans[p]![w];
-      if (v !== undefined) limits[w] = Math.max(limits[w] ?? 0, v);
-    }
+    for (const p of plans)
+      for (const w of WINDOWS) {
+        const v = this.opts.plans[p]![w];
+        if (v !== undefined) limits[w] = Math.max(limits[w] ?? 0, v);
+      }
     return { plans, limits };
   }
 
@@ -157,12 +170,17 @@ export class KongProvider implements Provider {
   }
 
   /** The consumer of `ref` when it carries this gateway's mark and (unless empty) `ref.credentialId`'s. @throws NotFound otherwise */
-  private async owned(ref: Pick<ProviderCredentialRef, "nativeId" | "credentialId">): Promise<{ consumer: KongEntity; credentialId: string }> {
+  private async owned(
+    ref: Pick<ProviderCredentialRef, "nativeId" | "credentialId">,
+  ): Promise<{ consumer: KongEntity; credentialId: string }> {
     const c = await this.consumer(ref.nativeId).catch((e) => Promise.reject(this.typed(e)));
     if (!c) throw this.errors.error(NotFound, `consumer ${ref.nativeId} does not exist on Kong`);
     const credentialId = markOf(c.tags, this.gateway);
     if (credentialId === undefined || (ref.credentialId !== "" && credentialId !== ref.credentialId.toLowerCase())) {
-      throw this.errors.error(NotFound, `consumer ${ref.nativeId} does not carry this gateway's mark${credentialId !== undefined ? ` for credential ${ref.credentialId}` : ""}; nothing was changed`);
+      throw this.errors.error(
+        NotFound,
+        `consumer ${ref.nativeId} does not carry this gateway's mark${credentialId !== undefined ? ` for credential ${ref.credentialId}` : ""}; nothing was changed`,
+      );
     }
     return { consumer: c, credentialId };
   }
@@ -172,11 +190,20 @@ export class KongProvider implements Provider {
   /** Adds the key-auth credential `key` (409 with the same key on this consumer: already there). @throws Conflict the key belongs to another consumer */
   private async addKey(consumer: KongEntity, key: string, credentialId: string): Promise<KongEntity> {
     const path = `/consumers/${consumer.id}/key-auth`;
-    const res = await this.admin.call("POST", path, `adding the key-auth credential of consumer ${consumer.id}`, { body: { key, tags: this.mark(credentialId) }, ok: [201, 409], secrets: [key] });
+    const res = await this.admin.call("POST", path, `adding the key-auth credential of consumer ${consumer.id}`, {
+      body: { key, tags: this.mark(credentialId) },
+      ok: [201, 409],
+      secrets: [key],
+    });
     if (res.status === 201) return res.json as KongEntity;
-    const mine = (await this.admin.list(path, `listing the key-auth credentials of consumer ${consumer.id}`)).find((k) => k.key === key);
+    const mine = (await this.admin.list(path, `listing the key-auth credentials of consumer ${consumer.id}`)).find(
+      (k) => k.key === key,
+    );
     if (mine) return mine;
-    throw this.errors.error(Conflict, `the API key value is already a key-auth credential of another consumer on Kong (409 unique constraint violation on key)`);
+    throw this.errors.error(
+      Conflict,
+      `the API key value is already a key-auth credential of another consumer on Kong (409 unique constraint violation on key)`,
+    );
   }
 
   /**
@@ -192,25 +219,52 @@ export class KongProvider implements Provider {
     const acls = await this.admin.list(`${cpath}/acls`, `listing the ACL groups of consumer ${consumer.id}`);
     const has = new Set(acls.map((a) => a.group as string));
     for (const group of groups.filter((g) => !has.has(g))) {
-      await this.admin.call("POST", `${cpath}/acls`, `adding consumer ${consumer.id} to ACL group ${group}`, { body: { group, tags }, ok: [201, 409] });
+      await this.admin.call("POST", `${cpath}/acls`, `adding consumer ${consumer.id} to ACL group ${group}`, {
+        body: { group, tags },
+        ok: [201, 409],
+      });
     }
     const plugins = await this.admin.list(`${cpath}/plugins`, `listing the plugins of consumer ${consumer.id}`);
     const rl = plugins.find((p) => p.name === "rate-limiting");
     if (rl && markOf(rl.tags, this.gateway) === undefined) {
-      throw this.errors.error(Conflict, `consumer ${consumer.id} has a rate-limiting plugin (${rl.id}) credhook did not create; remove it or adopt the consumer again`);
+      throw this.errors.error(
+        Conflict,
+        `consumer ${consumer.id} has a rate-limiting plugin (${rl.id}) credhook did not create; remove it or adopt the consumer again`,
+      );
     }
     const what = `setting the rate-limiting plugin of consumer ${consumer.id}`;
     const planTags = [...tags, ...plans.map((p) => `${PLAN_TAG}${tagValue(p)}`)];
     if (limits) {
-      const config = { ...Object.fromEntries(WINDOWS.map((w) => [w, limits[w] ?? null])), policy: this.opts.policy, limit_by: "consumer" };
-      if (rl) await this.admin.call("PATCH", `/plugins/${rl.id}`, what, { body: { config, tags: planTags }, ok: [200] });
-      else await this.admin.call("POST", `${cpath}/plugins`, what, { body: { name: "rate-limiting", config, tags: planTags }, ok: [201] });
+      const config = {
+        ...Object.fromEntries(WINDOWS.map((w) => [w, limits[w] ?? null])),
+        policy: this.opts.policy,
+        limit_by: "consumer",
+      };
+      if (rl)
+        await this.admin.call("PATCH", `/plugins/${rl.id}`, what, { body: { config, tags: planTags }, ok: [200] });
+      else
+        await this.admin.call("POST", `${cpath}/plugins`, what, {
+          body: { name: "rate-limiting", config, tags: planTags },
+          ok: [201],
+        });
     } else if (rl) {
-      await this.admin.call("DELETE", `/plugins/${rl.id}`, `removing the rate-limiting plugin of consumer ${consumer.id}`, { ok: [204, 404] });
+      await this.admin.call(
+        "DELETE",
+        `/plugins/${rl.id}`,
+        `removing the rate-limiting plugin of consumer ${consumer.id}`,
+        { ok: [204, 404] },
+      );
     }
     const wanted = new Set(groups);
-    for (const acl of acls.filter((a) => !wanted.has(a.group as string) && markOf(a.tags, this.gateway) !== undefined)) {
-      await this.admin.call("DELETE", `${cpath}/acls/${acl.id}`, `removing consumer ${consumer.id} from ACL group ${String(acl.group)}`, { ok: [204, 404] });
+    for (const acl of acls.filter(
+      (a) => !wanted.has(a.group as string) && markOf(a.tags, this.gateway) !== undefined,
+    )) {
+      await this.admin.call(
+        "DELETE",
+        `${cpath}/acls/${acl.id}`,
+        `removing consumer ${consumer.id} from ACL group ${String(acl.group)}`,
+        { ok: [204, 404] },
+      );
     }
   }
 
@@ -227,13 +281,20 @@ export class KongProvider implements Provider {
     const username = this.usernameOf(input.credentialId);
     let consumer: KongEntity;
     try {
-      const res = await this.admin.call("POST", "/consumers", `creating consumer ${username}`, { body: { username, tags: this.mark(input.credentialId) }, ok: [201, 409] });
-      consumer = res.status === 201 ? (res.json as KongEntity) : ((await this.consumer(username)) ?? { id: "", tags: [] });
+      const res = await this.admin.call("POST", "/consumers", `creating consumer ${username}`, {
+        body: { username, tags: this.mark(input.credentialId) },
+        ok: [201, 409],
+      });
+      consumer =
+        res.status === 201 ? (res.json as KongEntity) : ((await this.consumer(username)) ?? { id: "", tags: [] });
     } catch (err) {
       throw this.typed(err);
     }
     if (markOf(consumer.tags, this.gateway) !== input.credentialId.toLowerCase()) {
-      throw this.errors.error(Conflict, `consumer username ${username} is taken by a consumer without this credential's mark`);
+      throw this.errors.error(
+        Conflict,
+        `consumer username ${username} is taken by a consumer without this credential's mark`,
+      );
     }
     const key = input.apiKeyValue ?? generateApiKeyValue();
     try {
@@ -271,7 +332,10 @@ export class KongProvider implements Provider {
       if (!c) return "gone";
       const credentialId = markOf(c.tags, this.gateway);
       if (credentialId === undefined || (ref.credentialId !== "" && credentialId !== ref.credentialId.toLowerCase())) {
-        this.logger.info({ nativeId: ref.nativeId, credentialId: ref.credentialId }, "consumer is not this gateway's (or not this credential's); left untouched");
+        this.logger.info(
+          { nativeId: ref.nativeId, credentialId: ref.credentialId },
+          "consumer is not this gateway's (or not this credential's); left untouched",
+        );
         return "not-owned";
       }
       await this.admin.call("DELETE", `/consumers/${c.id}`, `deleting consumer ${c.id}`, { ok: [204, 404] });
@@ -286,19 +350,31 @@ export class KongProvider implements Provider {
   async findByCredential(search: CredentialSearch): Promise<OwnedResource[]> {
     if (!UUID.test(search.credentialId)) return [];
     const tags = this.mark(search.credentialId).slice(1);
-    return this.describe(await this.admin.list("/consumers", `looking for credential ${search.credentialId}`, tags).catch((e) => Promise.reject(this.typed(e))));
+    return this.describe(
+      await this.admin
+        .list("/consumers", `looking for credential ${search.credentialId}`, tags)
+        .catch((e) => Promise.reject(this.typed(e))),
+    );
   }
 
   /** Every consumer carrying this gateway's tag (paged by offset). */
   async listOwned(): Promise<OwnedResource[]> {
     const tags = [`${GW_TAG}${tagValue(this.gateway)}`];
-    return this.describe(await this.admin.list("/consumers", "listing credhook's consumers", tags).catch((e) => Promise.reject(this.typed(e))));
+    return this.describe(
+      await this.admin
+        .list("/consumers", "listing credhook's consumers", tags)
+        .catch((e) => Promise.reject(this.typed(e))),
+    );
   }
 
   private describe(consumers: KongEntity[]): OwnedResource[] {
     return consumers.map((c) => {
       const credentialId = markOf(c.tags, this.gateway);
-      return { nativeId: c.id, ...(credentialId ? { credentialId } : {}), description: `consumer ${String(c.username ?? c.id)}` };
+      return {
+        nativeId: c.id,
+        ...(credentialId ? { credentialId } : {}),
+        description: `consumer ${String(c.username ?? c.id)}`,
+      };
     });
   }
 
@@ -311,28 +387,52 @@ export class KongProvider implements Provider {
    * @throws Conflict it carries another gateway's or credential's mark
    */
   async adopt(ref: ProviderCredentialRef & { apis: GatewayApi[] }): Promise<ProviderUpdateResult> {
-    if (!UUID.test(ref.credentialId)) throw new ValidationError([this.errors.message(`adopt needs credhook's credential id (a UUID), got '${ref.credentialId}'`)]);
+    if (!UUID.test(ref.credentialId))
+      throw new ValidationError([
+        this.errors.message(`adopt needs credhook's credential id (a UUID), got '${ref.credentialId}'`),
+      ]);
     try {
       const c = await this.consumer(ref.nativeId);
       if (!c) throw this.errors.error(NotFound, `there is no consumer ${ref.nativeId} on Kong to adopt`);
       const mark = markOf(c.tags, this.gateway);
       const foreignMark = (c.tags ?? []).find((t) => t.startsWith(GW_TAG) || t.startsWith(CRED_TAG));
       if (mark === ref.credentialId.toLowerCase()) return { resources: this.resources(c) };
-      if (foreignMark) throw this.errors.error(Conflict, `consumer ${ref.nativeId} carries another credhook mark (${foreignMark}); it is not adopted`);
+      if (foreignMark)
+        throw this.errors.error(
+          Conflict,
+          `consumer ${ref.nativeId} carries another credhook mark (${foreignMark}); it is not adopted`,
+        );
       const cpath = `/consumers/${c.id}`;
       const keys = await this.admin.list(`${cpath}/key-auth`, `listing the key-auth credentials of consumer ${c.id}`);
-      if (keys.length === 0) throw this.errors.error(NotFound, `consumer ${ref.nativeId} has no key-auth credential to adopt`);
+      if (keys.length === 0)
+        throw this.errors.error(NotFound, `consumer ${ref.nativeId} has no key-auth credential to adopt`);
       const tags = this.mark(ref.credentialId);
       const withMark = (e: KongEntity) => ({ tags: [...new Set([...(e.tags ?? []), ...tags])] });
       const groups = new Set(this.groupsOf(ref.apis));
-      const acls = (await this.admin.list(`${cpath}/acls`, `listing the ACL groups of consumer ${c.id}`)).filter((a) => groups.has(a.group as string));
-      const plugins = (await this.admin.list(`${cpath}/plugins`, `listing the plugins of consumer ${c.id}`)).filter((p) => p.name === "rate-limiting");
-      for (const k of keys) await this.admin.call("PATCH", `${cpath}/key-auth/${k.id}`, `marking key-auth credential ${k.id}`, { body: withMark(k), ok: [200] });
-      for (const a of acls) await this.admin.call("PATCH", `${cpath}/acls/${a.id}`, `marking ACL ${a.id}`, { body: withMark(a), ok: [200] });
-      for (const p of plugins) await this.admin.call("PATCH", `/plugins/${p.id}`, `marking plugin ${p.id}`, { body: withMark(p), ok: [200] });
+      const acls = (await this.admin.list(`${cpath}/acls`, `listing the ACL groups of consumer ${c.id}`)).filter((a) =>
+        groups.has(a.group as string),
+      );
+      const plugins = (await this.admin.list(`${cpath}/plugins`, `listing the plugins of consumer ${c.id}`)).filter(
+        (p) => p.name === "rate-limiting",
+      );
+      for (const k of keys)
+        await this.admin.call("PATCH", `${cpath}/key-auth/${k.id}`, `marking key-auth credential ${k.id}`, {
+          body: withMark(k),
+          ok: [200],
+        });
+      for (const a of acls)
+        await this.admin.call("PATCH", `${cpath}/acls/${a.id}`, `marking ACL ${a.id}`, {
+          body: withMark(a),
+          ok: [200],
+        });
+      for (const p of plugins)
+        await this.admin.call("PATCH", `/plugins/${p.id}`, `marking plugin ${p.id}`, { body: withMark(p), ok: [200] });
       // The consumer last: until it carries the mark, nothing of it counts as credhook's.
       const res = await this.admin.call("PATCH", cpath, `marking consumer ${c.id}`, { body: withMark(c), ok: [200] });
-      this.logger.warn({ consumer: c.id, credentialId: ref.credentialId }, "consumer made outside credhook adopted: credhook now updates and revokes it");
+      this.logger.warn(
+        { consumer: c.id, credentialId: ref.credentialId },
+        "consumer made outside credhook adopted: credhook now updates and revokes it",
+      );
       return { resources: this.resources(res.json as KongEntity) };
     } catch (err) {
       throw this.typed(err);
@@ -342,7 +442,9 @@ export class KongProvider implements Provider {
   /** The key of the consumer's marked key-auth credential. @throws NotFound none, or not this gateway's */
   async readSecret(ref: ProviderCredentialRef): Promise<{ apiKey: string }> {
     const { consumer } = await this.owned(ref);
-    const keys = await this.admin.list(`/consumers/${consumer.id}/key-auth`, `reading the key of consumer ${consumer.id}`).catch((e) => Promise.reject(this.typed(e)));
+    const keys = await this.admin
+      .list(`/consumers/${consumer.id}/key-auth`, `reading the key of consumer ${consumer.id}`)
+      .catch((e) => Promise.reject(this.typed(e)));
     const key = keys.find((k) => markOf(k.tags, this.gateway) !== undefined && typeof k.key === "string");
     if (!key) throw this.errors.error(NotFound, `consumer ${consumer.id} has no key-auth credential of credhook's`);
     return { apiKey: key.key as string };
@@ -356,7 +458,10 @@ export class KongProvider implements Provider {
       const added = await this.addKey(consumer, key, credentialId);
       const path = `/consumers/${consumer.id}/key-auth`;
       for (const k of await this.admin.list(path, `listing the key-auth credentials of consumer ${consumer.id}`)) {
-        if (k.id !== added.id && markOf(k.tags, this.gateway) !== undefined) await this.admin.call("DELETE", `${path}/${k.id}`, `deleting key-auth credential ${k.id}`, { ok: [204, 404] });
+        if (k.id !== added.id && markOf(k.tags, this.gateway) !== undefined)
+          await this.admin.call("DELETE", `${path}/${k.id}`, `deleting key-auth credential ${k.id}`, {
+            ok: [204, 404],
+          });
       }
     } catch (err) {
       throw this.typed(err);
@@ -374,7 +479,9 @@ export class KongProvider implements Provider {
       await this.admin.call("GET", "/consumers?size=1", "reading the Admin API", { ok: [200] });
     } catch (err) {
       const typed = this.typed(err);
-      throw typed instanceof UpstreamUnavailable ? typed : new UpstreamUnavailable(typed.message, 5, { cause: err, gateway: this.gateway });
+      throw typed instanceof UpstreamUnavailable
+        ? typed
+        : new UpstreamUnavailable(typed.message, 5, { cause: err, gateway: this.gateway });
     }
   }
 }

@@ -26,8 +26,24 @@ export const optionsSchema = {
       default: { type: "none" },
       oneOf: [
         { type: "object", additionalProperties: false, required: ["type"], properties: { type: { const: "none" } } },
-        { type: "object", additionalProperties: false, required: ["type", "token"], properties: { type: { const: "rbac-token" }, token: { type: "string", minLength: 1, description: "The RBAC user's token." } } },
-        { type: "object", additionalProperties: false, required: ["type", "token"], properties: { type: { const: "bearer" }, token: { type: "string", minLength: 1, description: "The Konnect access token." } } },
+        {
+          type: "object",
+          additionalProperties: false,
+          required: ["type", "token"],
+          properties: {
+            type: { const: "rbac-token" },
+            token: { type: "string", minLength: 1, description: "The RBAC user's token." },
+          },
+        },
+        {
+          type: "object",
+          additionalProperties: false,
+          required: ["type", "token"],
+          properties: {
+            type: { const: "bearer" },
+            token: { type: "string", minLength: 1, description: "The Konnect access token." },
+          },
+        },
       ],
     },
     apiMap: {
@@ -52,22 +68,37 @@ export const optionsSchema = {
     policy: {
       enum: ["local", "cluster", "redis"],
       default: "local",
-      description: "The rate-limiting plugin's `policy` (where counters live). Konnect and DB-less/hybrid data planes need `local` or `redis`. Default `local`.",
+      description:
+        "The rate-limiting plugin's `policy` (where counters live). Konnect and DB-less/hybrid data planes need `local` or `redis`. Default `local`.",
     },
     usernamePrefix: {
       type: "string",
       pattern: "^[A-Za-z0-9_.-]{1,40}$",
       default: "credhook-",
-      description: "Prefix of the consumer usernames the provider creates (`<prefix><gateway>-<credential id>`). Default `credhook-`.",
+      description:
+        "Prefix of the consumer usernames the provider creates (`<prefix><gateway>-<credential id>`). Default `credhook-`.",
     },
-    timeoutMs: { type: "integer", minimum: 100, maximum: 600000, default: 10000, description: "Time limit of one Admin API call (ms), retries included; exceeded: 504. Default 10000." },
-    maxRetries: { type: "integer", minimum: 0, maximum: 10, default: 2, description: "Retries of a throttled (429) call, and of a failed (5xx, network) read or delete. Default 2." },
+    timeoutMs: {
+      type: "integer",
+      minimum: 100,
+      maximum: 600000,
+      default: 10000,
+      description: "Time limit of one Admin API call (ms), retries included; exceeded: 504. Default 10000.",
+    },
+    maxRetries: {
+      type: "integer",
+      minimum: 0,
+      maximum: 10,
+      default: 2,
+      description: "Retries of a throttled (429) call, and of a failed (5xx, network) read or delete. Default 2.",
+    },
     maxRetryAfterS: {
       type: "number",
       minimum: 0,
       maximum: 600,
       default: 10,
-      description: "Longest `Retry-After` (s) waited for inside one request; a longer one answers 503 with it at once. Default 10.",
+      description:
+        "Longest `Retry-After` (s) waited for inside one request; a longer one answers 503 with it at once. Default 10.",
     },
     rateLimit: {
       type: "object",
@@ -76,10 +107,21 @@ export const optionsSchema = {
       description:
         "Client-side limit of Admin API calls: at most `requests` in any sliding window of `windowMs` (plus 50 ms for clock jitter), retries included; 0 requests: no limit. Self-hosted Kong does not throttle its Admin API; Konnect rate-limits its APIs per organisation and answers 429 with Retry-After (Konnect API reference, https://developer.konghq.com/api/): set it below your organisation's limit there. Default: no limit.",
       properties: {
-        requests: { type: "integer", minimum: 0, default: 0, description: "Calls per window; 0 turns the limit off. Default 0." },
+        requests: {
+          type: "integer",
+          minimum: 0,
+          default: 0,
+          description: "Calls per window; 0 turns the limit off. Default 0.",
+        },
         windowMs: { type: "integer", minimum: 1, default: 1000, description: "Window length (ms). Default 1000." },
       },
     },
-    healthCacheMs: { type: "integer", minimum: 0, maximum: 3600000, default: 30000, description: "How long a health() answer is reused (ms). Default 30000." },
+    healthCacheMs: {
+      type: "integer",
+      minimum: 0,
+      maximum: 3600000,
+      default: 30000,
+      description: "How long a health() answer is reused (ms). Default 30000.",
+    },
   },
 } as const;

@@ -5,11 +5,24 @@ import { accessOf, app, createRef, typedError, useFake } from "./helpers.js";
 
 const t = useFake();
 const gold = [{ id: "orders-api", usagePlans: ["gold"] }];
-const none = (apis: typeof gold) => apis.map((a) => ({ id: a.id, action: "NONE" as const, usagePlans: a.usagePlans.map((p) => ({ id: p, action: "NONE" as const })) }));
+const none = (apis: typeof gold) =>
+  apis.map((a) => ({
+    id: a.id,
+    action: "NONE" as const,
+    usagePlans: a.usagePlans.map((p) => ({ id: p, action: "NONE" as const })),
+  }));
 
 function legacy(groups = ["orders", "internal"]) {
-  const c = t.fake.addForeignConsumer({ username: `legacy-${randomUUID().slice(0, 8)}`, key: `LegacyKey${randomUUID().replace(/-/g, "")}`, groups, tags: ["made-by-hand"] });
-  return { c, ref: { credentialId: randomUUID(), credentialType: "API_KEY" as const, nativeId: c.id, resources: {}, app } };
+  const c = t.fake.addForeignConsumer({
+    username: `legacy-${randomUUID().slice(0, 8)}`,
+    key: `LegacyKey${randomUUID().replace(/-/g, "")}`,
+    groups,
+    tags: ["made-by-hand"],
+  });
+  return {
+    c,
+    ref: { credentialId: randomUUID(), credentialType: "API_KEY" as const, nativeId: c.id, resources: {}, app },
+  };
 }
 
 describe("adopt (existing Kong consumers)", () => {
@@ -28,8 +41,14 @@ describe("adopt (existing Kong consumers)", () => {
 
     // an update adds the plan's rate limit; the unmarked 'internal' group survives
     await t.provider.update({ ...ref, resources: adopted.resources, previous: [], desired: gold, changes: none(gold) });
-    expect(accessOf(t.fake, c.id)).toMatchObject({ groups: ["internal", "orders"], plans: ["gold"], config: expect.objectContaining({ minute: 600, hour: 20000 }) });
-    expect(await t.provider.listOwned()).toEqual([{ nativeId: c.id, credentialId: ref.credentialId, description: `consumer ${c.username}` }]);
+    expect(accessOf(t.fake, c.id)).toMatchObject({
+      groups: ["internal", "orders"],
+      plans: ["gold"],
+      config: expect.objectContaining({ minute: 600, hour: 20000 }),
+    });
+    expect(await t.provider.listOwned()).toEqual([
+      { nativeId: c.id, credentialId: ref.credentialId, description: `consumer ${c.username}` },
+    ]);
 
     expect(await t.provider.revoke({ ...ref, credentialId: "" })).toBe("revoked");
     expect(t.fake.consumers()).toEqual([]);
@@ -51,9 +70,35 @@ describe("adopt (existing Kong consumers)", () => {
   });
 
   it("NotFound for a missing consumer or one without a key-auth credential; 400 for a credential id that is not a UUID", async () => {
-    expect((await typedError(t.provider.adopt({ credentialId: randomUUID(), credentialType: "API_KEY", nativeId: randomUUID(), resources: {}, app, apis: gold }))).status).toBe(404);
+    expect(
+      (
+        await typedError(
+          t.provider.adopt({
+            credentialId: randomUUID(),
+            credentialType: "API_KEY",
+            nativeId: randomUUID(),
+            resources: {},
+            app,
+            apis: gold,
+          }),
+        )
+      ).status,
+    ).toBe(404);
     const keyless = t.fake.addForeignConsumer({ username: "keyless" });
-    expect((await typedError(t.provider.adopt({ credentialId: randomUUID(), credentialType: "API_KEY", nativeId: keyless.id, resources: {}, app, apis: gold }))).status).toBe(404);
+    expect(
+      (
+        await typedError(
+          t.provider.adopt({
+            credentialId: randomUUID(),
+            credentialType: "API_KEY",
+            nativeId: keyless.id,
+            resources: {},
+            app,
+            apis: gold,
+          }),
+        )
+      ).status,
+    ).toBe(404);
     expect(t.fake.consumers().find((x) => x.id === keyless.id)!.tags).toBeNull();
     const { ref } = legacy();
     expect((await typedError(t.provider.adopt({ ...ref, credentialId: "app-1", apis: gold }))).status).toBe(400);

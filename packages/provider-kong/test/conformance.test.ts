@@ -7,8 +7,16 @@ import { accessOf, setup } from "./helpers.js";
 
 const variants: Array<{ name: string; fake: KongFakeOptions; auth: KongProviderOptions["auth"] }> = [
   { name: "self-hosted, no auth", fake: {}, auth: { type: "none" } },
-  { name: "Kong Enterprise workspace + RBAC token", fake: { basePath: "/team-a", adminToken: "rbac-secret" }, auth: { type: "rbac-token", token: "rbac-secret" } },
-  { name: "Konnect control plane + bearer", fake: { basePath: "/v2/control-planes/3f6e5b1c-0000-4000-8000-000000000001/core-entities", bearerToken: "kpat_x" }, auth: { type: "bearer", token: "kpat_x" } },
+  {
+    name: "Kong Enterprise workspace + RBAC token",
+    fake: { basePath: "/team-a", adminToken: "rbac-secret" },
+    auth: { type: "rbac-token", token: "rbac-secret" },
+  },
+  {
+    name: "Konnect control plane + bearer",
+    fake: { basePath: "/v2/control-planes/3f6e5b1c-0000-4000-8000-000000000001/core-entities", bearerToken: "kpat_x" },
+    auth: { type: "bearer", token: "kpat_x" },
+  },
 ];
 
 for (const v of variants) {
@@ -31,16 +39,32 @@ for (const v of variants) {
       addPlan: { apiId: "orders-api", planId: "silver" },
       unknownPlan: { apiId: "orders-api", planId: "platinum" },
       inspect: async (ref) => {
-        const live = fake.consumers().some((c) => c.id === ref.nativeId) && fake.keyAuths().some((k) => k.consumer.id === ref.nativeId);
+        const live =
+          fake.consumers().some((c) => c.id === ref.nativeId) &&
+          fake.keyAuths().some((k) => k.consumer.id === ref.nativeId);
         return { live, usagePlans: live ? accessOf(fake, ref.nativeId).plans : [] };
       },
       listNativeIds: async () => fake.consumers().map((c) => c.id),
       createForeign: async () => {
-        const c = fake.addForeignConsumer({ username: `partner-${Math.random().toString(36).slice(2)}`, key: `PartnerKey${Date.now()}`, groups: ["orders"], tags: ["team-b"] });
-        const before = JSON.stringify([c, fake.keyAuths().filter((k) => k.consumer.id === c.id), fake.acls().filter((a) => a.consumer.id === c.id)]);
+        const c = fake.addForeignConsumer({
+          username: `partner-${Math.random().toString(36).slice(2)}`,
+          key: `PartnerKey${Date.now()}`,
+          groups: ["orders"],
+          tags: ["team-b"],
+        });
+        const before = JSON.stringify([
+          c,
+          fake.keyAuths().filter((k) => k.consumer.id === c.id),
+          fake.acls().filter((a) => a.consumer.id === c.id),
+        ]);
         return {
           nativeId: c.id,
-          exists: async () => JSON.stringify([fake.consumers().find((x) => x.id === c.id), fake.keyAuths().filter((k) => k.consumer.id === c.id), fake.acls().filter((a) => a.consumer.id === c.id)]) === before,
+          exists: async () =>
+            JSON.stringify([
+              fake.consumers().find((x) => x.id === c.id),
+              fake.keyAuths().filter((k) => k.consumer.id === c.id),
+              fake.acls().filter((a) => a.consumer.id === c.id),
+            ]) === before,
         };
       },
       otherGateway: () => make({ auth: v.auth }, "kong-other"),

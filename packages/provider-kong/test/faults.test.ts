@@ -7,11 +7,18 @@ import { countLimiterSlots } from "@credhook/provider-testkit";
 import { app, compensate, createRef, typedError, useFake } from "./helpers.js";
 
 const t = useFake();
-const apis = [{ id: "orders-api", usagePlans: ["gold"] }, { id: "echo", usagePlans: [] }];
+const apis = [
+  { id: "orders-api", usagePlans: ["gold"] },
+  { id: "echo", usagePlans: [] },
+];
 
 function foreign() {
   const c = t.fake.addForeignConsumer({ username: "partner", key: "PartnerKeyValue0123456789", groups: ["orders"] });
-  const snapshot = () => JSON.stringify([t.fake.consumers().find((x) => x.id === c.id), t.fake.keyAuths().filter((k) => k.consumer.id === c.id)]);
+  const snapshot = () =>
+    JSON.stringify([
+      t.fake.consumers().find((x) => x.id === c.id),
+      t.fake.keyAuths().filter((k) => k.consumer.id === c.id),
+    ]);
   const before = snapshot();
   return { c, untouched: () => snapshot() === before };
 }
@@ -41,7 +48,13 @@ describe("a write that lands after the client gave up", () => {
     const err = await typedError(provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
     expect(err.status).toBe(502);
     expect(err.outcomeUnknown).toBe(true);
-    const again = await provider.create({ credentialId, credentialType: "API_KEY", app, apis, apiKeyValue: "SameValueAcrossGateways0123456789" });
+    const again = await provider.create({
+      credentialId,
+      credentialType: "API_KEY",
+      app,
+      apis,
+      apiKeyValue: "SameValueAcrossGateways0123456789",
+    });
     expect(t.fake.consumers()).toHaveLength(1);
     expect(t.fake.keyAuths().map((k) => k.key)).toEqual(["SameValueAcrossGateways0123456789"]);
     expect(again.nativeId).toBe(t.fake.consumers()[0]!.id);
@@ -49,7 +62,11 @@ describe("a write that lands after the client gave up", () => {
 });
 
 describe("failures after the consumer exists are reported, never cleaned up alone", () => {
-  for (const [path, status] of [["/key-auth", 500], ["/acls", 403], ["/plugins", 429]] as const) {
+  for (const [path, status] of [
+    ["/key-auth", 500],
+    ["/acls", 403],
+    ["/plugins", 429],
+  ] as const) {
     it(`${status} on POST …${path}: typed error with partial; compensation removes the consumer`, async () => {
       const provider = t.make({ maxRetries: 0, maxRetryAfterS: 0 });
       t.fake.inject({ status, method: "POST", path, retryAfterS: 3 });
@@ -70,7 +87,15 @@ describe("failures after the consumer exists are reported, never cleaned up alon
   it("a duplicate key value is a Conflict that never shows the key; the consumer is reported for compensation", async () => {
     const other = foreign();
     const credentialId = randomUUID();
-    const err = await typedError(t.provider.create({ credentialId, credentialType: "API_KEY", app, apis, apiKeyValue: "PartnerKeyValue0123456789" }));
+    const err = await typedError(
+      t.provider.create({
+        credentialId,
+        credentialType: "API_KEY",
+        app,
+        apis,
+        apiKeyValue: "PartnerKeyValue0123456789",
+      }),
+    );
     expect(err.status).toBe(409);
     expect(JSON.stringify(err.messages)).not.toContain("PartnerKeyValue0123456789");
     await compensate(t.provider, credentialId, err, apis);
@@ -100,7 +125,9 @@ describe("throttling (Konnect) and RBAC", () => {
     const provider = t.make({ rateLimit: { requests: 10, windowMs: 1000 } });
     // Counted at the limiter, not inferred from the fake's wall-clock window (where a request released on time can arrive late on a busy machine).
     const before = t.fake.requests.length;
-    const { result: refs, slots } = await countLimiterSlots("Kong Admin API", () => Promise.all(Array.from({ length: 3 }, () => createRef(provider, [{ id: "echo", usagePlans: [] }]))));
+    const { result: refs, slots } = await countLimiterSlots("Kong Admin API", () =>
+      Promise.all(Array.from({ length: 3 }, () => createRef(provider, [{ id: "echo", usagePlans: [] }]))),
+    );
     expect(refs).toHaveLength(3);
     expect(slots).toBeGreaterThan(0);
     expect(slots).toBe(t.fake.requests.length - before);

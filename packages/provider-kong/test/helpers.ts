@@ -27,7 +27,10 @@ export interface KongContext {
 export async function setup(fakeOptions: KongFakeOptions = {}): Promise<KongContext> {
   const fake = await startKongFake(fakeOptions);
   const make = (o: Partial<KongProviderOptions> = {}, gateway = GATEWAY) =>
-    createKongProvider({ adminUrl: fake.url, plans, apiMap: { "orders-api": "orders" }, ...o }, { gateway, configPath: `gateways.${gateway}.options`, credentialType: "API_KEY", logger: silentLogger });
+    createKongProvider(
+      { adminUrl: fake.url, plans, apiMap: { "orders-api": "orders" }, ...o },
+      { gateway, configPath: `gateways.${gateway}.options`, credentialType: "API_KEY", logger: silentLogger },
+    );
   return { fake, provider: make(), make };
 }
 
@@ -37,27 +40,61 @@ export function useFake(fakeOptions: KongFakeOptions = {}): KongContext {
 }
 
 /** Creates a credential and returns its reference with the key. */
-export async function createRef(provider: KongProvider, apis: GatewayApi[], apiKeyValue?: string): Promise<ProviderCredentialRef & { apiKey: string }> {
+export async function createRef(
+  provider: KongProvider,
+  apis: GatewayApi[],
+  apiKeyValue?: string,
+): Promise<ProviderCredentialRef & { apiKey: string }> {
   const credentialId = randomUUID();
-  const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis, ...(apiKeyValue ? { apiKeyValue } : {}) });
-  return { credentialId, credentialType: "API_KEY", nativeId: cred.nativeId, resources: cred.resources, app, apiKey: cred.apiKey! };
+  const cred = await provider.create({
+    credentialId,
+    credentialType: "API_KEY",
+    app,
+    apis,
+    ...(apiKeyValue ? { apiKeyValue } : {}),
+  });
+  return {
+    credentialId,
+    credentialType: "API_KEY",
+    nativeId: cred.nativeId,
+    resources: cred.resources,
+    app,
+    apiKey: cred.apiKey!,
+  };
 }
 
 /**
  * What core does after a failed create: revoke what the error's `partial` reports,
  * then find the credential by its mark and revoke what is found. Returns the outcomes.
  */
-export async function compensate(provider: KongProvider, credentialId: string, err: CredhookError, apis: GatewayApi[]): Promise<string[]> {
+export async function compensate(
+  provider: KongProvider,
+  credentialId: string,
+  err: CredhookError,
+  apis: GatewayApi[],
+): Promise<string[]> {
   const outcomes: string[] = [];
   const ref = { credentialId, credentialType: "API_KEY" as const, app };
   if (err.partial) outcomes.push(await provider.revoke({ ...ref, nativeId: err.partial.nativeId, resources: {} }));
-  for (const found of await provider.findByCredential({ ...ref, apis })) outcomes.push(await provider.revoke({ ...ref, nativeId: found.nativeId, resources: {} }));
+  for (const found of await provider.findByCredential({ ...ref, apis }))
+    outcomes.push(await provider.revoke({ ...ref, nativeId: found.nativeId, resources: {} }));
   return outcomes;
 }
 
 /** The ACL groups and rate-limit plan tags of a consumer in the fake. */
 export function accessOf(fake: KongFake, consumerId: string) {
-  const groups = fake.acls().filter((a) => a.consumer.id === consumerId).map((a) => a.group).sort();
+  const groups = fake
+    .acls()
+    .filter((a) => a.consumer.id === consumerId)
+    .map((a) => a.group)
+    .sort();
   const rl = fake.plugins().find((p) => p.consumer?.id === consumerId && p.name === "rate-limiting");
-  return { groups, plans: (rl?.tags ?? []).filter((t) => t.startsWith("credhook-plan:")).map((t) => t.slice("credhook-plan:".length)).sort(), config: rl?.config };
+  return {
+    groups,
+    plans: (rl?.tags ?? [])
+      .filter((t) => t.startsWith("credhook-plan:"))
+      .map((t) => t.slice("credhook-plan:".length))
+      .sort(),
+    config: rl?.config,
+  };
 }

@@ -12,7 +12,9 @@ it("listOwned follows `offset` across pages and returns only this gateway's cons
     const owned = await provider.listOwned();
     expect(owned.map((o) => o.nativeId).sort()).toEqual(refs.map((r) => r.nativeId).sort());
     expect(owned.map((o) => o.credentialId).sort()).toEqual(refs.map((r) => r.credentialId).sort());
-    const pages = fake.requests.filter((r) => r.path.startsWith("/consumers?") && r.path.includes("tags=credhook-gw%3Akong-test"));
+    const pages = fake.requests.filter(
+      (r) => r.path.startsWith("/consumers?") && r.path.includes("tags=credhook-gw%3Akong-test"),
+    );
     expect(pages.length).toBe(3);
     expect(pages.slice(1).every((r) => /offset=/.test(r.path))).toBe(true);
   } finally {

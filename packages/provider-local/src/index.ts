@@ -18,11 +18,51 @@
  * provider issues: key checks for NGINX/Envoy, OAuth client credentials, plan limits.
  */
 import { randomUUID } from "node:crypto";
-import { ConfigError, Conflict, defineProvider, hashSecret, InvalidReference, NotFound, randomBase62, verifySecretHash, type CredentialType, type GatewayApi, type JsonValue, type Provider, type ProviderContext, type ProviderCreateInput, type ProviderCredential, type ProviderCredentialRef, type ProviderStateStore, type ProviderUpdateInput, type ProviderUpdateResult, type CredentialSearch, type OwnedResource, type RevokeOutcome, type RotatedSecret, type StateChange, gatewayError, gatewayMessage, writeState } from "@credhook/core";
+import {
+  ConfigError,
+  Conflict,
+  defineProvider,
+  hashSecret,
+  InvalidReference,
+  NotFound,
+  randomBase62,
+  verifySecretHash,
+  type CredentialType,
+  type GatewayApi,
+  type JsonValue,
+  type Provider,
+  type ProviderContext,
+  type ProviderCreateInput,
+  type ProviderCredential,
+  type ProviderCredentialRef,
+  type ProviderStateStore,
+  type ProviderUpdateInput,
+  type ProviderUpdateResult,
+  type CredentialSearch,
+  type OwnedResource,
+  type RevokeOutcome,
+  type RotatedSecret,
+  type StateChange,
+  gatewayError,
+  gatewayMessage,
+  writeState,
+} from "@credhook/core";
 import { localOptionsSchema } from "./schema.js";
-import type { LocalCredentialChange, LocalCredentialState, LocalProviderOptions, UsagePlanDefinition, UsagePlanLimits } from "./types.js";
+import type {
+  LocalCredentialChange,
+  LocalCredentialState,
+  LocalProviderOptions,
+  UsagePlanDefinition,
+  UsagePlanLimits,
+} from "./types.js";
 
-export type { LocalCredentialChange, LocalCredentialState, LocalProviderOptions, UsagePlanDefinition, UsagePlanLimits } from "./types.js";
+export type {
+  LocalCredentialChange,
+  LocalCredentialState,
+  LocalProviderOptions,
+  UsagePlanDefinition,
+  UsagePlanLimits,
+} from "./types.js";
 
 export { localOptionsSchema } from "./schema.js";
 
@@ -80,7 +120,9 @@ export class LocalProvider implements Provider {
   ) {
     const plans = (options.usagePlans ?? []).map((p): UsagePlanDefinition => (typeof p === "string" ? { id: p } : p));
     this.knownPlans = options.usagePlans ? new Set(plans.map((p) => p.id)) : undefined;
-    for (const p of plans) if (p.rate || p.quota) this.limits.set(p.id, { ...(p.rate ? { rate: p.rate } : {}), ...(p.quota ? { quota: p.quota } : {}) });
+    for (const p of plans)
+      if (p.rate || p.quota)
+        this.limits.set(p.id, { ...(p.rate ? { rate: p.rate } : {}), ...(p.quota ? { quota: p.quota } : {}) });
     this.knownApis = options.apis ? new Set(options.apis) : undefined;
   }
 
@@ -200,12 +242,15 @@ export class LocalProvider implements Provider {
   private check(apis: GatewayApi[]): void {
     const problems: string[] = [];
     for (const a of apis) {
-      if (this.knownApis && !this.knownApis.has(a.id)) problems.push(gatewayMessage(this.gateway, `API '${a.id}' does not exist`));
+      if (this.knownApis && !this.knownApis.has(a.id))
+        problems.push(gatewayMessage(this.gateway, `API '${a.id}' does not exist`));
       for (const p of a.usagePlans) {
-        if (this.knownPlans && !this.knownPlans.has(p)) problems.push(gatewayMessage(this.gateway, `usage plan '${p}' does not exist`));
+        if (this.knownPlans && !this.knownPlans.has(p))
+          problems.push(gatewayMessage(this.gateway, `usage plan '${p}' does not exist`));
       }
     }
-    if (problems.length > 0) throw new InvalidReference(problems[0]!, { messages: problems.slice(1), gateway: this.gateway });
+    if (problems.length > 0)
+      throw new InvalidReference(problems[0]!, { messages: problems.slice(1), gateway: this.gateway });
   }
 
   private async load(nativeId: string): Promise<LocalCredentialState | undefined> {
@@ -218,7 +263,10 @@ export class LocalProvider implements Provider {
    * of this gateway when `credentialId` is empty). Its state lives in this
    * gateway's namespace of credhook's own store: that is its mark.
    */
-  private async loadOwned(nativeId: string, credentialId: string): Promise<LocalCredentialState | undefined | "not-owned"> {
+  private async loadOwned(
+    nativeId: string,
+    credentialId: string,
+  ): Promise<LocalCredentialState | undefined | "not-owned"> {
     const s = await this.load(nativeId);
     if (!s) return undefined;
     return credentialId !== "" && s.credentialId !== credentialId ? "not-owned" : s;
@@ -236,7 +284,8 @@ export class LocalProvider implements Provider {
     const secretHash = hashSecret(secret);
     const now = new Date().toISOString();
     // A value read from another gateway may be another key's; a value generated here or by core (238 random bits) cannot be.
-    if (isKey && input.apiKeyValue !== undefined && !input.apiKeyValueGenerated) await this.checkUnique(nativeId, secretHash);
+    if (isKey && input.apiKeyValue !== undefined && !input.apiKeyValueGenerated)
+      await this.checkUnique(nativeId, secretHash);
     // The index entry, the credential and the change stamp are one write: the index alone grants
     // nothing (findByKeyDigest needs the credential), nor does the credential alone (the key check
     // finds keys through the index).
@@ -251,7 +300,11 @@ export class LocalProvider implements Provider {
       createdAt: now,
       updatedAt: now,
     };
-    await this.changed(nativeId, [secretHash], [...(isKey ? [this.indexChange(nativeId, secretHash)] : []), this.stateChange(nativeId, state)]);
+    await this.changed(
+      nativeId,
+      [secretHash],
+      [...(isKey ? [this.indexChange(nativeId, secretHash)] : []), this.stateChange(nativeId, state)],
+    );
     const out: ProviderCredential = { nativeId, resources: { kind: isKey ? "apiKey" : "client" } };
     if (isKey) out.apiKey = secret;
     else {
@@ -273,7 +326,10 @@ export class LocalProvider implements Provider {
     s.updatedAt = new Date().toISOString();
     await this.changed(input.nativeId, [s.secretHash], [this.stateChange(input.nativeId, s)]);
     return {
-      resources: input.resources && Object.keys(input.resources).length > 0 ? input.resources : { kind: s.credentialType === "API_KEY" ? "apiKey" : "client" },
+      resources:
+        input.resources && Object.keys(input.resources).length > 0
+          ? input.resources
+          : { kind: s.credentialType === "API_KEY" ? "apiKey" : "client" },
       ...(input.credentialId === "" ? { credentialId: s.credentialId } : {}),
     };
   }
@@ -291,7 +347,11 @@ export class LocalProvider implements Provider {
     } else {
       // Both deletes and the stamp in one write: a key never passes a check after a partly done
       // revoke either way (with a third-party store's one-by-one writes), since a check needs both.
-      await this.changed(ref.nativeId, [hash], [...(await this.unindexChanges(ref.nativeId, hash)), { key: KEY_PREFIX + ref.nativeId, delete: true }]);
+      await this.changed(
+        ref.nativeId,
+        [hash],
+        [...(await this.unindexChanges(ref.nativeId, hash)), { key: KEY_PREFIX + ref.nativeId, delete: true }],
+      );
     }
     return "revoked";
   }
@@ -303,7 +363,8 @@ export class LocalProvider implements Provider {
 
   async rotateSecret(ref: ProviderCredentialRef, apiKeyValue?: string): Promise<RotatedSecret> {
     const s = await this.loadOwned(ref.nativeId, ref.credentialId);
-    if (!s || s === "not-owned" || !s.enabled) throw gatewayError(this.gateway, NotFound, `${ref.credentialType} '${ref.nativeId}' does not exist`);
+    if (!s || s === "not-owned" || !s.enabled)
+      throw gatewayError(this.gateway, NotFound, `${ref.credentialType} '${ref.nativeId}' does not exist`);
     const secret = s.credentialType === "API_KEY" ? (apiKeyValue ?? this.newSecret()) : this.newSecret();
     const oldHash = s.secretHash;
     s.secretHash = hashSecret(secret);
@@ -315,9 +376,12 @@ export class LocalProvider implements Provider {
       changes.push(this.indexChange(ref.nativeId, s.secretHash));
     }
     changes.push(this.stateChange(ref.nativeId, s));
-    if (s.credentialType === "API_KEY" && oldHash !== s.secretHash) changes.push(...(await this.unindexChanges(ref.nativeId, oldHash)));
+    if (s.credentialType === "API_KEY" && oldHash !== s.secretHash)
+      changes.push(...(await this.unindexChanges(ref.nativeId, oldHash)));
     await this.changed(ref.nativeId, [oldHash, s.secretHash], changes);
-    return s.credentialType === "API_KEY" ? { apiKey: secret, resources: ref.resources } : { clientSecret: secret, resources: ref.resources };
+    return s.credentialType === "API_KEY"
+      ? { apiKey: secret, resources: ref.resources }
+      : { clientSecret: secret, resources: ref.resources };
   }
 
   /**
@@ -358,7 +422,10 @@ const localProviderFactory = defineProvider({
     const problems: string[] = [];
     (options.usagePlans ?? []).forEach((p, i) => {
       const id = typeof p === "string" ? p : p.id;
-      if (seen.has(id)) problems.push(`${context.configPath}.usagePlans[${i}]${typeof p === "string" ? "" : ".id"} '${id}' is listed twice`);
+      if (seen.has(id))
+        problems.push(
+          `${context.configPath}.usagePlans[${i}]${typeof p === "string" ? "" : ".id"} '${id}' is listed twice`,
+        );
       seen.add(id);
     });
     if (problems.length > 0) throw new ConfigError(problems);

@@ -26,7 +26,8 @@ export const localOptionsSchema = {
             type: "object",
             additionalProperties: false,
             required: ["id"],
-            description: "A usage plan with limits, enforced per credential by the embedded gateway's key check and token endpoint. A plan without limits admits every request.",
+            description:
+              "A usage plan with limits, enforced per credential by the embedded gateway's key check and token endpoint. A plan without limits admits every request.",
             properties: {
               id: { type: "string", minLength: 1, description: "Usage plan id, as the portal sends it." },
               rate: {
@@ -35,14 +36,21 @@ export const localOptionsSchema = {
                 minProperties: 1,
                 description:
                   "Request rate, in fixed windows that start at a credential's first request (rate-limiter-flexible): `perSecond` requests per 1 s window, `perMinute` per 60 s window. Both may be set; both apply.",
-                properties: { perSecond: positiveInt("Requests per 1 s window."), perMinute: positiveInt("Requests per 60 s window.") },
+                properties: {
+                  perSecond: positiveInt("Requests per 1 s window."),
+                  perMinute: positiveInt("Requests per 60 s window."),
+                },
               },
               quota: {
                 type: "object",
                 additionalProperties: false,
                 minProperties: 1,
-                description: "Request quota per calendar period in UTC: `perDay` resets at 00:00 UTC, `perMonth` at 00:00 UTC on the 1st. Both may be set; both apply.",
-                properties: { perDay: positiveInt("Requests per UTC day."), perMonth: positiveInt("Requests per UTC calendar month.") },
+                description:
+                  "Request quota per calendar period in UTC: `perDay` resets at 00:00 UTC, `perMonth` at 00:00 UTC on the 1st. Both may be set; both apply.",
+                properties: {
+                  perDay: positiveInt("Requests per UTC day."),
+                  perMonth: positiveInt("Requests per UTC calendar month."),
+                },
               },
             },
           },
@@ -53,10 +61,21 @@ export const localOptionsSchema = {
       type: "array",
       items: { type: "string", minLength: 1 },
       uniqueItems: true,
-      description: "API ids this gateway knows. When set, any other id is answered 422. Default: unset, every id is accepted.",
+      description:
+        "API ids this gateway knows. When set, any other id is answered 422. Default: unset, every id is accepted.",
     },
-    revokeMode: { enum: ["delete", "disable"], default: "delete", description: "`delete` removes the credential on revoke; `disable` keeps it, disabled. Default `delete`." },
-    secretLength: { type: "integer", minimum: 32, maximum: 128, default: 40, description: "Length of generated secrets, in base62 characters (≈ 5.95 bits each). Default 40." },
+    revokeMode: {
+      enum: ["delete", "disable"],
+      default: "delete",
+      description: "`delete` removes the credential on revoke; `disable` keeps it, disabled. Default `delete`.",
+    },
+    secretLength: {
+      type: "integer",
+      minimum: 32,
+      maximum: 128,
+      default: 40,
+      description: "Length of generated secrets, in base62 characters (≈ 5.95 bits each). Default 40.",
+    },
     tokenUrl: {
       type: "string",
       format: "uri",

@@ -13,7 +13,13 @@ afterAll(() => store.close());
 const make = async (credentialType: "API_KEY" | "CLIENT_CREDENTIALS") =>
   (await localProviderFactory.create(
     { usagePlans: ["1el57v", "2plan2"] },
-    { gateway: "local", configPath: "gateways.local.options", credentialType, logger: silentLogger, state: store.stateFor("local") },
+    {
+      gateway: "local",
+      configPath: "gateways.local.options",
+      credentialType,
+      logger: silentLogger,
+      state: store.stateFor("local"),
+    },
   )) as LocalProvider;
 
 providerConformance(it, make, {
@@ -21,7 +27,9 @@ providerConformance(it, make, {
   addPlan: { apiId: "5aba4csvd4", planId: "2plan2" },
   unknownPlan: { apiId: "5aba4csvd4", planId: "nope00" },
   inspect: async (ref) => {
-    const s = (await store.stateFor("local").get(`cred:${ref.nativeId}`)) as { enabled: boolean; apis: Array<{ usagePlans: string[] }> } | undefined;
+    const s = (await store.stateFor("local").get(`cred:${ref.nativeId}`)) as
+      | { enabled: boolean; apis: Array<{ usagePlans: string[] }> }
+      | undefined;
     return { live: !!s?.enabled, usagePlans: s ? s.apis.flatMap((a) => a.usagePlans) : [] };
   },
   listNativeIds: async () => (await store.stateFor("local").list("cred:")).map((e) => e.key),

@@ -7,7 +7,15 @@ import { exportJWK, generateKeyPair, jwtVerify, SignJWT, createLocalJWKSet } fro
 import { hashSecret, memoryStateStore, silentLogger, type ProviderStateStore } from "@credhook/core";
 import { openSqliteStore, type SqliteCredentialStore } from "@credhook/store-sqlite";
 import localProviderFactory, { type LocalProvider, type LocalProviderOptions } from "../src/index.js";
-import { CredentialDirectory, EncryptedStoreKeyStorage, FileKeyStorage, normalisePath, parseEmbeddedGatewayConfig, PlanLimiter, SigningKeys } from "../src/gateway/index.js";
+import {
+  CredentialDirectory,
+  EncryptedStoreKeyStorage,
+  FileKeyStorage,
+  normalisePath,
+  parseEmbeddedGatewayConfig,
+  PlanLimiter,
+  SigningKeys,
+} from "../src/gateway/index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "credhook-gateway-"));
 const stores: SqliteCredentialStore[] = [];
@@ -15,22 +23,44 @@ afterAll(async () => {
   for (const s of stores) await s.close();
 });
 
-const provider = async (state: ProviderStateStore, credentialType: "API_KEY" | "CLIENT_CREDENTIALS" = "API_KEY", options: LocalProviderOptions = {}) =>
-  (await localProviderFactory.create(options, { gateway: "local", configPath: "gateways.local.options", credentialType, logger: silentLogger, state })) as LocalProvider;
+const provider = async (
+  state: ProviderStateStore,
+  credentialType: "API_KEY" | "CLIENT_CREDENTIALS" = "API_KEY",
+  options: LocalProviderOptions = {},
+) =>
+  (await localProviderFactory.create(options, {
+    gateway: "local",
+    configPath: "gateways.local.options",
+    credentialType,
+    logger: silentLogger,
+    state,
+  })) as LocalProvider;
 const app = { appName: "A", developer: "d@example.com" };
 const DAY = 86_400_000;
 
 describe("signing keys: generated, stored encrypted or in a key file, rotated with overlap", () => {
   const rotation = async (storage: () => EncryptedStoreKeyStorage | FileKeyStorage) => {
     let now = Date.UTC(2026, 0, 1);
-    const make = () => new SigningKeys({ storage: storage(), alg: "RS256", rotateAfterMs: 30 * DAY, publishAheadMs: DAY, retainMs: 3_900_000, logger: silentLogger, now: () => now });
+    const make = () =>
+      new SigningKeys({
+        storage: storage(),
+        alg: "RS256",
+        rotateAfterMs: 30 * DAY,
+        publishAheadMs: DAY,
+        retainMs: 3_900_000,
+        logger: silentLogger,
+        now: () => now,
+      });
     const keys = make();
     await keys.init();
     const first = keys.signer().kid;
     expect(keys.describe()).toEqual([{ kid: first, activeFrom: now, signing: true }]);
     const sign = async (k: SigningKeys) => {
       const s = k.signer();
-      return new SignJWT({ scope: "x" }).setProtectedHeader({ alg: s.alg, kid: s.kid, typ: "at+jwt" }).setIssuedAt(Math.floor(now / 1000)).sign(s.key);
+      return new SignJWT({ scope: "x" })
+        .setProtectedHeader({ alg: s.alg, kid: s.kid, typ: "at+jwt" })
+        .setIssuedAt(Math.floor(now / 1000))
+        .sign(s.key);
     };
     const oldToken = await sign(keys);
 
@@ -74,10 +104,26 @@ describe("signing keys: generated, stored encrypted or in a key file, rotated wi
 
   it("refuses to start with a different encryption key, saying which option", async () => {
     const state = memoryStateStore();
-    const keys = new SigningKeys({ storage: new EncryptedStoreKeyStorage(state, randomBytes(32)), alg: "ES256", rotateAfterMs: 0, publishAheadMs: 0, retainMs: 0, logger: silentLogger });
+    const keys = new SigningKeys({
+      storage: new EncryptedStoreKeyStorage(state, randomBytes(32)),
+      alg: "ES256",
+      rotateAfterMs: 0,
+      publishAheadMs: 0,
+      retainMs: 0,
+      logger: silentLogger,
+    });
     await keys.init();
-    const wrong = new SigningKeys({ storage: new EncryptedStoreKeyStorage(state, randomBytes(32)), alg: "ES256", rotateAfterMs: 0, publishAheadMs: 0, retainMs: 0, logger: silentLogger });
-    await expect(wrong.init()).rejects.toThrow(/embeddedGateway\.oauth\.signing\.encryptionKey is not the key it was stored with/);
+    const wrong = new SigningKeys({
+      storage: new EncryptedStoreKeyStorage(state, randomBytes(32)),
+      alg: "ES256",
+      rotateAfterMs: 0,
+      publishAheadMs: 0,
+      retainMs: 0,
+      logger: silentLogger,
+    });
+    await expect(wrong.init()).rejects.toThrow(
+      /embeddedGateway\.oauth\.signing\.encryptionKey is not the key it was stored with/,
+    );
   });
 
   it("in a key file (created 0600), and an operator's own JWKS file without kid or times is used as is", async () => {
@@ -89,10 +135,23 @@ describe("signing keys: generated, stored encrypted or in a key file, rotated wi
     const own = join(dir, `own-${randomUUID()}.json`);
     const { privateKey } = await generateKeyPair("ES256", { extractable: true });
     writeFileSync(own, JSON.stringify({ keys: [await exportJWK(privateKey)] }));
-    const keys = new SigningKeys({ storage: new FileKeyStorage(own, "ES256"), alg: "ES256", rotateAfterMs: 0, publishAheadMs: 0, retainMs: 0, logger: silentLogger });
+    const keys = new SigningKeys({
+      storage: new FileKeyStorage(own, "ES256"),
+      alg: "ES256",
+      rotateAfterMs: 0,
+      publishAheadMs: 0,
+      retainMs: 0,
+      logger: silentLogger,
+    });
     await keys.init();
     expect(keys.jwks().keys).toHaveLength(1);
-    expect(keys.jwks().keys[0]).toMatchObject({ kty: "EC", crv: "P-256", alg: "ES256", use: "sig", kid: keys.signer().kid });
+    expect(keys.jwks().keys[0]).toMatchObject({
+      kty: "EC",
+      crv: "P-256",
+      alg: "ES256",
+      use: "sig",
+      kid: keys.signer().kid,
+    });
   });
 });
 
@@ -100,12 +159,31 @@ describe("credential directory: lookup by key digest, coherent cache", () => {
   it("finds a key by its digest through the index; keys created before the index are indexed by ensureKeyIndex", async () => {
     const state = memoryStateStore();
     const p = await provider(state);
-    const cred = await p.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "orders", usagePlans: ["gold"] }] });
-    expect(await p.findByKeyDigest(hashSecret(cred.apiKey!))).toMatchObject({ nativeId: cred.nativeId, enabled: true, apis: [{ id: "orders", usagePlans: ["gold"] }] });
+    const cred = await p.create({
+      credentialId: randomUUID(),
+      credentialType: "API_KEY",
+      app,
+      apis: [{ id: "orders", usagePlans: ["gold"] }],
+    });
+    expect(await p.findByKeyDigest(hashSecret(cred.apiKey!))).toMatchObject({
+      nativeId: cred.nativeId,
+      enabled: true,
+      apis: [{ id: "orders", usagePlans: ["gold"] }],
+    });
     expect(await state.get(`key:${hashSecret(cred.apiKey!)}`)).toEqual({ nativeId: cred.nativeId });
 
     // As an older version left it: a credential without an index entry.
-    await state.put("cred:lkold", { credentialType: "API_KEY", credentialId: "c", secretHash: hashSecret("old-key"), enabled: true, apis: [], appName: "Old", developer: "d", createdAt: "", updatedAt: "" });
+    await state.put("cred:lkold", {
+      credentialType: "API_KEY",
+      credentialId: "c",
+      secretHash: hashSecret("old-key"),
+      enabled: true,
+      apis: [],
+      appName: "Old",
+      developer: "d",
+      createdAt: "",
+      updatedAt: "",
+    });
     expect(await p.findByKeyDigest(hashSecret("old-key"))).toBeUndefined();
     expect(await p.ensureKeyIndex()).toBe(1);
     expect(await p.findByKeyDigest(hashSecret("old-key"))).toMatchObject({ nativeId: "lkold", appName: "Old" });
@@ -122,8 +200,22 @@ describe("credential directory: lookup by key digest, coherent cache", () => {
 
   it("an imported key value that another live key of the gateway has is a Conflict", async () => {
     const p = await provider(memoryStateStore());
-    await p.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [], apiKeyValue: "SameValue0123456789abcdefghijklmnop" });
-    await expect(p.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [], apiKeyValue: "SameValue0123456789abcdefghijklmnop" })).rejects.toMatchObject({ status: 409 });
+    await p.create({
+      credentialId: randomUUID(),
+      credentialType: "API_KEY",
+      app,
+      apis: [],
+      apiKeyValue: "SameValue0123456789abcdefghijklmnop",
+    });
+    await expect(
+      p.create({
+        credentialId: randomUUID(),
+        credentialType: "API_KEY",
+        app,
+        apis: [],
+        apiKeyValue: "SameValue0123456789abcdefghijklmnop",
+      }),
+    ).rejects.toMatchObject({ status: 409 });
   });
 
   it("in this process a change invalidates at once; another process sharing the store sees it within the coherence interval", async () => {
@@ -133,19 +225,40 @@ describe("credential directory: lookup by key digest, coherent cache", () => {
     stores.push(storeA, storeB);
     const a = await provider(storeA.stateFor("local"));
     const b = await provider(storeB.stateFor("local"));
-    const dirA = new CredentialDirectory([a], { maxEntries: 100, ttlMs: 3_600_000, coherenceIntervalMs: 50, logger: silentLogger });
-    const dirB = new CredentialDirectory([b], { maxEntries: 100, ttlMs: 3_600_000, coherenceIntervalMs: 50, logger: silentLogger });
+    const dirA = new CredentialDirectory([a], {
+      maxEntries: 100,
+      ttlMs: 3_600_000,
+      coherenceIntervalMs: 50,
+      logger: silentLogger,
+    });
+    const dirB = new CredentialDirectory([b], {
+      maxEntries: 100,
+      ttlMs: 3_600_000,
+      coherenceIntervalMs: 50,
+      logger: silentLogger,
+    });
     await dirA.start();
     await dirB.start();
     try {
       const credentialId = randomUUID();
-      const cred = await a.create({ credentialId, credentialType: "API_KEY", app, apis: [{ id: "orders", usagePlans: [] }] });
+      const cred = await a.create({
+        credentialId,
+        credentialType: "API_KEY",
+        app,
+        apis: [{ id: "orders", usagePlans: [] }],
+      });
       const digest = hashSecret(cred.apiKey!);
       expect((await dirA.findKey(digest))?.apis.has("orders")).toBe(true);
       expect((await dirB.findKey(digest))?.apis.has("orders")).toBe(true);
       expect(dirB.peekKey(digest)).toBeTruthy();
 
-      const ref = { credentialId, credentialType: "API_KEY" as const, nativeId: cred.nativeId, resources: cred.resources, app };
+      const ref = {
+        credentialId,
+        credentialType: "API_KEY" as const,
+        nativeId: cred.nativeId,
+        resources: cred.resources,
+        app,
+      };
       expect(await a.revoke(ref)).toBe("revoked");
       expect(dirA.peekKey(digest)).toBeUndefined();
       expect(await dirA.findKey(digest)).toBeNull();
@@ -164,7 +277,12 @@ describe("credential directory: lookup by key digest, coherent cache", () => {
     const state = memoryStateStore();
     const p = await provider(state);
     const cred = await p.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [] });
-    const directory = new CredentialDirectory([p], { maxEntries: 10, ttlMs: 60_000, coherenceIntervalMs: 0, logger: silentLogger });
+    const directory = new CredentialDirectory([p], {
+      maxEntries: 10,
+      ttlMs: 60_000,
+      coherenceIntervalMs: 0,
+      logger: silentLogger,
+    });
     const digest = hashSecret(cred.apiKey!);
     const pending = directory.findKey(digest);
     directory.clear();
@@ -174,7 +292,12 @@ describe("credential directory: lookup by key digest, coherent cache", () => {
   });
 
   it("stays within its bound", async () => {
-    const directory = new CredentialDirectory([await provider(memoryStateStore())], { maxEntries: 5, ttlMs: 60_000, coherenceIntervalMs: 0, logger: silentLogger });
+    const directory = new CredentialDirectory([await provider(memoryStateStore())], {
+      maxEntries: 5,
+      ttlMs: 60_000,
+      coherenceIntervalMs: 0,
+      logger: silentLogger,
+    });
     for (let i = 0; i < 20; i++) await directory.findKey(hashSecret(`k${i}`));
     expect(directory.size).toBe(5);
     directory.close();
@@ -183,7 +306,9 @@ describe("credential directory: lookup by key digest, coherent cache", () => {
 
 describe("plan limits", () => {
   it("all limits of a plan apply; a request refused by the quota gives its rate point back", async () => {
-    const p = await provider(memoryStateStore(), "API_KEY", { usagePlans: [{ id: "p", rate: { perMinute: 3 }, quota: { perDay: 2 } }, "free"] });
+    const p = await provider(memoryStateStore(), "API_KEY", {
+      usagePlans: [{ id: "p", rate: { perMinute: 3 }, quota: { perDay: 2 } }, "free"],
+    });
     const limiter = new PlanLimiter();
     expect(limiter.hasLimits(p, ["free"])).toBe(false);
     expect(limiter.hasLimits(p, ["free", "p"])).toBe(true);
@@ -198,7 +323,9 @@ describe("plan limits", () => {
   });
 
   it("rejects duplicate plan ids in the options", async () => {
-    await expect(provider(memoryStateStore(), "API_KEY", { usagePlans: ["a", { id: "a", rate: { perSecond: 1 } }] })).rejects.toMatchObject({
+    await expect(
+      provider(memoryStateStore(), "API_KEY", { usagePlans: ["a", { id: "a", rate: { perSecond: 1 } }] }),
+    ).rejects.toMatchObject({
       messages: [expect.stringContaining("gateways.local.options.usagePlans[1].id 'a' is listed twice")],
     });
   });
@@ -208,17 +335,46 @@ describe("embeddedGateway: configuration", () => {
   it("applies defaults: own port 8081, x-api-key, RS256 rotated every 30 days", () => {
     const c = parseEmbeddedGatewayConfig({});
     expect(c.listen).toEqual({ port: 8081, host: "0.0.0.0" });
-    expect(c.keyCheck).toMatchObject({ header: "x-api-key", bearer: true, originalUriHeader: "x-original-uri", apis: [], cache: { maxEntries: 10000, ttlS: 300, coherenceIntervalMs: 1000 } });
-    expect(c.oauth).toMatchObject({ tokenTtlS: 3600, scopes: {}, signing: { alg: "RS256", rotateAfterDays: 30, publishAheadS: 86400 } });
+    expect(c.keyCheck).toMatchObject({
+      header: "x-api-key",
+      bearer: true,
+      originalUriHeader: "x-original-uri",
+      apis: [],
+      cache: { maxEntries: 10000, ttlS: 300, coherenceIntervalMs: 1000 },
+    });
+    expect(c.oauth).toMatchObject({
+      tokenTtlS: 3600,
+      scopes: {},
+      signing: { alg: "RS256", rotateAfterDays: 30, publishAheadS: 86400 },
+    });
   });
 
   it("names the YAML path of every problem", () => {
-    expect(() => parseEmbeddedGatewayConfig({ listen: { port: 1 }, pathPrefix: "/gw" })).toThrow(/set either listen \(own port\) or pathPrefix/);
-    expect(() => parseEmbeddedGatewayConfig({ pathPrefix: "/v1" })).toThrow(/embeddedGateway.pathPrefix '\/v1' would shadow the webhook's endpoints/);
-    expect(() => parseEmbeddedGatewayConfig({ oauth: { signing: { encryptionKey: "short" } } })).toThrow(/encryptionKey must be base64 of exactly 32 bytes/);
-    expect(() => parseEmbeddedGatewayConfig({ keyCheck: { headr: "x" } })).toThrow(/embeddedGateway.keyCheck must not have property 'headr'/);
-    expect(() => parseEmbeddedGatewayConfig({ oauth: { signing: { rotateAfterDays: 1, publishAheadS: 86400 } } })).toThrow(/publishAheadS \(86400 s\) must be shorter/);
-    expect(() => parseEmbeddedGatewayConfig({ keyCheck: { apis: [{ pathPrefix: "/a/", api: "a" }, { pathPrefix: "/a/", api: "b" }] } })).toThrow(/apis\[1\].pathPrefix '\/a\/' is listed twice/);
+    expect(() => parseEmbeddedGatewayConfig({ listen: { port: 1 }, pathPrefix: "/gw" })).toThrow(
+      /set either listen \(own port\) or pathPrefix/,
+    );
+    expect(() => parseEmbeddedGatewayConfig({ pathPrefix: "/v1" })).toThrow(
+      /embeddedGateway.pathPrefix '\/v1' would shadow the webhook's endpoints/,
+    );
+    expect(() => parseEmbeddedGatewayConfig({ oauth: { signing: { encryptionKey: "short" } } })).toThrow(
+      /encryptionKey must be base64 of exactly 32 bytes/,
+    );
+    expect(() => parseEmbeddedGatewayConfig({ keyCheck: { headr: "x" } })).toThrow(
+      /embeddedGateway.keyCheck must not have property 'headr'/,
+    );
+    expect(() =>
+      parseEmbeddedGatewayConfig({ oauth: { signing: { rotateAfterDays: 1, publishAheadS: 86400 } } }),
+    ).toThrow(/publishAheadS \(86400 s\) must be shorter/);
+    expect(() =>
+      parseEmbeddedGatewayConfig({
+        keyCheck: {
+          apis: [
+            { pathPrefix: "/a/", api: "a" },
+            { pathPrefix: "/a/", api: "b" },
+          ],
+        },
+      }),
+    ).toThrow(/apis\[1\].pathPrefix '\/a\/' is listed twice/);
   });
 
   it("normalises paths the way proxies route them", () => {

@@ -29,10 +29,14 @@ describe("provider-local", () => {
     expect(Number.parseInt(first.slice(2, 11), 36)).toBeLessThanOrEqual(Date.now());
   });
 
-
   it("keeps only a SHA-256 digest of the secret, and verifies presented keys in constant time", async () => {
     const { provider, state } = await make();
-    const cred = await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "a", usagePlans: ["p"] }] });
+    const cred = await provider.create({
+      credentialId: randomUUID(),
+      credentialType: "API_KEY",
+      app,
+      apis: [{ id: "a", usagePlans: ["p"] }],
+    });
     expect(cred.apiKey).toMatch(/^[0-9A-Za-z]{40}$/);
     const stored = JSON.stringify(await state.list(""));
     expect(stored).not.toContain(cred.apiKey!);
@@ -45,9 +49,20 @@ describe("provider-local", () => {
 
   it("honours secretLength and an imported value", async () => {
     const { provider } = await make({ secretLength: 64 });
-    const gen = await provider.create({ credentialId: randomUUID(), credentialType: "CLIENT_CREDENTIALS", app, apis: [] });
+    const gen = await provider.create({
+      credentialId: randomUUID(),
+      credentialType: "CLIENT_CREDENTIALS",
+      app,
+      apis: [],
+    });
     expect(gen.clientSecret).toHaveLength(64);
-    const imported = await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [], apiKeyValue: "ImportedValue0123456789abcdefghij" });
+    const imported = await provider.create({
+      credentialId: randomUUID(),
+      credentialType: "API_KEY",
+      app,
+      apis: [],
+      apiKeyValue: "ImportedValue0123456789abcdefghij",
+    });
     expect(imported.apiKey).toBe("ImportedValue0123456789abcdefghij");
   });
 
@@ -55,11 +70,20 @@ describe("provider-local", () => {
     const { provider, state } = await make();
     const value = "SharedValue0123456789abcdefghijklmn";
     await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [], apiKeyValue: value });
-    await expect(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [], apiKeyValue: value })).rejects.toThrow(/exists already/);
+    await expect(
+      provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [], apiKeyValue: value }),
+    ).rejects.toThrow(/exists already/);
     const reads: string[] = [];
     const get = state.get.bind(state);
     state.get = (key) => (reads.push(key), get(key));
-    await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [], apiKeyValue: "GeneratedByCore0123456789abcdefghijklm", apiKeyValueGenerated: true });
+    await provider.create({
+      credentialId: randomUUID(),
+      credentialType: "API_KEY",
+      app,
+      apis: [],
+      apiKeyValue: "GeneratedByCore0123456789abcdefghijklm",
+      apiKeyValueGenerated: true,
+    });
     expect(reads.filter((k) => k.startsWith("key:"))).toEqual([]);
   });
 
@@ -67,7 +91,13 @@ describe("provider-local", () => {
     const { provider, state } = await make({ revokeMode: "disable" });
     const credentialId = randomUUID();
     const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis: [] });
-    const ref = { credentialId, credentialType: "API_KEY" as const, nativeId: cred.nativeId, resources: cred.resources, app };
+    const ref = {
+      credentialId,
+      credentialType: "API_KEY" as const,
+      nativeId: cred.nativeId,
+      resources: cred.resources,
+      app,
+    };
     expect(await provider.revoke({ ...ref, credentialId: randomUUID() })).toBe("not-owned");
     expect(await provider.verify(cred.nativeId, cred.apiKey!)).toBeTruthy();
     expect(await provider.revoke(ref)).toBe("revoked");
@@ -80,7 +110,13 @@ describe("provider-local", () => {
     const { provider } = await make();
     const credentialId = randomUUID();
     const cred = await provider.create({ credentialId, credentialType: "API_KEY", app, apis: [] });
-    const ref = { credentialId, credentialType: "API_KEY" as const, nativeId: cred.nativeId, resources: cred.resources, app };
+    const ref = {
+      credentialId,
+      credentialType: "API_KEY" as const,
+      nativeId: cred.nativeId,
+      resources: cred.resources,
+      app,
+    };
     await expect(provider.rotateSecret({ ...ref, credentialId: randomUUID() })).rejects.toMatchObject({ status: 404 });
     const rotated = await provider.rotateSecret(ref);
     expect(rotated.apiKey).not.toBe(cred.apiKey);
@@ -90,7 +126,14 @@ describe("provider-local", () => {
 
   it("rejects unknown APIs when the gateway lists its APIs", async () => {
     const { provider } = await make({ apis: ["known"] });
-    await expect(provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [{ id: "unknown", usagePlans: [] }] })).rejects.toMatchObject({
+    await expect(
+      provider.create({
+        credentialId: randomUUID(),
+        credentialType: "API_KEY",
+        app,
+        apis: [{ id: "unknown", usagePlans: [] }],
+      }),
+    ).rejects.toMatchObject({
       status: 422,
       messages: ["[gateway local] API 'unknown' does not exist"],
     });

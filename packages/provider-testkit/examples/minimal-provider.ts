@@ -5,7 +5,19 @@
  * walks through: replace {@link ExampleCloud}'s calls with your SDK's and keep the rest.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { defineProvider, InvalidReference, NotFound, type GatewayApi, type OptionsOf, type OwnedResource, type Provider, type ProviderContext, type ProviderCredentialRef, type ResolvedOptionsOf, type RevokeOutcome } from "@credhook/core";
+import {
+  defineProvider,
+  InvalidReference,
+  NotFound,
+  type GatewayApi,
+  type OptionsOf,
+  type OwnedResource,
+  type Provider,
+  type ProviderContext,
+  type ProviderCredentialRef,
+  type ResolvedOptionsOf,
+  type RevokeOutcome,
+} from "@credhook/core";
 
 /** One key as Example Cloud holds it. `tags` carry credhook's mark. */
 export interface CloudKey {
@@ -50,9 +62,23 @@ export const optionsSchema = {
   additionalProperties: false,
   required: ["account", "plans"],
   properties: {
-    account: { type: "string", minLength: 1, description: "Account whose keys this gateway manages; gateways naming the same account share it." },
-    plans: { type: "array", items: { type: "string", minLength: 1 }, description: "Usage plan ids that exist in the account." },
-    keyBytes: { type: "integer", minimum: 16, maximum: 64, default: 24, description: "Random bytes of a generated API key (base64url: 4 characters per 3 bytes). Default 24." },
+    account: {
+      type: "string",
+      minLength: 1,
+      description: "Account whose keys this gateway manages; gateways naming the same account share it.",
+    },
+    plans: {
+      type: "array",
+      items: { type: "string", minLength: 1 },
+      description: "Usage plan ids that exist in the account.",
+    },
+    keyBytes: {
+      type: "integer",
+      minimum: 16,
+      maximum: 64,
+      default: 24,
+      description: "Random bytes of a generated API key (base64url: 4 characters per 3 bytes). Default 24.",
+    },
   },
 } as const;
 
@@ -81,7 +107,8 @@ export class ExampleProvider implements Provider {
   private checkPlans(apis: GatewayApi[]): string[] {
     const plans = plansOf(apis);
     const unknown = plans.filter((p) => !this.cloud.plans.has(p));
-    if (unknown.length > 0) throw new InvalidReference(`[gateway ${this.context.gateway}] unknown usage plan(s): ${unknown.join(", ")}`);
+    if (unknown.length > 0)
+      throw new InvalidReference(`[gateway ${this.context.gateway}] unknown usage plan(s): ${unknown.join(", ")}`);
     return plans;
   }
 
@@ -89,7 +116,9 @@ export class ExampleProvider implements Provider {
   private async owned(ref: ProviderCredentialRef): Promise<CloudKey | "gone" | "not-owned"> {
     const key = await this.cloud.getKey(ref.nativeId);
     if (!key) return "gone";
-    const mine = key.tags[GATEWAY_TAG] === this.context.gateway && (ref.credentialId === "" || key.tags[CREDENTIAL_TAG] === ref.credentialId);
+    const mine =
+      key.tags[GATEWAY_TAG] === this.context.gateway &&
+      (ref.credentialId === "" || key.tags[CREDENTIAL_TAG] === ref.credentialId);
     return mine ? key : "not-owned";
   }
 
@@ -106,7 +135,8 @@ export class ExampleProvider implements Provider {
 
   async update(input: Parameters<Provider["update"]>[0]) {
     const key = await this.owned(input);
-    if (typeof key === "string") throw new NotFound(`[gateway ${this.context.gateway}] no key ${input.nativeId} of this gateway`);
+    if (typeof key === "string")
+      throw new NotFound(`[gateway ${this.context.gateway}] no key ${input.nativeId} of this gateway`);
     const plans = this.checkPlans(input.desired);
     await this.cloud.putKey({ ...key, name: input.app.appName, plans });
     return { resources: { plans }, credentialId: key.tags[CREDENTIAL_TAG] };
@@ -128,7 +158,8 @@ export class ExampleProvider implements Provider {
 
   async readSecret(ref: ProviderCredentialRef) {
     const key = await this.owned(ref);
-    if (typeof key === "string") throw new NotFound(`[gateway ${this.context.gateway}] no key ${ref.nativeId} of this gateway`);
+    if (typeof key === "string")
+      throw new NotFound(`[gateway ${this.context.gateway}] no key ${ref.nativeId} of this gateway`);
     return { apiKey: key.value };
   }
 

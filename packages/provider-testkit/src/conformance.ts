@@ -14,7 +14,15 @@
  * skipped test with the reason, never as a passed one.
  */
 import { randomUUID } from "node:crypto";
-import { isCredhookError, type CredentialType, type GatewayApi, type Provider, type ProviderCredentialRef, type ProviderUpdateInput, type RevokeOutcome } from "@credhook/core";
+import {
+  isCredhookError,
+  type CredentialType,
+  type GatewayApi,
+  type Provider,
+  type ProviderCredentialRef,
+  type ProviderUpdateInput,
+  type RevokeOutcome,
+} from "@credhook/core";
 
 /** What the suite needs of a test's context: vitest's `TestContext.skip(note)` (reports the test as skipped, with the note). */
 export interface ConformanceTestContext {
@@ -37,7 +45,16 @@ export type ConformanceTest = (name: string, fn: (ctx: ConformanceTestContext) =
  * - `ownership`: another credential's id, a resource made outside credhook, another gateway — never touched;
  * - `invalid-reference`: an unknown usage plan is 422 on create and update, nothing left behind.
  */
-export const CONFORMANCE_GROUPS = ["basics", "create", "read-back", "update", "revoke", "find", "ownership", "invalid-reference"] as const;
+export const CONFORMANCE_GROUPS = [
+  "basics",
+  "create",
+  "read-back",
+  "update",
+  "revoke",
+  "find",
+  "ownership",
+  "invalid-reference",
+] as const;
 
 /** One of {@link CONFORMANCE_GROUPS}. */
 export type ConformanceGroup = (typeof CONFORMANCE_GROUPS)[number];
@@ -69,7 +86,7 @@ export interface ProviderConformanceOptions {
    * resource of this credential type — as another tool or a person would in
    * the same account/service — and returns its native id (what `revoke` would
    * take) and a probe of whether it still exists unchanged. The suite proves
-   * that revoke and update never touch it (design.md, "Ownership before any write").
+   * that revoke and update never touch it (docs/architecture.md, "Never an orphan, never someone else's resource": ownership before any write).
    */
   createForeign?: (credentialType: CredentialType) => Promise<{ nativeId: string; exists: () => Promise<boolean> }>;
   /**
@@ -117,7 +134,8 @@ async function expectTyped(promise: Promise<unknown>, status: number, what: stri
   try {
     await promise;
   } catch (err) {
-    if (!isCredhookError(err)) fail(`${what}: expected a typed credhook error with status ${status}, got ${String(err)}`);
+    if (!isCredhookError(err))
+      fail(`${what}: expected a typed credhook error with status ${status}, got ${String(err)}`);
     if (err.status !== status) fail(`${what}: expected status ${status}, got ${err.status} (${err.message})`);
     return;
   }
@@ -139,7 +157,8 @@ export function providerConformance(
   const prefix = options.name ?? "provider conformance";
   const types: CredentialType[] = options.credentialTypes ?? ["API_KEY", "CLIENT_CREDENTIALS"];
   const groups = new Set<ConformanceGroup>(options.groups ?? CONFORMANCE_GROUPS);
-  for (const g of groups) if (!CONFORMANCE_GROUPS.includes(g)) fail(`unknown group '${g}' (groups: ${CONFORMANCE_GROUPS.join(", ")})`);
+  for (const g of groups)
+    if (!CONFORMANCE_GROUPS.includes(g)) fail(`unknown group '${g}' (groups: ${CONFORMANCE_GROUPS.join(", ")})`);
   const app = (suffix: string) => ({
     appName: `Conformance App ${suffix}`,
     developer: "conformance@example.com",
@@ -176,7 +195,9 @@ export function providerConformance(
     t("basics", "declares the credential type it is tested for", async (_ctx) => {
       const provider = await factory(credentialType);
       if (!provider.capabilities.credentialTypes.includes(credentialType)) {
-        fail(`capabilities.credentialTypes ${JSON.stringify(provider.capabilities.credentialTypes)} lacks ${credentialType}`);
+        fail(
+          `capabilities.credentialTypes ${JSON.stringify(provider.capabilities.credentialTypes)} lacks ${credentialType}`,
+        );
       }
       await provider.close?.();
     });
@@ -192,9 +213,12 @@ export function providerConformance(
       const { cred, ref } = await created(provider, "a");
       if (typeof cred.nativeId !== "string" || cred.nativeId.length === 0) fail("nativeId must be a non-empty string");
       const secret = credentialType === "API_KEY" ? cred.apiKey : cred.clientSecret;
-      if (typeof secret !== "string" || secret.length < 20) fail(`the ${credentialType === "API_KEY" ? "apiKey" : "clientSecret"} must be a string of ≥ 20 characters`);
-      if (credentialType === "API_KEY" && cred.clientSecret !== undefined) fail("an API_KEY credential carries no clientSecret");
-      if (credentialType === "CLIENT_CREDENTIALS" && cred.apiKey !== undefined) fail("a CLIENT_CREDENTIALS credential carries no apiKey");
+      if (typeof secret !== "string" || secret.length < 20)
+        fail(`the ${credentialType === "API_KEY" ? "apiKey" : "clientSecret"} must be a string of ≥ 20 characters`);
+      if (credentialType === "API_KEY" && cred.clientSecret !== undefined)
+        fail("an API_KEY credential carries no clientSecret");
+      if (credentialType === "CLIENT_CREDENTIALS" && cred.apiKey !== undefined)
+        fail("a CLIENT_CREDENTIALS credential carries no apiKey");
       const stored = JSON.stringify(cred.resources);
       if (stored.includes(secret)) fail("resources (stored by core) contain the secret in plaintext");
       if (cred.customCredentials) {
@@ -206,7 +230,8 @@ export function providerConformance(
       if (options.inspect) {
         const seen = await options.inspect(ref);
         if (!seen.live) fail("the created credential is not live in the cloud");
-        if (seen.usagePlans) expectEqual([...seen.usagePlans].sort(), plansOf(options.apis), "usage plans after create");
+        if (seen.usagePlans)
+          expectEqual([...seen.usagePlans].sort(), plansOf(options.apis), "usage plans after create");
       }
       await provider.revoke(ref);
       await provider.close?.();
@@ -221,9 +246,21 @@ export function providerConformance(
         }
         const value = `Conf${randomUUID().replace(/-/g, "")}Value`;
         const credentialId = randomUUID();
-        const cred = await provider.create({ credentialId, credentialType, app: app("v"), apis: options.apis, apiKeyValue: value });
+        const cred = await provider.create({
+          credentialId,
+          credentialType,
+          app: app("v"),
+          apis: options.apis,
+          apiKeyValue: value,
+        });
         expectEqual(cred.apiKey, value, "apiKey of an imported value");
-        await provider.revoke({ credentialId, credentialType, nativeId: cred.nativeId, resources: cred.resources, app: app("v") });
+        await provider.revoke({
+          credentialId,
+          credentialType,
+          nativeId: cred.nativeId,
+          resources: cred.resources,
+          app: app("v"),
+        });
         await provider.close?.();
       });
     }
@@ -255,7 +292,11 @@ export function providerConformance(
         ? before.map((a) => (a.id === apiId ? { id: a.id, usagePlans: [...a.usagePlans, planId] } : a))
         : [...before, { id: apiId, usagePlans: [planId] }];
       const noneChanges = (apis: GatewayApi[]): ProviderUpdateInput["changes"] =>
-        apis.map((a) => ({ id: a.id, action: "NONE", usagePlans: a.usagePlans.map((p) => ({ id: p, action: "NONE" })) }));
+        apis.map((a) => ({
+          id: a.id,
+          action: "NONE",
+          usagePlans: a.usagePlans.map((p) => ({ id: p, action: "NONE" })),
+        }));
 
       // ADDED
       const addChanges = noneChanges(before).filter((c) => c.id !== apiId);
@@ -263,7 +304,10 @@ export function providerConformance(
       addChanges.push({
         id: apiId,
         action: hasApi ? "NONE" : "ADDED",
-        usagePlans: [...(apiBefore?.usagePlans ?? []).map((p) => ({ id: p, action: "NONE" as const })), { id: planId, action: "ADDED" as const }],
+        usagePlans: [
+          ...(apiBefore?.usagePlans ?? []).map((p) => ({ id: p, action: "NONE" as const })),
+          { id: planId, action: "ADDED" as const },
+        ],
       });
       let res = await provider.update(updateInput(ref, before, withPlan, addChanges));
       ref.resources = res.resources;
@@ -276,7 +320,13 @@ export function providerConformance(
       // REMOVED
       const removeChanges: ProviderUpdateInput["changes"] = addChanges.map((c) =>
         c.id === apiId
-          ? { ...c, action: "NONE" as const, usagePlans: c.usagePlans.map((p) => (p.id === planId ? { id: p.id, action: "REMOVED" as const } : { id: p.id, action: "NONE" as const })) }
+          ? {
+              ...c,
+              action: "NONE" as const,
+              usagePlans: c.usagePlans.map((p) =>
+                p.id === planId ? { id: p.id, action: "REMOVED" as const } : { id: p.id, action: "NONE" as const },
+              ),
+            }
           : c,
       );
       res = await provider.update(updateInput(ref, withPlan, before, removeChanges));
@@ -306,7 +356,11 @@ export function providerConformance(
         ...renamed,
         previous: options.apis,
         desired: options.apis,
-        changes: options.apis.map((a) => ({ id: a.id, action: "NONE", usagePlans: a.usagePlans.map((p) => ({ id: p, action: "NONE" })) })),
+        changes: options.apis.map((a) => ({
+          id: a.id,
+          action: "NONE",
+          usagePlans: a.usagePlans.map((p) => ({ id: p, action: "NONE" })),
+        })),
         previousAppName: ref.app.appName,
       });
       await provider.revoke({ ...renamed, resources: res.resources });
@@ -327,7 +381,13 @@ export function providerConformance(
 
     t("revoke", "revoke of a credential that never existed succeeds ('gone')", async (_ctx) => {
       const provider = await factory(credentialType);
-      const outcome = await revokeOutcome(provider, { credentialId: randomUUID(), credentialType, nativeId: "doesnotexist0", resources: {}, app: app("z") });
+      const outcome = await revokeOutcome(provider, {
+        credentialId: randomUUID(),
+        credentialType,
+        nativeId: "doesnotexist0",
+        resources: {},
+        app: app("z"),
+      });
       if (outcome !== "gone") fail(`revoke of a credential that never existed reported '${outcome}', expected 'gone'`);
       await provider.close?.();
     });
@@ -336,8 +396,16 @@ export function providerConformance(
       const provider = await factory(credentialType);
       const { ref } = await created(provider, "g");
       await provider.revoke(ref);
-      const noop = options.apis.map((a) => ({ id: a.id, action: "NONE" as const, usagePlans: a.usagePlans.map((p) => ({ id: p, action: "NONE" as const })) }));
-      await expectTyped(provider.update(updateInput(ref, options.apis, options.apis, noop)), 404, "update after revoke");
+      const noop = options.apis.map((a) => ({
+        id: a.id,
+        action: "NONE" as const,
+        usagePlans: a.usagePlans.map((p) => ({ id: p, action: "NONE" as const })),
+      }));
+      await expectTyped(
+        provider.update(updateInput(ref, options.apis, options.apis, noop)),
+        404,
+        "update after revoke",
+      );
       await provider.close?.();
     });
 
@@ -351,107 +419,205 @@ export function providerConformance(
       await provider.close?.();
     });
 
-    t("find", "findByCredential finds what create made by the credential id alone, and nothing after revoke", async (_ctx) => {
-      const provider = await factory(credentialType);
-      if (!provider.findByCredential) fail("findByCredential is missing: core cannot find a create whose outcome is unknown");
-      const { ref } = await created(provider, "f");
-      const found = await provider.findByCredential({ credentialId: ref.credentialId, credentialType, app: ref.app, apis: options.apis });
-      if (!found.some((r) => r.nativeId === ref.nativeId)) fail(`findByCredential did not return ${ref.nativeId} (got ${JSON.stringify(found.map((r) => r.nativeId))})`);
-      for (const r of found) if (r.credentialId !== undefined && r.credentialId !== ref.credentialId) fail(`findByCredential returned another credential's resource ${r.nativeId}`);
-      const other = await provider.findByCredential({ credentialId: randomUUID(), credentialType, app: ref.app, apis: options.apis });
-      if (other.length > 0) fail(`findByCredential of an unknown credential id returned ${JSON.stringify(other.map((r) => r.nativeId))}`);
-      for (const r of found) await provider.revoke({ ...ref, nativeId: r.nativeId, resources: r.nativeId === ref.nativeId ? ref.resources : {} });
-      const after = await provider.findByCredential({ credentialId: ref.credentialId, credentialType, app: ref.app, apis: options.apis });
-      if (after.length > 0) fail(`findByCredential after revoke still returned ${JSON.stringify(after.map((r) => r.nativeId))}`);
-      await provider.close?.();
-    });
+    t(
+      "find",
+      "findByCredential finds what create made by the credential id alone, and nothing after revoke",
+      async (_ctx) => {
+        const provider = await factory(credentialType);
+        if (!provider.findByCredential)
+          fail("findByCredential is missing: core cannot find a create whose outcome is unknown");
+        const { ref } = await created(provider, "f");
+        const found = await provider.findByCredential({
+          credentialId: ref.credentialId,
+          credentialType,
+          app: ref.app,
+          apis: options.apis,
+        });
+        if (!found.some((r) => r.nativeId === ref.nativeId))
+          fail(`findByCredential did not return ${ref.nativeId} (got ${JSON.stringify(found.map((r) => r.nativeId))})`);
+        for (const r of found)
+          if (r.credentialId !== undefined && r.credentialId !== ref.credentialId)
+            fail(`findByCredential returned another credential's resource ${r.nativeId}`);
+        const other = await provider.findByCredential({
+          credentialId: randomUUID(),
+          credentialType,
+          app: ref.app,
+          apis: options.apis,
+        });
+        if (other.length > 0)
+          fail(`findByCredential of an unknown credential id returned ${JSON.stringify(other.map((r) => r.nativeId))}`);
+        for (const r of found)
+          await provider.revoke({
+            ...ref,
+            nativeId: r.nativeId,
+            resources: r.nativeId === ref.nativeId ? ref.resources : {},
+          });
+        const after = await provider.findByCredential({
+          credentialId: ref.credentialId,
+          credentialType,
+          app: ref.app,
+          apis: options.apis,
+        });
+        if (after.length > 0)
+          fail(`findByCredential after revoke still returned ${JSON.stringify(after.map((r) => r.nativeId))}`);
+        await provider.close?.();
+      },
+    );
 
     t("ownership", "revoke naming another credential id leaves the resource alone ('not-owned')", async (_ctx) => {
       const provider = await factory(credentialType);
       const { ref } = await created(provider, "c");
       const outcome = await revokeOutcome(provider, { ...ref, credentialId: randomUUID() });
-      if (outcome !== "not-owned") fail(`revoke with another credential's id reported '${outcome}', expected 'not-owned'`);
-      if (options.inspect && !(await options.inspect(ref)).live) fail("the credential was revoked through another credential's id");
+      if (outcome !== "not-owned")
+        fail(`revoke with another credential's id reported '${outcome}', expected 'not-owned'`);
+      if (options.inspect && !(await options.inspect(ref)).live)
+        fail("the credential was revoked through another credential's id");
       await provider.revoke(ref);
       await provider.close?.();
     });
-      t("ownership", "a resource someone else created survives a revoke and an update of its id", async (ctx) => {
-        const createForeign = options.createForeign ?? skip(ctx, "no createForeign hook: the suite cannot make a resource outside credhook on this gateway");
-        const provider = await factory(credentialType);
-        const foreign = await createForeign(credentialType);
-        for (const credentialId of ["", randomUUID()]) {
-          const ref: ProviderCredentialRef = { credentialId, credentialType, nativeId: foreign.nativeId, resources: {}, app: app("e") };
-          const outcome = await revokeOutcome(provider, ref);
-          if (outcome === "revoked") fail(`revoke of a foreign resource (credentialId '${credentialId}') reported 'revoked'`);
-          if (!(await foreign.exists())) fail(`revoke of a foreign resource (credentialId '${credentialId}') removed or changed it`);
-          const noop = options.apis.map((a) => ({ id: a.id, action: "NONE" as const, usagePlans: a.usagePlans.map((p) => ({ id: p, action: "NONE" as const })) }));
-          await expectTyped(provider.update(updateInput(ref, options.apis, options.apis, noop)), 404, "update of a foreign resource");
-          if (!(await foreign.exists())) fail("update of a foreign resource changed it");
-        }
-        await provider.close?.();
-      });
-      t("ownership", "another gateway on the same cloud never revokes or updates this gateway's credential", async (ctx) => {
-        const otherGateway = options.otherGateway ?? skip(ctx, "no otherGateway hook: the suite cannot build a second gateway on the same cloud");
+    t("ownership", "a resource someone else created survives a revoke and an update of its id", async (ctx) => {
+      const createForeign =
+        options.createForeign ??
+        skip(ctx, "no createForeign hook: the suite cannot make a resource outside credhook on this gateway");
+      const provider = await factory(credentialType);
+      const foreign = await createForeign(credentialType);
+      for (const credentialId of ["", randomUUID()]) {
+        const ref: ProviderCredentialRef = {
+          credentialId,
+          credentialType,
+          nativeId: foreign.nativeId,
+          resources: {},
+          app: app("e"),
+        };
+        const outcome = await revokeOutcome(provider, ref);
+        if (outcome === "revoked")
+          fail(`revoke of a foreign resource (credentialId '${credentialId}') reported 'revoked'`);
+        if (!(await foreign.exists()))
+          fail(`revoke of a foreign resource (credentialId '${credentialId}') removed or changed it`);
+        const noop = options.apis.map((a) => ({
+          id: a.id,
+          action: "NONE" as const,
+          usagePlans: a.usagePlans.map((p) => ({ id: p, action: "NONE" as const })),
+        }));
+        await expectTyped(
+          provider.update(updateInput(ref, options.apis, options.apis, noop)),
+          404,
+          "update of a foreign resource",
+        );
+        if (!(await foreign.exists())) fail("update of a foreign resource changed it");
+      }
+      await provider.close?.();
+    });
+    t(
+      "ownership",
+      "another gateway on the same cloud never revokes or updates this gateway's credential",
+      async (ctx) => {
+        const otherGateway =
+          options.otherGateway ??
+          skip(ctx, "no otherGateway hook: the suite cannot build a second gateway on the same cloud");
         const provider = await factory(credentialType);
         const other = await otherGateway(credentialType);
         const { ref } = await created(provider, "w");
         for (const credentialId of ["", ref.credentialId]) {
           const outcome = await revokeOutcome(other, { ...ref, credentialId, resources: {} });
-          if (outcome === "revoked") fail(`another gateway's revoke (credentialId '${credentialId}') reported 'revoked'`);
-          if (options.inspect && !(await options.inspect(ref)).live) fail("another gateway revoked this gateway's credential");
+          if (outcome === "revoked")
+            fail(`another gateway's revoke (credentialId '${credentialId}') reported 'revoked'`);
+          if (options.inspect && !(await options.inspect(ref)).live)
+            fail("another gateway revoked this gateway's credential");
         }
-        const noop = options.apis.map((a) => ({ id: a.id, action: "NONE" as const, usagePlans: a.usagePlans.map((p) => ({ id: p, action: "NONE" as const })) }));
-        await expectTyped(other.update(updateInput({ ...ref, credentialId: "", resources: {} }, options.apis, options.apis, noop)), 404, "another gateway's update");
+        const noop = options.apis.map((a) => ({
+          id: a.id,
+          action: "NONE" as const,
+          usagePlans: a.usagePlans.map((p) => ({ id: p, action: "NONE" as const })),
+        }));
+        await expectTyped(
+          other.update(updateInput({ ...ref, credentialId: "", resources: {} }, options.apis, options.apis, noop)),
+          404,
+          "another gateway's update",
+        );
         if (other.findByCredential) {
-          const seen = await other.findByCredential({ credentialId: ref.credentialId, credentialType, app: ref.app, apis: options.apis });
-          if (seen.length > 0) fail(`another gateway's findByCredential returned this gateway's ${JSON.stringify(seen.map((r) => r.nativeId))}`);
+          const seen = await other.findByCredential({
+            credentialId: ref.credentialId,
+            credentialType,
+            app: ref.app,
+            apis: options.apis,
+          });
+          if (seen.length > 0)
+            fail(
+              `another gateway's findByCredential returned this gateway's ${JSON.stringify(seen.map((r) => r.nativeId))}`,
+            );
         }
         await provider.revoke(ref);
         await other.close?.();
         await provider.close?.();
-      });
+      },
+    );
 
     {
       const noUnknownPlan = "no unknownPlan: the gateway has no notion of a usage plan it does not know";
-      t("invalid-reference", "create with an unknown usage plan throws InvalidReference (422) and reports whatever it left behind", async (ctx) => {
-        const unknown = options.unknownPlan ?? skip(ctx, noUnknownPlan);
-        const provider = await factory(credentialType);
-        const before = options.listNativeIds ? await options.listNativeIds() : undefined;
-        const apis: GatewayApi[] = [...options.apis.filter((a) => a.id !== unknown.apiId), { id: unknown.apiId, usagePlans: [unknown.planId] }];
-        const credentialId = randomUUID();
-        let partial: { nativeId: string; resources: Record<string, unknown> } | undefined;
-        await expectTyped(
-          provider.create({ credentialId, credentialType, app: app("i"), apis }).catch((err: unknown) => {
-            partial = isCredhookError(err) ? err.partial : undefined;
-            throw err;
-          }),
-          422,
-          "create with an unknown usage plan",
-        );
-        // Providers never clean up alone: what the failed create made is reported, and core (here: the suite) revokes it.
-        if (partial) {
-          await provider.revoke({ credentialId, credentialType, nativeId: partial.nativeId, resources: partial.resources as ProviderCredentialRef["resources"], app: app("i") });
-        }
-        if (provider.findByCredential) {
-          for (const r of await provider.findByCredential({ credentialId, credentialType, app: app("i"), apis })) {
-            await provider.revoke({ credentialId, credentialType, nativeId: r.nativeId, resources: {}, app: app("i") });
+      t(
+        "invalid-reference",
+        "create with an unknown usage plan throws InvalidReference (422) and reports whatever it left behind",
+        async (ctx) => {
+          const unknown = options.unknownPlan ?? skip(ctx, noUnknownPlan);
+          const provider = await factory(credentialType);
+          const before = options.listNativeIds ? await options.listNativeIds() : undefined;
+          const apis: GatewayApi[] = [
+            ...options.apis.filter((a) => a.id !== unknown.apiId),
+            { id: unknown.apiId, usagePlans: [unknown.planId] },
+          ];
+          const credentialId = randomUUID();
+          let partial: { nativeId: string; resources: Record<string, unknown> } | undefined;
+          await expectTyped(
+            provider.create({ credentialId, credentialType, app: app("i"), apis }).catch((err: unknown) => {
+              partial = isCredhookError(err) ? err.partial : undefined;
+              throw err;
+            }),
+            422,
+            "create with an unknown usage plan",
+          );
+          // Providers never clean up alone: what the failed create made is reported, and core (here: the suite) revokes it.
+          if (partial) {
+            await provider.revoke({
+              credentialId,
+              credentialType,
+              nativeId: partial.nativeId,
+              resources: partial.resources as ProviderCredentialRef["resources"],
+              app: app("i"),
+            });
           }
-        }
-        if (options.listNativeIds && before) {
-          const after = await options.listNativeIds();
-          expectEqual([...after].sort(), [...before].sort(), "native credentials after a failed create");
-        }
-        await provider.close?.();
-      });
+          if (provider.findByCredential) {
+            for (const r of await provider.findByCredential({ credentialId, credentialType, app: app("i"), apis })) {
+              await provider.revoke({
+                credentialId,
+                credentialType,
+                nativeId: r.nativeId,
+                resources: {},
+                app: app("i"),
+              });
+            }
+          }
+          if (options.listNativeIds && before) {
+            const after = await options.listNativeIds();
+            expectEqual([...after].sort(), [...before].sort(), "native credentials after a failed create");
+          }
+          await provider.close?.();
+        },
+      );
 
       t("invalid-reference", "update ADDing an unknown usage plan throws InvalidReference (422)", async (ctx) => {
         const unknown = options.unknownPlan ?? skip(ctx, noUnknownPlan);
         const provider = await factory(credentialType);
         const { ref } = await created(provider, "j");
-        const desired: GatewayApi[] = [...options.apis.filter((a) => a.id !== unknown.apiId), { id: unknown.apiId, usagePlans: [unknown.planId] }];
+        const desired: GatewayApi[] = [
+          ...options.apis.filter((a) => a.id !== unknown.apiId),
+          { id: unknown.apiId, usagePlans: [unknown.planId] },
+        ];
         await expectTyped(
           provider.update(
-            updateInput(ref, options.apis, desired, [{ id: unknown.apiId, action: "ADDED", usagePlans: [{ id: unknown.planId, action: "ADDED" }] }]),
+            updateInput(ref, options.apis, desired, [
+              { id: unknown.apiId, action: "ADDED", usagePlans: [{ id: unknown.planId, action: "ADDED" }] },
+            ]),
           ),
           422,
           "update with an unknown usage plan",

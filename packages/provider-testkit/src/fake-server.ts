@@ -48,7 +48,12 @@ export async function readJsonBody<T = unknown>(req: IncomingMessage): Promise<T
 }
 
 /** Writes a JSON answer with `status` and extra `headers`. */
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = body === undefined ? "" : JSON.stringify(body);
   res.writeHead(status, { "content-type": "application/json", ...headers });
   res.end(text);

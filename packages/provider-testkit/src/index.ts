@@ -10,11 +10,23 @@
  * ```
  */
 export { providerConformance, CONFORMANCE_GROUPS } from "./conformance.js";
-export type { ProviderConformanceOptions, ConformanceTest, ConformanceTestContext, ConformanceGroup, InspectedCredential } from "./conformance.js";
+export type {
+  ProviderConformanceOptions,
+  ConformanceTest,
+  ConformanceTestContext,
+  ConformanceGroup,
+  InspectedCredential,
+} from "./conformance.js";
 export { startFakeServer, readJsonBody, sendJson } from "./fake-server.js";
 export type { FakeServer, FakeHandler } from "./fake-server.js";
 export { memoryStateStore } from "@credhook/core";
 export { storeConformance, type StoreConformanceOptions } from "./store-conformance.js";
 export { MemoryCredentialStore } from "./memory-store.js";
-export { ScriptedProvider, type ScriptedFault, type ScriptedOperation, type ScriptedProviderOptions, type ScriptedResource } from "./scripted-provider.js";
+export {
+  ScriptedProvider,
+  type ScriptedFault,
+  type ScriptedOperation,
+  type ScriptedProviderOptions,
+  type ScriptedResource,
+} from "./scripted-provider.js";
 export { countLimiterSlots, typedError, freshPerTest } from "./test-helpers.js";

@@ -5,7 +5,15 @@
  * for production: a restart loses every record — and with it what credhook
  * must revoke.
  */
-import { Conflict, memoryStateStore, NotFound, type CredentialRecord, type CredentialStore, type CredentialType, type ProviderStateStore } from "@credhook/core";
+import {
+  Conflict,
+  memoryStateStore,
+  NotFound,
+  type CredentialRecord,
+  type CredentialStore,
+  type CredentialType,
+  type ProviderStateStore,
+} from "@credhook/core";
 
 /** See the module comment. Per-app locks are core's in-process ones (no `locks`). */
 export class MemoryCredentialStore implements CredentialStore {
@@ -27,7 +35,10 @@ export class MemoryCredentialStore implements CredentialStore {
   /** A live record of `appKey` + type other than `id`, which a write of `id` would collide with. */
   private liveTwin(r: CredentialRecord): CredentialRecord | undefined {
     if (r.status === "abandoned") return undefined;
-    return this.all().find((x) => x.id !== r.id && x.appKey === r.appKey && x.credentialType === r.credentialType && x.status !== "abandoned");
+    return this.all().find(
+      (x) =>
+        x.id !== r.id && x.appKey === r.appKey && x.credentialType === r.credentialType && x.status !== "abandoned",
+    );
   }
 
   /** {@inheritDoc CredentialStore.init} */
@@ -39,7 +50,8 @@ export class MemoryCredentialStore implements CredentialStore {
   async insert(record: CredentialRecord): Promise<void> {
     this.use("insert");
     if (this.records.has(record.id)) throw new Conflict(`a credential record with id '${record.id}' exists`);
-    if (this.liveTwin(record)) throw new Conflict(`the app '${record.appKey}' already has a live ${record.credentialType} credential`);
+    if (this.liveTwin(record))
+      throw new Conflict(`the app '${record.appKey}' already has a live ${record.credentialType} credential`);
     this.records.set(record.id, structuredClone(record));
   }
 
@@ -47,7 +59,8 @@ export class MemoryCredentialStore implements CredentialStore {
   async save(record: CredentialRecord): Promise<void> {
     this.use("save");
     if (!this.records.has(record.id)) throw new NotFound(`no credential record with id '${record.id}'`);
-    if (this.liveTwin(record)) throw new Conflict(`the app '${record.appKey}' already has a live ${record.credentialType} credential`);
+    if (this.liveTwin(record))
+      throw new Conflict(`the app '${record.appKey}' already has a live ${record.credentialType} credential`);
     this.records.set(record.id, structuredClone(record));
   }
 
@@ -68,14 +81,18 @@ export class MemoryCredentialStore implements CredentialStore {
   /** {@inheritDoc CredentialStore.findByAppKey} */
   async findByAppKey(appKey: string, credentialType: CredentialType): Promise<CredentialRecord | undefined> {
     this.use("findByAppKey");
-    const r = this.all().find((x) => x.appKey === appKey && x.credentialType === credentialType && x.status !== "abandoned");
+    const r = this.all().find(
+      (x) => x.appKey === appKey && x.credentialType === credentialType && x.status !== "abandoned",
+    );
     return r && structuredClone(r);
   }
 
   /** {@inheritDoc CredentialStore.listAbandoned} */
   async listAbandoned(appKey?: string): Promise<CredentialRecord[]> {
     this.use("listAbandoned");
-    return structuredClone(this.sorted("updatedAt").filter((x) => x.status === "abandoned" && (appKey === undefined || x.appKey === appKey)));
+    return structuredClone(
+      this.sorted("updatedAt").filter((x) => x.status === "abandoned" && (appKey === undefined || x.appKey === appKey)),
+    );
   }
 
   /** {@inheritDoc CredentialStore.listUnsettled} */
@@ -93,7 +110,11 @@ export class MemoryCredentialStore implements CredentialStore {
   /** {@inheritDoc CredentialStore.listUnfinished} */
   async listUnfinished(before: string): Promise<CredentialRecord[]> {
     this.use("listUnfinished");
-    return structuredClone(this.sorted("updatedAt").filter((x) => (x.status === "pending" || x.status === "revoking") && x.updatedAt < before));
+    return structuredClone(
+      this.sorted("updatedAt").filter(
+        (x) => (x.status === "pending" || x.status === "revoking") && x.updatedAt < before,
+      ),
+    );
   }
 
   /** {@inheritDoc CredentialStore.countUnfinishedSince} */

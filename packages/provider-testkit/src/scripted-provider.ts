@@ -9,7 +9,24 @@
  * later than the error.
  */
 import { randomBytes } from "node:crypto";
-import { type CredhookError, gatewayError, NotFound, UpstreamTimeout, type CredentialSearch, type CredentialType, type GatewayApi, type OwnedResource, type Provider, type ProviderCapabilities, type ProviderCreateInput, type ProviderCredential, type ProviderCredentialRef, type ProviderUpdateInput, type ProviderUpdateResult, type RevokeOutcome } from "@credhook/core";
+import {
+  type CredhookError,
+  gatewayError,
+  NotFound,
+  UpstreamTimeout,
+  type CredentialSearch,
+  type CredentialType,
+  type GatewayApi,
+  type OwnedResource,
+  type Provider,
+  type ProviderCapabilities,
+  type ProviderCreateInput,
+  type ProviderCredential,
+  type ProviderCredentialRef,
+  type ProviderUpdateInput,
+  type ProviderUpdateResult,
+  type RevokeOutcome,
+} from "@credhook/core";
 
 /** The operations a script can target. */
 export type ScriptedOperation = "create" | "update" | "revoke" | "findByCredential" | "readSecret" | "health";
@@ -101,12 +118,16 @@ export class ScriptedProvider implements Provider {
   /** Runs `write` as the armed fault of `op` directs; returns the write's result. */
   private async run<T>(op: ScriptedOperation, id: string, apis: GatewayApi[], write: () => T): Promise<T> {
     this.calls.push({ op, id });
-    const i = this.faults.findIndex((f) => f.op === op && (f.apiId === undefined || apis.some((a) => a.id === f.apiId)));
+    const i = this.faults.findIndex(
+      (f) => f.op === op && (f.apiId === undefined || apis.some((a) => a.id === f.apiId)),
+    );
     if (i < 0) return write();
     const fault = this.faults.splice(i, 1)[0]!;
     const error =
       fault.error ??
-      gatewayError(this.gateway, UpstreamTimeout, `the cloud did not answer ${op} in time`, { outcomeUnknown: fault.when !== "before" });
+      gatewayError(this.gateway, UpstreamTimeout, `the cloud did not answer ${op} in time`, {
+        outcomeUnknown: fault.when !== "before",
+      });
     if (fault.when === "after") write();
     if (fault.when === "late") {
       const t = setTimeout(() => {
@@ -131,9 +152,20 @@ export class ScriptedProvider implements Provider {
     const nativeId = `sc${randomBytes(5).toString("hex")}`;
     const secret = input.apiKeyValue ?? randomBytes(16).toString("hex");
     await this.run("create", input.credentialId, input.apis, () => {
-      this.resources.set(nativeId, { nativeId, credentialId: input.credentialId, credentialType: input.credentialType, secret, apis: structuredClone(input.apis), appName: input.app.appName });
+      this.resources.set(nativeId, {
+        nativeId,
+        credentialId: input.credentialId,
+        credentialType: input.credentialType,
+        secret,
+        apis: structuredClone(input.apis),
+        appName: input.app.appName,
+      });
     });
-    return { nativeId, ...(input.credentialType === "API_KEY" ? { apiKey: secret } : { clientSecret: secret }), resources: { name: input.app.appName } };
+    return {
+      nativeId,
+      ...(input.credentialType === "API_KEY" ? { apiKey: secret } : { clientSecret: secret }),
+      resources: { name: input.app.appName },
+    };
   }
 
   /** {@inheritDoc Provider.update} */
@@ -166,19 +198,29 @@ export class ScriptedProvider implements Provider {
     return this.run("findByCredential", search.credentialId, search.apis, () =>
       this.marked()
         .filter((r) => r.credentialId === search.credentialId)
-        .map((r) => ({ nativeId: r.nativeId, credentialId: r.credentialId!, description: `${r.credentialType} '${r.appName}'` })),
+        .map((r) => ({
+          nativeId: r.nativeId,
+          credentialId: r.credentialId!,
+          description: `${r.credentialType} '${r.appName}'`,
+        })),
     );
   }
 
   /** {@inheritDoc Provider.listOwned} */
   async listOwned(): Promise<OwnedResource[]> {
-    return this.marked().map((r) => ({ nativeId: r.nativeId, credentialId: r.credentialId!, description: `${r.credentialType} '${r.appName}'` }));
+    return this.marked().map((r) => ({
+      nativeId: r.nativeId,
+      credentialId: r.credentialId!,
+      description: `${r.credentialType} '${r.appName}'`,
+    }));
   }
 
   /** {@inheritDoc Provider.readSecret} */
   async readSecret(ref: ProviderCredentialRef): Promise<{ apiKey?: string; clientSecret?: string }> {
     const r = this.owned(ref);
-    return this.run("readSecret", ref.nativeId, r.apis, () => (r.credentialType === "API_KEY" ? { apiKey: r.secret } : { clientSecret: r.secret }));
+    return this.run("readSecret", ref.nativeId, r.apis, () =>
+      r.credentialType === "API_KEY" ? { apiKey: r.secret } : { clientSecret: r.secret },
+    );
   }
 
   /** {@inheritDoc Provider.health} */

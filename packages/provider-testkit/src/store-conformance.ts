@@ -20,7 +20,9 @@ function fail(message: string): never {
 /** JSON with object keys sorted: a store may keep a record's keys in another order (PostgreSQL's JSONB does). */
 function canonical(value: unknown): string {
   return JSON.stringify(value, (_k, v: unknown) =>
-    v !== null && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+    v !== null && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
   );
 }
 
@@ -30,7 +32,11 @@ function expectEqual(actual: unknown, expected: unknown, what: string): void {
   if (a !== e) fail(`${what}: expected ${e}, got ${a}`);
 }
 
-async function expectRejects(promise: Promise<unknown>, type: new (...args: never[]) => Error, what: string): Promise<void> {
+async function expectRejects(
+  promise: Promise<unknown>,
+  type: new (...args: never[]) => Error,
+  what: string,
+): Promise<void> {
   try {
     await promise;
   } catch (err) {
@@ -47,7 +53,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * @param test vitest's `it`
  * @param factory opens a fresh, migrated, empty store; called once per test (closed by the suite)
  */
-export function storeConformance(test: ConformanceTest, factory: () => Promise<CredentialStore>, options: StoreConformanceOptions = {}): void {
+export function storeConformance(
+  test: ConformanceTest,
+  factory: () => Promise<CredentialStore>,
+  options: StoreConformanceOptions = {},
+): void {
   const prefix = options.name ?? "store conformance";
   const t = (name: string, fn: (store: CredentialStore) => Promise<void>) =>
     test(`${prefix}: ${name}`, async () => {
@@ -67,7 +77,7 @@ export function storeConformance(test: ConformanceTest, factory: () => Promise<C
     publicId: `k${randomUUID().slice(0, 8)}`,
     status: "active",
     apis: [{ id: "a", gateway: "local", usagePlans: ["p1", "p2"] }],
-    bindings: [{ gateway: "local", nativeId: "n1", resources: { etag: "W/\"1\"", nested: { list: [1, true, null] } } }],
+    bindings: [{ gateway: "local", nativeId: "n1", resources: { etag: 'W/"1"', nested: { list: [1, true, null] } } }],
     createdAt: "2026-01-01T00:00:00.000Z",
     updatedAt: "2026-01-01T00:00:00.000Z",
     ...over,
@@ -78,7 +88,11 @@ export function storeConformance(test: ConformanceTest, factory: () => Promise<C
     await store.insert(r);
     expectEqual(await store.get(r.id), r, "get");
     expectEqual(await store.findByPublicId("API_KEY", r.publicId), r, "findByPublicId");
-    expectEqual(await store.findByPublicId("CLIENT_CREDENTIALS", r.publicId), undefined, "findByPublicId of the other type");
+    expectEqual(
+      await store.findByPublicId("CLIENT_CREDENTIALS", r.publicId),
+      undefined,
+      "findByPublicId of the other type",
+    );
     expectEqual(await store.findByPublicId("API_KEY", ""), undefined, "findByPublicId of an empty id");
     expectEqual(await store.findByAppKey(app, "API_KEY"), r, "findByAppKey");
     expectEqual(await store.get(randomUUID()), undefined, "get of an unknown id");
@@ -88,10 +102,18 @@ export function storeConformance(test: ConformanceTest, factory: () => Promise<C
     const r = rec();
     await store.insert(r);
     await expectRejects(store.insert(rec()), Conflict, "insert of a second live credential of the app");
-    await expectRejects(store.insert({ ...rec(), id: r.id, appKey: "slug:other" }), Conflict, "insert of a duplicate id");
+    await expectRejects(
+      store.insert({ ...rec(), id: r.id, appKey: "slug:other" }),
+      Conflict,
+      "insert of a duplicate id",
+    );
     const other = rec({ appKey: "slug:other-app" });
     await store.insert(other);
-    await expectRejects(store.save({ ...other, appKey: app }), Conflict, "save moving a credential onto an app that has one");
+    await expectRejects(
+      store.save({ ...other, appKey: app }),
+      Conflict,
+      "save moving a credential onto an app that has one",
+    );
     await store.insert(rec({ credentialType: "CLIENT_CREDENTIALS" })); // another type is another credential
   });
 
@@ -107,34 +129,50 @@ export function storeConformance(test: ConformanceTest, factory: () => Promise<C
     expectEqual(await store.list(), [], "list after delete");
   });
 
-  t("insert and save keep the record as it was when called: changing it before the write settles changes nothing stored", async (store) => {
-    const r = rec();
-    const inserted = structuredClone(r);
-    const insert = store.insert(r);
-    r.status = "pending";
-    r.apis[0]!.usagePlans.push("changed-after-insert");
-    await insert;
-    expectEqual(await store.get(r.id), inserted, "get after an insert whose record changed before it settled");
-    const saved = structuredClone(r);
-    const save = store.save(r);
-    r.bindings = [];
-    r.updatedAt = "2026-02-02T00:00:00.000Z";
-    await save;
-    expectEqual(await store.get(r.id), saved, "get after a save whose record changed before it settled");
-  });
+  t(
+    "insert and save keep the record as it was when called: changing it before the write settles changes nothing stored",
+    async (store) => {
+      const r = rec();
+      const inserted = structuredClone(r);
+      const insert = store.insert(r);
+      r.status = "pending";
+      r.apis[0]!.usagePlans.push("changed-after-insert");
+      await insert;
+      expectEqual(await store.get(r.id), inserted, "get after an insert whose record changed before it settled");
+      const saved = structuredClone(r);
+      const save = store.save(r);
+      r.bindings = [];
+      r.updatedAt = "2026-02-02T00:00:00.000Z";
+      await save;
+      expectEqual(await store.get(r.id), saved, "get after a save whose record changed before it settled");
+    },
+  );
 
-  t("findApp (when implemented) reads the app's live record of a type and its abandoned ones of any type, oldest first", async (store) => {
-    if (!store.findApp) return;
-    const appKey = `slug:${randomUUID().slice(0, 8)}`;
-    expectEqual(await store.findApp(appKey, "API_KEY"), { live: undefined, abandoned: [] }, "an app with no record");
-    const live = rec({ appKey });
-    const otherType = rec({ appKey, credentialType: "CLIENT_CREDENTIALS" });
-    const later = rec({ appKey, status: "abandoned", updatedAt: "2026-01-03T00:00:00.000Z" });
-    const earlier = rec({ appKey, status: "abandoned", credentialType: "CLIENT_CREDENTIALS", updatedAt: "2026-01-02T00:00:00.000Z" });
-    for (const r of [live, otherType, later, earlier, rec({ appKey: `${appKey}-other`, status: "abandoned" })]) await store.insert(r);
-    expectEqual(await store.findApp(appKey, "API_KEY"), { live, abandoned: [earlier, later] }, "findApp of API_KEY");
-    expectEqual(await store.findApp(appKey, "CLIENT_CREDENTIALS"), { live: otherType, abandoned: [earlier, later] }, "findApp of CLIENT_CREDENTIALS");
-  });
+  t(
+    "findApp (when implemented) reads the app's live record of a type and its abandoned ones of any type, oldest first",
+    async (store) => {
+      if (!store.findApp) return;
+      const appKey = `slug:${randomUUID().slice(0, 8)}`;
+      expectEqual(await store.findApp(appKey, "API_KEY"), { live: undefined, abandoned: [] }, "an app with no record");
+      const live = rec({ appKey });
+      const otherType = rec({ appKey, credentialType: "CLIENT_CREDENTIALS" });
+      const later = rec({ appKey, status: "abandoned", updatedAt: "2026-01-03T00:00:00.000Z" });
+      const earlier = rec({
+        appKey,
+        status: "abandoned",
+        credentialType: "CLIENT_CREDENTIALS",
+        updatedAt: "2026-01-02T00:00:00.000Z",
+      });
+      for (const r of [live, otherType, later, earlier, rec({ appKey: `${appKey}-other`, status: "abandoned" })])
+        await store.insert(r);
+      expectEqual(await store.findApp(appKey, "API_KEY"), { live, abandoned: [earlier, later] }, "findApp of API_KEY");
+      expectEqual(
+        await store.findApp(appKey, "CLIENT_CREDENTIALS"),
+        { live: otherType, abandoned: [earlier, later] },
+        "findApp of CLIENT_CREDENTIALS",
+      );
+    },
+  );
 
   t("abandoned records live beside the app's live one, found only by listAbandoned", async (store) => {
     const gaveUp = (n: number) =>
@@ -143,7 +181,13 @@ export function storeConformance(test: ConformanceTest, factory: () => Promise<C
         status: "abandoned",
         bindings: [],
         updatedAt: `2026-01-0${n}T00:00:00.000Z`,
-        abandoned: { at: "2026-01-01T00:00:00.000Z", reason: "timeout", uncertain: ["local"], settleUntil: "2026-01-01T00:05:00.000Z", attempts: 0 },
+        abandoned: {
+          at: "2026-01-01T00:00:00.000Z",
+          reason: "timeout",
+          uncertain: ["local"],
+          settleUntil: "2026-01-01T00:05:00.000Z",
+          attempts: 0,
+        },
       });
     const a1 = gaveUp(2);
     const a2 = gaveUp(3);
@@ -153,7 +197,11 @@ export function storeConformance(test: ConformanceTest, factory: () => Promise<C
     await store.insert(live);
     expectEqual(await store.findByAppKey(app, "API_KEY"), live, "findByAppKey with abandoned records around");
     expectEqual(await store.listAbandoned(app), [a1, a2], "listAbandoned(app), oldest first");
-    expectEqual((await store.listAbandoned()).map((r) => r.id), [a1.id, a2.id], "listAbandoned()");
+    expectEqual(
+      (await store.listAbandoned()).map((r) => r.id),
+      [a1.id, a2.id],
+      "listAbandoned()",
+    );
     expectEqual(await store.listAbandoned("slug:nobody"), [], "listAbandoned of another app");
   });
 
@@ -164,7 +212,11 @@ export function storeConformance(test: ConformanceTest, factory: () => Promise<C
     await store.insert(pending);
     await store.insert(rec({ appKey: "slug:a", status: "active", updatedAt: "2026-01-01T00:00:00.000Z" }));
     await store.insert(rec({ appKey: "slug:x", status: "abandoned", updatedAt: "2026-01-01T00:00:00.000Z" }));
-    expectEqual(await store.listUnfinished("2026-02-01T00:00:00.000Z"), [pending, revoking], "listUnfinished, oldest first");
+    expectEqual(
+      await store.listUnfinished("2026-02-01T00:00:00.000Z"),
+      [pending, revoking],
+      "listUnfinished, oldest first",
+    );
     expectEqual(await store.listUnfinished("2026-01-02T12:00:00.000Z"), [pending], "listUnfinished before a time");
     expectEqual(await store.countUnfinishedSince("2026-01-02T12:00:00.000Z"), 1, "countUnfinishedSince");
     expectEqual(await store.countUnfinishedSince("2026-02-01T00:00:00.000Z"), 0, "countUnfinishedSince after all");
@@ -180,54 +232,80 @@ export function storeConformance(test: ConformanceTest, factory: () => Promise<C
     await store.stateFor("g2").put("cred:a", "g2's");
     expectEqual(await g1.get("cred:b"), { a: 2 }, "get after replace");
     expectEqual(await g1.get("missing"), undefined, "get of a missing key");
-    expectEqual(await g1.list("cred:"), [{ key: "cred:a", value: [1, "x", null] }, { key: "cred:b", value: { a: 2 } }], "list('cred:')");
-    expectEqual((await g1.list("cre%")).map((e) => e.key), ["cre%d_"], "list('cre%')");
+    expectEqual(
+      await g1.list("cred:"),
+      [
+        { key: "cred:a", value: [1, "x", null] },
+        { key: "cred:b", value: { a: 2 } },
+      ],
+      "list('cred:')",
+    );
+    expectEqual(
+      (await g1.list("cre%")).map((e) => e.key),
+      ["cre%d_"],
+      "list('cre%')",
+    );
     expectEqual(await store.stateFor("g2").get("cred:a"), "g2's", "another gateway's namespace");
     if (!(await g1.delete("cred:a"))) fail("delete of an existing key returned false");
     if (await g1.delete("cred:a")) fail("delete of a deleted key returned true");
     expectEqual(await g1.get("cred:a"), undefined, "get after delete");
   });
 
-  t("writes several provider-state changes at once (write, when implemented): puts replace, deletes remove, in one namespace", async (store) => {
-    const g1 = store.stateFor("g1");
-    if (!g1.write) return;
-    await g1.put("key:old", { nativeId: "n0" });
-    await g1.put("cred:n0", { v: 0 });
-    await store.stateFor("g2").put("cred:n0", "g2's");
-    await g1.write([
-      { key: "key:old", delete: true },
-      { key: "cred:n0", delete: true },
-      { key: "key:new", value: { nativeId: "n1" } },
-      { key: "cred:n1", value: { v: 1, list: [true, null, "ü"] } },
-      { key: "stamp", value: "s1" },
-    ]);
-    expectEqual(await g1.list(""), [
-      { key: "cred:n1", value: { v: 1, list: [true, null, "ü"] } },
-      { key: "key:new", value: { nativeId: "n1" } },
-      { key: "stamp", value: "s1" },
-    ], "g1 after the write");
-    await g1.write([{ key: "stamp", value: "s2" }]); // replaces
-    expectEqual(await g1.get("stamp"), "s2", "a put of an existing key replaces it");
-    await g1.write([]);
-    expectEqual(await store.stateFor("g2").get("cred:n0"), "g2's", "another gateway's namespace is untouched");
-  });
+  t(
+    "writes several provider-state changes at once (write, when implemented): puts replace, deletes remove, in one namespace",
+    async (store) => {
+      const g1 = store.stateFor("g1");
+      if (!g1.write) return;
+      await g1.put("key:old", { nativeId: "n0" });
+      await g1.put("cred:n0", { v: 0 });
+      await store.stateFor("g2").put("cred:n0", "g2's");
+      await g1.write([
+        { key: "key:old", delete: true },
+        { key: "cred:n0", delete: true },
+        { key: "key:new", value: { nativeId: "n1" } },
+        { key: "cred:n1", value: { v: 1, list: [true, null, "ü"] } },
+        { key: "stamp", value: "s1" },
+      ]);
+      expectEqual(
+        await g1.list(""),
+        [
+          { key: "cred:n1", value: { v: 1, list: [true, null, "ü"] } },
+          { key: "key:new", value: { nativeId: "n1" } },
+          { key: "stamp", value: "s1" },
+        ],
+        "g1 after the write",
+      );
+      await g1.write([{ key: "stamp", value: "s2" }]); // replaces
+      expectEqual(await g1.get("stamp"), "s2", "a put of an existing key replaces it");
+      await g1.write([]);
+      expectEqual(await store.stateFor("g2").get("cred:n0"), "g2's", "another gateway's namespace is untouched");
+    },
+  );
 
-  t("lists the records with unsettled gateways (when it implements listUnsettled), with the field as written", async (store) => {
-    if (!store.listUnsettled) return;
-    await store.init();
-    const calm = rec();
-    const unsettled = rec({
-      appKey: `${app}-u`,
-      unsettled: { gateways: [{ gateway: "local", attempted: [{ id: "a", usagePlans: ["p3"] }] }], settleUntil: "2026-01-01T00:05:00.000Z", attempts: 0 },
-    });
-    await store.insert(calm);
-    await store.insert(unsettled);
-    const mine = (await store.listUnsettled()).filter((r) => r.id === calm.id || r.id === unsettled.id);
-    expectEqual(mine, [unsettled], "listUnsettled");
-    const { unsettled: _gone, ...settled } = unsettled;
-    await store.save(settled);
-    if ((await store.listUnsettled()).some((r) => r.id === unsettled.id)) fail("listUnsettled still lists a record saved without the field");
-  });
+  t(
+    "lists the records with unsettled gateways (when it implements listUnsettled), with the field as written",
+    async (store) => {
+      if (!store.listUnsettled) return;
+      await store.init();
+      const calm = rec();
+      const unsettled = rec({
+        appKey: `${app}-u`,
+        unsettled: {
+          gateways: [{ gateway: "local", attempted: [{ id: "a", usagePlans: ["p3"] }] }],
+          settleUntil: "2026-01-01T00:05:00.000Z",
+          attempts: 0,
+        },
+      });
+      await store.insert(calm);
+      await store.insert(unsettled);
+      const mine = (await store.listUnsettled()).filter((r) => r.id === calm.id || r.id === unsettled.id);
+      expectEqual(mine, [unsettled], "listUnsettled");
+      const { unsettled: _gone, ...settled } = unsettled;
+      await store.save(settled);
+      if ((await store.listUnsettled()).some((r) => r.id === unsettled.id))
+        fail("listUnsettled still lists a record saved without the field");
+    },
+  );
   t("health resolves on an open store", async (store) => {
     await store.health();
   });
@@ -249,10 +327,19 @@ export function storeConformance(test: ConformanceTest, factory: () => Promise<C
     const results = await Promise.all([first, job("app-1", "a2", 1), job("app-2", "b", 5)]);
     expectEqual(results, ["a1", "a2", "b"], "results");
     if (order.indexOf("end a1") > order.indexOf("start a2")) fail(`same key overlapped: ${order.join(", ")}`);
-    if (order.indexOf("start b") > order.indexOf("end a1")) fail(`different keys did not run in parallel: ${order.join(", ")}`);
+    if (order.indexOf("start b") > order.indexOf("end a1"))
+      fail(`different keys did not run in parallel: ${order.join(", ")}`);
     if (busy?.ran !== false) fail("tryRun ran while the key was held");
     expectEqual(await locks.tryRun("app-1", async () => 7), { ran: true, value: 7 }, "tryRun of a free key");
-    await expectRejects(locks.run("app-3", async () => Promise.reject(new NotFound("boom"))), NotFound, "an error inside run");
-    expectEqual(await locks.tryRun("app-3", async () => 1), { ran: true, value: 1 }, "tryRun after an error released the key");
+    await expectRejects(
+      locks.run("app-3", async () => Promise.reject(new NotFound("boom"))),
+      NotFound,
+      "an error inside run",
+    );
+    expectEqual(
+      await locks.tryRun("app-3", async () => 1),
+      { ran: true, value: 1 },
+      "tryRun after an error released the key",
+    );
   });
 }

@@ -4,7 +4,12 @@
 // end before any cloud call.
 import { describe, expect, it } from "vitest";
 import type { CredentialType, Provider, ProviderCapabilities } from "@credhook/core";
-import { CONFORMANCE_GROUPS, providerConformance, type ConformanceTestContext, type ProviderConformanceOptions } from "@credhook/provider-testkit";
+import {
+  CONFORMANCE_GROUPS,
+  providerConformance,
+  type ConformanceTestContext,
+  type ProviderConformanceOptions,
+} from "@credhook/provider-testkit";
 
 interface Registered {
   name: string;
@@ -73,7 +78,16 @@ describe("providerConformance groups", () => {
       "stub [API_KEY] declares the credential type it is tested for",
       "stub [API_KEY] health() resolves when the gateway is reachable",
     ]);
-    expect(CONFORMANCE_GROUPS).toEqual(["basics", "create", "read-back", "update", "revoke", "find", "ownership", "invalid-reference"]);
+    expect(CONFORMANCE_GROUPS).toEqual([
+      "basics",
+      "create",
+      "read-back",
+      "update",
+      "revoke",
+      "find",
+      "ownership",
+      "invalid-reference",
+    ]);
   });
 
   it("refuses a group it does not know", () => {
@@ -96,8 +110,16 @@ describe("a capability the provider lacks is skipped with the reason, not passed
 
   it("a readSecret without readsBackSecret still fails", async () => {
     const registered: Registered[] = [];
-    const factory = () => ({ capabilities: { credentialTypes: ["API_KEY"], importsApiKeyValue: false, readsBackSecret: false }, readSecret: async () => ({}), close: async () => {} }) as unknown as Provider;
-    providerConformance((name, fn) => registered.push({ name, fn }), factory, { ...baseOptions, groups: ["read-back"] });
+    const factory = () =>
+      ({
+        capabilities: { credentialTypes: ["API_KEY"], importsApiKeyValue: false, readsBackSecret: false },
+        readSecret: async () => ({}),
+        close: async () => {},
+      }) as unknown as Provider;
+    providerConformance((name, fn) => registered.push({ name, fn }), factory, {
+      ...baseOptions,
+      groups: ["read-back"],
+    });
     expect(String((await run(registered[0])).error)).toMatch(/readsBackSecret is false but readSecret is implemented/);
   });
 
@@ -112,6 +134,8 @@ describe("a capability the provider lacks is skipped with the reason, not passed
   it("a runner whose skip returns does not see the test pass", async () => {
     const { registered } = register({ groups: ["create"] });
     const test = named(registered, "imports the caller's API key value")!;
-    await expect(test.fn({ skip: () => undefined })).rejects.toThrow(/skipped: the provider does not import API key values/);
+    await expect(test.fn({ skip: () => undefined })).rejects.toThrow(
+      /skipped: the provider does not import API key values/,
+    );
   });
 });

@@ -3,13 +3,26 @@
 // behind, foreign keys and another gateway's keys left alone. Its options come from one
 // schema (defineProvider): core's loader checks them with it and applies its defaults.
 import { describe, expect, expectTypeOf, it } from "vitest";
-import { ConfigError, loadGateways, silentLogger, memoryStateStore, type CredentialType, type CredhookConfig } from "@credhook/core";
+import {
+  ConfigError,
+  loadGateways,
+  silentLogger,
+  memoryStateStore,
+  type CredentialType,
+  type CredhookConfig,
+} from "@credhook/core";
 import exampleProviderFactory, { accounts, type ExampleOptions } from "../examples/minimal-provider.js";
 import { providerConformance } from "../src/index.js";
 
 const options = { account: "conformance", plans: ["gold", "silver", "bronze"] };
 const make = (gateway: string) => (credentialType: CredentialType) =>
-  exampleProviderFactory.create(options, { gateway, configPath: `gateways.${gateway}.options`, credentialType, logger: silentLogger, state: memoryStateStore() });
+  exampleProviderFactory.create(options, {
+    gateway,
+    configPath: `gateways.${gateway}.options`,
+    credentialType,
+    logger: silentLogger,
+    state: memoryStateStore(),
+  });
 const cloud = () => accounts.get(options.account)!;
 
 providerConformance(it, make("example"), {
@@ -23,7 +36,12 @@ providerConformance(it, make("example"), {
   },
   listNativeIds: async () => [...cloud().keys.keys()],
   createForeign: async () => {
-    const key = await cloud().createKey({ value: "made-by-hand-0123456789", name: "by hand", plans: ["gold"], tags: {} });
+    const key = await cloud().createKey({
+      value: "made-by-hand-0123456789",
+      name: "by hand",
+      plans: ["gold"],
+      tags: {},
+    });
     return { nativeId: key.id, exists: async () => JSON.stringify(cloud().keys.get(key.id)) === JSON.stringify(key) };
   },
   otherGateway: make("example-other"),
@@ -32,14 +50,26 @@ providerConformance(it, make("example"), {
 describe("the minimal provider's options, from its one schema", () => {
   /** Loads one `example` gateway with `options` the way credhook start-up does. */
   const load = (options: Record<string, unknown>) =>
-    loadGateways({ gateways: { ex: { provider: "example-package", credentialType: "API_KEY", options } } } as unknown as CredhookConfig, {
-      importModule: async () => ({ default: exampleProviderFactory }),
-      logger: silentLogger,
-      stateFor: () => memoryStateStore(),
-    });
+    loadGateways(
+      {
+        gateways: { ex: { provider: "example-package", credentialType: "API_KEY", options } },
+      } as unknown as CredhookConfig,
+      {
+        importModule: async () => ({ default: exampleProviderFactory }),
+        logger: silentLogger,
+        stateFor: () => memoryStateStore(),
+      },
+    );
   const keyOf = async (options: Record<string, unknown>) => {
     const provider = (await load(options)).get("ex")!.provider;
-    return (await provider.create({ credentialId: "c1", credentialType: "API_KEY", app: { appName: "a", developer: "d" }, apis: [{ id: "orders", usagePlans: [] }] })).apiKey!;
+    return (
+      await provider.create({
+        credentialId: "c1",
+        credentialType: "API_KEY",
+        app: { appName: "a", developer: "d" },
+        apis: [{ id: "orders", usagePlans: [] }],
+      })
+    ).apiKey!;
   };
 
   it("types them from the schema: required options required, defaulted ones optional", () => {
@@ -53,6 +83,8 @@ describe("the minimal provider's options, from its one schema", () => {
 
   it("refuses options the schema refuses, naming the YAML path", async () => {
     await expect(load({ account: "options", plans: [], keyBytes: 8 })).rejects.toBeInstanceOf(ConfigError);
-    await expect(load({ plans: [] })).rejects.toMatchObject({ messages: [expect.stringContaining("gateways.ex.options")] });
+    await expect(load({ plans: [] })).rejects.toMatchObject({
+      messages: [expect.stringContaining("gateways.ex.options")],
+    });
   });
 });

@@ -12,7 +12,9 @@
 // loads a native addon that would crash.
 const [nodeMajor] = process.versions.node.split(".").map(Number);
 if (nodeMajor < 22) {
-  process.stderr.write(`credhook needs Node.js 22 or later; this is Node.js ${process.version} (Node 20 reached end of life in April 2026)\n`);
+  process.stderr.write(
+    `credhook needs Node.js 22 or later; this is Node.js ${process.version} (Node 20 reached end of life in April 2026)\n`,
+  );
   process.exit(1);
 }
 import { existsSync, readdirSync, statSync } from "node:fs";
@@ -105,7 +107,9 @@ if (fromDist && stale === undefined) {
   await import(built.href);
 } else {
   if (stale !== undefined) {
-    process.stderr.write(`credhook: dist/ is older than ${stale}: running the TypeScript sources (\`pnpm build\` refreshes dist/)\n`);
+    process.stderr.write(
+      `credhook: dist/ is older than ${stale}: running the TypeScript sources (\`pnpm build\` refreshes dist/)\n`,
+    );
   }
   const { registerDevSource } = await import("./dev-source-hook.mjs");
   if (!registerDevSource()) {

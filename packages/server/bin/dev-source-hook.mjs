@@ -41,7 +41,10 @@ let esbuildVersion;
 function transpile(file) {
   const source = readFileSync(file, "utf8");
   esbuildVersion ??= JSON.parse(readFileSync(require.resolve("esbuild/package.json"), "utf8")).version;
-  const key = createHash("sha256").update(`${esbuildVersion}\0${JSON.stringify(TRANSFORM)}\0${file}\0${source}`).digest("hex").slice(0, 40);
+  const key = createHash("sha256")
+    .update(`${esbuildVersion}\0${JSON.stringify(TRANSFORM)}\0${file}\0${source}`)
+    .digest("hex")
+    .slice(0, 40);
   const cached = join(CACHE_DIR, `${key}.js`);
   if (existsSync(cached)) return readFileSync(cached, "utf8");
   esbuild ??= require("esbuild");
@@ -59,12 +62,18 @@ function transpile(file) {
 
 /** `context` with the "dev-source" export condition added (when it lacks it). */
 function withDevSource(context) {
-  return context.conditions.includes("dev-source") ? context : { ...context, conditions: [...context.conditions, "dev-source"] };
+  return context.conditions.includes("dev-source")
+    ? context
+    : { ...context, conditions: [...context.conditions, "dev-source"] };
 }
 
 /** Whether `specifier`, imported from `parentURL`, is a relative `.js` import written in a .ts file. */
 function isRelativeJsFromTs(specifier, parentURL) {
-  return (specifier.startsWith("./") || specifier.startsWith("../")) && specifier.endsWith(".js") && parentURL?.endsWith(".ts") === true;
+  return (
+    (specifier.startsWith("./") || specifier.startsWith("../")) &&
+    specifier.endsWith(".js") &&
+    parentURL?.endsWith(".ts") === true
+  );
 }
 
 /**
@@ -88,7 +97,9 @@ export function registerDevSource() {
   process.setSourceMapsEnabled(true);
   // V8's compiled code of the dependencies (the cloud SDKs are thousands of modules) kept for the next start:
   // a multi-cloud `check-config` 1.5 s -> 1.3 s of CPU. https://nodejs.org/api/module.html#moduleenablecompilecachecachedir
-  nodeModule.enableCompileCache?.(fileURLToPath(new URL("../../../node_modules/.cache/credhook-compile/", import.meta.url)));
+  nodeModule.enableCompileCache?.(
+    fileURLToPath(new URL("../../../node_modules/.cache/credhook-compile/", import.meta.url)),
+  );
   nodeModule.registerHooks({
     resolve(specifier, context, nextResolve) {
       if (isRelativeJsFromTs(specifier, context.parentURL)) {

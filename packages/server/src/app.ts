@@ -10,10 +10,31 @@ import { dirname } from "node:path";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
 import type { Logger as PinoLogger } from "pino";
-import { compileContractValidator, ConfigError, isStoreFailure, type Gateway, createRouter, loadGateways, loadStore, Orchestrator, silentLogger, ShuttingDown, type CredentialStore, type CredhookConfig, type Logger, type OperationOutcome } from "@credhook/core";
+import {
+  compileContractValidator,
+  ConfigError,
+  isStoreFailure,
+  type Gateway,
+  createRouter,
+  loadGateways,
+  loadStore,
+  Orchestrator,
+  silentLogger,
+  ShuttingDown,
+  type CredentialStore,
+  type CredhookConfig,
+  type Logger,
+  type OperationOutcome,
+} from "@credhook/core";
 import type pg from "pg";
 import { LocalProvider } from "@credhook/provider-local";
-import { EMBEDDED_GATEWAY_STATE, EmbeddedGateway, OAUTH_PATHS, parseEmbeddedGatewayConfig, type SharedLimitsBackend } from "@credhook/provider-local/gateway";
+import {
+  EMBEDDED_GATEWAY_STATE,
+  EmbeddedGateway,
+  OAUTH_PATHS,
+  parseEmbeddedGatewayConfig,
+  type SharedLimitsBackend,
+} from "@credhook/provider-local/gateway";
 import { basicAuth } from "./auth.js";
 import { jsonBody } from "./body.js";
 import { chain } from "./chain.js";
@@ -106,11 +127,20 @@ const ENDPOINTS: Record<string, string[]> = {
  * Opens the store the config names.
  * @param waitAtStart a serving process: a database away at start may be waited for (see `StoreContext.waitAtStart`)
  */
-export async function openStore(config: CredhookConfig, logger: Logger = silentLogger, waitAtStart = false): Promise<CredentialStore> {
+export async function openStore(
+  config: CredhookConfig,
+  logger: Logger = silentLogger,
+  waitAtStart = false,
+): Promise<CredentialStore> {
   // Relative store paths mean the config file's directory; for the embedded default (a file inside the package), the working directory.
   const loaded = config as { configFile?: string; embeddedDefault?: boolean };
   const baseDir = loaded.configFile && !loaded.embeddedDefault ? dirname(loaded.configFile) : process.cwd();
-  return loadStore(config, { importModule: importProviderModule, logger, baseDir, ...(waitAtStart ? { waitAtStart } : {}) });
+  return loadStore(config, {
+    importModule: importProviderModule,
+    logger,
+    baseDir,
+    ...(waitAtStart ? { waitAtStart } : {}),
+  });
 }
 
 /** Imports a provider package: from a bundle's own modules, then the server's own dependencies, then the working directory (third-party providers). */
@@ -148,7 +178,12 @@ export interface CredhookRuntime {
  */
 export async function createRuntime(
   config: CredhookConfig,
-  options: { logger?: PinoLogger; store?: CredentialStore; onGatewayCall?: GatewayCallObserver; waitForStore?: boolean } = {},
+  options: {
+    logger?: PinoLogger;
+    store?: CredentialStore;
+    onGatewayCall?: GatewayCallObserver;
+    waitForStore?: boolean;
+  } = {},
 ): Promise<CredhookRuntime> {
   const logger = (options.logger ?? createLogger(config.server.logLevel)) as unknown as Logger;
   const store = options.store ?? (await openStore(config, logger, options.waitForStore));
@@ -160,7 +195,13 @@ export async function createRuntime(
       ...(store.rateSlots ? { rateSlots: store.rateSlots } : {}),
     });
     const circuitBreakers = Object.fromEntries(
-      Object.entries(config.gateways).map(([name, g]) => [name, { threshold: g.circuitBreaker?.threshold ?? 5, halfOpenAfterMs: (g.circuitBreaker?.halfOpenAfterS ?? 5) * 1000 }]),
+      Object.entries(config.gateways).map(([name, g]) => [
+        name,
+        {
+          threshold: g.circuitBreaker?.threshold ?? 5,
+          halfOpenAfterMs: (g.circuitBreaker?.halfOpenAfterS ?? 5) * 1000,
+        },
+      ]),
     );
     const orchestrator = new Orchestrator({
       gateways: traceGateways(gateways, options.onGatewayCall),
@@ -274,11 +315,22 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
   // Unknown path / wrong method are answered before auth: they reveal nothing.
   const knownEndpoint = (req: Request, res: Response, next: NextFunction) => {
     const allowed = ENDPOINTS[req.path];
-    if (!allowed) return sendError(res, req, 404, [`no endpoint at ${req.path}; the endpoints are ${Object.keys(ENDPOINTS).filter((p) => p.startsWith("/v1/")).join(", ")}`]);
+    if (!allowed)
+      return sendError(res, req, 404, [
+        `no endpoint at ${req.path}; the endpoints are ${Object.keys(ENDPOINTS)
+          .filter((p) => p.startsWith("/v1/"))
+          .join(", ")}`,
+      ]);
     if (!allowed.includes(req.method)) {
-      return sendError(res, req, 405, [`${req.method} is not allowed on ${req.path}; use ${allowed.filter((m) => m !== "HEAD").join(", ")}`], {
-        Allow: allowed.join(", "),
-      });
+      return sendError(
+        res,
+        req,
+        405,
+        [`${req.method} is not allowed on ${req.path}; use ${allowed.filter((m) => m !== "HEAD").join(", ")}`],
+        {
+          Allow: allowed.join(", "),
+        },
+      );
     }
     next();
   };
@@ -296,9 +348,13 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
     if (req.method !== "POST") return next();
     // The portal's usual header, on a request with a body, is checked as a string; anything else goes
     // through type-is's parser (req.is, which is null without a body: refused alike).
-    const plainJson = req.headers["content-type"] === "application/json" && (req.headers["transfer-encoding"] !== undefined || !Number.isNaN(Number(req.headers["content-length"])));
+    const plainJson =
+      req.headers["content-type"] === "application/json" &&
+      (req.headers["transfer-encoding"] !== undefined || !Number.isNaN(Number(req.headers["content-length"])));
     if (!plainJson && !req.is("application/json")) {
-      return sendError(res, req, 415, [`body must be application/json (got ${req.headers["content-type"] ? `'${String(req.headers["content-type"]).slice(0, 60)}'` : "no Content-Type"})`]);
+      return sendError(res, req, 415, [
+        `body must be application/json (got ${req.headers["content-type"] ? `'${String(req.headers["content-type"]).slice(0, 60)}'` : "no Content-Type"})`,
+      ]);
     }
     next();
   };
@@ -357,7 +413,9 @@ async function createEmbeddedGateway(
   // The same checks as `credhook check-config`.
   const problems = embeddedGatewayProblems(config, runtime.gateways, runtime.store.shared);
   if (problems.length > 0) throw new ConfigError(problems);
-  const providers = [...runtime.gateways.values()].map((g) => g.provider).filter((p): p is LocalProvider => p instanceof LocalProvider);
+  const providers = [...runtime.gateways.values()]
+    .map((g) => g.provider)
+    .filter((p): p is LocalProvider => p instanceof LocalProvider);
   let pool: pg.Pool | undefined;
   let sharedLimits: SharedLimitsBackend | undefined;
   const counters = gwConfig.limits.counters ?? (runtime.store.shared ? "store" : "memory");
@@ -367,7 +425,12 @@ async function createEmbeddedGateway(
     // pg only for this PostgreSQL mode: the embedded default (SQLite) never loads it.
     const { default: pgModule } = await import("pg");
     pool = new pgModule.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 2_000 });
-    pool.on("error", (err) => logger.warn({ err: err.message }, "embedded gateway: PostgreSQL connection of the usage-plan counters lost; the pool reconnects"));
+    pool.on("error", (err) =>
+      logger.warn(
+        { err: err.message },
+        "embedded gateway: PostgreSQL connection of the usage-plan counters lost; the pool reconnects",
+      ),
+    );
     sharedLimits = { storeClient: pool, schemaName: schema ?? "credhook" };
   }
   try {
@@ -404,18 +467,38 @@ function startBackgroundReconcile(credhook: CredhookApp, config: CredhookConfig)
     if (loopS > 0) {
       const r = await credhook.orchestrator.reconcileLoopPass();
       if (r.finished.length > 0 || r.swept.swept > 0 || r.swept.settled > 0) {
-        credhook.logger.info({ finished: r.finished.length, inFlight: r.inFlight, swept: r.swept.swept, revoked: r.swept.revoked, deleted: r.swept.deleted, settled: r.swept.settled }, "reconcile loop pass");
+        credhook.logger.info(
+          {
+            finished: r.finished.length,
+            inFlight: r.inFlight,
+            swept: r.swept.swept,
+            revoked: r.swept.revoked,
+            deleted: r.swept.deleted,
+            settled: r.swept.settled,
+          },
+          "reconcile loop pass",
+        );
       }
     } else {
       const r = await credhook.orchestrator.sweepAbandoned();
-      if (r.swept > 0 || r.settled > 0) credhook.logger.info({ swept: r.swept, revoked: r.revoked, deleted: r.deleted, settled: r.settled }, "abandoned creates swept");
+      if (r.swept > 0 || r.settled > 0)
+        credhook.logger.info(
+          { swept: r.swept, revoked: r.revoked, deleted: r.deleted, settled: r.settled },
+          "abandoned creates swept",
+        );
     }
   };
   let running: Promise<void> | undefined;
   const timer = setInterval(() => {
     running ??= pass()
       // A store outage is logged by the store, once per state change: not again every pass.
-      .catch((err: unknown) => (isStoreFailure(err) ? credhook.logger.debug : credhook.logger.error).call(credhook.logger, { err: String(err) }, "background reconcile pass failed"))
+      .catch((err: unknown) =>
+        (isStoreFailure(err) ? credhook.logger.debug : credhook.logger.error).call(
+          credhook.logger,
+          { err: String(err) },
+          "background reconcile pass failed",
+        ),
+      )
       .finally(() => (running = undefined));
   }, intervalMs);
   timer.unref();
@@ -440,7 +523,19 @@ function starting(req: IncomingMessage, res: ServerResponse): void {
   }
   res.setHeader("Retry-After", "5");
   res.setHeader("Connection", "close");
-  sendJson(res as unknown as Response, 503, errorBody(503, [path === "/readyz" ? "not ready" : "credhook is starting: the credential store is not reachable yet; try again shortly"], path));
+  sendJson(
+    res as unknown as Response,
+    503,
+    errorBody(
+      503,
+      [
+        path === "/readyz"
+          ? "not ready"
+          : "credhook is starting: the credential store is not reachable yet; try again shortly",
+      ],
+      path,
+    ),
+  );
 }
 
 /** A listening server. */
@@ -464,7 +559,10 @@ export interface RunningServer {
  * Builds the app and listens on `options.port` (default `config.server.port`; 0 picks a free port).
  * @throws ConfigError | Error (EADDRINUSE …)
  */
-export async function startServer(config: CredhookConfig, options: AppOptions & { port?: number; host?: string } = {}): Promise<RunningServer> {
+export async function startServer(
+  config: CredhookConfig,
+  options: AppOptions & { port?: number; host?: string } = {},
+): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.server.logLevel);
   // Listening comes first: while the store is still being waited for (a database that is away at start), /livez
   // answers 204, /readyz 503 and every other request 503 + Retry-After; then the app takes over.

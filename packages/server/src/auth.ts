@@ -68,7 +68,10 @@ export function basicAuth(options: BasicAuthOptions): RequestHandler {
   const maxRemembered = options.maxRemembered ?? 1000;
   const maxChecks = options.maxConcurrentChecks ?? 1;
   const perAddress = new RateLimiterMemory({ points: options.maxFailures, duration: options.failureWindowS });
-  const global = new RateLimiterMemory({ points: options.maxGlobalFailures ?? options.maxFailures * 10, duration: options.failureWindowS });
+  const global = new RateLimiterMemory({
+    points: options.maxGlobalFailures ?? options.maxFailures * 10,
+    duration: options.failureWindowS,
+  });
   const hashed = options.users.some((u) => u.passwordHash);
   /** Header digest → user, in least-recently-used order (a Map keeps insertion order). */
   const remembered = new Map<string, { username: string; until: number }>();
@@ -84,7 +87,9 @@ export function basicAuth(options: BasicAuthOptions): RequestHandler {
     let match: string | undefined;
     for (const u of options.users) {
       const nameOk = timingSafeEqual(nameDigest, digest(u.username));
-      const passOk = u.passwordDigest ? timingSafeEqual(passDigest, u.passwordDigest) : await verifyPassword(creds.password, u.passwordHash!);
+      const passOk = u.passwordDigest
+        ? timingSafeEqual(passDigest, u.passwordDigest)
+        : await verifyPassword(creds.password, u.passwordHash!);
       if (nameOk && passOk) match ??= u.username;
     }
     return match;
@@ -92,14 +97,32 @@ export function basicAuth(options: BasicAuthOptions): RequestHandler {
 
   const tooMany = (req: Request, res: Response, retry: number, who: string) => {
     res.locals.errorCode = "TOO_MANY_REQUESTS";
-    sendError(res, req, 429, [`too many failed logins ${who}; try again in ${retry} s`], { "Retry-After": String(retry) });
+    sendError(res, req, 429, [`too many failed logins ${who}; try again in ${retry} s`], {
+      "Retry-After": String(retry),
+    });
   };
 
   /** Credentials not remembered (or no longer): parsed, budgeted and checked. */
-  const check = async (req: Request, res: Response, next: NextFunction, header: string | undefined, key: string | undefined) => {
+  const check = async (
+    req: Request,
+    res: Response,
+    next: NextFunction,
+    header: string | undefined,
+    key: string | undefined,
+  ) => {
     const creds = parseBasic(header);
     if (!creds || key === undefined) {
-      sendError(res, req, 401, [header ? "the Authorization header is not valid Basic credentials" : "the Authorization header (Basic) is required"], challenge);
+      sendError(
+        res,
+        req,
+        401,
+        [
+          header
+            ? "the Authorization header is not valid Basic credentials"
+            : "the Authorization header (Basic) is required",
+        ],
+        challenge,
+      );
       return;
     }
 
@@ -122,7 +145,9 @@ export function basicAuth(options: BasicAuthOptions): RequestHandler {
       if (hashed && hashChecks >= maxChecks) {
         await Promise.all([perAddress.reward(address), global.reward("all")]);
         res.locals.errorCode = "TOO_MANY_CHECKS";
-        sendError(res, req, 503, [`${maxChecks} password checks are already running; retry in 1 s`], { "Retry-After": "1" });
+        sendError(res, req, 503, [`${maxChecks} password checks are already running; retry in 1 s`], {
+          "Retry-After": "1",
+        });
         return;
       }
       if (hashed) hashChecks++;

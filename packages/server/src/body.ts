@@ -66,14 +66,30 @@ export function jsonBody(limitBytes: number): RequestHandler {
       );
       return;
     }
-    const coding = printable(String(req.headers["content-encoding"] ?? "identity"), 40).trim().toLowerCase();
+    const coding = printable(String(req.headers["content-encoding"] ?? "identity"), 40)
+      .trim()
+      .toLowerCase();
     const decode = DECODERS[coding];
     if (coding !== "identity" && !decode) {
-      return next(new EdgeError(415, "ENCODING_UNSUPPORTED", `Content-Encoding '${coding}' is not supported; send the body as is, or with gzip, deflate or br`));
+      return next(
+        new EdgeError(
+          415,
+          "ENCODING_UNSUPPORTED",
+          `Content-Encoding '${coding}' is not supported; send the body as is, or with gzip, deflate or br`,
+        ),
+      );
     }
-    const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(String(req.headers["content-type"] ?? ""))?.[1]?.toLowerCase();
+    const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i
+      .exec(String(req.headers["content-type"] ?? ""))?.[1]
+      ?.toLowerCase();
     if (charset !== undefined && charset !== "utf-8" && charset !== "utf8") {
-      return next(new EdgeError(415, "CHARSET_UNSUPPORTED", "body must be JSON encoded as UTF-8 (Content-Type: application/json)"));
+      return next(
+        new EdgeError(
+          415,
+          "CHARSET_UNSUPPORTED",
+          "body must be JSON encoded as UTF-8 (Content-Type: application/json)",
+        ),
+      );
     }
     continueIfAwaited(req, res);
     // The body arrives in the socket's async context: the rest of the request runs in the request's (its id on log lines, its trace).
@@ -89,18 +105,31 @@ export function jsonBody(limitBytes: number): RequestHandler {
       }
       next();
     };
-    getRawBody(req, { limit: limitBytes, length: coding === "identity" ? req.headers["content-length"] : null }, AsyncResource.bind((err: (Error & { type?: string }) | null, wire: Buffer) => {
-      if (err) return next(readError(req, err, limitBytes));
-      if (!decode) return parse(wire);
-      decode(wire, { maxOutputLength: limitBytes }).then(
-        parse,
-        (zerr: { code?: string }) => {
+    getRawBody(
+      req,
+      { limit: limitBytes, length: coding === "identity" ? req.headers["content-length"] : null },
+      AsyncResource.bind((err: (Error & { type?: string }) | null, wire: Buffer) => {
+        if (err) return next(readError(req, err, limitBytes));
+        if (!decode) return parse(wire);
+        decode(wire, { maxOutputLength: limitBytes }).then(parse, (zerr: { code?: string }) => {
           if (zerr.code === "ERR_BUFFER_TOO_LARGE") {
-            return next(new EdgeError(413, "BODY_TOO_LARGE", `body is larger than the limit of ${limitBytes} bytes once decompressed (Content-Encoding: ${coding})`));
+            return next(
+              new EdgeError(
+                413,
+                "BODY_TOO_LARGE",
+                `body is larger than the limit of ${limitBytes} bytes once decompressed (Content-Encoding: ${coding})`,
+              ),
+            );
           }
-          next(new CredhookError(400, ErrorCodes.VALIDATION_FAILED, `body is not valid ${coding} data (Content-Encoding: ${coding})`));
-        },
-      );
-    }));
+          next(
+            new CredhookError(
+              400,
+              ErrorCodes.VALIDATION_FAILED,
+              `body is not valid ${coding} data (Content-Encoding: ${coding})`,
+            ),
+          );
+        });
+      }),
+    );
   };
 }

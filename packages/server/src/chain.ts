@@ -23,7 +23,8 @@ export function chain(...handlers: RequestHandler[]): RequestHandler {
       if (!handler) return next();
       try {
         const ret = handler(req, res, step) as unknown;
-        if (ret instanceof Promise) ret.catch((e: unknown) => next(e ?? new Error("a middleware's promise was rejected without a reason")));
+        if (ret instanceof Promise)
+          ret.catch((e: unknown) => next(e ?? new Error("a middleware's promise was rejected without a reason")));
       } catch (e) {
         next(e);
       }

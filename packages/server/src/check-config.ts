@@ -5,7 +5,16 @@
  * reported valid: every gateway's provider loaded with its options, the routes,
  * and the embedded gateway's fit with the gateways and the store.
  */
-import { ConfigError, createRouter, loadGateways, memoryStateStore, silentLogger, type CredhookConfig, type Gateway, type Logger } from "@credhook/core";
+import {
+  ConfigError,
+  createRouter,
+  loadGateways,
+  memoryStateStore,
+  silentLogger,
+  type CredhookConfig,
+  type Gateway,
+  type Logger,
+} from "@credhook/core";
 import { LocalProvider } from "@credhook/provider-local";
 import { userPasswordProblems } from "./passwords.js";
 
@@ -16,14 +25,23 @@ import { userPasswordProblems } from "./passwords.js";
  * @param sharedStore whether the store is shared by instances (then counters default to `store`); unknown before it is opened
  * @returns one message per problem, naming its YAML path; empty when none
  */
-export function embeddedGatewayProblems(config: CredhookConfig, gateways: Map<string, Gateway>, sharedStore = false): string[] {
+export function embeddedGatewayProblems(
+  config: CredhookConfig,
+  gateways: Map<string, Gateway>,
+  sharedStore = false,
+): string[] {
   const gw = config.embeddedGateway as { limits?: { counters?: string } } | undefined;
   if (!gw) return [];
   const problems: string[] = [];
   if (![...gateways.values()].some((g) => g.provider instanceof LocalProvider)) {
-    problems.push("embeddedGateway: no gateway uses provider: local, so the embedded gateway would have nothing to enforce; remove embeddedGateway or add a local gateway");
+    problems.push(
+      "embeddedGateway: no gateway uses provider: local, so the embedded gateway would have nothing to enforce; remove embeddedGateway or add a local gateway",
+    );
   }
-  if ((gw.limits?.counters ?? (sharedStore ? "store" : "memory")) === "store" && (config.store as { postgres?: unknown }).postgres === undefined) {
+  if (
+    (gw.limits?.counters ?? (sharedStore ? "store" : "memory")) === "store" &&
+    (config.store as { postgres?: unknown }).postgres === undefined
+  ) {
     problems.push(
       "embeddedGateway.limits.counters: store keeps usage-plan counters on the PostgreSQL store, but store: is not postgres (one SQLite instance counts every request in memory: use counters: memory)",
     );
@@ -40,8 +58,15 @@ export function embeddedGatewayProblems(config: CredhookConfig, gateways: Map<st
  * @returns the loaded gateways (close their providers when done)
  * @throws ConfigError listing every problem with its YAML path
  */
-export async function checkConfig(config: CredhookConfig, importModule: (specifier: string) => Promise<unknown>): Promise<Map<string, Gateway>> {
-  const gateways = await loadGateways(config, { importModule, logger: silentLogger as Logger, stateFor: () => memoryStateStore() });
+export async function checkConfig(
+  config: CredhookConfig,
+  importModule: (specifier: string) => Promise<unknown>,
+): Promise<Map<string, Gateway>> {
+  const gateways = await loadGateways(config, {
+    importModule,
+    logger: silentLogger as Logger,
+    stateFor: () => memoryStateStore(),
+  });
   try {
     createRouter(config.routes);
     const problems = [...userPasswordProblems(config.server.auth.users), ...embeddedGatewayProblems(config, gateways)];

@@ -36,7 +36,9 @@ const loadConfig = (file: string | undefined): Promise<LoadedConfig> => loadConf
 /** What `check-config` prints about `embeddedGateway:`. */
 function embeddedGatewaySummary(gw: EmbeddedGatewayConfig | undefined): string[] {
   if (!gw) return ["embedded gateway: off (no embeddedGateway: block)"];
-  const base = gw.pathPrefix ? `path prefix ${gw.pathPrefix} on the webhook's port` : `own port ${gw.listen!.host}:${gw.listen!.port}`;
+  const base = gw.pathPrefix
+    ? `path prefix ${gw.pathPrefix} on the webhook's port`
+    : `own port ${gw.listen!.host}:${gw.listen!.port}`;
   const k = gw.keyCheck;
   const rules = k.apis.map((r) => `${r.pathPrefix} -> ${r.api}`).join(", ");
   const s = gw.oauth.signing;
@@ -123,7 +125,9 @@ program
           tracing: !!tracing,
           // CREDHOOK_MEMORY, which the `credhook` command (bin/credhook.mjs) applies at start
           memory: process.env.CREDHOOK_MEMORY === "lean" ? "lean" : "default",
-          ...(running.gatewayUrl ? { embeddedGateway: running.gatewayUrl, issuer: running.credhook.embeddedGateway!.publicUrl } : {}),
+          ...(running.gatewayUrl
+            ? { embeddedGateway: running.gatewayUrl, issuer: running.credhook.embeddedGateway!.publicUrl }
+            : {}),
         },
         "credhook listening",
       );
@@ -142,7 +146,8 @@ program
     try {
       writeFileSync(target, embeddedConfigText(target), { flag: opts.force ? "w" : "wx", mode: 0o644 });
     } catch (err) {
-      if ((err as { code?: string }).code === "EEXIST") reportAndExit(new Error(`${target} exists already; pass --force to overwrite it`));
+      if ((err as { code?: string }).code === "EEXIST")
+        reportAndExit(new Error(`${target} exists already; pass --force to overwrite it`));
       reportAndExit(new Error(`cannot write ${target}: ${(err as Error).message}`));
     }
     process.stdout.write(
@@ -160,16 +165,33 @@ program
     try {
       const config = await loadConfig(opts.config);
       const gateways = await checkConfig(config, importProviderModule);
-      const out: string[] = [`config: ${config.configFile}${config.embeddedDefault ? " (embedded default: no config file found)" : ""}`, "", "gateways:"];
+      const out: string[] = [
+        `config: ${config.configFile}${config.embeddedDefault ? " (embedded default: no config file found)" : ""}`,
+        "",
+        "gateways:",
+      ];
       for (const [name, g] of Object.entries(config.gateways)) {
         const caps = gateways.get(name)!.provider.capabilities;
-        out.push(`  ${name}: provider=${g.provider} credentialType=${g.credentialType} importsApiKeyValue=${caps.importsApiKeyValue} readsBackSecret=${caps.readsBackSecret}`);
+        out.push(
+          `  ${name}: provider=${g.provider} credentialType=${g.credentialType} importsApiKeyValue=${caps.importsApiKeyValue} readsBackSecret=${caps.readsBackSecret}`,
+        );
         out.push(`    options: ${JSON.stringify(maskSecrets(g.options))}`);
       }
       out.push("", "routes (first match wins):");
-      config.routes.forEach((r, i) => void out.push(`  ${i + 1}. ${"default" in r ? `* (default) -> ${r.default}` : `${r.apis.join(", ")} -> ${r.gateway}`}`));
+      config.routes.forEach(
+        (r, i) =>
+          void out.push(
+            `  ${i + 1}. ${"default" in r ? `* (default) -> ${r.default}` : `${r.apis.join(", ")} -> ${r.gateway}`}`,
+          ),
+      );
       out.push("", ...embeddedGatewaySummary(config.embeddedGateway as EmbeddedGatewayConfig | undefined));
-      out.push("", `server: ${JSON.stringify(maskSecrets(config.server))}`, `store: ${JSON.stringify(maskSecrets(config.store))}`, "", "configuration is valid");
+      out.push(
+        "",
+        `server: ${JSON.stringify(maskSecrets(config.server))}`,
+        `store: ${JSON.stringify(maskSecrets(config.store))}`,
+        "",
+        "configuration is valid",
+      );
       process.stdout.write(`${out.join("\n")}\n`);
       await Promise.allSettled([...gateways.values()].map((g) => g.provider.close?.()));
       process.exit(0);
@@ -180,15 +202,22 @@ program
 
 program
   .command("reconcile")
-  .description("finish credentials left pending by a crash (complete revokes, abandon and clean up interrupted creates, roll back interrupted updates), clean up abandoned creates, report drift")
+  .description(
+    "finish credentials left pending by a crash (complete revokes, abandon and clean up interrupted creates, roll back interrupted updates), clean up abandoned creates, report drift",
+  )
   .option("-c, --config <file>", "config file (default: ./webhook.config.yaml, or $CREDHOOK_CONFIG)")
   .option("--dry-run", "report what would be done; change nothing")
-  .option("--older-than <seconds>", "only records last written longer ago than this (leaves in-flight requests alone)", "60")
+  .option(
+    "--older-than <seconds>",
+    "only records last written longer ago than this (leaves in-flight requests alone)",
+    "60",
+  )
   .option("--json", "print the report as JSON")
   .action(async (opts: { config?: string; dryRun?: boolean; olderThan: string; json?: boolean }) => {
     try {
       const olderThanS = Number(opts.olderThan);
-      if (!Number.isFinite(olderThanS) || olderThanS < 0) throw new Error(`--older-than must be a number of seconds ≥ 0 (got '${opts.olderThan}')`);
+      if (!Number.isFinite(olderThanS) || olderThanS < 0)
+        throw new Error(`--older-than must be a number of seconds ≥ 0 (got '${opts.olderThan}')`);
       const config = await loadConfig(opts.config);
       const tracing = await startTracing();
       const runtime = await createRuntime(config, { logger: createLogger("warn", destination(2)) });
@@ -197,7 +226,9 @@ program
       await tracing?.shutdown();
       if (opts.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
       else process.stdout.write(`${formatReconcileReport(report, olderThanS).join("\n")}\n`);
-      process.exit([...report.unfinished, ...report.abandoned, ...report.unsettled].some((u) => u.errors.length > 0) ? 1 : 0);
+      process.exit(
+        [...report.unfinished, ...report.abandoned, ...report.unsettled].some((u) => u.errors.length > 0) ? 1 : 0,
+      );
     } catch (err) {
       reportAndExit(err);
     }
@@ -205,8 +236,13 @@ program
 
 program
   .command("adopt")
-  .description("bring credentials made outside credhook (by hand, or by the webhook credhook replaces) under credhook: mark them on their gateway and record them")
-  .argument("<file>", "JSON file: an array of { credentialType, apiKeyId | clientId, appName, developer, appSlug?, apis: [{ id, usagePlans: [{ id }] }] }")
+  .description(
+    "bring credentials made outside credhook (by hand, or by the webhook credhook replaces) under credhook: mark them on their gateway and record them",
+  )
+  .argument(
+    "<file>",
+    "JSON file: an array of { credentialType, apiKeyId | clientId, appName, developer, appSlug?, apis: [{ id, usagePlans: [{ id }] }] }",
+  )
   .option("-c, --config <file>", "config file (default: ./webhook.config.yaml, or $CREDHOOK_CONFIG)")
   .option("--dry-run", "check and report what would be adopted; change nothing")
   .option("--json", "print the results as JSON")
@@ -219,9 +255,14 @@ program
       await runtime.close();
       if (opts.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
       else {
-        const out = results.map((r) => `  - ${r.publicId}${r.gateway ? ` (gateway ${r.gateway})` : ""}: ${r.action}${r.reason ? `: ${r.reason}` : ""}${r.credentialId ? ` as credential ${r.credentialId}` : ""}`);
+        const out = results.map(
+          (r) =>
+            `  - ${r.publicId}${r.gateway ? ` (gateway ${r.gateway})` : ""}: ${r.action}${r.reason ? `: ${r.reason}` : ""}${r.credentialId ? ` as credential ${r.credentialId}` : ""}`,
+        );
         const adopted = results.filter((r) => r.action !== "skipped").length;
-        process.stdout.write(`${opts.dryRun ? "[dry run] " : ""}${opts.dryRun ? "would adopt" : "adopted"} ${adopted} of ${results.length}\n${out.join("\n")}\n`);
+        process.stdout.write(
+          `${opts.dryRun ? "[dry run] " : ""}${opts.dryRun ? "would adopt" : "adopted"} ${adopted} of ${results.length}\n${out.join("\n")}\n`,
+        );
       }
       process.exit(results.some((r) => r.action === "skipped") ? 1 : 0);
     } catch (err) {
@@ -231,7 +272,9 @@ program
 
 program
   .command("demo")
-  .description("run examples/multi-cloud.yaml against in-process fakes of AWS, Azure and Google, and walk one app through it")
+  .description(
+    "run examples/multi-cloud.yaml against in-process fakes of AWS, Azure and Google, and walk one app through it",
+  )
   .option("-c, --config <file>", "config to run (default: examples/multi-cloud.yaml)")
   .option("-p, --port <port>", "port (0: a free one) (default: $PORT, else 8080)")
   .option("--no-walkthrough", "only start the fakes and the server")
@@ -239,11 +282,21 @@ program
     try {
       const raw = opts.port ?? (process.env.PORT || "8080");
       const port = Number(raw);
-      if (!/^\d+$/.test(raw) || port > 65535) throw new Error(`the port must be an integer from 0 to 65535 (got '${raw}'${opts.port === undefined ? " from PORT" : ""})`);
+      if (!/^\d+$/.test(raw) || port > 65535)
+        throw new Error(
+          `the port must be an integer from 0 to 65535 (got '${raw}'${opts.port === undefined ? " from PORT" : ""})`,
+        );
       const { runDemo } = await import("./demo.js");
-      const { server, clouds } = await runDemo({ ...(opts.config ? { config: opts.config } : {}), port, walkthrough: opts.walkthrough });
+      const { server, clouds } = await runDemo({
+        ...(opts.config ? { config: opts.config } : {}),
+        port,
+        walkthrough: opts.walkthrough,
+      });
       const stop = () => {
-        void server.close().then(() => clouds.close()).then(() => process.exit(0));
+        void server
+          .close()
+          .then(() => clouds.close())
+          .then(() => process.exit(0));
       };
       process.once("SIGTERM", stop);
       process.once("SIGINT", stop);
@@ -258,7 +311,9 @@ program
   .action(async () => {
     const chunks: Buffer[] = [];
     for await (const c of process.stdin) chunks.push(c as Buffer);
-    const password = Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
+    const password = Buffer.concat(chunks)
+      .toString("utf8")
+      .replace(/\r?\n$/, "");
     const problem = passwordProblem(password);
     if (problem) reportAndExit(new Error(problem));
     process.stdout.write(`${await hashPassword(password)}\n`);

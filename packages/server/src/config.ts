@@ -75,7 +75,8 @@ const FILE_ERRORS: Record<string, string> = {
  */
 function readSecretFile(file: string): { value: string } | { error: string } {
   try {
-    if (statSync(file).size > MAX_SECRET_FILE_BYTES) return { error: `it is larger than ${MAX_SECRET_FILE_BYTES} bytes, too large for a secret` };
+    if (statSync(file).size > MAX_SECRET_FILE_BYTES)
+      return { error: `it is larger than ${MAX_SECRET_FILE_BYTES} bytes, too large for a secret` };
     return { value: readFileSync(file, "utf8").replace(/(\r?\n)+$/, "") };
   } catch (err) {
     const code = (err as { code?: string }).code ?? "";
@@ -112,28 +113,35 @@ export function interpolate(
       problems.push(`${at}: cannot read ${what} (${target}): ${got.error}`);
       return "";
     };
-    return value.replace(VAR, (match, file: string | undefined, name: string | undefined, fallback: string | undefined) => {
-      if (match === "$$") return "$";
-      if (file !== undefined) return fromFile(file.trim(), `\${file:${file.trim()}}`);
-      const v = env[name!];
-      const viaFile = env[`${name}_FILE`];
-      if (viaFile) {
-        if (v !== undefined && v !== "") {
-          problems.push(`${at}: both ${name} and ${name}_FILE are set; set only one`);
-          return "";
+    return value.replace(
+      VAR,
+      (match, file: string | undefined, name: string | undefined, fallback: string | undefined) => {
+        if (match === "$$") return "$";
+        if (file !== undefined) return fromFile(file.trim(), `\${file:${file.trim()}}`);
+        const v = env[name!];
+        const viaFile = env[`${name}_FILE`];
+        if (viaFile) {
+          if (v !== undefined && v !== "") {
+            problems.push(`${at}: both ${name} and ${name}_FILE are set; set only one`);
+            return "";
+          }
+          return fromFile(viaFile, `${name}_FILE`);
         }
-        return fromFile(viaFile, `${name}_FILE`);
-      }
-      if (v !== undefined && v !== "") return v;
-      if (fallback !== undefined) return fallback.replace(/\\(.)/g, "$1");
-      if (v === "") return "";
-      problems.push(`${at}: environment variable ${name} is not set (write \${${name}:-} to allow it to be empty, or \${${name}:-value} for a default)`);
-      return "";
-    });
+        if (v !== undefined && v !== "") return v;
+        if (fallback !== undefined) return fallback.replace(/\\(.)/g, "$1");
+        if (v === "") return "";
+        problems.push(
+          `${at}: environment variable ${name} is not set (write \${${name}:-} to allow it to be empty, or \${${name}:-value} for a default)`,
+        );
+        return "";
+      },
+    );
   }
   if (Array.isArray(value)) return value.map((v, i) => interpolate(v, env, `${path}[${i}]`, problems, options));
   if (value !== null && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v, env, path ? `${path}.${k}` : k, problems, options)]));
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, interpolate(v, env, path ? `${path}.${k}` : k, problems, options)]),
+    );
   }
   return value;
 }
@@ -173,12 +181,15 @@ export async function loadConfigFile(file?: string, options: LoadConfigOptions =
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     const code = (err as { code?: string }).code;
-    if (code === "ENOENT") throw new ConfigError([`config file ${resolve(cwd, target ?? "")} does not exist`], { cause: err });
+    if (code === "ENOENT")
+      throw new ConfigError([`config file ${resolve(cwd, target ?? "")} does not exist`], { cause: err });
     throw new ConfigError([`cannot read config: ${(err as Error).message}`], { cause: err });
   }
   if (!result || result.isEmpty) {
     throw new ConfigError([
-      target ? `config file ${target} is empty` : `no ${CONFIG_SEARCH_PLACES.join(" or ")} in ${cwd} (pass --config FILE or set CREDHOOK_CONFIG)`,
+      target
+        ? `config file ${target} is empty`
+        : `no ${CONFIG_SEARCH_PLACES.join(" or ")} in ${cwd} (pass --config FILE or set CREDHOOK_CONFIG)`,
     ]);
   }
   // The embedded default lives inside the installed package: its relative paths mean the working directory.
@@ -212,7 +223,10 @@ export function embeddedConfigText(writtenTo?: string): string {
   const text = readFileSync(EMBEDDED_CONFIG_FILE, "utf8");
   if (!writtenTo) return text;
   const schema = relative(dirname(writtenTo), CONFIG_SCHEMA_FILE).split(sep).join("/");
-  return text.replace(/^# yaml-language-server: \$schema=\S+$/m, () => `# yaml-language-server: $schema=${schema.startsWith(".") ? schema : `./${schema}`}`);
+  return text.replace(
+    /^# yaml-language-server: \$schema=\S+$/m,
+    () => `# yaml-language-server: $schema=${schema.startsWith(".") ? schema : `./${schema}`}`,
+  );
 }
 
 /** Masks secrets of a config for display (`check-config`): passwords, hashes, and any option whose name suggests a secret. */

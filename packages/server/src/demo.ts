@@ -48,7 +48,9 @@ export interface DemoClouds {
  * a Kong Admin API (plans are the gateway's YAML); Apigee organisation `fake-org`
  * with API products `payments-gold`, `payments-silver`, `payments-1`, `payments-2`.
  */
-export async function startDemoClouds(options: { awsQuotaModel?: "token-bucket" | "sliding-window" } = {}): Promise<DemoClouds> {
+export async function startDemoClouds(
+  options: { awsQuotaModel?: "token-bucket" | "sliding-window" } = {},
+): Promise<DemoClouds> {
   let fakes;
   try {
     fakes = await Promise.all([
@@ -65,20 +67,37 @@ export async function startDemoClouds(options: { awsQuotaModel?: "token-bucket" 
   }
   const [{ startAwsFake }, { startApimFake }, { startApiKeysFake }, { startKongFake }, { startApigeeFake }] = fakes;
   const aws = await startAwsFake(options.awsQuotaModel ? { apiGateway: { quotaModel: options.awsQuotaModel } } : {});
-  aws.apiGateway.addUsagePlan({ id: "1el57v", name: "Orders Gold", apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }] });
-  aws.apiGateway.addUsagePlan({ id: "2plan2", name: "Orders Beta", apiStages: [{ apiId: "5aba4csvd4", stage: "beta" }] });
+  aws.apiGateway.addUsagePlan({
+    id: "1el57v",
+    name: "Orders Gold",
+    apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }],
+  });
+  aws.apiGateway.addUsagePlan({
+    id: "2plan2",
+    name: "Orders Beta",
+    apiStages: [{ apiId: "5aba4csvd4", stage: "beta" }],
+  });
   aws.apiGateway.addUsagePlan({ id: "3plan3", name: "Catalog", apiStages: [{ apiId: "9xk3m2p7qa", stage: "prod" }] });
   const azure = await startApimFake({ products: ["gold", "silver"], apis: ["orders-eu-1", "orders-eu-2"] });
   const gcp = await startApiKeysFake({ projectId: "fake-project" });
   const kong = await startKongFake();
-  const apigee = await startApigeeFake({ organization: "fake-org", apiProducts: ["payments-gold", "payments-silver", "payments-1", "payments-2"] });
+  const apigee = await startApigeeFake({
+    organization: "fake-org",
+    apiProducts: ["payments-gold", "payments-silver", "payments-1", "payments-2"],
+  });
   return {
     aws,
     azure,
     gcp,
     kong,
     apigee,
-    env: { AWS_ENDPOINT: aws.url, AZURE_ENDPOINT: azure.url, GCP_ENDPOINT: gcp.url, KONG_ADMIN_URL: kong.url, APIGEE_ENDPOINT: apigee.url },
+    env: {
+      AWS_ENDPOINT: aws.url,
+      AZURE_ENDPOINT: azure.url,
+      GCP_ENDPOINT: gcp.url,
+      KONG_ADMIN_URL: kong.url,
+      APIGEE_ENDPOINT: apigee.url,
+    },
     close: async () => {
       await Promise.all([aws.close(), azure.close(), gcp.close(), kong.close(), apigee.close()]);
     },
@@ -94,7 +113,9 @@ function fingerprint(secret: string): string {
 export function describeClouds(clouds: DemoClouds): string[] {
   const out: string[] = [];
   for (const k of clouds.aws.apiGateway.keys.values()) {
-    out.push(`  AWS API Gateway  key ${k.id} "${k.name}" value ${fingerprint(k.value)} plans [${clouds.aws.apiGateway.plansOfKey(k.id).join(", ")}]`);
+    out.push(
+      `  AWS API Gateway  key ${k.id} "${k.name}" value ${fingerprint(k.value)} plans [${clouds.aws.apiGateway.plansOfKey(k.id).join(", ")}]`,
+    );
   }
   for (const s of clouds.azure.listSubscriptions()) {
     out.push(`  Azure APIM       subscription ${s.sid} ${s.scope} (${s.state}) key ${fingerprint(s.primaryKey)}`);
@@ -105,13 +126,25 @@ export function describeClouds(clouds: DemoClouds): string[] {
   }
   for (const c of clouds.kong.consumers()) {
     const keys = clouds.kong.keyAuths().filter((k) => k.consumer.id === c.id);
-    const groups = clouds.kong.acls().filter((a) => a.consumer.id === c.id).map((a) => a.group);
+    const groups = clouds.kong
+      .acls()
+      .filter((a) => a.consumer.id === c.id)
+      .map((a) => a.group);
     const limits = clouds.kong.plugins().find((p) => p.consumer?.id === c.id && p.name === "rate-limiting")?.config;
-    const shown = limits ? Object.entries(limits).filter(([k, v]) => typeof v === "number" && ["second", "minute", "hour", "day", "month", "year"].includes(k)).map(([k, v]) => `${v}/${k}`).join(", ") : "none";
-    out.push(`  Kong             consumer ${c.username} key ${keys.map((k) => fingerprint(k.key)).join(", ")} ACL [${groups.join(", ")}] rate limit ${shown}`);
+    const shown = limits
+      ? Object.entries(limits)
+          .filter(([k, v]) => typeof v === "number" && ["second", "minute", "hour", "day", "month", "year"].includes(k))
+          .map(([k, v]) => `${v}/${k}`)
+          .join(", ")
+      : "none";
+    out.push(
+      `  Kong             consumer ${c.username} key ${keys.map((k) => fingerprint(k.key)).join(", ")} ACL [${groups.join(", ")}] rate limit ${shown}`,
+    );
   }
   for (const a of clouds.apigee.apps()) {
-    const keys = a.credentials.map((k) => `${fingerprint(k.consumerKey)} → [${k.apiProducts.map((p) => p.apiproduct).join(", ")}]`);
+    const keys = a.credentials.map(
+      (k) => `${fingerprint(k.consumerKey)} → [${k.apiProducts.map((p) => p.apiproduct).join(", ")}]`,
+    );
     out.push(`  Apigee X         app ${a.name} (${a.developerEmail}) key ${keys.join("; ")}`);
   }
   return out.length > 0 ? out : ["  (nothing on any cloud)"];
@@ -134,7 +167,9 @@ export interface DemoOptions {
  * through create → update → revoke (printing what lands on each cloud), and
  * leaves the server running. Returns the server and the fakes; close both to stop.
  */
-export async function runDemo(options: DemoOptions = {}): Promise<{ server: RunningServer; clouds: DemoClouds; password: string }> {
+export async function runDemo(
+  options: DemoOptions = {},
+): Promise<{ server: RunningServer; clouds: DemoClouds; password: string }> {
   const print = options.print ?? ((l: string) => process.stdout.write(`${l}\n`));
   const clouds = await startDemoClouds();
   const dataDir = mkdtempSync(join(tmpdir(), "credhook-demo-"));
@@ -144,15 +179,23 @@ export async function runDemo(options: DemoOptions = {}): Promise<{ server: Runn
     await clouds.close();
     throw new Error(options.config ? `config file ${file} does not exist` : DEMO_NEEDS_REPOSITORY);
   }
-  const config = await loadConfigFile(file, { env: { ...process.env, ...clouds.env, CREDHOOK_PASSWORD: password, CREDHOOK_DATA_DIR: dataDir } });
+  const config = await loadConfigFile(file, {
+    env: { ...process.env, ...clouds.env, CREDHOOK_PASSWORD: password, CREDHOOK_DATA_DIR: dataDir },
+  });
   const server = await startServer(config, { port: options.port ?? 8080, logger: createLogger("error") });
   const auth = `Basic ${Buffer.from(`portal:${password}`).toString("base64")}`;
   const call = async (path: string, body: unknown) => {
-    const res = await fetch(server.url + path, { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: JSON.stringify(body) });
+    const res = await fetch(server.url + path, {
+      method: "POST",
+      headers: { authorization: auth, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
     const text = await res.text();
     return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
   };
-  print(`credhook demo: ${server.url} with gateways aws, azure, gcp, kong, apigee (fakes) and local; data in ${dataDir}`);
+  print(
+    `credhook demo: ${server.url} with gateways aws, azure, gcp, kong, apigee (fakes) and local; data in ${dataDir}`,
+  );
   if (options.walkthrough !== false) {
     const show = async (title: string) => {
       print(`\n${title}`);
@@ -176,42 +219,89 @@ export async function runDemo(options: DemoOptions = {}): Promise<{ server: Runn
       ],
     });
     const key = created.body as { apiKeyId: string; apiKey: string };
-    print(`   → ${created.status}: apiKeyId ${key.apiKeyId}, apiKey ${fingerprint(key.apiKey)} — one value, on every cloud:`);
+    print(
+      `   → ${created.status}: apiKeyId ${key.apiKeyId}, apiKey ${fingerprint(key.apiKey)} — one value, on every cloud:`,
+    );
     await show("   What the clouds hold:");
-    print("\n2. Update: plan 2plan2 ADDED on 5aba4csvd4; orders-eu-1 REMOVED (its gateway's last API: the key leaves Azure); Kong plan kong-gold → kong-silver; Apigee plan pay-silver ADDED");
+    print(
+      "\n2. Update: plan 2plan2 ADDED on 5aba4csvd4; orders-eu-1 REMOVED (its gateway's last API: the key leaves Azure); Kong plan kong-gold → kong-silver; Apigee plan pay-silver ADDED",
+    );
     const updated = await call("/v1/updateCredentials", {
       ...storefront,
       credentialType: "API_KEY",
       apiKeyId: key.apiKeyId,
       apis: [
-        { id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "NONE" }, { id: "2plan2", action: "ADDED" }] },
+        {
+          id: "5aba4csvd4",
+          action: "NONE",
+          usagePlans: [
+            { id: "1el57v", action: "NONE" },
+            { id: "2plan2", action: "ADDED" },
+          ],
+        },
         { id: "orders-eu-1", action: "REMOVED", usagePlans: [{ id: "eu-gold", action: "REMOVED" }] },
-        { id: "catalog-1", action: "NONE", usagePlans: [{ id: "kong-gold", action: "REMOVED" }, { id: "kong-silver", action: "ADDED" }] },
-        { id: "payments-1", action: "NONE", usagePlans: [{ id: "pay-gold", action: "NONE" }, { id: "pay-silver", action: "ADDED" }] },
+        {
+          id: "catalog-1",
+          action: "NONE",
+          usagePlans: [
+            { id: "kong-gold", action: "REMOVED" },
+            { id: "kong-silver", action: "ADDED" },
+          ],
+        },
+        {
+          id: "payments-1",
+          action: "NONE",
+          usagePlans: [
+            { id: "pay-gold", action: "NONE" },
+            { id: "pay-silver", action: "ADDED" },
+          ],
+        },
       ],
     });
     print(`   → ${updated.status}`);
     await show("   What the clouds hold:");
-    print("\n3. Create 'Atlas': maps-geo (Google, plan maps-basic) + orders-eu-2 (Azure) + catalog-2 (Kong) + payments-2 (Apigee) — Google makes the key, the others import it");
+    print(
+      "\n3. Create 'Atlas': maps-geo (Google, plan maps-basic) + orders-eu-2 (Azure) + catalog-2 (Kong) + payments-2 (Apigee) — Google makes the key, the others import it",
+    );
     const atlas = await call("/v1/createCredentials", {
       appName: "Atlas",
       developer: "dev@example.com",
-      apis: [{ id: "maps-geo", usagePlans: [{ id: "maps-basic" }] }, { id: "orders-eu-2" }, { id: "catalog-2" }, { id: "payments-2" }],
+      apis: [
+        { id: "maps-geo", usagePlans: [{ id: "maps-basic" }] },
+        { id: "orders-eu-2" },
+        { id: "catalog-2" },
+        { id: "payments-2" },
+      ],
     });
     const atlasKey = atlas.body as { apiKeyId: string; apiKey: string };
     print(`   → ${atlas.status}: apiKeyId ${atlasKey.apiKeyId}, apiKey ${fingerprint(atlasKey.apiKey)}`);
     await show("   What the clouds hold:");
     print("\n4. Create 'Mixed': maps-geo (Google) + 5aba4csvd4 (AWS) — AWS cannot import Google's key strings");
-    const mixed = await call("/v1/createCredentials", { appName: "Mixed", developer: "dev@example.com", apis: [{ id: "maps-geo" }, { id: "5aba4csvd4" }] });
+    const mixed = await call("/v1/createCredentials", {
+      appName: "Mixed",
+      developer: "dev@example.com",
+      apis: [{ id: "maps-geo" }, { id: "5aba4csvd4" }],
+    });
     print(`   → ${mixed.status}: ${((mixed.body?.messages as string[] | undefined) ?? []).join(" / ")}`);
     print("\n5. Revoke both credentials");
-    const r1 = await call("/v1/revokeCredentials", { ...storefront, credentialType: "API_KEY", apiKeyId: key.apiKeyId });
-    const r2 = await call("/v1/revokeCredentials", { appName: "Atlas", developer: "dev@example.com", credentialType: "API_KEY", apiKeyId: atlasKey.apiKeyId });
+    const r1 = await call("/v1/revokeCredentials", {
+      ...storefront,
+      credentialType: "API_KEY",
+      apiKeyId: key.apiKeyId,
+    });
+    const r2 = await call("/v1/revokeCredentials", {
+      appName: "Atlas",
+      developer: "dev@example.com",
+      credentialType: "API_KEY",
+      apiKeyId: atlasKey.apiKeyId,
+    });
     print(`   → ${r1.status}, ${r2.status}`);
     await show("   What the clouds hold:");
   }
   print(`\nThe server keeps running on ${server.url}. Try it (Ctrl-C stops):`);
   print(`  curl -s -u 'portal:${password}' -H 'Content-Type: application/json' ${server.url}/v1/createCredentials \\`);
-  print(`    -d '{"appName":"Mine","developer":"me@example.com","apis":[{"id":"5aba4csvd4","usagePlans":[{"id":"1el57v"}]},{"id":"orders-eu-1"}]}'`);
+  print(
+    `    -d '{"appName":"Mine","developer":"me@example.com","apis":[{"id":"5aba4csvd4","usagePlans":[{"id":"1el57v"}]},{"id":"orders-eu-1"}]}'`,
+  );
   return { server, clouds, password };
 }

@@ -71,14 +71,26 @@ function refusalFor(err: NodeJS.ErrnoException & { reason?: string }, limits: Re
         `the request did not arrive in time: headers are allowed ${limits.headersTimeoutMs} ms, the whole request ${limits.requestTimeoutMs} ms`,
       );
     case "HPE_HEADER_OVERFLOW":
-      return new EdgeError(431, "HEADERS_TOO_LARGE", `the request line and headers are larger than the limit of ${limits.maxHeaderBytes} bytes`);
+      return new EdgeError(
+        431,
+        "HEADERS_TOO_LARGE",
+        `the request line and headers are larger than the limit of ${limits.maxHeaderBytes} bytes`,
+      );
     case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
       return new EdgeError(413, "BODY_TOO_LARGE", "the body's chunk extensions are too large");
     case "HPE_UNEXPECTED_CONTENT_LENGTH":
-      return new EdgeError(400, "MALFORMED_HTTP", "Content-Length must be sent once, and never together with Transfer-Encoding (RFC 9112, section 6.3)");
+      return new EdgeError(
+        400,
+        "MALFORMED_HTTP",
+        "Content-Length must be sent once, and never together with Transfer-Encoding (RFC 9112, section 6.3)",
+      );
     default: {
       const reason = typeof err.reason === "string" ? err.reason.replace(/[^\x20-\x7e]/g, "").slice(0, 120) : "";
-      return new EdgeError(400, "MALFORMED_HTTP", `the request is not valid HTTP/1.1${err.code ? ` (${err.code}${reason ? `: ${reason}` : ""})` : ""}`);
+      return new EdgeError(
+        400,
+        "MALFORMED_HTTP",
+        `the request is not valid HTTP/1.1${err.code ? ` (${err.code}${reason ? `: ${reason}` : ""})` : ""}`,
+      );
     }
   }
 }
@@ -127,7 +139,10 @@ export interface EdgeServerOptions {
  * Creates the HTTP server for `handler` (the express app) with the edge's
  * timeouts, header limit and refusal handling (see the module comment).
  */
-export function createEdgeServer(handler: (req: IncomingMessage, res: ServerResponse) => void, options: EdgeServerOptions): Server {
+export function createEdgeServer(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  options: EdgeServerOptions,
+): Server {
   const limits: Required<EdgeLimits> = { ...EDGE_DEFAULTS, ...options.limits };
   const { logger } = options;
   const server = createServer(
@@ -135,7 +150,10 @@ export function createEdgeServer(handler: (req: IncomingMessage, res: ServerResp
       headersTimeout: limits.headersTimeoutMs,
       requestTimeout: Math.max(limits.requestTimeoutMs, limits.headersTimeoutMs),
       // Timeouts are checked on this period: a fraction of the shortest one, at most 1 s.
-      connectionsCheckingInterval: Math.max(25, Math.min(1000, Math.floor(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 4))),
+      connectionsCheckingInterval: Math.max(
+        25,
+        Math.min(1000, Math.floor(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 4)),
+      ),
       maxHeaderSize: limits.maxHeaderBytes,
       // A missing Host is refused by the app, as an ErrorResponse (Node's own answer has no body).
       requireHostHeader: false,
@@ -155,7 +173,10 @@ export function createEdgeServer(handler: (req: IncomingMessage, res: ServerResp
    */
   const refuseRaw = (socket: Socket, refusal: EdgeError, path: string, fields: Record<string, unknown>) => {
     const requestId = requestIdFor(undefined);
-    logger.warn({ requestId, status: refusal.status, reason: refusal.reason, ...fields, remoteAddress: socket.remoteAddress }, "request refused by the HTTP layer");
+    logger.warn(
+      { requestId, status: refusal.status, reason: refusal.reason, ...fields, remoteAddress: socket.remoteAddress },
+      "request refused by the HTTP layer",
+    );
     options.onRefused?.(refusal.status, refusal.reason);
     if (!socket.writable) {
       socket.destroy();
@@ -195,13 +216,21 @@ export function createEdgeServer(handler: (req: IncomingMessage, res: ServerResp
     state.refusal = refusal;
     state.code = err.code;
     socket.pause(); // nothing more is read
-    const receiving = [...state.inFlight].find((res) => !(res as ServerResponse & { req: IncomingMessage }).req.complete);
+    const receiving = [...state.inFlight].find(
+      (res) => !(res as ServerResponse & { req: IncomingMessage }).req.complete,
+    );
     if (receiving && !receiving.headersSent) {
       // The failure is this request's own (in its body, or its timeout): the app answers it, then closes.
       state.flushed = true;
       const req = (receiving as ServerResponse & { req: EdgeRequest & { id?: unknown } }).req;
       logger.warn(
-        { requestId: String(req.id), status: refusal.status, reason: refusal.reason, code: err.code, remoteAddress: socket.remoteAddress },
+        {
+          requestId: String(req.id),
+          status: refusal.status,
+          reason: refusal.reason,
+          code: err.code,
+          remoteAddress: socket.remoteAddress,
+        },
         "request refused by the HTTP layer",
       );
       req[kRefusal] = refusal;
@@ -215,7 +244,12 @@ export function createEdgeServer(handler: (req: IncomingMessage, res: ServerResp
 
   // Without a listener Node drops a CONNECT request's connection without a word.
   server.on("connect", (_req: IncomingMessage, socket: Socket) => {
-    refuseRaw(socket, new EdgeError(501, "CONNECT_UNSUPPORTED", "CONNECT is not supported: credhook is not a proxy"), "", {});
+    refuseRaw(
+      socket,
+      new EdgeError(501, "CONNECT_UNSUPPORTED", "CONNECT is not supported: credhook is not a proxy"),
+      "",
+      {},
+    );
   });
 
   server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
@@ -224,8 +258,14 @@ export function createEdgeServer(handler: (req: IncomingMessage, res: ServerResp
   });
 
   server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => {
-    const expect = String(req.headers.expect).replace(/[^\x20-\x7e]/g, "").slice(0, 60);
-    (req as EdgeRequest)[kRefusal] = new EdgeError(417, "EXPECTATION_FAILED", `Expect: '${expect}' cannot be met; only Expect: 100-continue is supported`);
+    const expect = String(req.headers.expect)
+      .replace(/[^\x20-\x7e]/g, "")
+      .slice(0, 60);
+    (req as EdgeRequest)[kRefusal] = new EdgeError(
+      417,
+      "EXPECTATION_FAILED",
+      `Expect: '${expect}' cannot be met; only Expect: 100-continue is supported`,
+    );
     server.emit("request", req, res);
   });
 
@@ -250,7 +290,13 @@ export function edgeChecks(bodyLimitBytes: number): RequestHandler {
         if (name.length === 4 && (name === "Host" || name.toLowerCase() === "host")) hosts++;
       }
       if (hosts !== 1) {
-        return next(new EdgeError(400, "MALFORMED_HTTP", `an HTTP/1.1 request must carry exactly one Host header (RFC 9112, section 3.2); this one has ${hosts}`));
+        return next(
+          new EdgeError(
+            400,
+            "MALFORMED_HTTP",
+            `an HTTP/1.1 request must carry exactly one Host header (RFC 9112, section 3.2); this one has ${hosts}`,
+          ),
+        );
       }
     }
     const length = req.headers["content-length"];

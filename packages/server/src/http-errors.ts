@@ -5,7 +5,14 @@
  */
 import type { IncomingMessage } from "node:http";
 import type { NextFunction, Request, Response } from "express";
-import { CredhookError, ErrorCodes, errorResponse, isCredhookError, retryAfterOf, type ErrorResponse } from "@credhook/core";
+import {
+  CredhookError,
+  ErrorCodes,
+  errorResponse,
+  isCredhookError,
+  retryAfterOf,
+  type ErrorResponse,
+} from "@credhook/core";
 
 /** Builds an ErrorResponse body. `path` is the request path without the query string. */
 export function errorBody(status: number, messages: string[], path: string): ErrorResponse {
@@ -23,7 +30,13 @@ export function bodyPending(req: IncomingMessage): boolean {
 }
 
 /** Sends an ErrorResponse with `status`, plus `headers`; closes the connection after it when the request's body is still pending ({@link bodyPending}). */
-export function sendError(res: Response, req: Request, status: number, messages: string[], headers: Record<string, string> = {}): void {
+export function sendError(
+  res: Response,
+  req: Request,
+  status: number,
+  messages: string[],
+  headers: Record<string, string> = {},
+): void {
   for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
   if (bodyPending(req)) res.setHeader("Connection", "close");
   sendJson(res, status, errorBody(status, messages, req.originalUrl.split("?")[0] ?? req.path));
@@ -89,7 +102,13 @@ export function errorHandler(err: unknown, req: Request, res: Response, _next: N
   // store or the breaker, not per request (the request line remains).
   if (typed.status >= 500 && !QUIET_CODES.has(typed.code)) {
     const cause = typed.cause as { name?: string; message?: string } | undefined;
-    req.log?.warn({ requestId: req.id, err: { code: typed.code, message: typed.message, gateway: typed.gateway, cause: cause?.name } }, "request failed");
+    req.log?.warn(
+      {
+        requestId: req.id,
+        err: { code: typed.code, message: typed.message, gateway: typed.gateway, cause: cause?.name },
+      },
+      "request failed",
+    );
   }
   sendError(res, req, typed.status, typed.messages, headers);
 }

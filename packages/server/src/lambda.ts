@@ -24,7 +24,13 @@
  * https://docs.aws.amazon.com/lambda/latest/dg/urls-invocation.html
  */
 import type { IncomingMessage } from "node:http";
-import type { APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
+import type {
+  APIGatewayProxyEvent,
+  APIGatewayProxyEventV2,
+  APIGatewayProxyResult,
+  APIGatewayProxyStructuredResultV2,
+  Context,
+} from "aws-lambda";
 import { destination, type Logger as PinoLogger } from "pino";
 import serverless from "serverless-http";
 import { ConfigError, isCredhookError } from "@credhook/core";
@@ -63,7 +69,11 @@ export interface LambdaApp {
 export async function createLambdaHandler(options: LambdaHandlerOptions = {}): Promise<LambdaApp> {
   const env = { ...(options.env ?? process.env) };
   env.CREDHOOK_DATA_DIR ||= "/tmp/credhook";
-  const config: LoadedConfig = await loadConfigFile(env.CREDHOOK_CONFIG, { env, embeddedDefault: true, cwd: env.LAMBDA_TASK_ROOT ?? process.cwd() });
+  const config: LoadedConfig = await loadConfigFile(env.CREDHOOK_CONFIG, {
+    env,
+    embeddedDefault: true,
+    cwd: env.LAMBDA_TASK_ROOT ?? process.cwd(),
+  });
   const unset = config.server.auth.users.flatMap((u, i) => (u.password || u.passwordHash ? [] : [i]));
   if (unset.length > 0) {
     throw new ConfigError(
@@ -81,7 +91,10 @@ export async function createLambdaHandler(options: LambdaHandlerOptions = {}): P
     requestId: "x-request-id",
     // serverless-http builds the request from the event's headers only; the HTTP edge also reads rawHeaders (one Host).
     request: (req: IncomingMessage) => {
-      if (req.rawHeaders.length === 0) req.rawHeaders = Object.entries(req.headers).flatMap(([k, v]) => (Array.isArray(v) ? v.flatMap((x) => [k, x]) : v === undefined ? [] : [k, String(v)]));
+      if (req.rawHeaders.length === 0)
+        req.rawHeaders = Object.entries(req.headers).flatMap(([k, v]) =>
+          Array.isArray(v) ? v.flatMap((x) => [k, x]) : v === undefined ? [] : [k, String(v)],
+        );
     },
     ...(env.CREDHOOK_BASE_PATH ? { basePath: env.CREDHOOK_BASE_PATH } : {}),
   });
@@ -134,7 +147,12 @@ export const handler: LambdaHttpHandler = async (event, context) => {
     built = await app();
   } catch (err) {
     const messages = isCredhookError(err) ? err.messages : [(err as Error)?.message ?? String(err)];
-    operatorMessage("error", "credhook could not start", { messages }, `credhook: cannot start:\n${messages.map((m) => `  - ${m}`).join("\n")}`);
+    operatorMessage(
+      "error",
+      "credhook could not start",
+      { messages },
+      `credhook: cannot start:\n${messages.map((m) => `  - ${m}`).join("\n")}`,
+    );
     return {
       statusCode: 500,
       headers: { "content-type": "application/json; charset=utf-8" },

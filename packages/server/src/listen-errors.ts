@@ -40,7 +40,11 @@ function variableOf(source: string | undefined, env: Record<string, string | und
  * `err` is not a listen error about a port.
  * @param env the environment the config was interpolated with. @default process.env
  */
-export function describeListenError(err: unknown, config: LoadedConfig, env: Record<string, string | undefined> = process.env): Error | undefined {
+export function describeListenError(
+  err: unknown,
+  config: LoadedConfig,
+  env: Record<string, string | undefined> = process.env,
+): Error | undefined {
   const e = err as ListenError;
   if ((e?.code !== "EADDRINUSE" && e?.code !== "EACCES") || typeof e.port !== "number") return undefined;
   const gatewayPort = (config.embeddedGateway as { listen?: { port?: number } } | undefined)?.listen?.port;
@@ -50,7 +54,12 @@ export function describeListenError(err: unknown, config: LoadedConfig, env: Rec
   const variable = variableOf(source, env);
   const what = gateway ? "the embedded gateway's port" : "the webhook's port";
   const where = `${path.join(".")} in ${config.configFile}${config.embeddedDefault ? " (the embedded default)" : ""}${source ? `: ${source}` : ""}`;
-  const problem = e.code === "EADDRINUSE" ? "is in use (another process listens there — another credhook on this machine?)" : "may not be opened by this user (a port below 1024 needs privileges)";
+  const problem =
+    e.code === "EADDRINUSE"
+      ? "is in use (another process listens there — another credhook on this machine?)"
+      : "may not be opened by this user (a port below 1024 needs privileges)";
   const fix = variable ? `set ${variable.split(/[= ]/)[0]} to a free port` : `change ${path.join(".")}`;
-  return new Error(`port ${e.port} on ${e.address ?? "all addresses"}, ${what}, ${problem}: it is ${where}${variable ? ` (${variable})` : ""}; ${fix}, or 0 for any free one`);
+  return new Error(
+    `port ${e.port} on ${e.address ?? "all addresses"}, ${what}, ${problem}: it is ${where}${variable ? ` (${variable})` : ""}; ${fix}, or 0 for any free one`,
+  );
 }

@@ -7,7 +7,14 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RequestHandler } from "express";
-import { destination as pinoDestination, pino, symbols, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from "pino";
+import {
+  destination as pinoDestination,
+  pino,
+  symbols,
+  type DestinationStream,
+  type Logger as PinoLogger,
+  type LoggerOptions,
+} from "pino";
 import { traceIds } from "./tracing.js";
 
 /** Paths redacted from every log line, wherever a secret could appear. */
@@ -27,7 +34,12 @@ export const REDACT_PATHS = [
 export function safeError(err: unknown): Record<string, unknown> {
   if (err === null || typeof err !== "object") return { message: String(err) };
   const e = err as { name?: string; code?: unknown; message?: string; status?: number };
-  return { type: e.name, ...(e.code !== undefined ? { code: e.code } : {}), ...(e.status !== undefined ? { status: e.status } : {}), message: e.message };
+  return {
+    type: e.name,
+    ...(e.code !== undefined ? { code: e.code } : {}),
+    ...(e.status !== undefined ? { status: e.status } : {}),
+    message: e.message,
+  };
 }
 
 /** The request being handled: its id, and its own completion-line logger (whose lines carry the id already). */
@@ -45,7 +57,11 @@ const requestScope = new AsyncLocalStorage<RequestScope>();
  * request's own (the orchestrator's, a provider's, the store's), so that every line of
  * a request carries its id.
  */
-function lineFields(_line: object, _level: number, logger: unknown): { requestId?: string; traceId?: string; spanId?: string } {
+function lineFields(
+  _line: object,
+  _level: number,
+  logger: unknown,
+): { requestId?: string; traceId?: string; spanId?: string } {
   const ids = traceIds();
   const scope = requestScope.getStore();
   if (!scope || logger === scope.own) return ids;
@@ -88,7 +104,11 @@ process.once("exit", () => {
  */
 export async function settleLogs(logger: PinoLogger, maxMs = 250): Promise<void> {
   const stream = (logger as unknown as Record<symbol, unknown>)[symbols.streamSym] as
-    | { _writing?: boolean; once?(event: string, fn: () => void): void; removeListener?(event: string, fn: () => void): void }
+    | {
+        _writing?: boolean;
+        once?(event: string, fn: () => void): void;
+        removeListener?(event: string, fn: () => void): void;
+      }
     | undefined;
   if (!stream?._writing || typeof stream.once !== "function") return;
   await new Promise<void>((resolve) => {
@@ -125,9 +145,16 @@ export function createLogger(level: LoggerOptions["level"] = "info", destination
  * pipeline reading a container's or a service's output gets JSON on every line.
  * @param stream where to write; default stderr
  */
-export function operatorMessage(level: "fatal" | "error" | "warn", msg: string, fields: Record<string, unknown>, text: string, stream: NodeJS.WritableStream = process.stderr): void {
+export function operatorMessage(
+  level: "fatal" | "error" | "warn",
+  msg: string,
+  fields: Record<string, unknown>,
+  text: string,
+  stream: NodeJS.WritableStream = process.stderr,
+): void {
   if (process.stdout.isTTY) stream.write(text.endsWith("\n") ? text : `${text}\n`);
-  else stream.write(`${JSON.stringify({ level, time: new Date().toISOString(), service: "credhook", msg, ...fields })}\n`);
+  else
+    stream.write(`${JSON.stringify({ level, time: new Date().toISOString(), service: "credhook", msg, ...fields })}\n`);
 }
 
 const PROBES = new Set(["/livez", "/readyz"]);
@@ -200,7 +227,12 @@ export function requestLogger(logger: PinoLogger): RequestHandler {
       const path = (req.url ?? "").split("?")[0]!;
       const level = aborted ? "warn" : levelOf(path, res.statusCode);
       if (!lines.isLevelEnabled(level)) return;
-      const val = { requestId: id, req: { method: req.method, path }, res: { status: res.statusCode }, durationMs: Math.round(performance.now() - start) };
+      const val = {
+        requestId: id,
+        req: { method: req.method, path },
+        res: { status: res.statusCode },
+        durationMs: Math.round(performance.now() - start),
+      };
       lines[level](withOutcome(req, res, val), aborted ? "request aborted" : "request completed");
     };
     // One line: at 'finish' (the answer was handed to the connection), or at 'close' when that comes

@@ -54,7 +54,9 @@ export const STORE_SCRAPE_TIMEOUT_MS = 2000;
 export const UNFINISHED_AFTER_S = 300;
 
 /** The store's figures for one scrape; undefined when the store did not answer in time. */
-async function storeSample(store: CredentialStore): Promise<{ abandoned: number; unsettled: number | undefined; unfinished: number } | undefined> {
+async function storeSample(
+  store: CredentialStore,
+): Promise<{ abandoned: number; unsettled: number | undefined; unfinished: number } | undefined> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<undefined>((resolve) => {
     timer = setTimeout(() => resolve(undefined), STORE_SCRAPE_TIMEOUT_MS);
@@ -78,12 +80,15 @@ async function storeSample(store: CredentialStore): Promise<{ abandoned: number;
 export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  new Gauge({ name: "credhook_build_info", help: "credhook's version and the Node.js version it runs on (always 1).", labelNames: ["version", "node"], registers: [registry] }).set(
-    { version: VERSION, node: process.version },
-    1,
-  );
+  new Gauge({
+    name: "credhook_build_info",
+    help: "credhook's version and the Node.js version it runs on (always 1).",
+    labelNames: ["version", "node"],
+    registers: [registry],
+  }).set({ version: VERSION, node: process.version }, 1);
   /** A counter on this registry. */
-  const counter = <L extends string>(name: string, help: string, labelNames: L[]) => new Counter<L>({ name, help, labelNames, registers: [registry] });
+  const counter = <L extends string>(name: string, help: string, labelNames: L[]) =>
+    new Counter<L>({ name, help, labelNames, registers: [registry] });
   const requests = counter("credhook_http_requests_total", "Answered HTTP requests.", ["route", "method", "status"]);
   const duration = new Histogram({
     name: "credhook_http_request_duration_seconds",
@@ -92,7 +97,11 @@ export function createMetrics(): Metrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
   });
-  const errors = counter("credhook_errors_total", "4xx/5xx answers by HTTP status and credhook error code (NONE: no code).", ["route", "status", "code"]);
+  const errors = counter(
+    "credhook_errors_total",
+    "4xx/5xx answers by HTTP status and credhook error code (NONE: no code).",
+    ["route", "status", "code"],
+  );
   const gatewayCalls = new Histogram({
     name: "credhook_gateway_call_duration_seconds",
     help: "Duration of each call credhook made to a gateway's provider, seconds, by outcome (ok or the error code).",
@@ -100,10 +109,30 @@ export function createMetrics(): Metrics {
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [registry],
   });
-  const gateways = counter("credhook_gateway_requests_total", "Requests that touched a gateway, by outcome (ok or error).", ["gateway", "route", "outcome"]);
-  const unownedRevokes = counter("credhook_revoke_unowned_total", "Revokes of an id credhook does not know, whose resource exists on the gateway without credhook's mark (left live).", ["gateway"]);
-  const embedded = counter("credhook_embedded_gateway_requests_total", "Answers of the embedded gateway, by endpoint (check, token, introspection, jwks, metadata, other) and status.", ["endpoint", "status"]);
-  const known = new Set(["/v1/createCredentials", "/v1/updateCredentials", "/v1/revokeCredentials", "/v1/health", "/metrics", "/livez", "/readyz"]);
+  const gateways = counter(
+    "credhook_gateway_requests_total",
+    "Requests that touched a gateway, by outcome (ok or error).",
+    ["gateway", "route", "outcome"],
+  );
+  const unownedRevokes = counter(
+    "credhook_revoke_unowned_total",
+    "Revokes of an id credhook does not know, whose resource exists on the gateway without credhook's mark (left live).",
+    ["gateway"],
+  );
+  const embedded = counter(
+    "credhook_embedded_gateway_requests_total",
+    "Answers of the embedded gateway, by endpoint (check, token, introspection, jwks, metadata, other) and status.",
+    ["endpoint", "status"],
+  );
+  const known = new Set([
+    "/v1/createCredentials",
+    "/v1/updateCredentials",
+    "/v1/revokeCredentials",
+    "/v1/health",
+    "/metrics",
+    "/livez",
+    "/readyz",
+  ]);
   // One labelled child per label set, made once: the key check and the webhook count every request, so labels are not hashed per request.
   const embeddedChildren = new Map<string, { inc(): void }>();
   const durationOf = new Map<string, { observe(seconds: number): void }>();
@@ -132,7 +161,11 @@ export function createMetrics(): Metrics {
         }
         return sample;
       };
-      const gauge = (name: string, help: string, value: (s: NonNullable<Awaited<ReturnType<typeof storeSample>>> | undefined) => number | undefined) =>
+      const gauge = (
+        name: string,
+        help: string,
+        value: (s: NonNullable<Awaited<ReturnType<typeof storeSample>>> | undefined) => number | undefined,
+      ) =>
         new Gauge({
           name,
           help,
@@ -143,16 +176,36 @@ export function createMetrics(): Metrics {
             else this.set(v);
           },
         });
-      gauge("credhook_store_up", `1 when the store answered this scrape's reads within ${STORE_SCRAPE_TIMEOUT_MS} ms, else 0.`, (s) => (s ? 1 : 0));
-      gauge("credhook_records_abandoned", "Records of creates whose credential the portal never received, waiting for the sweep to clean them up.", (s) => s?.abandoned);
-      gauge("credhook_records_unsettled", "Records of updates whose outcome on a gateway is unknown, waiting for reconcile.", (s) => s?.unsettled);
-      gauge("credhook_records_unfinished", `Records pending or revoking, last written over ${UNFINISHED_AFTER_S} s ago (interrupted operations not yet finished).`, (s) => s?.unfinished);
+      gauge(
+        "credhook_store_up",
+        `1 when the store answered this scrape's reads within ${STORE_SCRAPE_TIMEOUT_MS} ms, else 0.`,
+        (s) => (s ? 1 : 0),
+      );
+      gauge(
+        "credhook_records_abandoned",
+        "Records of creates whose credential the portal never received, waiting for the sweep to clean them up.",
+        (s) => s?.abandoned,
+      );
+      gauge(
+        "credhook_records_unsettled",
+        "Records of updates whose outcome on a gateway is unknown, waiting for reconcile.",
+        (s) => s?.unsettled,
+      );
+      gauge(
+        "credhook_records_unfinished",
+        `Records pending or revoking, last written over ${UNFINISHED_AFTER_S} s ago (interrupted operations not yet finished).`,
+        (s) => s?.unfinished,
+      );
     },
     observeGatewayCall(gateway, operation, outcome, seconds) {
-      child(gatewayCallsOf, `${gateway} ${operation} ${outcome}`, () => gatewayCalls.labels({ gateway, operation, outcome })).observe(seconds);
+      child(gatewayCallsOf, `${gateway} ${operation} ${outcome}`, () =>
+        gatewayCalls.labels({ gateway, operation, outcome }),
+      ).observe(seconds);
     },
     observeGateway(endpoint, status) {
-      child(embeddedChildren, `${endpoint} ${status}`, () => embedded.labels({ endpoint, status: String(status) })).inc();
+      child(embeddedChildren, `${endpoint} ${status}`, () =>
+        embedded.labels({ endpoint, status: String(status) }),
+      ).inc();
     },
     observe(req, res, next) {
       const start = performance.now();
@@ -160,11 +213,15 @@ export function createMetrics(): Metrics {
         const route = known.has(req.path) ? req.path : "other";
         const status = String(res.statusCode);
         child(durationOf, route, () => duration.labels({ route })).observe((performance.now() - start) / 1000);
-        child(requestsOf, `${route} ${req.method} ${status}`, () => requests.labels({ route, method: req.method, status })).inc();
+        child(requestsOf, `${route} ${req.method} ${status}`, () =>
+          requests.labels({ route, method: req.method, status }),
+        ).inc();
         if (res.statusCode >= 400) errors.inc({ route, status, code: String(res.locals.errorCode ?? "NONE") });
         const outcome = res.statusCode >= 400 ? "error" : "ok";
         for (const g of (res.locals.gateways as string[] | undefined) ?? []) {
-          child(gatewayRequestsOf, `${g} ${route} ${outcome}`, () => gateways.labels({ gateway: g, route, outcome })).inc();
+          child(gatewayRequestsOf, `${g} ${route} ${outcome}`, () =>
+            gateways.labels({ gateway: g, route, outcome }),
+          ).inc();
         }
       });
       next();

@@ -3,7 +3,13 @@
  * print: the reconcile report in words, and the adoption file, validated.
  */
 import { readFile } from "node:fs/promises";
-import { compileSchema, ConfigError, formatAjvErrors, type AdoptionRequest, type ReconcileReport } from "@credhook/core";
+import {
+  compileSchema,
+  ConfigError,
+  formatAjvErrors,
+  type AdoptionRequest,
+  type ReconcileReport,
+} from "@credhook/core";
 
 /**
  * The reconcile report as lines for a terminal: unfinished operations, records
@@ -15,7 +21,9 @@ export function formatReconcileReport(report: ReconcileReport, olderThanS: numbe
   const dry = report.dryRun ? "[dry run] " : "";
   const out: string[] = [`${dry}unfinished credentials: ${report.unfinished.length}`];
   for (const u of report.unfinished) {
-    out.push(`  - ${u.credentialId} (${u.appKey}, interrupted ${u.op}) on ${u.gateways.join(", ") || "no gateway"}: ${u.action}`);
+    out.push(
+      `  - ${u.credentialId} (${u.appKey}, interrupted ${u.op}) on ${u.gateways.join(", ") || "no gateway"}: ${u.action}`,
+    );
     for (const e of u.errors) out.push(`      error: ${e}`);
   }
   if (report.skippedRecent > 0) {
@@ -29,16 +37,27 @@ export function formatReconcileReport(report: ReconcileReport, olderThanS: numbe
     out.push(`  - ${a.credentialId} (${a.appKey}) on ${a.gateways.join(", ") || "no gateway"}: ${a.action}`);
     for (const e of a.errors) out.push(`      error: ${e}`);
   }
-  out.push(`updates whose late writes may have landed (each gateway brought back to the record once settled): ${report.unsettled.length}`);
+  out.push(
+    `updates whose late writes may have landed (each gateway brought back to the record once settled): ${report.unsettled.length}`,
+  );
   for (const u of report.unsettled) {
     out.push(`  - ${u.credentialId} (${u.appKey}) on ${u.gateways.join(", ")}: ${u.action}`);
     for (const e of u.errors) out.push(`      error: ${e}`);
   }
-  out.push(`${report.dryRun ? "garbage to revoke" : "garbage revoked"} (marked with a credential id whose record says it is not there): ${report.garbage.length}`);
-  for (const g of report.garbage) out.push(`  - ${g.gateway}: ${g.nativeId} ${g.description}${g.credentialId ? ` [credential ${g.credentialId}]` : ""}`);
+  out.push(
+    `${report.dryRun ? "garbage to revoke" : "garbage revoked"} (marked with a credential id whose record says it is not there): ${report.garbage.length}`,
+  );
+  for (const g of report.garbage)
+    out.push(
+      `  - ${g.gateway}: ${g.nativeId} ${g.description}${g.credentialId ? ` [credential ${g.credentialId}]` : ""}`,
+    );
   out.push(`resources no credential record explains (drift, not deleted): ${report.orphans.length}`);
-  for (const o of report.orphans) out.push(`  - ${o.gateway}: ${o.nativeId} ${o.description}${o.credentialId ? ` [credential ${o.credentialId}]` : ""}`);
-  if (report.unlistable.length > 0) out.push(`gateways that cannot list their resources: ${report.unlistable.join(", ")}`);
+  for (const o of report.orphans)
+    out.push(
+      `  - ${o.gateway}: ${o.nativeId} ${o.description}${o.credentialId ? ` [credential ${o.credentialId}]` : ""}`,
+    );
+  if (report.unlistable.length > 0)
+    out.push(`gateways that cannot list their resources: ${report.unlistable.join(", ")}`);
   return out;
 }
 
@@ -63,7 +82,10 @@ const adoptionFileSchema = {
           required: ["id"],
           properties: {
             id: { type: "string", minLength: 1 },
-            usagePlans: { type: "array", items: { type: "object", required: ["id"], properties: { id: { type: "string", minLength: 1 } } } },
+            usagePlans: {
+              type: "array",
+              items: { type: "object", required: ["id"], properties: { id: { type: "string", minLength: 1 } } },
+            },
           },
         },
       },
@@ -80,9 +102,14 @@ export async function readAdoptionFile(file: string): Promise<AdoptionRequest[]>
   try {
     data = JSON.parse(await readFile(file, "utf8"));
   } catch (err) {
-    throw new ConfigError([`${file}: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : `not valid JSON (${(err as Error).message})`}`]);
+    throw new ConfigError([
+      `${file}: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : `not valid JSON (${(err as Error).message})`}`,
+    ]);
   }
   const validate = compileSchema(adoptionFileSchema);
-  if (!validate(data)) throw new ConfigError(formatAjvErrors(validate.errors, (path) => `${file}${path.replace(/\/(\d+)/g, "[$1]").replace(/\//g, ".")}`));
+  if (!validate(data))
+    throw new ConfigError(
+      formatAjvErrors(validate.errors, (path) => `${file}${path.replace(/\/(\d+)/g, "[$1]").replace(/\//g, ".")}`),
+    );
   return data as AdoptionRequest[];
 }

@@ -10,7 +10,9 @@ import { ConfigError, randomBase62, type AuthUser } from "@credhook/core";
 import { operatorMessage } from "./logging.js";
 
 const scrypt = (password: string, salt: Buffer, keylen: number, options: ScryptOptions) =>
-  new Promise<Buffer>((resolve, reject) => scryptCb(password, salt, keylen, options, (err, key) => (err ? reject(err) : resolve(key))));
+  new Promise<Buffer>((resolve, reject) =>
+    scryptCb(password, salt, keylen, options, (err, key) => (err ? reject(err) : resolve(key))),
+  );
 
 /** scrypt cost parameters of new hashes: N=2^15, r=8, p=1 (≈ 32 MiB, OWASP's minimum is N=2^17 with r=8 p=1 for interactive logins; credhook caches verified logins). */
 export const SCRYPT_PARAMS = { N: 32768, r: 8, p: 1, keylen: 32 } as const;
@@ -47,7 +49,9 @@ export const MIN_PASSWORD_LENGTH = 12;
 
 /** Why `password` is refused by the one password policy ({@link MIN_PASSWORD_LENGTH}), or undefined when it is accepted. */
 export function passwordProblem(password: string): string | undefined {
-  return [...password].length < MIN_PASSWORD_LENGTH ? `the password must have at least ${MIN_PASSWORD_LENGTH} characters` : undefined;
+  return [...password].length < MIN_PASSWORD_LENGTH
+    ? `the password must have at least ${MIN_PASSWORD_LENGTH} characters`
+    : undefined;
 }
 
 /**
@@ -86,7 +90,11 @@ export interface ResolvedUser {
 export function userPasswordProblems(users: AuthUser[]): string[] {
   return users.flatMap((u, i) => {
     const problem = u.password ? passwordProblem(u.password) : undefined;
-    return problem ? [`server.auth.users[${i}] (${u.username}): ${problem} (CREDHOOK_PASSWORD, CREDHOOK_PASSWORD_FILE or password:, as for \`credhook hash-password\`)`] : [];
+    return problem
+      ? [
+          `server.auth.users[${i}] (${u.username}): ${problem} (CREDHOOK_PASSWORD, CREDHOOK_PASSWORD_FILE or password:, as for \`credhook hash-password\`)`,
+        ]
+      : [];
   });
 }
 

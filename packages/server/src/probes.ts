@@ -65,7 +65,12 @@ async function failureOf(p: Promise<unknown>, ms: number): Promise<Failure | und
       p.then(
         () => undefined,
         (err: unknown) => ({
-          reason: (isStoreFailure(err) ? err.messages[1] : isCredhookError(err) ? err.messages[0] : (err as Error)?.message) ?? "unavailable",
+          reason:
+            (isStoreFailure(err)
+              ? err.messages[1]
+              : isCredhookError(err)
+                ? err.messages[0]
+                : (err as Error)?.message) ?? "unavailable",
           store: isStoreFailure(err),
         }),
       ),
@@ -86,11 +91,21 @@ export function createReadiness(options: ReadinessOptions): Readiness {
   let lastReady: boolean | undefined;
 
   const checkGateways = (): Promise<{ problems: string[]; storeProblems: string[] }> => {
-    if (gatewayCheck && Date.now() - gatewayCheck.at < (gatewayCheck.problems.length > 0 ? failureTtl : ttl)) return Promise.resolve(gatewayCheck);
+    if (gatewayCheck && Date.now() - gatewayCheck.at < (gatewayCheck.problems.length > 0 ? failureTtl : ttl))
+      return Promise.resolve(gatewayCheck);
     refreshing ??= (async () => {
       const names = [...options.gateways.keys()];
-      const failures = await Promise.all(names.map((n) => failureOf(Promise.resolve().then(() => options.gateways.get(n)!.provider.health()), timeoutMs)));
-      const problems = failures.flatMap((f, i) => (f === undefined || f.store ? [] : [`gateway '${names[i]}': ${f.reason}`]));
+      const failures = await Promise.all(
+        names.map((n) =>
+          failureOf(
+            Promise.resolve().then(() => options.gateways.get(n)!.provider.health()),
+            timeoutMs,
+          ),
+        ),
+      );
+      const problems = failures.flatMap((f, i) =>
+        f === undefined || f.store ? [] : [`gateway '${names[i]}': ${f.reason}`],
+      );
       // A check that failed because of the store (a shared rate-limit slot) says nothing of the gateway: not cached.
       const storeProblems = failures.flatMap((f) => (f?.store ? [f.reason] : []));
       const result = { problems, storeProblems };
@@ -107,7 +122,13 @@ export function createReadiness(options: ReadinessOptions): Readiness {
       const problems: string[] = [];
       if (options.isDraining()) problems.push("shutting down");
       else {
-        const [store, gateways] = await Promise.all([failureOf(Promise.resolve().then(() => options.store.health()), timeoutMs), checkGateways()]);
+        const [store, gateways] = await Promise.all([
+          failureOf(
+            Promise.resolve().then(() => options.store.health()),
+            timeoutMs,
+          ),
+          checkGateways(),
+        ]);
         if (store !== undefined) problems.push(`store: ${store.reason}`);
         else problems.push(...gateways.storeProblems.map((p) => `store: ${p}`));
         const open = options.openCircuits?.() ?? [];

@@ -21,7 +21,18 @@
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import type { IncomingHttpHeaders } from "node:http";
 import type { NextFunction, Request, Response } from "express";
-import { context, diag, DiagLogLevel, propagation, ProxyTracerProvider, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from "@opentelemetry/api";
+import {
+  context,
+  diag,
+  DiagLogLevel,
+  propagation,
+  ProxyTracerProvider,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Span,
+} from "@opentelemetry/api";
 import type { SpanExporter } from "@opentelemetry/sdk-trace-node";
 import { ConfigError, isCredhookError, type Gateway, type Provider } from "@credhook/core";
 import { VERSION } from "./version.js";
@@ -51,17 +62,23 @@ export function tracingRequested(env: Record<string, string | undefined> = proce
     .map((e) => e.trim().toLowerCase())
     .filter(Boolean);
   let exporter: TracingRequest["exporter"] | undefined;
-  if (exporters.length === 0) exporter = env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ? "otlp" : undefined;
+  if (exporters.length === 0)
+    exporter = env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ? "otlp" : undefined;
   else if (exporters.includes("none")) exporter = undefined;
   else {
     const unknown = exporters.filter((e) => e !== "otlp" && e !== "console");
-    if (unknown.length > 0) throw new ConfigError([`OTEL_TRACES_EXPORTER: ${unknown.join(", ")} is not supported by credhook; use otlp, console or none`]);
+    if (unknown.length > 0)
+      throw new ConfigError([
+        `OTEL_TRACES_EXPORTER: ${unknown.join(", ")} is not supported by credhook; use otlp, console or none`,
+      ]);
     exporter = exporters.includes("otlp") ? "otlp" : "console";
   }
   if (exporter === "otlp") {
     const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || "http/protobuf";
     if (protocol !== "http/protobuf") {
-      throw new ConfigError([`OTEL_EXPORTER_OTLP_PROTOCOL: ${protocol} is not supported by credhook; use http/protobuf (the default; an OpenTelemetry Collector accepts it on port 4318)`]);
+      throw new ConfigError([
+        `OTEL_EXPORTER_OTLP_PROTOCOL: ${protocol} is not supported by credhook; use http/protobuf (the default; an OpenTelemetry Collector accepts it on port 4318)`,
+      ]);
     }
   }
   return exporter ? { exporter } : undefined;
@@ -102,10 +119,16 @@ function reportSdkErrorsOnce(logger: TracingLogger | undefined, endpoint: string
     } catch {
       // not JSON: the message as it is
     }
-    logger.warn({ endpoint, reason: reason.slice(0, 300) }, "OpenTelemetry: traces cannot be exported (logged once; spans are dropped until the exporter recovers)");
+    logger.warn(
+      { endpoint, reason: reason.slice(0, 300) },
+      "OpenTelemetry: traces cannot be exported (logged once; spans are dropped until the exporter recovers)",
+    );
   };
   const ignore = () => {};
-  diag.setLogger({ error, warn: ignore, info: ignore, debug: ignore, verbose: ignore }, { logLevel: DiagLogLevel.ERROR, suppressOverrideMessage: true });
+  diag.setLogger(
+    { error, warn: ignore, info: ignore, debug: ignore, verbose: ignore },
+    { logLevel: DiagLogLevel.ERROR, suppressOverrideMessage: true },
+  );
 }
 
 /** Options of {@link startTracing}. */
@@ -135,8 +158,10 @@ export interface StartTracingOptions {
 export async function startTracing(options: StartTracingOptions = {}): Promise<Tracing | undefined> {
   const request = options.exporter ? undefined : tracingRequested(options.env ?? process.env);
   if (!options.exporter && !request) return undefined;
-  const [{ NodeTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, ConsoleSpanExporter }, { defaultResource, detectResources, envDetector, resourceFromAttributes }] =
-    await Promise.all([import("@opentelemetry/sdk-trace-node"), import("@opentelemetry/resources")]);
+  const [
+    { NodeTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, ConsoleSpanExporter },
+    { defaultResource, detectResources, envDetector, resourceFromAttributes },
+  ] = await Promise.all([import("@opentelemetry/sdk-trace-node"), import("@opentelemetry/resources")]);
   let processor;
   if (options.exporter) processor = new SimpleSpanProcessor(options.exporter);
   else if (request!.exporter === "console") processor = new SimpleSpanProcessor(new ConsoleSpanExporter());
@@ -161,7 +186,8 @@ export async function startTracing(options: StartTracingOptions = {}): Promise<T
       });
       const outcome = await Promise.race([provider.shutdown().catch(() => undefined), late]);
       clearTimeout(timer);
-      if (outcome === "late") options.logger?.warn({ maxMs }, "OpenTelemetry: the last spans were not exported in time; dropped");
+      if (outcome === "late")
+        options.logger?.warn({ maxMs }, "OpenTelemetry: the last spans were not exported in time; dropped");
       diag.disable();
       trace.disable();
       context.disable();
@@ -176,13 +202,21 @@ export async function startTracing(options: StartTracingOptions = {}): Promise<T
  * `x-amz-request-id`), Azure (`x-ms-request-id`: https://learn.microsoft.com/en-us/rest/api/azure/#response-headers),
  * Google (`x-goog-request-id`, and `x-request-id` as a last resort).
  */
-export const CLOUD_REQUEST_ID_HEADERS = ["x-amzn-requestid", "x-amz-request-id", "x-ms-request-id", "x-goog-request-id", "x-request-id"] as const;
+export const CLOUD_REQUEST_ID_HEADERS = [
+  "x-amzn-requestid",
+  "x-amz-request-id",
+  "x-ms-request-id",
+  "x-goog-request-id",
+  "x-request-id",
+] as const;
 
 /**
  * The cloud request id among response headers: node:http's `IncomingHttpHeaders`
  * (lower-case names) or undici's raw list (`[name, value, name, value…]` as Buffers or strings).
  */
-export function cloudRequestIdIn(headers: IncomingHttpHeaders | ReadonlyArray<Buffer | string> | undefined): string | undefined {
+export function cloudRequestIdIn(
+  headers: IncomingHttpHeaders | ReadonlyArray<Buffer | string> | undefined,
+): string | undefined {
   if (!headers) return undefined;
   let found: Partial<Record<string, string>>;
   if (Array.isArray(headers)) {
@@ -218,7 +252,9 @@ function noteCloudAnswer(httpSpan: Span, headers: Parameters<typeof cloudRequest
  * the ESM bindings (`module.syncBuiltinESMExports`).
  * @returns a function that disables them again
  */
-async function instrumentCloudHttp(provider: import("@opentelemetry/sdk-trace-node").NodeTracerProvider): Promise<() => void> {
+async function instrumentCloudHttp(
+  provider: import("@opentelemetry/sdk-trace-node").NodeTracerProvider,
+): Promise<() => void> {
   const [{ registerInstrumentations }, { HttpInstrumentation }, { UndiciInstrumentation }] = await Promise.all([
     import("@opentelemetry/instrumentation"),
     import("@opentelemetry/instrumentation-http"),
@@ -276,7 +312,15 @@ export function traceRequests() {
     const parent = propagation.extract(context.active(), req.headers);
     const span = tracer().startSpan(
       `${req.method} ${req.path}`,
-      { kind: SpanKind.SERVER, attributes: { "http.request.method": req.method, "url.path": req.path, "http.route": req.path, "url.scheme": req.protocol } },
+      {
+        kind: SpanKind.SERVER,
+        attributes: {
+          "http.request.method": req.method,
+          "url.path": req.path,
+          "http.route": req.path,
+          "url.scheme": req.protocol,
+        },
+      },
       parent,
     );
     const ctx = trace.setSpan(parent, span);
@@ -290,7 +334,8 @@ export function traceRequests() {
       const attributes: Attributes = { "http.response.status_code": res.statusCode };
       if (req.id !== undefined) attributes["credhook.request_id"] = String(req.id);
       if (res.locals.credentialId) attributes["credhook.credential_id"] = String(res.locals.credentialId);
-      if (Array.isArray(res.locals.gateways)) attributes["credhook.gateways"] = (res.locals.gateways as string[]).map(String);
+      if (Array.isArray(res.locals.gateways))
+        attributes["credhook.gateways"] = (res.locals.gateways as string[]).map(String);
       if (res.locals.errorCode) attributes["credhook.error_code"] = String(res.locals.errorCode);
       span.setAttributes(attributes);
       if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
@@ -315,7 +360,8 @@ export function cloudRequestId(err: unknown): string | undefined {
   for (let depth = 0; e && typeof e === "object" && depth < 5; depth++) {
     const aws = (e.$metadata as { requestId?: unknown } | undefined)?.requestId;
     if (typeof aws === "string" && aws) return aws;
-    const headers = (e.response as { headers?: { get?: (n: string) => unknown } & Record<string, unknown> } | undefined)?.headers;
+    const headers = (e.response as { headers?: { get?: (n: string) => unknown } & Record<string, unknown> } | undefined)
+      ?.headers;
     const azure = typeof headers?.get === "function" ? headers.get("x-ms-request-id") : headers?.["x-ms-request-id"];
     if (typeof azure === "string" && azure) return azure;
     if (typeof e.requestId === "string" && e.requestId) return e.requestId;
@@ -330,7 +376,11 @@ async function inGatewaySpan<T>(gateway: Gateway, operation: string, fn: () => P
     `${operation} ${gateway.name}`,
     {
       kind: SpanKind.CLIENT,
-      attributes: { "credhook.gateway": gateway.name, "credhook.provider": gateway.providerType, "credhook.operation": operation },
+      attributes: {
+        "credhook.gateway": gateway.name,
+        "credhook.provider": gateway.providerType,
+        "credhook.operation": operation,
+      },
     },
     async (span: Span) => {
       const spanId = span.isRecording() ? span.spanContext().spanId : undefined;
@@ -357,7 +407,12 @@ async function inGatewaySpan<T>(gateway: Gateway, operation: string, fn: () => P
 export type GatewayCallObserver = (gateway: string, operation: string, outcome: string, seconds: number) => void;
 
 /** Runs `fn` and reports its outcome and duration to `observe`. */
-async function timed<T>(observe: GatewayCallObserver, gateway: string, operation: string, fn: () => Promise<T>): Promise<T> {
+async function timed<T>(
+  observe: GatewayCallObserver,
+  gateway: string,
+  operation: string,
+  fn: () => Promise<T>,
+): Promise<T> {
   const start = performance.now();
   let outcome = "ok";
   try {
@@ -384,7 +439,9 @@ export function traceProvider(gateway: Gateway, observe?: GatewayCallObserver): 
       if (typeof prop !== "string" || !TRACED_OPERATIONS.has(prop) || typeof value !== "function") return value;
       const call = value as (...a: unknown[]) => Promise<unknown>;
       return (...args: unknown[]) => {
-        const run = tracingRegistered() ? () => inGatewaySpan(gateway, prop, () => call.apply(target, args)) : () => call.apply(target, args);
+        const run = tracingRegistered()
+          ? () => inGatewaySpan(gateway, prop, () => call.apply(target, args))
+          : () => call.apply(target, args);
         return observe ? timed(observe, gateway.name, prop, run) : run();
       };
     },

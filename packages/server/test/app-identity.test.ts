@@ -22,7 +22,9 @@ const create = async (body: Record<string, unknown>) => {
   return r.json as Created;
 };
 /** The digest the embedded provider keeps for a key id. */
-const digestOf = async (apiKeyId: string) => ((await s.credhook.store.stateFor("local").get(`cred:${apiKeyId}`)) as { secretHash?: string } | undefined)?.secretHash;
+const digestOf = async (apiKeyId: string) =>
+  ((await s.credhook.store.stateFor("local").get(`cred:${apiKeyId}`)) as { secretHash?: string } | undefined)
+    ?.secretHash;
 
 describe("app identity", () => {
   it("developer 'D' + app 'x/Y' and developer 'D/x' + app 'Y' are two apps: each gets its own credential, neither key is rotated", async () => {
@@ -42,19 +44,30 @@ describe("app identity", () => {
     expect(theirs.apiKeyId).not.toBe(mine.apiKeyId);
     expect(theirs.apiKey).not.toBe(mine.apiKey);
     expect(await digestOf(mine.apiKeyId)).toBe(hashSecret(mine.apiKey)); // not rotated by the other developer's call
-    expect((await create({ developer: "owner@example.com", appName: "Shared", appSlug: "0a1b2c3d4e5f" })).apiKeyId).toBe(mine.apiKeyId);
+    expect(
+      (await create({ developer: "owner@example.com", appName: "Shared", appSlug: "0a1b2c3d4e5f" })).apiKeyId,
+    ).toBe(mine.apiKeyId);
   });
 });
 
 describe("the store file", () => {
   it("a revoked key's digest is not left in the SQLite file", async () => {
     const db = join(s.dir, "credhook.db");
-    const fileBytes = () => [db, `${db}-wal`].filter(existsSync).map((f) => readFileSync(f).toString("latin1")).join("");
-    const keys = await Promise.all(Array.from({ length: 5 }, (_, i) => create({ developer: "gone@example.com", appName: `Revoked ${i}` })));
+    const fileBytes = () =>
+      [db, `${db}-wal`]
+        .filter(existsSync)
+        .map((f) => readFileSync(f).toString("latin1"))
+        .join("");
+    const keys = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => create({ developer: "gone@example.com", appName: `Revoked ${i}` })),
+    );
     const digests = keys.map((k) => hashSecret(k.apiKey));
     const before = fileBytes();
     expect(digests.every((d) => before.includes(d))).toBe(true); // they are there while the keys live
-    for (const k of keys) expect((await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: k.apiKeyId })).status).toBe(204);
+    for (const k of keys)
+      expect((await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: k.apiKeyId })).status).toBe(
+        204,
+      );
     await s.close(); // checkpoints the WAL into the file
     const after = fileBytes();
     expect(after.length).toBeGreaterThan(0);

@@ -50,19 +50,29 @@ interface Answer {
 /** GET /v1/health from source address `from` (a new connection each time). */
 function health(s: TestServer, authorization: string, from = "127.0.0.1"): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: "127.0.0.1", port: s.port, path: "/v1/health", localAddress: from, agent: false, headers: { authorization } }, (res) => {
-      let text = "";
-      res.on("data", (d) => (text += String(d)));
-      res.on("end", () =>
-        resolve({
-          status: res.statusCode!,
-          retryAfter: res.headers["retry-after"] as string | undefined,
-          contentType: res.headers["content-type"],
-          text,
-          body: text ? (JSON.parse(text) as Answer["body"]) : {},
-        }),
-      );
-    });
+    const req = request(
+      {
+        host: "127.0.0.1",
+        port: s.port,
+        path: "/v1/health",
+        localAddress: from,
+        agent: false,
+        headers: { authorization },
+      },
+      (res) => {
+        let text = "";
+        res.on("data", (d) => (text += String(d)));
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode!,
+            retryAfter: res.headers["retry-after"] as string | undefined,
+            contentType: res.headers["content-type"],
+            text,
+            body: text ? (JSON.parse(text) as Answer["body"]) : {},
+          }),
+        );
+      },
+    );
     req.on("error", reject);
     req.end();
   });
@@ -112,7 +122,11 @@ describe("a verified credential is never locked out by other clients' failures",
     // 450 guesses from 50 addresses, 9 each, all at once per round.
     const attack: Answer[] = [];
     for (let round = 0; round < 9; round++) {
-      attack.push(...(await Promise.all(Array.from({ length: 50 }, (_, a) => health(s, basic("portal", `r${round}-a${a}`), `127.0.0.${10 + a}`)))));
+      attack.push(
+        ...(await Promise.all(
+          Array.from({ length: 50 }, (_, a) => health(s, basic("portal", `r${round}-a${a}`), `127.0.0.${10 + a}`)),
+        )),
+      );
       expect((await health(s, GOOD)).status).toBe(204); // the remembered portal, during the attack
     }
     expect(attack.every((a) => [401, 429, 503].includes(a.status))).toBe(true);
@@ -140,7 +154,9 @@ describe("concurrent first logins", () => {
   it("more distinct credentials than the hash-check bound at once: the extra ones are 503 with Retry-After: 1, at once", async () => {
     const s = await start(1000, { maxConcurrentPasswordChecks: 2, maxGlobalFailures: 1000 });
     try {
-      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => health(s, basic("portal", `distinct-${i}`), `127.0.1.${i + 1}`)));
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => health(s, basic("portal", `distinct-${i}`), `127.0.1.${i + 1}`)),
+      );
       expect(answers.every((a) => a.status === 401 || a.status === 503)).toBe(true);
       expect(count(answers, 503)).toBeGreaterThan(0);
       expect(count(answers, 401)).toBeGreaterThanOrEqual(2);

@@ -29,7 +29,9 @@ describe("Basic auth", () => {
   it("accepts every configured user: plain password from the environment and scrypt hash (rotation)", async () => {
     const hash = await hashPassword("the-new-password-2026");
     const s = await startTestServer(
-      yaml(`      - { username: portal, password: "\${CREDHOOK_PASSWORD}" }\n      - { username: portal-next, passwordHash: "${hash}" }`),
+      yaml(
+        `      - { username: portal, password: "\${CREDHOOK_PASSWORD}" }\n      - { username: portal-next, passwordHash: "${hash}" }`,
+      ),
     );
     servers.push(s);
     const h = (authorization: string) => fetch(`${s.url}/v1/health`, { headers: { authorization } });
@@ -41,7 +43,10 @@ describe("Basic auth", () => {
 
   it("answers 429 with Retry-After after too many failed logins from one client, to every credential not yet verified; a verified one still passes", async () => {
     const s = await startTestServer(
-      yaml(`      - { username: portal, password: "\${CREDHOOK_PASSWORD}" }\n      - { username: portal-next, password: "the-next-password-2026" }`, "maxFailures: 3\n    failureWindowS: 30"),
+      yaml(
+        `      - { username: portal, password: "\${CREDHOOK_PASSWORD}" }\n      - { username: portal-next, password: "the-next-password-2026" }`,
+        "maxFailures: 3\n    failureWindowS: 30",
+      ),
     );
     servers.push(s);
     const h = (authorization: string) => fetch(`${s.url}/v1/health`, { headers: { authorization } });
@@ -82,14 +87,20 @@ describe("Basic auth", () => {
     expect(stored).toMatch(/^scrypt\$/);
     expect(stored).not.toContain(password);
     expect(statSync(join(dir, "auth-portal.scrypt")).mode & 0o777).toBe(0o600);
-    expect((await fetch(`${first.url}/v1/health`, { headers: { authorization: basic("portal", password) } })).status).toBe(204);
-    expect((await fetch(`${first.url}/v1/health`, { headers: { authorization: basic("portal", "") } })).status).toBe(401);
+    expect(
+      (await fetch(`${first.url}/v1/health`, { headers: { authorization: basic("portal", password) } })).status,
+    ).toBe(204);
+    expect((await fetch(`${first.url}/v1/health`, { headers: { authorization: basic("portal", "") } })).status).toBe(
+      401,
+    );
     await first.close();
 
     const second = await start();
     servers.push(second);
     expect(announced).toHaveLength(1); // not generated again
-    expect((await fetch(`${second.url}/v1/health`, { headers: { authorization: basic("portal", password) } })).status).toBe(204);
+    expect(
+      (await fetch(`${second.url}/v1/health`, { headers: { authorization: basic("portal", password) } })).status,
+    ).toBe(204);
     expect(logs.join("")).not.toContain(password);
   });
 });

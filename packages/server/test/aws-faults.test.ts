@@ -8,7 +8,15 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startAwsFake, type AwsFake, type ForeignResource } from "@credhook/fakes/aws";
-import { apiKeyUpdate, errorOf, SERVER_YAML, startTestServer, sweepUntilSettled, until, type TestServer } from "./helpers.js";
+import {
+  apiKeyUpdate,
+  errorOf,
+  SERVER_YAML,
+  startTestServer,
+  sweepUntilSettled,
+  until,
+  type TestServer,
+} from "./helpers.js";
 
 const POOL = "us-east-1_Credhook1";
 
@@ -41,7 +49,11 @@ let foreignClient: ForeignResource;
 
 beforeAll(async () => {
   fake = await startAwsFake();
-  fake.apiGateway.addUsagePlan({ id: "1el57v", name: "Orders Gold", apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }] });
+  fake.apiGateway.addUsagePlan({
+    id: "1el57v",
+    name: "Orders Gold",
+    apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }],
+  });
   fake.apiGateway.addUsagePlan({ id: "3gn79x", name: "Catalog", apiStages: [{ apiId: "9xk3m2p7qa", stage: "prod" }] });
   fake.cognito.createUserPool({ id: POOL, domain: "credhook-faults" });
   fake.cognito.createResourceServer(POOL, "https://api.example.com", ["7hq2k9xw1m"]);
@@ -58,12 +70,20 @@ beforeEach(() => fake.faults.clear());
 
 const dev = "dev@example.com";
 const keyIds = () => [...fake.apiGateway.keys.keys()].filter((id) => id !== foreignKey.nativeId);
-const clientIds = () => fake.cognito.allClients().map((c) => c.ClientId).filter((id) => id !== foreignClient.nativeId);
+const clientIds = () =>
+  fake.cognito
+    .allClients()
+    .map((c) => c.ClientId)
+    .filter((id) => id !== foreignClient.nativeId);
 const recordsOf = async (appName: string) => (await s.credhook.store.list()).filter((r) => r.app.appName === appName);
 
 /** Live keys and clients that no active credential of the store holds, and whether the foreign ones were touched. */
 async function invariant(): Promise<void> {
-  const held = new Set((await s.credhook.store.list()).filter((r) => r.status === "active").flatMap((r) => r.bindings.map((b) => b.nativeId)));
+  const held = new Set(
+    (await s.credhook.store.list())
+      .filter((r) => r.status === "active")
+      .flatMap((r) => r.bindings.map((b) => b.nativeId)),
+  );
   expect(keyIds().filter((id) => !held.has(id))).toEqual([]);
   expect(clientIds().filter((id) => !held.has(id))).toEqual([]);
   expect(fake.foreignTouched().filter((id) => id === foreignKey.nativeId || id === foreignClient.nativeId)).toEqual([]);
@@ -73,12 +93,21 @@ async function invariant(): Promise<void> {
 describe("AWS faults through HTTP", () => {
   it("CreateApiKey answering after timeoutMs on every attempt: 504, the record is abandoned, the key that lands later is revoked by the sweep", async () => {
     fake.faults.lateApply(700, { operation: "CreateApiKey", count: 2 });
-    const err = await errorOf(await s.post("/v1/createCredentials", { appName: "Late", developer: dev, apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] }));
+    const err = await errorOf(
+      await s.post("/v1/createCredentials", {
+        appName: "Late",
+        developer: dev,
+        apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
+      }),
+    );
     expect(err.status).toBe(504);
     const [rec] = await recordsOf("Late");
     expect(rec).toMatchObject({ status: "abandoned" });
     await until("the late CreateApiKey to land", () => keyIds().length === 1);
-    expect(fake.apiGateway.keys.get(keyIds()[0]!)!.tags).toMatchObject({ "credhook:gateway": "aws-keys", "credhook:credential-id": rec!.id });
+    expect(fake.apiGateway.keys.get(keyIds()[0]!)!.tags).toMatchObject({
+      "credhook:gateway": "aws-keys",
+      "credhook:credential-id": rec!.id,
+    });
     await sweepUntilSettled(s);
     expect(keyIds()).toEqual([]);
     expect(await recordsOf("Late")).toEqual([]);
@@ -87,7 +116,10 @@ describe("AWS faults through HTTP", () => {
 
   it("the same late write cleaned up by `credhook reconcile` instead of the sweep", async () => {
     fake.faults.lateApply(700, { operation: "CreateApiKey", count: 2 });
-    expect((await s.post("/v1/createCredentials", { appName: "Late2", developer: dev, apis: [{ id: "5aba4csvd4" }] })).status).toBe(504);
+    expect(
+      (await s.post("/v1/createCredentials", { appName: "Late2", developer: dev, apis: [{ id: "5aba4csvd4" }] }))
+        .status,
+    ).toBe(504);
     await until("the late CreateApiKey to land", () => keyIds().length === 1);
     // and the SDK's second attempt, refused (409: the value exists): once it landed, nothing more can appear
     await until("the second attempt to land too", () => fake.stats().lateWritesPending === 0);
@@ -101,7 +133,13 @@ describe("AWS faults through HTTP", () => {
   it("usage-plan attach refused 403, then DeleteApiKey failing 500 four times: 502, and no key survives", async () => {
     fake.faults.deny({ operation: "CreateUsagePlanKey" });
     fake.faults.serverError({ operation: "DeleteApiKey", status: 500, count: 4 });
-    const err = await errorOf(await s.post("/v1/createCredentials", { appName: "Denied", developer: dev, apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] }));
+    const err = await errorOf(
+      await s.post("/v1/createCredentials", {
+        appName: "Denied",
+        developer: dev,
+        apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
+      }),
+    );
     expect(err.status).toBe(502);
     expect(err.messages.join(" ")).toContain("AccessDeniedException");
     await sweepUntilSettled(s);
@@ -113,7 +151,15 @@ describe("AWS faults through HTTP", () => {
   it("a delete that keeps failing: the record stays abandoned with the key, and a later sweep removes it", async () => {
     fake.faults.deny({ operation: "CreateUsagePlanKey" });
     fake.faults.serverError({ operation: "DeleteApiKey", status: 500, count: 100 });
-    expect((await s.post("/v1/createCredentials", { appName: "Stuck", developer: dev, apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] })).status).toBe(502);
+    expect(
+      (
+        await s.post("/v1/createCredentials", {
+          appName: "Stuck",
+          developer: dev,
+          apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
+        })
+      ).status,
+    ).toBe(502);
     const [key] = keyIds();
     const [rec] = await recordsOf("Stuck");
     expect(rec).toMatchObject({ status: "abandoned", bindings: [{ gateway: "aws-keys", nativeId: key }] });
@@ -124,7 +170,11 @@ describe("AWS faults through HTTP", () => {
   });
 
   it("a plan swap whose attach is refused 403 leaves the key in its old plan, as the store says", async () => {
-    const created = await s.call("/v1/createCredentials", { appName: "Swap", developer: dev, apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] });
+    const created = await s.call("/v1/createCredentials", {
+      appName: "Swap",
+      developer: dev,
+      apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
+    });
     expect(created.status).toBe(200);
     const apiKeyId = created.json!.apiKeyId as string;
     fake.faults.deny({ operation: "CreateUsagePlanKey" });
@@ -143,17 +193,32 @@ describe("AWS faults through HTTP", () => {
 
   it("CreateApiKey applied then answered 500: the SDK's retry meets the value it made and the portal gets exactly that key", async () => {
     fake.faults.failAfterApply({ operation: "CreateApiKey", status: 500 });
-    const res = await s.call("/v1/createCredentials", { appName: "Applied", developer: dev, apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] });
+    const res = await s.call("/v1/createCredentials", {
+      appName: "Applied",
+      developer: dev,
+      apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
+    });
     expect(res.status).toBe(200);
     expect(keyIds()).toEqual([res.json!.apiKeyId]);
     expect(fake.apiGateway.keys.get(res.json!.apiKeyId as string)!.value).toBe(res.json!.apiKey);
-    expect((await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: res.json!.apiKeyId })).status).toBe(204);
+    expect(
+      (await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: res.json!.apiKeyId })).status,
+    ).toBe(204);
     await invariant();
   });
 
   it("a revoke of an id credhook does not know leaves the foreign key live (204, a metric); an update of it is a 404", async () => {
-    expect((await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: foreignKey.nativeId })).status).toBe(204);
-    expect((await s.call("/v1/revokeCredentials", { credentialType: "CLIENT_CREDENTIALS", clientId: foreignClient.nativeId })).status).toBe(204);
+    expect(
+      (await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: foreignKey.nativeId })).status,
+    ).toBe(204);
+    expect(
+      (
+        await s.call("/v1/revokeCredentials", {
+          credentialType: "CLIENT_CREDENTIALS",
+          clientId: foreignClient.nativeId,
+        })
+      ).status,
+    ).toBe(204);
     expect(await foreignKey.exists()).toBe(true);
     expect(await foreignClient.exists()).toBe(true);
     const metrics = await (await s.get("/metrics")).text();
@@ -170,7 +235,17 @@ describe("AWS faults through HTTP", () => {
 
   it("CreateUserPoolClient answering after timeoutMs: 504, not retried, and the client that lands is revoked by the sweep", async () => {
     fake.faults.lateApply(700, { operation: "CreateUserPoolClient", count: 4 });
-    expect((await errorOf(await s.post("/v1/createCredentials", { appName: "LateClient", developer: dev, apis: [{ id: "7hq2k9xw1m" }] }))).status).toBe(504);
+    expect(
+      (
+        await errorOf(
+          await s.post("/v1/createCredentials", {
+            appName: "LateClient",
+            developer: dev,
+            apis: [{ id: "7hq2k9xw1m" }],
+          }),
+        )
+      ).status,
+    ).toBe(504);
     await until("the late CreateUserPoolClient to land", () => clientIds().length === 1);
     expect(fake.stats().calls.CreateUserPoolClient).toBe(1);
     await sweepUntilSettled(s);
@@ -182,13 +257,30 @@ describe("AWS faults through HTTP", () => {
     const key = fake.createForeign("API_KEY", { name: "legacy/key" });
     const client = fake.createForeign("CLIENT_CREDENTIALS", { name: "legacy-client" });
     const results = await s.credhook.orchestrator.adopt([
-      { credentialType: "API_KEY", apiKeyId: key.nativeId, appName: "Migrated", developer: dev, apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] },
-      { credentialType: "CLIENT_CREDENTIALS", clientId: client.nativeId, appName: "Migrated M2M", developer: dev, apis: [{ id: "7hq2k9xw1m" }] },
+      {
+        credentialType: "API_KEY",
+        apiKeyId: key.nativeId,
+        appName: "Migrated",
+        developer: dev,
+        apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
+      },
+      {
+        credentialType: "CLIENT_CREDENTIALS",
+        clientId: client.nativeId,
+        appName: "Migrated M2M",
+        developer: dev,
+        apis: [{ id: "7hq2k9xw1m" }],
+      },
     ]);
     expect(results.map((r) => r.action)).toEqual(["adopted", "adopted"]);
-    expect(fake.apiGateway.keys.get(key.nativeId)!.tags).toMatchObject({ "credhook:gateway": "aws-keys", "credhook:credential-id": results[0]!.credentialId });
+    expect(fake.apiGateway.keys.get(key.nativeId)!.tags).toMatchObject({
+      "credhook:gateway": "aws-keys",
+      "credhook:credential-id": results[0]!.credentialId,
+    });
     expect(fake.apiGateway.plansOfKey(key.nativeId)).toEqual(["1el57v"]);
-    expect(fake.cognito.pools.get(POOL)!.clients.get(client.nativeId)!.ClientName).toMatch(/^legacy-client@ch\.[0-9a-f]{8}\./);
+    expect(fake.cognito.pools.get(POOL)!.clients.get(client.nativeId)!.ClientName).toMatch(
+      /^legacy-client@ch\.[0-9a-f]{8}\./,
+    );
     await invariant();
     const upd = await s.post("/v1/updateCredentials", {
       credentialType: "API_KEY",
@@ -197,8 +289,13 @@ describe("AWS faults through HTTP", () => {
     });
     expect(upd.status).toBe(204);
     expect(fake.apiGateway.plansOfKey(key.nativeId)).toEqual(["1el57v", "3gn79x"]);
-    expect((await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: key.nativeId })).status).toBe(204);
-    expect((await s.call("/v1/revokeCredentials", { credentialType: "CLIENT_CREDENTIALS", clientId: client.nativeId })).status).toBe(204);
+    expect((await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: key.nativeId })).status).toBe(
+      204,
+    );
+    expect(
+      (await s.call("/v1/revokeCredentials", { credentialType: "CLIENT_CREDENTIALS", clientId: client.nativeId }))
+        .status,
+    ).toBe(204);
     expect(keyIds().filter((id) => id === key.nativeId)).toEqual([]);
     expect(clientIds()).toEqual([]);
     await invariant();

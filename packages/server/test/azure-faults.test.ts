@@ -10,7 +10,15 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startApimFake, type ApimFake, type FakeSubscription } from "@credhook/fakes/azure";
 import { isSubscriptionOf } from "@credhook/provider-azure";
-import { apiKeyUpdate, errorOf, SERVER_YAML, startTestServer, sweepUntilSettled, until, type TestServer } from "./helpers.js";
+import {
+  apiKeyUpdate,
+  errorOf,
+  SERVER_YAML,
+  startTestServer,
+  sweepUntilSettled,
+  until,
+  type TestServer,
+} from "./helpers.js";
 
 const yaml = (fake: ApimFake) => {
   const service = `subscriptionId: "${fake.subscriptionId}", resourceGroup: ${fake.resourceGroup}, serviceName: ${fake.serviceName}, endpoint: "${fake.url}", credential: { type: static-token, token: fake }`;
@@ -37,7 +45,11 @@ let foreign: FakeSubscription;
 beforeAll(async () => {
   fake = await startApimFake({ products: ["gold", "silver"], apis: ["orders"] });
   // Another tool's subscription on the same service: never touched.
-  foreign = fake.addForeignSubscription({ scope: "/products/gold", sid: "partner-portal-1", displayName: "Partner (made by hand)" });
+  foreign = fake.addForeignSubscription({
+    scope: "/products/gold",
+    sid: "partner-portal-1",
+    displayName: "Partner (made by hand)",
+  });
   s = await startTestServer(yaml(fake));
 });
 afterAll(async () => {
@@ -55,15 +67,33 @@ const recordsOf = async (appName: string) => (await s.credhook.store.list()).fil
 const revoke = (apiKeyId: string) => s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId });
 /** The portal's update adding usage plan 2plan2 (APIM product silver) next to 1el57v (gold). */
 const addSilver = (appName: string, apiKeyId: string) =>
-  apiKeyUpdate(appName, dev, apiKeyId, [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "NONE" }, { id: "2plan2", action: "ADDED" }] }]);
+  apiKeyUpdate(appName, dev, apiKeyId, [
+    {
+      id: "5aba4csvd4",
+      action: "NONE",
+      usagePlans: [
+        { id: "1el57v", action: "NONE" },
+        { id: "2plan2", action: "ADDED" },
+      ],
+    },
+  ]);
 
 /** Live subscriptions that no active credential of the store holds, and whether the foreign one was touched. */
 async function invariant(): Promise<void> {
   const active = (await s.credhook.store.list()).filter((r) => r.status === "active");
   // a binding's own id (an adopted subscription), its subscriptions, and those an update added under the record's id
-  const stems = active.flatMap((r) => [...r.bindings.map((b) => b.nativeId), `credhook-${r.id}`, `credhook-eu-${r.id}`]);
-  const explained = (sid: string) => stems.some((n) => n.toLowerCase() === sid.toLowerCase() || isSubscriptionOf(n, sid));
-  expect(live().filter((x) => !explained(x.sid)).map((x) => x.sid)).toEqual([]);
+  const stems = active.flatMap((r) => [
+    ...r.bindings.map((b) => b.nativeId),
+    `credhook-${r.id}`,
+    `credhook-eu-${r.id}`,
+  ]);
+  const explained = (sid: string) =>
+    stems.some((n) => n.toLowerCase() === sid.toLowerCase() || isSubscriptionOf(n, sid));
+  expect(
+    live()
+      .filter((x) => !explained(x.sid))
+      .map((x) => x.sid),
+  ).toEqual([]);
   expect(fake.getSubscription(foreign.sid)).toEqual(foreign);
 }
 
@@ -83,7 +113,9 @@ describe("Azure API Management faults through HTTP", () => {
     expect(live()).toEqual([]);
     expect(await recordsOf("Late")).toEqual([]);
     // the one DELETE came after the PUT landed (200), never a rollback answered 204 while the PUT was still in flight
-    expect(fake.requests.filter((r) => r.method === "DELETE" && r.path.includes(rec!.id)).map((r) => r.status)).toEqual([200]);
+    expect(fake.requests.filter((r) => r.method === "DELETE" && r.path.includes(rec!.id)).map((r) => r.status)).toEqual(
+      [200],
+    );
     await invariant();
   });
 
@@ -106,7 +138,11 @@ describe("Azure API Management faults through HTTP", () => {
     fake.inject({ delayMs: 2500, method: "PUT", path: "-p-silver", times: 2 });
     expect((await errorOf(await s.post("/v1/updateCredentials", addSilver("LateUpdate", apiKeyId)))).status).toBe(504);
     await fake.idle();
-    expect(live().map((x) => x.scope).sort()).toEqual(["/products/gold", "/products/silver"]); // silver: a grant the portal never got
+    expect(
+      live()
+        .map((x) => x.scope)
+        .sort(),
+    ).toEqual(["/products/gold", "/products/silver"]); // silver: a grant the portal never got
     const [rec] = await recordsOf("LateUpdate");
     expect(rec).toMatchObject({ status: "active", unsettled: { gateways: [{ gateway: "azure" }] } });
     expect(rec!.apis.flatMap((a) => a.usagePlans)).toEqual(["1el57v"]);
@@ -119,7 +155,9 @@ describe("Azure API Management faults through HTTP", () => {
 
   it("a PUT refused 403 after another was accepted: 502 naming the RBAC fix, and no subscription survives", async () => {
     fake.inject({ status: 403, method: "PUT", path: "-p-silver" });
-    const err = await errorOf(await s.post("/v1/createCredentials", { appName: "Denied", developer: dev, apis: goldSilver }));
+    const err = await errorOf(
+      await s.post("/v1/createCredentials", { appName: "Denied", developer: dev, apis: goldSilver }),
+    );
     expect(err.status).toBe(502);
     expect(err.messages.join(" ")).toMatch(/AuthorizationFailed.*grant the principal/);
     await settle();
@@ -142,7 +180,13 @@ describe("Azure API Management faults through HTTP", () => {
 
   it("a PUT applied, then answered 500 with no retry (azure-eu): 502, and the applied subscription is revoked", async () => {
     fake.inject({ status: 500, afterApply: true, method: "PUT", path: "-p-silver" });
-    const err = await errorOf(await s.post("/v1/createCredentials", { appName: "AppliedEu", developer: dev, apis: [{ id: "eu-orders", usagePlans: [{ id: "1el57v" }, { id: "2plan2" }] }] }));
+    const err = await errorOf(
+      await s.post("/v1/createCredentials", {
+        appName: "AppliedEu",
+        developer: dev,
+        apis: [{ id: "eu-orders", usagePlans: [{ id: "1el57v" }, { id: "2plan2" }] }],
+      }),
+    );
     expect(err.status).toBe(502);
     await settle();
     expect(live()).toEqual([]);
@@ -154,7 +198,16 @@ describe("Azure API Management faults through HTTP", () => {
     expect(created.status).toBe(200);
     const apiKeyId = created.json!.apiKeyId as string;
     fake.inject({ status: 403, method: "PUT", path: "-p-silver" });
-    const swap = apiKeyUpdate("Swap", dev, apiKeyId, [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "REMOVED" }, { id: "2plan2", action: "ADDED" }] }]);
+    const swap = apiKeyUpdate("Swap", dev, apiKeyId, [
+      {
+        id: "5aba4csvd4",
+        action: "NONE",
+        usagePlans: [
+          { id: "1el57v", action: "REMOVED" },
+          { id: "2plan2", action: "ADDED" },
+        ],
+      },
+    ]);
     expect((await errorOf(await s.post("/v1/updateCredentials", swap))).status).toBe(502);
     expect(live().map((x) => [x.scope, x.state])).toEqual([["/products/gold", "active"]]);
     expect((await recordsOf("Swap"))[0]!.apis.flatMap((a) => a.usagePlans)).toEqual(["1el57v"]);
@@ -180,7 +233,11 @@ describe("Azure API Management faults through HTTP", () => {
   });
 
   it("revokeMode delete on one gateway never deletes the other gateway's cancelled subscriptions (issue 9, case 5)", async () => {
-    const created = await s.call("/v1/createCredentials", { appName: "Eu", developer: dev, apis: [{ id: "eu-orders", usagePlans: [{ id: "1el57v" }] }] });
+    const created = await s.call("/v1/createCredentials", {
+      appName: "Eu",
+      developer: dev,
+      apis: [{ id: "eu-orders", usagePlans: [{ id: "1el57v" }] }],
+    });
     const apiKeyId = created.json!.apiKeyId as string;
     expect(apiKeyId).toMatch(/^credhook-eu-/);
     expect((await revoke(apiKeyId)).status).toBe(204);
@@ -193,11 +250,18 @@ describe("Azure API Management faults through HTTP", () => {
   });
 
   it("a revoke of an id credhook does not know leaves the foreign subscription live (204, a metric); an update of it is a 404", async () => {
-    const unowned = async () => Number(/credhook_revoke_unowned_total\{gateway="azure"\} (\d+)/.exec(await (await s.get("/metrics")).text())?.[1] ?? 0);
+    const unowned = async () =>
+      Number(
+        /credhook_revoke_unowned_total\{gateway="azure"\} (\d+)/.exec(await (await s.get("/metrics")).text())?.[1] ?? 0,
+      );
     const before = await unowned();
     expect((await revoke(foreign.sid)).status).toBe(204);
     expect(await unowned()).toBe(before + 1);
-    const upd = await s.post("/v1/updateCredentials", { credentialType: "API_KEY", apiKeyId: foreign.sid, apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "NONE" }] }] });
+    const upd = await s.post("/v1/updateCredentials", {
+      credentialType: "API_KEY",
+      apiKeyId: foreign.sid,
+      apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "NONE" }] }],
+    });
     expect((await errorOf(upd)).status).toBe(404);
     await invariant();
   });
@@ -235,20 +299,44 @@ describe("Azure API Management faults through HTTP", () => {
   });
 
   it("credhook adopt brings another tool's subscription under a gateway; the portal then updates and revokes it", async () => {
-    const legacy = fake.addForeignSubscription({ scope: "/products/gold", sid: "legacy-app-7", primaryKey: "LegacyKeyValue".repeat(3) });
-    const dry = await s.credhook.orchestrator.adopt([{ credentialType: "API_KEY", apiKeyId: legacy.sid, appName: "Migrated", developer: dev, apis: gold }], { dryRun: true });
+    const legacy = fake.addForeignSubscription({
+      scope: "/products/gold",
+      sid: "legacy-app-7",
+      primaryKey: "LegacyKeyValue".repeat(3),
+    });
+    const dry = await s.credhook.orchestrator.adopt(
+      [{ credentialType: "API_KEY", apiKeyId: legacy.sid, appName: "Migrated", developer: dev, apis: gold }],
+      { dryRun: true },
+    );
     expect(dry.map((r) => r.action)).toEqual(["would adopt"]);
-    const [result] = await s.credhook.orchestrator.adopt([{ credentialType: "API_KEY", apiKeyId: legacy.sid, appName: "Migrated", developer: dev, apis: gold }]);
+    const [result] = await s.credhook.orchestrator.adopt([
+      { credentialType: "API_KEY", apiKeyId: legacy.sid, appName: "Migrated", developer: dev, apis: gold },
+    ]);
     expect(result).toMatchObject({ action: "adopted", gateway: "azure" });
     expect(fake.getSubscription(legacy.sid)).toEqual(legacy);
     // another credhook gateway's subscription is refused
-    const eu = await s.call("/v1/createCredentials", { appName: "EuOwned", developer: dev, apis: [{ id: "eu-orders", usagePlans: [{ id: "1el57v" }] }] });
-    const refused = await s.credhook.orchestrator.adopt([{ credentialType: "API_KEY", apiKeyId: `${eu.json!.apiKeyId}-p-gold`, appName: "Thief", developer: dev, apis: gold }]);
+    const eu = await s.call("/v1/createCredentials", {
+      appName: "EuOwned",
+      developer: dev,
+      apis: [{ id: "eu-orders", usagePlans: [{ id: "1el57v" }] }],
+    });
+    const refused = await s.credhook.orchestrator.adopt([
+      {
+        credentialType: "API_KEY",
+        apiKeyId: `${eu.json!.apiKeyId}-p-gold`,
+        appName: "Thief",
+        developer: dev,
+        apis: gold,
+      },
+    ]);
     expect(refused[0]).toMatchObject({ action: "skipped", reason: expect.stringContaining("gateway 'azure-eu'") });
     await invariant();
     const upd = await s.post("/v1/updateCredentials", addSilver("Migrated", legacy.sid));
     expect(upd.status).toBe(204);
-    expect(fake.getSubscription(`credhook-${result!.credentialId}-p-silver`)).toMatchObject({ state: "active", primaryKey: legacy.primaryKey });
+    expect(fake.getSubscription(`credhook-${result!.credentialId}-p-silver`)).toMatchObject({
+      state: "active",
+      primaryKey: legacy.primaryKey,
+    });
     await invariant();
     expect((await revoke(legacy.sid)).status).toBe(204);
     expect((await revoke(eu.json!.apiKeyId as string)).status).toBe(204);

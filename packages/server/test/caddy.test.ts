@@ -9,7 +9,10 @@ import { describe } from "vitest";
 import { proxyContract } from "./proxy-contract.js";
 import { CADDY_BIN, startCaddy } from "./proxies.js";
 
-if (!CADDY_BIN) console.warn("caddy.test.ts SKIPPED: no caddy binary found (install Debian's caddy package: apt-get install caddy; .ci/run does so when it runs as root)");
+if (!CADDY_BIN)
+  console.warn(
+    "caddy.test.ts SKIPPED: no caddy binary found (install Debian's caddy package: apt-get install caddy; .ci/run does so when it runs as root)",
+  );
 
 describe.skipIf(!CADDY_BIN)("a real Caddy with forward_auth to the embedded gateway (examples/caddy/Caddyfile)", () => {
   proxyContract((t) => startCaddy(t));

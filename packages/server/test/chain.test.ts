@@ -13,7 +13,10 @@ async function serve(mw: express.RequestHandler): Promise<string> {
   const app = express();
   app.use(mw);
   app.get("/x", (_req: Request, res: Response) => void res.json({ ran: res.locals.ran }));
-  app.use((err: Error, _req: Request, res: Response, _next: NextFunction) => void res.status(500).json({ error: err.message, ran: res.locals.ran }));
+  app.use(
+    (err: Error, _req: Request, res: Response, _next: NextFunction) =>
+      void res.status(500).json({ error: err.message, ran: res.locals.ran }),
+  );
   server = app.listen(0, "127.0.0.1");
   await new Promise((r) => server!.once("listening", r));
   return `http://127.0.0.1:${(server!.address() as AddressInfo).port}/x`;
@@ -29,7 +32,8 @@ it("runs the handlers in order, then the next layer", async () => {
 });
 
 it("a handler that answers ends the request: neither the later handlers nor the next layer run", async () => {
-  const answers = (_req: Request, res: Response) => void res.status(401).json({ ran: [...(res.locals.ran as string[]), "answered"] });
+  const answers = (_req: Request, res: Response) =>
+    void res.status(401).json({ ran: [...(res.locals.ran as string[]), "answered"] });
   const res = await fetch(await serve(chain(mark("a"), answers, mark("never"))));
   expect(res.status).toBe(401);
   expect(await res.json()).toEqual({ ran: ["a", "answered"] });

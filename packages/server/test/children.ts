@@ -49,13 +49,24 @@ export function spawnTracked(command: string, args: readonly string[], options: 
  * @returns its stdout and stderr (strings)
  * @throws the execFile error (its `code`, `stdout`, `stderr`) when it exits non-zero or fails to start
  */
-export function execFileTracked(command: string, args: readonly string[], options: ExecFileOptions = {}): Promise<{ stdout: string; stderr: string }> {
+export function execFileTracked(
+  command: string,
+  args: readonly string[],
+  options: ExecFileOptions = {},
+): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     track(
-      execFile(command, args, { maxBuffer: 64 * 1024 * 1024, ...options, encoding: "utf8", detached: true } as ExecFileOptions & { encoding: "utf8" }, (err, stdout, stderr) => {
-        if (err) reject(Object.assign(err, { stdout: String(stdout), stderr: String(stderr) }));
-        else resolve({ stdout: String(stdout), stderr: String(stderr) });
-      }),
+      execFile(
+        command,
+        args,
+        { maxBuffer: 64 * 1024 * 1024, ...options, encoding: "utf8", detached: true } as ExecFileOptions & {
+          encoding: "utf8";
+        },
+        (err, stdout, stderr) => {
+          if (err) reject(Object.assign(err, { stdout: String(stdout), stderr: String(stderr) }));
+          else resolve({ stdout: String(stdout), stderr: String(stderr) });
+        },
+      ),
     );
   });
 }

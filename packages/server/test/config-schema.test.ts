@@ -20,7 +20,12 @@ import { EMBEDDED_CONFIG_FILE, importProviderModule, loadConfigFile } from "../s
 
 const REPO = fileURLToPath(new URL("../../../", import.meta.url));
 const SCHEMA_FILE = join(REPO, "packages/server/config/webhook.config.schema.json");
-const SHIPPED = [EMBEDDED_CONFIG_FILE, ...readdirSync(join(REPO, "examples")).filter((f) => f.endsWith(".yaml")).map((f) => join(REPO, "examples", f))];
+const SHIPPED = [
+  EMBEDDED_CONFIG_FILE,
+  ...readdirSync(join(REPO, "examples"))
+    .filter((f) => f.endsWith(".yaml"))
+    .map((f) => join(REPO, "examples", f)),
+];
 /** Values for every `${VAR}` without a default in the shipped files. */
 const ENV = {
   CREDHOOK_PASSWORD: "long-enough-password",
@@ -62,22 +67,37 @@ describe("the JSON Schema of webhook.config.yaml", () => {
     expect(readFileSync(SCHEMA_FILE, "utf8")).toBe(`${JSON.stringify(await buildConfigSchema(), null, 2)}\n`);
   });
 
-  it.each(SHIPPED.map((f) => [f.slice(REPO.length), f]))("%s references it and is accepted by it and by check-config", async (_name, file) => {
-    const yaml = readFileSync(file, "utf8");
-    const modeline = /^# yaml-language-server: \$schema=(\S+)$/m.exec(yaml);
-    expect(modeline, "a `# yaml-language-server: $schema=` line").not.toBeNull();
-    expect(resolve(dirname(file), modeline![1]!)).toBe(SCHEMA_FILE);
-    expect(schemaErrors(yaml)).toEqual([]);
-    expect(await checkConfigErrors(file)).toEqual([]);
-  });
+  it.each(SHIPPED.map((f) => [f.slice(REPO.length), f]))(
+    "%s references it and is accepted by it and by check-config",
+    async (_name, file) => {
+      const yaml = readFileSync(file, "utf8");
+      const modeline = /^# yaml-language-server: \$schema=(\S+)$/m.exec(yaml);
+      expect(modeline, "a `# yaml-language-server: $schema=` line").not.toBeNull();
+      expect(resolve(dirname(file), modeline![1]!)).toBe(SCHEMA_FILE);
+      expect(schemaErrors(yaml)).toEqual([]);
+      expect(await checkConfigErrors(file)).toEqual([]);
+    },
+  );
 
   const BASE = {
     server: { port: "${PORT:-8080}", auth: { users: [{ username: "portal", password: "${CREDHOOK_PASSWORD}" }] } },
     store: { sqlite: ":memory:" },
     gateways: {
       keys: { provider: "local", credentialType: "API_KEY" },
-      aws: { provider: "aws", credentialType: "API_KEY", options: { region: "us-east-1", endpoint: "${FAKE_URL}", credentials: { accessKeyId: "a", secretAccessKey: "b" } } },
-      azure: { provider: "azure", credentialType: "API_KEY", options: { subscriptionId: "${AZURE_SUBSCRIPTION_ID}", resourceGroup: "rg", serviceName: "apim" } },
+      aws: {
+        provider: "aws",
+        credentialType: "API_KEY",
+        options: {
+          region: "us-east-1",
+          endpoint: "${FAKE_URL}",
+          credentials: { accessKeyId: "a", secretAccessKey: "b" },
+        },
+      },
+      azure: {
+        provider: "azure",
+        credentialType: "API_KEY",
+        options: { subscriptionId: "${AZURE_SUBSCRIPTION_ID}", resourceGroup: "rg", serviceName: "apim" },
+      },
     },
     routes: [{ apis: ["a1"], gateway: "aws" }, { apis: ["z1"], gateway: "azure" }, { default: "keys" }],
   };
@@ -91,7 +111,10 @@ describe("the JSON Schema of webhook.config.yaml", () => {
   it("a valid config with interpolated values: both accept it", async () => {
     const dir = mkdtempSync(join(tmpdir(), "credhook-schema-"));
     const file = join(dir, "webhook.config.yaml");
-    writeFileSync(file, variant(() => {}));
+    writeFileSync(
+      file,
+      variant(() => {}),
+    );
     expect(schemaErrors(readFileSync(file, "utf8"))).toEqual([]);
     expect(await checkConfigErrors(file)).toEqual([]);
   });
@@ -102,8 +125,14 @@ describe("the JSON Schema of webhook.config.yaml", () => {
     ["an unknown credential type", variant((c) => Object.assign(c.gateways.keys, { credentialType: "API_TOKEN" }))],
     ["a misspelt AWS option", variant((c) => Object.assign(c.gateways.aws.options, { regoin: "us-east-1" }))],
     ["an AWS option of the wrong type", variant((c) => Object.assign(c.gateways.aws.options, { region: 42 }))],
-    ["an Azure gateway without its required serviceName", variant((c) => delete (c.gateways.azure.options as Partial<typeof c.gateways.azure.options>).serviceName)],
-    ["an embedded gateway with a bad port", variant((c) => Object.assign(c, { embeddedGateway: { listen: { port: "eighty" } } }))],
+    [
+      "an Azure gateway without its required serviceName",
+      variant((c) => delete (c.gateways.azure.options as Partial<typeof c.gateways.azure.options>).serviceName),
+    ],
+    [
+      "an embedded gateway with a bad port",
+      variant((c) => Object.assign(c, { embeddedGateway: { listen: { port: "eighty" } } })),
+    ],
     ["a route without a gateway", variant((c) => c.routes.splice(0, 1, { apis: ["a1"] } as never))],
   ];
   it.each(BAD)("%s: both reject it", async (_what, yaml) => {

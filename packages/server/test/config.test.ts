@@ -4,7 +4,16 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ConfigError } from "@credhook/core";
-import { CONFIG_SCHEMA_FILE, createApp, EDGE_DEFAULTS, embeddedConfigText, EMBEDDED_CONFIG_FILE, interpolate, loadConfigFile, MAX_SECRET_FILE_BYTES } from "../src/index.js";
+import {
+  CONFIG_SCHEMA_FILE,
+  createApp,
+  EDGE_DEFAULTS,
+  embeddedConfigText,
+  EMBEDDED_CONFIG_FILE,
+  interpolate,
+  loadConfigFile,
+  MAX_SECRET_FILE_BYTES,
+} from "../src/index.js";
 import { spawnTracked } from "./children.js";
 
 const write = (yaml: string) => {
@@ -30,7 +39,10 @@ const withServer = (lines: string) => BASE.replace("server:\n", `server:\n${line
 const withAuth = (entries: string) => BASE.replace("auth: {", `auth: { ${entries.trim().replace(/\n\s*/g, ", ")},`);
 const CLI = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
 
-async function configErrors(yaml: string, env: Record<string, string> = { CREDHOOK_PASSWORD: "pw" }): Promise<string[]> {
+async function configErrors(
+  yaml: string,
+  env: Record<string, string> = { CREDHOOK_PASSWORD: "pw" },
+): Promise<string[]> {
   const { file } = write(yaml);
   try {
     const config = await loadConfigFile(file, { env });
@@ -68,12 +80,19 @@ describe("config loading", () => {
   });
 
   it("$$ is a literal dollar, and interpolation leaves other text alone", () => {
-    expect(interpolate({ a: "x$${Y}z", b: ["${A:-1}-${B:-two}"], c: 3 }, { A: "one" })).toEqual({ a: "x${Y}z", b: ["one-two"], c: 3 });
+    expect(interpolate({ a: "x$${Y}z", b: ["${A:-1}-${B:-two}"], c: 3 }, { A: "one" })).toEqual({
+      a: "x${Y}z",
+      b: ["one-two"],
+      c: 3,
+    });
   });
 
   it("schema problems name their YAML paths, all at once", async () => {
     const messages = await configErrors(
-      BASE.replace("port: ${PORT:-8080}", "port: 99999\n  colour: blue").replace("credentialType: API_KEY", "credentialType: JWT"),
+      BASE.replace("port: ${PORT:-8080}", "port: 99999\n  colour: blue").replace(
+        "credentialType: API_KEY",
+        "credentialType: JWT",
+      ),
     );
     expect(messages).toEqual(
       expect.arrayContaining([
@@ -85,7 +104,9 @@ describe("config loading", () => {
   });
 
   it("a route naming an unknown gateway, or a default that is not last, is an error", async () => {
-    const messages = await configErrors(BASE.replace("  - default: local", "  - default: local\n  - { apis: [a], gateway: nope }"));
+    const messages = await configErrors(
+      BASE.replace("  - default: local", "  - default: local\n  - { apis: [a], gateway: nope }"),
+    );
     expect(messages).toEqual([
       "routes[0]: the default route must be the last one (routes after it never match)",
       "routes[1].gateway names gateway 'nope', which is not under gateways: (known: local)",
@@ -100,7 +121,9 @@ describe("config loading", () => {
   });
 
   it("provider options are validated by the provider's schema, naming the provider and the YAML path", async () => {
-    const messages = await configErrors(BASE.replace("credentialType: API_KEY }", "credentialType: API_KEY, options: { revokeMode: burn, colour: 1 } }"));
+    const messages = await configErrors(
+      BASE.replace("credentialType: API_KEY }", "credentialType: API_KEY, options: { revokeMode: burn, colour: 1 } }"),
+    );
     expect(messages).toEqual(
       expect.arrayContaining([
         "[provider-local] gateways.local.options must not have property 'colour'",
@@ -118,13 +141,20 @@ describe("config loading", () => {
   it("a gateway whose provider does not issue its credential type is an error", async () => {
     const faulty = fileURLToPath(new URL("./fixtures/faulty-provider.ts", import.meta.url));
     const messages = await configErrors(
-      BASE.replace("local: { provider: local, credentialType: API_KEY }", `local: { provider: ${faulty}, credentialType: CLIENT_CREDENTIALS, options: { label: x } }`),
+      BASE.replace(
+        "local: { provider: local, credentialType: API_KEY }",
+        `local: { provider: ${faulty}, credentialType: CLIENT_CREDENTIALS, options: { label: x } }`,
+      ),
     );
-    expect(messages).toEqual([`gateways.local.credentialType: provider '${faulty}' does not issue CLIENT_CREDENTIALS (it issues API_KEY)`]);
+    expect(messages).toEqual([
+      `gateways.local.credentialType: provider '${faulty}' does not issue CLIENT_CREDENTIALS (it issues API_KEY)`,
+    ]);
   });
 
   it("${file:PATH} reads a secret file (relative to the config file, trailing line break dropped)", async () => {
-    const { dir, file } = write(BASE.replace('password: "${CREDHOOK_PASSWORD}"', 'password: "${file:secrets/portal-password}"'));
+    const { dir, file } = write(
+      BASE.replace('password: "${CREDHOOK_PASSWORD}"', 'password: "${file:secrets/portal-password}"'),
+    );
     mkdirSync(join(dir, "secrets"));
     writeFileSync(join(dir, "secrets/portal-password"), "from-a-file-s3cret\n");
     const config = await loadConfigFile(file, { env: {} });
@@ -147,19 +177,26 @@ describe("config loading", () => {
     const big = join(dir, "big");
     writeFileSync(big, "x".repeat(MAX_SECRET_FILE_BYTES + 1));
     const messages = await configErrors(
-      BASE.replace('password: "${CREDHOOK_PASSWORD}"', 'password: "${file:/nonexistent/credhook-pw}"').replace("./data/credhook.db", `"\${file:${big}}"`),
+      BASE.replace('password: "${CREDHOOK_PASSWORD}"', 'password: "${file:/nonexistent/credhook-pw}"').replace(
+        "./data/credhook.db",
+        `"\${file:${big}}"`,
+      ),
       {},
     );
     expect(messages).toEqual([
       "server.auth.users[0].password: cannot read ${file:/nonexistent/credhook-pw} (/nonexistent/credhook-pw): no such file",
       `store.sqlite: cannot read \${file:${big}} (${big}): it is larger than ${MAX_SECRET_FILE_BYTES} bytes, too large for a secret`,
     ]);
-    expect(await configErrors(BASE, { CREDHOOK_PASSWORD_FILE: dir })).toEqual([`server.auth.users[0].password: cannot read CREDHOOK_PASSWORD_FILE (${dir}): it is a directory`]);
+    expect(await configErrors(BASE, { CREDHOOK_PASSWORD_FILE: dir })).toEqual([
+      `server.auth.users[0].password: cannot read CREDHOOK_PASSWORD_FILE (${dir}): it is a directory`,
+    ]);
   });
 
   it("with no config file: an error, or with embeddedDefault the embedded default, its relative paths under the working directory", async () => {
     const dir = mkdtempSync(join(tmpdir(), "credhook-empty-"));
-    await expect(loadConfigFile(undefined, { cwd: dir, env: {} })).rejects.toThrow(/no webhook.config.yaml or webhook.config.yml in/);
+    await expect(loadConfigFile(undefined, { cwd: dir, env: {} })).rejects.toThrow(
+      /no webhook.config.yaml or webhook.config.yml in/,
+    );
     const config = await loadConfigFile(undefined, { cwd: dir, env: { PORT: "9999" }, embeddedDefault: true });
     expect(config.embeddedDefault).toBe(true);
     expect(config.configFile).toBe(EMBEDDED_CONFIG_FILE);
@@ -175,7 +212,10 @@ describe("config loading", () => {
     expect(existsSync(CONFIG_SCHEMA_FILE)).toBe(true);
     // a config file in the working directory wins over the embedded default
     writeFileSync(join(dir, "webhook.config.yaml"), BASE);
-    expect((await loadConfigFile(undefined, { cwd: dir, env: { CREDHOOK_PASSWORD: "pw" }, embeddedDefault: true })).embeddedDefault).toBe(false);
+    expect(
+      (await loadConfigFile(undefined, { cwd: dir, env: { CREDHOOK_PASSWORD: "pw" }, embeddedDefault: true }))
+        .embeddedDefault,
+    ).toBe(false);
   });
 
   it("invalid YAML and a missing file are clear errors", async () => {
@@ -187,12 +227,31 @@ describe("config loading", () => {
 describe("server limits in the config", () => {
   it("default to the values credhook has always used", async () => {
     const { server } = await loadConfigFile(write(BASE).file, { env: { CREDHOOK_PASSWORD: "pw" } });
-    expect(server).toMatchObject({ bodyLimitBytes: 65536, headersTimeoutMs: 10000, requestTimeoutMs: 10000, maxHeaderBytes: 16384, keepAliveTimeoutMs: 5000 });
-    expect(server.auth).toMatchObject({ maxFailures: 10, failureWindowS: 60, maxGlobalFailures: 100, maxConcurrentPasswordChecks: 1, rememberLoginMs: 300000, maxRememberedLogins: 1000 });
+    expect(server).toMatchObject({
+      bodyLimitBytes: 65536,
+      headersTimeoutMs: 10000,
+      requestTimeoutMs: 10000,
+      maxHeaderBytes: 16384,
+      keepAliveTimeoutMs: 5000,
+    });
+    expect(server.auth).toMatchObject({
+      maxFailures: 10,
+      failureWindowS: 60,
+      maxGlobalFailures: 100,
+      maxConcurrentPasswordChecks: 1,
+      rememberLoginMs: 300000,
+      maxRememberedLogins: 1000,
+    });
     // The edge's own defaults (for embedding it without a config) are the same.
-    expect(EDGE_DEFAULTS).toEqual({ headersTimeoutMs: server.headersTimeoutMs, requestTimeoutMs: server.requestTimeoutMs, maxHeaderBytes: server.maxHeaderBytes });
+    expect(EDGE_DEFAULTS).toEqual({
+      headersTimeoutMs: server.headersTimeoutMs,
+      requestTimeoutMs: server.requestTimeoutMs,
+      maxHeaderBytes: server.maxHeaderBytes,
+    });
     // The global failure budget follows maxFailures unless set.
-    const { server: s2 } = await loadConfigFile(write(withAuth("    maxFailures: 3\n")).file, { env: { CREDHOOK_PASSWORD: "pw" } });
+    const { server: s2 } = await loadConfigFile(write(withAuth("    maxFailures: 3\n")).file, {
+      env: { CREDHOOK_PASSWORD: "pw" },
+    });
     expect(s2.auth.maxGlobalFailures).toBe(30);
   });
 
@@ -200,9 +259,17 @@ describe("server limits in the config", () => {
     expect(
       await configErrors(withServer("  headersTimeoutMs: 5\n  maxHeaderBytes: 1000000\n  keepAliveTimeoutMs: 0\n")),
     ).toEqual(
-      expect.arrayContaining(["server.headersTimeoutMs must be >= 100", "server.maxHeaderBytes must be <= 65536", "server.keepAliveTimeoutMs must be >= 100"]),
+      expect.arrayContaining([
+        "server.headersTimeoutMs must be >= 100",
+        "server.maxHeaderBytes must be <= 65536",
+        "server.keepAliveTimeoutMs must be >= 100",
+      ]),
     );
-    expect(await configErrors(withAuth("    maxConcurrentPasswordChecks: 0\n    rememberLoginMs: -1\n    maxGlobalFailures: many\n"))).toEqual(
+    expect(
+      await configErrors(
+        withAuth("    maxConcurrentPasswordChecks: 0\n    rememberLoginMs: -1\n    maxGlobalFailures: many\n"),
+      ),
+    ).toEqual(
       expect.arrayContaining([
         "server.auth.maxConcurrentPasswordChecks must be >= 1",
         "server.auth.rememberLoginMs must be >= 0",
@@ -215,7 +282,9 @@ describe("server limits in the config", () => {
   });
 
   it("`credhook check-config` reports them with their path and exits 1", async () => {
-    const { dir, file } = write(withServer("  requestTimeoutMs: 50\n").replace("auth: {", "auth: { maxRememberedLogins: 0,"));
+    const { dir, file } = write(
+      withServer("  requestTimeoutMs: 50\n").replace("auth: {", "auth: { maxRememberedLogins: 0,"),
+    );
     const { code, out } = await new Promise<{ code: number | null; out: string }>((resolve) => {
       const child = spawnTracked(process.execPath, [CLI, "check-config", "--config", file], {
         env: { ...process.env, CREDHOOK_PASSWORD: "pw", CREDHOOK_DATA_DIR: dir, CREDHOOK_FROM_SOURCE: "1" },

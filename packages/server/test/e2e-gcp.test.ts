@@ -10,7 +10,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApiKeysFake, type ApiKeysFake } from "@credhook/fakes/gcp";
 import { startExampleServer, type TestServer } from "./helpers.js";
 
-
 const SERVICE = "orders-5aba4csvd4.apigateway.fake-project.cloud.goog";
 
 let fake: ApiKeysFake;
@@ -41,7 +40,10 @@ describe("credhook server + examples/gcp.yaml + API Keys fake", () => {
   });
 
   it("create returns the Google key, restricted to the API's service and its plan's methods", async () => {
-    const res = await call("/v1/createCredentials", { ...app, apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] });
+    const res = await call("/v1/createCredentials", {
+      ...app,
+      apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
+    });
     expect(res.status).toBe(200);
     expect(res.json).toEqual({ credentialType: "API_KEY", apiKeyId: expect.any(String), apiKey: expect.any(String) });
     apiKeyId = res.json!.apiKeyId as string;
@@ -54,7 +56,10 @@ describe("credhook server + examples/gcp.yaml + API Keys fake", () => {
   });
 
   it("a replayed create returns the same key and creates nothing", async () => {
-    const res = await call("/v1/createCredentials", { ...app, apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] });
+    const res = await call("/v1/createCredentials", {
+      ...app,
+      apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
+    });
     expect(res.status).toBe(200);
     expect(res.json).toMatchObject({ apiKeyId, apiKey });
     expect(fake.keys()).toHaveLength(1);
@@ -65,14 +70,32 @@ describe("credhook server + examples/gcp.yaml + API Keys fake", () => {
     const base = { updatedAt: "2023-06-27T21:23:21.523Z[GMT]", ...app, credentialType: "API_KEY", apiKeyId };
     let res = await call("/v1/updateCredentials", {
       ...base,
-      apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "NONE" }, { id: "2plan2", action: "ADDED" }] }],
+      apis: [
+        {
+          id: "5aba4csvd4",
+          action: "NONE",
+          usagePlans: [
+            { id: "1el57v", action: "NONE" },
+            { id: "2plan2", action: "ADDED" },
+          ],
+        },
+      ],
     });
     expect(res.status).toBe(204);
     expect(targets()).toEqual([{ service: SERVICE, methods: ["CreateOrder", "GetOrder", "ListOrders"] }]);
 
     res = await call("/v1/updateCredentials", {
       ...base,
-      apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "REMOVED" }, { id: "2plan2", action: "NONE" }] }],
+      apis: [
+        {
+          id: "5aba4csvd4",
+          action: "NONE",
+          usagePlans: [
+            { id: "1el57v", action: "REMOVED" },
+            { id: "2plan2", action: "NONE" },
+          ],
+        },
+      ],
     });
     expect(res.status).toBe(204);
     expect(targets()).toEqual([{ service: SERVICE, methods: ["CreateOrder"] }]);
@@ -85,7 +108,16 @@ describe("credhook server + examples/gcp.yaml + API Keys fake", () => {
       ...app,
       credentialType: "API_KEY",
       apiKeyId,
-      apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "2plan2", action: "NONE" }, { id: "zzzzzz", action: "ADDED" }] }],
+      apis: [
+        {
+          id: "5aba4csvd4",
+          action: "NONE",
+          usagePlans: [
+            { id: "2plan2", action: "NONE" },
+            { id: "zzzzzz", action: "ADDED" },
+          ],
+        },
+      ],
     });
     expect(res.status).toBe(422);
     expect(res.json!.messages).toContain("[gateway gcp] usage plan 'zzzzzz' of API '5aba4csvd4' does not exist");

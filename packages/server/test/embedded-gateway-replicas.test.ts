@@ -64,8 +64,13 @@ afterAll(async () => {
 });
 
 const post = (s: RunningServer, path: string, body: unknown) =>
-  fetch(`${s.url}${path}`, { method: "POST", headers: { authorization: AUTH, "content-type": "application/json" }, body: JSON.stringify(body) });
-const check = (s: RunningServer, key: string, path: string) => fetch(`${s.gatewayUrl}/check`, { headers: { "x-api-key": key, "x-original-uri": path } }).then((r) => r.status);
+  fetch(`${s.url}${path}`, {
+    method: "POST",
+    headers: { authorization: AUTH, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+const check = (s: RunningServer, key: string, path: string) =>
+  fetch(`${s.gatewayUrl}/check`, { headers: { "x-api-key": key, "x-original-uri": path } }).then((r) => r.status);
 
 /** Polls until `fn` answers `want`; returns how long that took, ms. */
 async function within(ms: number, want: number, fn: () => Promise<number>): Promise<number> {
@@ -81,14 +86,26 @@ async function within(ms: number, want: number, fn: () => Promise<number>): Prom
 
 describe("embedded gateways of two instances sharing a PostgreSQL store", () => {
   it("an update and a revoke through one instance reach the other instance's key check within a second", async () => {
-    const created = await post(a, "/v1/createCredentials", { appName: "Replicated", developer: "d@example.com", apis: [{ id: "orders" }, { id: "weather" }] });
+    const created = await post(a, "/v1/createCredentials", {
+      appName: "Replicated",
+      developer: "d@example.com",
+      apis: [{ id: "orders" }, { id: "weather" }],
+    });
     expect(created.status).toBe(200);
     const { apiKeyId, apiKey } = (await created.json()) as { apiKeyId: string; apiKey: string };
     // B caches the key.
     expect(await check(b, apiKey, "/orders/1")).toBe(200);
     expect(await check(b, apiKey, "/orders/1")).toBe(200);
 
-    expect((await post(a, "/v1/updateCredentials", { credentialType: "API_KEY", apiKeyId, apis: [{ id: "orders", action: "REMOVED" }] })).status).toBe(204);
+    expect(
+      (
+        await post(a, "/v1/updateCredentials", {
+          credentialType: "API_KEY",
+          apiKeyId,
+          apis: [{ id: "orders", action: "REMOVED" }],
+        })
+      ).status,
+    ).toBe(204);
     expect(await check(a, apiKey, "/orders/1")).toBe(403);
     expect(await within(1000, 403, () => check(b, apiKey, "/orders/1"))).toBeLessThan(1000);
     expect(await check(b, apiKey, "/weather/1")).toBe(200);
@@ -99,23 +116,53 @@ describe("embedded gateways of two instances sharing a PostgreSQL store", () => 
   });
 
   it("share the signing keys: a token from one instance introspects as active on the other, inactive on both after revoke", async () => {
-    const cred = (await (await post(a, "/v1/createCredentials", { appName: "Replicated Client", developer: "d@example.com", apis: [{ id: "m2m-x" }] })).json()) as {
+    const cred = (await (
+      await post(a, "/v1/createCredentials", {
+        appName: "Replicated Client",
+        developer: "d@example.com",
+        apis: [{ id: "m2m-x" }],
+      })
+    ).json()) as {
       clientId: string;
       clientSecret: string;
     };
-    const rs = (await (await post(b, "/v1/createCredentials", { appName: "Replicated RS", developer: "d@example.com", apis: [{ id: "m2m-rs" }] })).json()) as {
+    const rs = (await (
+      await post(b, "/v1/createCredentials", {
+        appName: "Replicated RS",
+        developer: "d@example.com",
+        apis: [{ id: "m2m-rs" }],
+      })
+    ).json()) as {
       clientId: string;
       clientSecret: string;
     };
-    const form = (body: Record<string, string>) => ({ method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(body).toString() });
-    const token = (await (await fetch(`${a.gatewayUrl}/oauth2/token`, form({ grant_type: "client_credentials", client_id: cred.clientId, client_secret: cred.clientSecret }))).json()) as {
+    const form = (body: Record<string, string>) => ({
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams(body).toString(),
+    });
+    const token = (await (
+      await fetch(
+        `${a.gatewayUrl}/oauth2/token`,
+        form({ grant_type: "client_credentials", client_id: cred.clientId, client_secret: cred.clientSecret }),
+      )
+    ).json()) as {
       access_token: string;
     };
     const introspect = async (s: RunningServer) =>
-      ((await (await fetch(`${s.gatewayUrl}/oauth2/introspect`, form({ token: token.access_token, client_id: rs.clientId, client_secret: rs.clientSecret }))).json()) as { active: boolean })
-        .active;
+      (
+        (await (
+          await fetch(
+            `${s.gatewayUrl}/oauth2/introspect`,
+            form({ token: token.access_token, client_id: rs.clientId, client_secret: rs.clientSecret }),
+          )
+        ).json()) as { active: boolean }
+      ).active;
     expect(await introspect(b)).toBe(true);
-    expect((await post(b, "/v1/revokeCredentials", { credentialType: "CLIENT_CREDENTIALS", clientId: cred.clientId })).status).toBe(204);
+    expect(
+      (await post(b, "/v1/revokeCredentials", { credentialType: "CLIENT_CREDENTIALS", clientId: cred.clientId }))
+        .status,
+    ).toBe(204);
     expect(await introspect(b)).toBe(false);
     await within(1000, 0, async () => ((await introspect(a)) ? 1 : 0));
   });
@@ -123,8 +170,15 @@ describe("embedded gateways of two instances sharing a PostgreSQL store", () => 
 
 describe("usage-plan limits with counters on the shared store", () => {
   const key = async (appName: string, plan: string) =>
-    ((await (await post(a, "/v1/createCredentials", { appName, developer: "d@example.com", apis: [{ id: "orders", usagePlans: [{ id: plan }] }] })).json()) as { apiKey: string })
-      .apiKey;
+    (
+      (await (
+        await post(a, "/v1/createCredentials", {
+          appName,
+          developer: "d@example.com",
+          apis: [{ id: "orders", usagePlans: [{ id: plan }] }],
+        })
+      ).json()) as { apiKey: string }
+    ).apiKey;
 
   it("a 5 requests/second plan admits exactly 5 of a burst spread over both instances", async () => {
     const k = await key("Limited Across", "five-per-second");

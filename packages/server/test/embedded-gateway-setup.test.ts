@@ -29,7 +29,11 @@ afterAll(() => s.close());
 describe("embedded gateway under a path prefix of the webhook's port", () => {
   it("serves the key check under the prefix without Basic auth, while the webhook keeps its auth", async () => {
     expect(s.gatewayUrl).toBe(`${s.url}/gateway`);
-    const { json } = await s.call("/v1/createCredentials", { appName: "Prefixed", developer: "d@example.com", apis: [{ id: "orders" }] });
+    const { json } = await s.call("/v1/createCredentials", {
+      appName: "Prefixed",
+      developer: "d@example.com",
+      apis: [{ id: "orders" }],
+    });
     const key = (json as { apiKey: string }).apiKey;
     const ok = await fetch(`${s.url}/gateway/check`, { headers: { "x-key": key, "x-credhook-api": "orders" } });
     expect(ok.status).toBe(200);
@@ -40,25 +44,42 @@ describe("embedded gateway under a path prefix of the webhook's port", () => {
     expect((await fetch(`${s.url}/v1/health`)).status).toBe(401);
     const unknown = await fetch(`${s.url}/gateway/nope`);
     expect(unknown.status).toBe(404);
-    expect((await errorOf(unknown)).messages[0]).toMatch(/the embedded gateway serves \/gateway\/check, \/gateway\/oauth2\/token/);
+    expect((await errorOf(unknown)).messages[0]).toMatch(
+      /the embedded gateway serves \/gateway\/check, \/gateway\/oauth2\/token/,
+    );
   });
 
   it("publishes RFC 8414 metadata at the path-inserted well-known URI, so a standard client discovers the issuer with its path", async () => {
     const issuer = `http://localhost:${s.port}/gateway`;
     const inserted = await fetch(`${s.url}/.well-known/oauth-authorization-server/gateway`);
     expect(inserted.status).toBe(200);
-    expect(await inserted.json()).toMatchObject({ issuer, token_endpoint: `${issuer}/oauth2/token`, jwks_uri: `${issuer}/.well-known/jwks.json` });
-    const { json } = await s.call("/v1/createCredentials", { appName: "Prefixed Client", developer: "d@example.com", apis: [{ id: "m2m-x" }] });
+    expect(await inserted.json()).toMatchObject({
+      issuer,
+      token_endpoint: `${issuer}/oauth2/token`,
+      jwks_uri: `${issuer}/.well-known/jwks.json`,
+    });
+    const { json } = await s.call("/v1/createCredentials", {
+      appName: "Prefixed Client",
+      developer: "d@example.com",
+      apis: [{ id: "m2m-x" }],
+    });
     const cred = json as { clientId: string; clientSecret: string; customCredentials: { tokenUrl: string } };
     // The gateway option tokenUrl wins over the embedded gateway's own.
     expect(cred.customCredentials.tokenUrl).toBe("https://auth.example.com/oauth2/token");
-    const config = await oidc.discovery(new URL(issuer), cred.clientId, cred.clientSecret, undefined, { algorithm: "oauth2", execute: [oidc.allowInsecureRequests] });
+    const config = await oidc.discovery(new URL(issuer), cred.clientId, cred.clientSecret, undefined, {
+      algorithm: "oauth2",
+      execute: [oidc.allowInsecureRequests],
+    });
     const tokens = await oidc.clientCredentialsGrant(config, { scope: "m2m-x" });
     expect(tokens.scope).toBe("m2m-x");
     // openid-client's default (OpenID Connect) discovery appends /.well-known/openid-configuration to the issuer.
-    const oidcDefault = await oidc.discovery(new URL(issuer), cred.clientId, cred.clientSecret, undefined, { execute: [oidc.allowInsecureRequests] });
+    const oidcDefault = await oidc.discovery(new URL(issuer), cred.clientId, cred.clientSecret, undefined, {
+      execute: [oidc.allowInsecureRequests],
+    });
     expect((await oidc.clientCredentialsGrant(oidcDefault)).scope).toBe("m2m-x");
-    const jwks = (await (await fetch(`${s.url}/gateway/.well-known/jwks.json`)).json()) as { keys: Array<{ kty: string; alg: string }> };
+    const jwks = (await (await fetch(`${s.url}/gateway/.well-known/jwks.json`)).json()) as {
+      keys: Array<{ kty: string; alg: string }>;
+    };
     expect(jwks.keys[0]).toMatchObject({ kty: "EC", alg: "ES256" });
   });
 });
@@ -81,12 +102,16 @@ embeddedGateway: {}
 routes: [ { default: local } ]
 embeddedGateway: { limits: { counters: store } }
 `;
-    const message = expect.stringMatching(/^embeddedGateway\.limits\.counters: store keeps usage-plan counters on the PostgreSQL store/);
+    const message = expect.stringMatching(
+      /^embeddedGateway\.limits\.counters: store keeps usage-plan counters on the PostgreSQL store/,
+    );
     await expect(startTestServer(yaml)).rejects.toMatchObject({ messages: [message] });
     const dir = mkdtempSync(join(tmpdir(), "credhook-check-config-"));
     try {
       writeFileSync(join(dir, "webhook.config.yaml"), yaml);
-      const config = await loadConfigFile(join(dir, "webhook.config.yaml"), { env: { CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir } });
+      const config = await loadConfigFile(join(dir, "webhook.config.yaml"), {
+        env: { CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir },
+      });
       await expect(checkConfig(config, importProviderModule)).rejects.toMatchObject({ messages: [message] });
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -103,7 +128,9 @@ embeddedGateway: { keyCheck: { apiHeader: ${apiHeader} } }
         "embeddedGateway.keyCheck.apiHeader 'x-api' would let a client choose the API: it must begin with keyCheck.responseHeaderPrefix 'x-credhook-' (e.g. x-credhook-api), the prefix whose client-sent headers the proxy removes before it sets its own",
       ],
     });
-    await expect(startTestServer(yaml("x-credhook-"))).rejects.toMatchObject({ messages: [expect.stringMatching(/apiHeader 'x-credhook-' would let a client choose the API/)] });
+    await expect(startTestServer(yaml("x-credhook-"))).rejects.toMatchObject({
+      messages: [expect.stringMatching(/apiHeader 'x-credhook-' would let a client choose the API/)],
+    });
   });
 
   it("names the YAML path of a wrong option", async () => {
@@ -121,25 +148,47 @@ embeddedGateway: { keyCheck: { cache: { maxEntries: 0 } } }
 describe("the shipped config (the embedded default, which `credhook init` writes)", () => {
   it("turns the embedded gateway on: its own port, API keys checked, OAuth tokens for m2m-* APIs", async () => {
     const dir = mkdtempSync(join(tmpdir(), "credhook-shipped-"));
-    const config = await loadConfigFile(undefined, { cwd: dir, embeddedDefault: true, env: { PORT: "0", CREDHOOK_GATEWAY_PORT: "0", CREDHOOK_DATA_DIR: dir, CREDHOOK_PASSWORD: PASSWORD } });
+    const config = await loadConfigFile(undefined, {
+      cwd: dir,
+      embeddedDefault: true,
+      env: { PORT: "0", CREDHOOK_GATEWAY_PORT: "0", CREDHOOK_DATA_DIR: dir, CREDHOOK_PASSWORD: PASSWORD },
+    });
     const server = await startServer(config, { port: 0, host: "127.0.0.1", logger: createLogger("silent") });
     try {
       const gw = server.gatewayUrl!;
       expect(gw).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(gw).not.toBe(server.url);
       const create = (body: unknown) =>
-        fetch(`${server.url}/v1/createCredentials`, { method: "POST", headers: { authorization: AUTH, "content-type": "application/json" }, body: JSON.stringify(body) }).then((r) => r.json());
-      const key = (await create({ appName: "Shipped", developer: "d@example.com", apis: [{ id: "5aba4csvd4" }] })) as { apiKey: string };
+        fetch(`${server.url}/v1/createCredentials`, {
+          method: "POST",
+          headers: { authorization: AUTH, "content-type": "application/json" },
+          body: JSON.stringify(body),
+        }).then((r) => r.json());
+      const key = (await create({ appName: "Shipped", developer: "d@example.com", apis: [{ id: "5aba4csvd4" }] })) as {
+        apiKey: string;
+      };
       expect((await fetch(`${gw}/check`, { headers: { "x-api-key": "nope" } })).status).toBe(401);
       // No API rule is configured yet: a live key is refused, saying where to configure one.
-      const unconfigured = await fetch(`${gw}/check`, { headers: { "x-api-key": key.apiKey, "x-original-uri": "/orders/1" } });
+      const unconfigured = await fetch(`${gw}/check`, {
+        headers: { "x-api-key": key.apiKey, "x-original-uri": "/orders/1" },
+      });
       expect(unconfigured.status).toBe(403);
       expect((await errorOf(unconfigured)).messages[0]).toMatch(/embeddedGateway\.keyCheck\.apis/);
 
-      const client = (await create({ appName: "Shipped M2M", developer: "d@example.com", apis: [{ id: "m2m-reports" }] })) as { clientId: string; clientSecret: string; customCredentials: { tokenUrl: string } };
+      const client = (await create({
+        appName: "Shipped M2M",
+        developer: "d@example.com",
+        apis: [{ id: "m2m-reports" }],
+      })) as { clientId: string; clientSecret: string; customCredentials: { tokenUrl: string } };
       const port = new URL(gw).port;
       expect(client.customCredentials.tokenUrl).toBe(`http://localhost:${port}/oauth2/token`);
-      const oauth = await oidc.discovery(new URL(`http://localhost:${port}`), client.clientId, client.clientSecret, undefined, { algorithm: "oauth2", execute: [oidc.allowInsecureRequests] });
+      const oauth = await oidc.discovery(
+        new URL(`http://localhost:${port}`),
+        client.clientId,
+        client.clientSecret,
+        undefined,
+        { algorithm: "oauth2", execute: [oidc.allowInsecureRequests] },
+      );
       expect((await oidc.clientCredentialsGrant(oauth)).scope).toBe("m2m-reports");
     } finally {
       await server.close();
@@ -151,10 +200,16 @@ describe("the shipped config (the embedded default, which `credhook init` writes
     const dir = mkdtempSync(join(tmpdir(), "credhook-shipped-rules-"));
     const text = embeddedConfigText();
     const example = text.match(/\n( *)apis: \[\][^\n]*\n((?:\1#[^\n]*\n)+)/)!;
-    const rules = example[2]!.split("\n").filter((l) => /^ *# {1,3}(apis:| +- \{ pathPrefix)/.test(l)).map((l) => l.replace("# ", ""));
+    const rules = example[2]!
+      .split("\n")
+      .filter((l) => /^ *# {1,3}(apis:| +- \{ pathPrefix)/.test(l))
+      .map((l) => l.replace("# ", ""));
     expect(rules.length).toBeGreaterThanOrEqual(2);
     writeFileSync(join(dir, "webhook.config.yaml"), text.replace(example[0], `\n${rules.join("\n")}\n`));
-    const config = await loadConfigFile(undefined, { cwd: dir, env: { PORT: "0", CREDHOOK_GATEWAY_PORT: "0", CREDHOOK_DATA_DIR: dir, CREDHOOK_PASSWORD: PASSWORD } });
+    const config = await loadConfigFile(undefined, {
+      cwd: dir,
+      env: { PORT: "0", CREDHOOK_GATEWAY_PORT: "0", CREDHOOK_DATA_DIR: dir, CREDHOOK_PASSWORD: PASSWORD },
+    });
     const server = await startServer(config, { port: 0, host: "127.0.0.1", logger: createLogger("silent") });
     try {
       const create = (appName: string, api: string) =>
@@ -165,7 +220,8 @@ describe("the shipped config (the embedded default, which `credhook init` writes
         }).then((r) => r.json() as Promise<{ apiKey: string }>);
       const orders = await create("Orders app", "5aba4csvd4");
       const weather = await create("Weather app", "weather");
-      const check = (key: string, uri: string) => fetch(`${server.gatewayUrl}/check`, { headers: { "x-api-key": key, "x-original-uri": uri } });
+      const check = (key: string, uri: string) =>
+        fetch(`${server.gatewayUrl}/check`, { headers: { "x-api-key": key, "x-original-uri": uri } });
       const ok = await check(orders.apiKey, "/orders/42?x=1");
       expect(ok.status).toBe(200);
       expect(ok.headers.get("x-credhook-api")).toBe("5aba4csvd4");

@@ -57,7 +57,8 @@ const createClient = async (appName: string, apis: Array<{ id: string; usagePlan
   expect(r.status).toBe(200);
   return r.json as { clientId: string; clientSecret: string; customCredentials: { tokenUrl: string } };
 };
-const check = (path: string, headers: Record<string, string> = {}) => fetch(`${gw}/check`, { headers: { "x-original-uri": path, ...headers } });
+const check = (path: string, headers: Record<string, string> = {}) =>
+  fetch(`${gw}/check`, { headers: { "x-original-uri": path, ...headers } });
 
 describe("key check (NGINX auth_request / Envoy ext_authz)", () => {
   it("answers 200 with the app, developer, credential, key id, API and plans for a live key that holds the API", async () => {
@@ -78,7 +79,9 @@ describe("key check (NGINX auth_request / Envoy ext_authz)", () => {
     const missing = await check("/orders/1");
     expect(missing.status).toBe(401);
     expect(missing.headers.get("www-authenticate")).toContain('APIKey realm="credhook", header="x-api-key"');
-    expect((await errorOf(missing)).messages[0]).toMatch(/no API key: send it in the x-api-key header or the api_key query parameter/);
+    expect((await errorOf(missing)).messages[0]).toMatch(
+      /no API key: send it in the x-api-key header or the api_key query parameter/,
+    );
     const unknown = await check("/orders/1", { "x-api-key": "0".repeat(40) });
     expect(unknown.status).toBe(401);
     expect((await errorOf(unknown)).messages).toEqual(["the API key is not valid (unknown or revoked)"]);
@@ -109,13 +112,19 @@ describe("key check (NGINX auth_request / Envoy ext_authz)", () => {
     const envoy = await fetch(`${gw}/check/orders/7`, { method: "POST", headers: { "x-api-key": key.apiKey } });
     expect(envoy.status).toBe(200);
     expect(envoy.headers.get("x-credhook-api")).toBe("orders");
-    expect((await fetch(`${gw}/check/weather/7`, { method: "DELETE", headers: { "x-api-key": key.apiKey } })).status).toBe(403);
+    expect(
+      (await fetch(`${gw}/check/weather/7`, { method: "DELETE", headers: { "x-api-key": key.apiKey } })).status,
+    ).toBe(403);
   });
 
   it("an update or a revoke through the webhook takes effect on the very next check (the cache is invalidated at once)", async () => {
     const key = await createKey("Cached App", [{ id: "orders" }, { id: "weather" }]);
     for (let i = 0; i < 3; i++) expect((await check("/orders/1", { "x-api-key": key.apiKey })).status).toBe(200);
-    const upd = await s.post("/v1/updateCredentials", { credentialType: "API_KEY", apiKeyId: key.apiKeyId, apis: [{ id: "orders", action: "REMOVED" }] });
+    const upd = await s.post("/v1/updateCredentials", {
+      credentialType: "API_KEY",
+      apiKeyId: key.apiKeyId,
+      apis: [{ id: "orders", action: "REMOVED" }],
+    });
     expect(upd.status).toBe(204);
     expect((await check("/orders/1", { "x-api-key": key.apiKey })).status).toBe(403);
     expect((await check("/weather/1", { "x-api-key": key.apiKey })).status).toBe(200);
@@ -135,12 +144,18 @@ describe("key check (NGINX auth_request / Envoy ext_authz)", () => {
   });
 
   it("lets the proxy cache an admission only under the SHA-1 of exactly what decided it, to the end of the current second, and never a counted or refused one", async () => {
-    const key = await createKey("Cacheable App", [{ id: "orders" }, { id: "weather", usagePlans: [{ id: "five-per-second" }] }]);
+    const key = await createKey("Cacheable App", [
+      { id: "orders" },
+      { id: "weather", usagePlans: [{ id: "five-per-second" }] },
+    ]);
     const sha1 = (text: string) => createHash("sha1").update(text).digest("hex");
     const claim = (uri: string, authz = "") => sha1(`${key.apiKey}\n${authz}\n${uri}`);
     // Not in the first 25 ms of a second (credhook caches nothing there: see CACHE_MARGIN_MS).
     if (Date.now() % 1000 < 100) await new Promise((r) => setTimeout(r, 100));
-    const cached = await check("/orders/1?x=1", { "x-api-key": key.apiKey, "x-credhook-cache-key": claim("/orders/1?x=1") });
+    const cached = await check("/orders/1?x=1", {
+      "x-api-key": key.apiKey,
+      "x-credhook-cache-key": claim("/orders/1?x=1"),
+    });
     expect(cached.status).toBe(200);
     const second = Number(cached.headers.get("x-accel-expires")?.slice(1));
     expect(Math.abs(second - Math.floor(Date.now() / 1000))).toBeLessThanOrEqual(1);
@@ -150,11 +165,31 @@ describe("key check (NGINX auth_request / Envoy ext_authz)", () => {
       expect(res.headers.get("cache-control")).toBe("no-store");
     };
     // Another URI, another key header, a digest of something else, an API header, no original URI: never cacheable.
-    await notCached(await check("/orders/2", { "x-api-key": key.apiKey, "x-credhook-cache-key": claim("/orders/1?x=1") }));
-    await notCached(await check("/orders/1?x=1", { "x-api-key": key.apiKey, "x-credhook-cache-key": sha1("\n\n/orders/1?x=1") }));
-    await notCached(await check("/orders/1?x=1", { "x-api-key": key.apiKey, authorization: "Basic eA==", "x-credhook-cache-key": claim("/orders/1?x=1") }));
-    await notCached(await check("/orders/1?x=1", { "x-api-key": key.apiKey, "x-credhook-api": "orders", "x-credhook-cache-key": claim("/orders/1?x=1") }));
-    await notCached(await fetch(`${gw}/check/orders/1`, { headers: { "x-api-key": key.apiKey, "x-credhook-cache-key": sha1(`${key.apiKey}\n\n`) } }));
+    await notCached(
+      await check("/orders/2", { "x-api-key": key.apiKey, "x-credhook-cache-key": claim("/orders/1?x=1") }),
+    );
+    await notCached(
+      await check("/orders/1?x=1", { "x-api-key": key.apiKey, "x-credhook-cache-key": sha1("\n\n/orders/1?x=1") }),
+    );
+    await notCached(
+      await check("/orders/1?x=1", {
+        "x-api-key": key.apiKey,
+        authorization: "Basic eA==",
+        "x-credhook-cache-key": claim("/orders/1?x=1"),
+      }),
+    );
+    await notCached(
+      await check("/orders/1?x=1", {
+        "x-api-key": key.apiKey,
+        "x-credhook-api": "orders",
+        "x-credhook-cache-key": claim("/orders/1?x=1"),
+      }),
+    );
+    await notCached(
+      await fetch(`${gw}/check/orders/1`, {
+        headers: { "x-api-key": key.apiKey, "x-credhook-cache-key": sha1(`${key.apiKey}\n\n`) },
+      }),
+    );
     await notCached(await check("/orders/1", { "x-api-key": key.apiKey }));
     // A limited plan counts every request: never cached. A refusal: never cached.
     const limited = await check("/weather/1", { "x-api-key": key.apiKey, "x-credhook-cache-key": claim("/weather/1") });
@@ -166,7 +201,13 @@ describe("key check (NGINX auth_request / Envoy ext_authz)", () => {
   });
 
   it("is not behind the webhook's Basic auth, and the webhook's endpoints are not on the gateway's port", async () => {
-    expect((await fetch(`${gw}/v1/health`, { headers: { authorization: `Basic ${Buffer.from("portal:x").toString("base64")}` } })).status).toBe(404);
+    expect(
+      (
+        await fetch(`${gw}/v1/health`, {
+          headers: { authorization: `Basic ${Buffer.from("portal:x").toString("base64")}` },
+        })
+      ).status,
+    ).toBe(404);
     expect((await fetch(`${s.url}/check`)).status).toBe(404);
   });
 });
@@ -191,7 +232,11 @@ describe("usage plan limits", () => {
     }
     const seconds = (Date.now() - start) / 1000;
     // Runs of passes: each window admits exactly its first 5 requests.
-    const runs = statuses.join(",").split(/(?:,?429)+,?/).filter(Boolean).map((r) => r.split(",").length);
+    const runs = statuses
+      .join(",")
+      .split(/(?:,?429)+,?/)
+      .filter(Boolean)
+      .map((r) => r.split(",").length);
     expect(runs.every((n) => n === 5)).toBe(true);
     const passed = statuses.filter((x) => x === 200).length;
     expect(passed).toBe(5 * runs.length);
@@ -218,13 +263,22 @@ describe("usage plan limits", () => {
 
 describe("OAuth 2.0 client credentials (RFC 6749 §4.4, RFC 9068, RFC 8414, RFC 7662)", () => {
   const discover = (clientId: string, clientSecret: string, auth: "basic" | "post" = "basic") =>
-    oidc.discovery(new URL(s.credhook.embeddedGateway!.publicUrl), clientId, clientSecret, auth === "basic" ? oidc.ClientSecretBasic(clientSecret) : oidc.ClientSecretPost(clientSecret), {
-      algorithm: "oauth2",
-      execute: [oidc.allowInsecureRequests],
-    });
+    oidc.discovery(
+      new URL(s.credhook.embeddedGateway!.publicUrl),
+      clientId,
+      clientSecret,
+      auth === "basic" ? oidc.ClientSecretBasic(clientSecret) : oidc.ClientSecretPost(clientSecret),
+      {
+        algorithm: "oauth2",
+        execute: [oidc.allowInsecureRequests],
+      },
+    );
 
   it("openid-client discovers the metadata, gets a token with the webhook's credential, and jose verifies it against the JWKS", async () => {
-    const cred = await createClient("Reporting Client", [{ id: "m2m-reports", usagePlans: [{ id: "m2m-free" }] }, { id: "m2m-billing" }]);
+    const cred = await createClient("Reporting Client", [
+      { id: "m2m-reports", usagePlans: [{ id: "m2m-free" }] },
+      { id: "m2m-billing" },
+    ]);
     const issuer = s.credhook.embeddedGateway!.publicUrl;
     expect(cred.customCredentials.tokenUrl).toBe(`${issuer}/oauth2/token`);
     const config = await discover(cred.clientId, cred.clientSecret);
@@ -240,7 +294,11 @@ describe("OAuth 2.0 client credentials (RFC 6749 §4.4, RFC 9068, RFC 8414, RFC 
     expect(tokens.scope!.split(" ").sort()).toEqual(["m2m-billing", "reports.read", "reports.write"]);
 
     const jwks = createRemoteJWKSet(new URL(meta.jwks_uri!));
-    const { payload, protectedHeader } = await jwtVerify(tokens.access_token, jwks, { issuer, typ: "at+jwt", algorithms: ["RS256"] });
+    const { payload, protectedHeader } = await jwtVerify(tokens.access_token, jwks, {
+      issuer,
+      typ: "at+jwt",
+      algorithms: ["RS256"],
+    });
     expect(protectedHeader.kid).toEqual(expect.any(String));
     expect(payload.sub).toBe(cred.clientId);
     expect(payload.client_id).toBe(cred.clientId);
@@ -248,7 +306,9 @@ describe("OAuth 2.0 client credentials (RFC 6749 §4.4, RFC 9068, RFC 8414, RFC 
     expect(payload.exp! - payload.iat!).toBe(600);
     expect(payload.jti).toEqual(expect.any(String));
 
-    const narrow = await oidc.clientCredentialsGrant(await discover(cred.clientId, cred.clientSecret, "post"), { scope: "reports.read" });
+    const narrow = await oidc.clientCredentialsGrant(await discover(cred.clientId, cred.clientSecret, "post"), {
+      scope: "reports.read",
+    });
     expect(narrow.scope).toBe("reports.read");
     const { payload: p2 } = await jwtVerify(narrow.access_token, jwks, { issuer, audience: "m2m-reports" });
     expect(p2.scope).toBe("reports.read");
@@ -261,9 +321,18 @@ describe("OAuth 2.0 client credentials (RFC 6749 §4.4, RFC 9068, RFC 8414, RFC 
     const { access_token } = await oidc.clientCredentialsGrant(config);
     const rsConfig = await discover(rs.clientId, rs.clientSecret);
     const live = await oidc.tokenIntrospection(rsConfig, access_token);
-    expect(live).toMatchObject({ active: true, client_id: cred.clientId, sub: cred.clientId, scope: "reports.read reports.write", token_type: "Bearer" });
+    expect(live).toMatchObject({
+      active: true,
+      client_id: cred.clientId,
+      sub: cred.clientId,
+      scope: "reports.read reports.write",
+      token_type: "Bearer",
+    });
 
-    const rev = await s.post("/v1/revokeCredentials", { credentialType: "CLIENT_CREDENTIALS", clientId: cred.clientId });
+    const rev = await s.post("/v1/revokeCredentials", {
+      credentialType: "CLIENT_CREDENTIALS",
+      clientId: cred.clientId,
+    });
     expect(rev.status).toBe(204);
     expect(await oidc.tokenIntrospection(rsConfig, access_token)).toEqual({ active: false });
     // A 401 with a WWW-Authenticate challenge (RFC 6749 §5.2): openid-client surfaces the challenge, the body says invalid_client.
@@ -278,30 +347,59 @@ describe("OAuth 2.0 client credentials (RFC 6749 §4.4, RFC 9068, RFC 8414, RFC 
   it("the token endpoint answers RFC 6749 §5.2 errors: wrong secret, both auth methods, unsupported grant, invalid scope", async () => {
     const cred = await createClient("Errors Client", [{ id: "m2m-reports" }]);
     const token = `${gw}/oauth2/token`;
-    const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString("base64")}`;
-    const post = (body: string, headers: Record<string, string> = {}) => fetch(token, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", ...headers }, body });
+    const basic = (id: string, secret: string) =>
+      `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString("base64")}`;
+    const post = (body: string, headers: Record<string, string> = {}) =>
+      fetch(token, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+        body,
+      });
 
-    const wrong = await post("grant_type=client_credentials", { authorization: basic(cred.clientId, `${cred.clientSecret}x`) });
+    const wrong = await post("grant_type=client_credentials", {
+      authorization: basic(cred.clientId, `${cred.clientSecret}x`),
+    });
     expect(wrong.status).toBe(401);
     expect(wrong.headers.get("www-authenticate")).toMatch(/^Basic realm=/);
-    expect(await wrong.json()).toMatchObject({ error: "invalid_client", status: 401, path: "/oauth2/token", messages: [expect.stringMatching(/client authentication failed/)] });
+    expect(await wrong.json()).toMatchObject({
+      error: "invalid_client",
+      status: 401,
+      path: "/oauth2/token",
+      messages: [expect.stringMatching(/client authentication failed/)],
+    });
 
-    const both = await post(`grant_type=client_credentials&client_id=${cred.clientId}&client_secret=${cred.clientSecret}`, { authorization: basic(cred.clientId, cred.clientSecret) });
+    const both = await post(
+      `grant_type=client_credentials&client_id=${cred.clientId}&client_secret=${cred.clientSecret}`,
+      { authorization: basic(cred.clientId, cred.clientSecret) },
+    );
     expect(both.status).toBe(400);
     expect((await both.json()).error).toBe("invalid_request");
 
-    const grant = await post("grant_type=password&username=a&password=b", { authorization: basic(cred.clientId, cred.clientSecret) });
+    const grant = await post("grant_type=password&username=a&password=b", {
+      authorization: basic(cred.clientId, cred.clientSecret),
+    });
     expect(grant.status).toBe(400);
     expect((await grant.json()).error).toBe("unsupported_grant_type");
 
-    const scope = await post("grant_type=client_credentials&scope=reports.read%20admin", { authorization: basic(cred.clientId, cred.clientSecret) });
+    const scope = await post("grant_type=client_credentials&scope=reports.read%20admin", {
+      authorization: basic(cred.clientId, cred.clientSecret),
+    });
     expect(scope.status).toBe(400);
-    expect(await scope.json()).toMatchObject({ error: "invalid_scope", error_description: expect.stringContaining("'admin'") });
+    expect(await scope.json()).toMatchObject({
+      error: "invalid_scope",
+      error_description: expect.stringContaining("'admin'"),
+    });
 
-    const dup = await post(`grant_type=client_credentials&grant_type=client_credentials`, { authorization: basic(cred.clientId, cred.clientSecret) });
+    const dup = await post(`grant_type=client_credentials&grant_type=client_credentials`, {
+      authorization: basic(cred.clientId, cred.clientSecret),
+    });
     expect((await dup.json()).error).toBe("invalid_request");
 
-    const json = await fetch(token, { method: "POST", headers: { "content-type": "application/json", authorization: basic(cred.clientId, cred.clientSecret) }, body: "{}" });
+    const json = await fetch(token, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: basic(cred.clientId, cred.clientSecret) },
+      body: "{}",
+    });
     expect(json.status).toBe(400);
     expect((await json.json()).error_description).toMatch(/application\/x-www-form-urlencoded/);
 
@@ -309,13 +407,17 @@ describe("OAuth 2.0 client credentials (RFC 6749 §4.4, RFC 9068, RFC 8414, RFC 
     expect(get.status).toBe(405);
     expect(get.headers.get("allow")).toBe("POST");
 
-    const ok = await post(`grant_type=client_credentials&client_id=${cred.clientId}&client_secret=${cred.clientSecret}`);
+    const ok = await post(
+      `grant_type=client_credentials&client_id=${cred.clientId}&client_secret=${cred.clientSecret}`,
+    );
     expect(ok.status).toBe(200);
     expect(ok.headers.get("cache-control")).toBe("no-store");
   });
 
   it("the token endpoint enforces the client's plan limits: 429 with Retry-After", async () => {
-    const cred = await createClient("Limited Client", [{ id: "m2m-reports", usagePlans: [{ id: "m2m-two-a-minute" }] }]);
+    const cred = await createClient("Limited Client", [
+      { id: "m2m-reports", usagePlans: [{ id: "m2m-two-a-minute" }] },
+    ]);
     const config = await discover(cred.clientId, cred.clientSecret);
     await oidc.clientCredentialsGrant(config);
     await oidc.clientCredentialsGrant(config);
@@ -350,7 +452,9 @@ describe("OAuth 2.0 client credentials (RFC 6749 §4.4, RFC 9068, RFC 8414, RFC 
     const cred = await createClient("Secret Client", [{ id: "m2m-reports" }]);
     const key = await createKey("Secret Key App", [{ id: "orders" }]);
     await oidc.clientCredentialsGrant(await discover(cred.clientId, cred.clientSecret));
-    const db = readFileSync(join(s.dir, "credhook.db")).toString("latin1") + readFileSync(join(s.dir, "credhook.db-wal")).toString("latin1");
+    const db =
+      readFileSync(join(s.dir, "credhook.db")).toString("latin1") +
+      readFileSync(join(s.dir, "credhook.db-wal")).toString("latin1");
     expect(db).not.toContain(cred.clientSecret);
     expect(db).not.toContain(key.apiKey);
     expect(db).toContain("signing-key:");
@@ -358,7 +462,9 @@ describe("OAuth 2.0 client credentials (RFC 6749 §4.4, RFC 9068, RFC 8414, RFC 
     expect(stored.length).toBeGreaterThanOrEqual(1);
     expect(JSON.stringify(stored)).not.toMatch(/"d":/);
     expect(statSync(join(s.dir, "oauth-signing.kek")).mode & 0o777).toBe(0o600);
-    const jwks = (await (await fetch(`${gw}/.well-known/jwks.json`)).json()) as { keys: Array<Record<string, unknown>> };
+    const jwks = (await (await fetch(`${gw}/.well-known/jwks.json`)).json()) as {
+      keys: Array<Record<string, unknown>>;
+    };
     expect(jwks.keys.length).toBeGreaterThanOrEqual(1);
     for (const k of jwks.keys) {
       expect(k).toMatchObject({ kty: "RSA", alg: "RS256", use: "sig", kid: expect.any(String) });

@@ -31,7 +31,12 @@ afterAll(() => {
 
 /** `credhook serve` that is expected to fail at start: its exit status and stderr. */
 const failedServe = (args: string[], env: Record<string, string>) =>
-  spawnSync(process.execPath, [CLI, "serve", ...args], { cwd, env: { ...baseEnv, ...env }, encoding: "utf8", timeout: 60_000 });
+  spawnSync(process.execPath, [CLI, "serve", ...args], {
+    cwd,
+    env: { ...baseEnv, ...env },
+    encoding: "utf8",
+    timeout: 60_000,
+  });
 
 describe("a port in use", () => {
   it("of the embedded gateway names CREDHOOK_GATEWAY_PORT and embeddedGateway.listen.port", () => {
@@ -68,13 +73,25 @@ describe("an OTLP endpoint that fails", () => {
       // unreachable: nothing listens (connection refused); silent: accepts and never answers (an exporter timeout)
       const url = endpoint === "silent" ? `http://127.0.0.1:${takenPort}` : "http://127.0.0.1:9";
       const config = join(cwd, `otlp-${endpoint}.yaml`);
-      writeFileSync(config, LOCAL_YAML.replace("server:\n", "server:\n  port: 0\n  host: 127.0.0.1\n  shutdownTimeoutMs: 1000\n"));
+      writeFileSync(
+        config,
+        LOCAL_YAML.replace("server:\n", "server:\n  port: 0\n  host: 127.0.0.1\n  shutdownTimeoutMs: 1000\n"),
+      );
       const cli = spawnCredhook([process.execPath, CLI, "serve", "--config", config], {
         cwd,
-        env: { ...baseEnv, OTEL_EXPORTER_OTLP_ENDPOINT: url, OTEL_BSP_SCHEDULE_DELAY: "50", OTEL_EXPORTER_OTLP_TIMEOUT: "30000" },
+        env: {
+          ...baseEnv,
+          OTEL_EXPORTER_OTLP_ENDPOINT: url,
+          OTEL_BSP_SCHEDULE_DELAY: "50",
+          OTEL_EXPORTER_OTLP_TIMEOUT: "30000",
+        },
       });
       const base = await cli.listening();
-      const said = () => cli.output().split("\n").filter((l) => l.includes("traces cannot be exported")).length;
+      const said = () =>
+        cli
+          .output()
+          .split("\n")
+          .filter((l) => l.includes("traces cannot be exported")).length;
       for (let i = 0; i < 3; i++) await fetch(`${base}/v1/health`, { headers: { authorization: AUTH } });
       if (endpoint === "unreachable") {
         // the exporter retries a refused connection with backoff (about 15 s) before it reports the batch failed

@@ -25,7 +25,11 @@ const BUDGET_MS = Number(process.env.CREDHOOK_FUZZ_MS) || 1500;
  * @returns the number of cases run
  */
 async function checkAtLeast<T>(property: fc.IAsyncPropertyWithHooks<T>, minRuns: number): Promise<number> {
-  const timed = await fc.check(property, { numRuns: 100_000, interruptAfterTimeLimit: BUDGET_MS, markInterruptAsFailure: false });
+  const timed = await fc.check(property, {
+    numRuns: 100_000,
+    interruptAfterTimeLimit: BUDGET_MS,
+    markInterruptAsFailure: false,
+  });
   if (timed.failed) throw new Error(fc.defaultReportMessage(timed));
   if (timed.numRuns >= minRuns) return timed.numRuns;
   const rest = await fc.check(property, { numRuns: minRuns - timed.numRuns });
@@ -36,7 +40,11 @@ const ENDPOINTS = ["/v1/createCredentials", "/v1/updateCredentials", "/v1/revoke
 
 let s: TestServer;
 beforeAll(async () => {
-  s = await startTestServer(LOCAL_YAML.replace("server:\n", "server:\n  bodyLimitBytes: 8192\n"), {}, { headersTimeoutMs: 300, requestTimeoutMs: 300 });
+  s = await startTestServer(
+    LOCAL_YAML.replace("server:\n", "server:\n  bodyLimitBytes: 8192\n"),
+    {},
+    { headersTimeoutMs: 300, requestTimeoutMs: 300 },
+  );
   expect((await s.get("/v1/health")).status).toBe(204); // the portal's credential is verified (remembered) before any failure
 });
 afterAll(() => s.close());
@@ -48,9 +56,18 @@ const created: string[] = [];
  * The invariant: a 2xx as the contract defines it for `path`, or an ErrorResponse
  * whose `status` is the HTTP status. Returns a description of the violation, or undefined.
  */
-function violation(method: string, path: string, status: number, contentType: string | undefined, body: string): string | undefined {
+function violation(
+  method: string,
+  path: string,
+  status: number,
+  contentType: string | undefined,
+  body: string,
+): string | undefined {
   // A HEAD answer has no body by definition (RFC 9110, section 9.3.2): its status and type are all there is.
-  if (method === "HEAD") return status === 204 || (status >= 400 && /^application\/json/.test(contentType ?? "")) ? undefined : `${status} on HEAD ${path}`;
+  if (method === "HEAD")
+    return status === 204 || (status >= 400 && /^application\/json/.test(contentType ?? ""))
+      ? undefined
+      : `${status} on HEAD ${path}`;
   if (status >= 400 && status <= 599) return errorResponseProblem(status, contentType, body);
   if (method === "POST" && path === "/v1/createCredentials" && status === 200) {
     let c: Record<string, unknown>;
@@ -63,11 +80,17 @@ function violation(method: string, path: string, status: number, contentType: st
       created.push(c.apiKeyId);
       return undefined;
     }
-    if (c.credentialType === "CLIENT_CREDENTIALS" && typeof c.clientId === "string" && typeof c.clientSecret === "string") return undefined;
+    if (
+      c.credentialType === "CLIENT_CREDENTIALS" &&
+      typeof c.clientId === "string" &&
+      typeof c.clientSecret === "string"
+    )
+      return undefined;
     return `200 that is not a CreateCredentialsResponse: ${body}`;
   }
   const noContent =
-    (method === "POST" && (path === "/v1/updateCredentials" || path === "/v1/revokeCredentials")) || ((method === "GET" || method === "HEAD") && path === "/v1/health");
+    (method === "POST" && (path === "/v1/updateCredentials" || path === "/v1/revokeCredentials")) ||
+    ((method === "GET" || method === "HEAD") && path === "/v1/health");
   if (noContent && status === 204) return body === "" ? undefined : `204 with a body: ${body}`;
   if (method === "GET" && path === "/metrics" && status === 200) return undefined;
   return `${status} on ${method} ${path} is neither the contract's success nor an error`;
@@ -85,14 +108,23 @@ const knownId = fc.oneof(
   text,
 );
 /** A value that may be of the wrong type, as a broken portal would send. */
-const maybe = <T>(a: fc.Arbitrary<T>) => fc.oneof({ weight: 6, arbitrary: a }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) });
+const maybe = <T>(a: fc.Arbitrary<T>) =>
+  fc.oneof({ weight: 6, arbitrary: a }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) });
 
 const createBody = fc.record(
   {
     appName: maybe(text),
     developer: maybe(fc.oneof(fc.constantFrom("d@example.com", "D", "D/x"), text)),
     appSlug: maybe(text),
-    apis: maybe(fc.array(fc.record({ id: maybe(apiId), usagePlans: maybe(fc.array(fc.record({ id: maybe(planId) }), { maxLength: 3 })) }, { requiredKeys: ["id"] }), { maxLength: 4 })),
+    apis: maybe(
+      fc.array(
+        fc.record(
+          { id: maybe(apiId), usagePlans: maybe(fc.array(fc.record({ id: maybe(planId) }), { maxLength: 3 })) },
+          { requiredKeys: ["id"] },
+        ),
+        { maxLength: 4 },
+      ),
+    ),
     customCredentials: fc.jsonValue({ maxDepth: 2 }),
   },
   { requiredKeys: [] },
@@ -107,7 +139,14 @@ const updateBody = fc.record(
     clientId: maybe(knownId),
     apis: maybe(
       fc.array(
-        fc.record({ id: maybe(apiId), action: maybe(action), usagePlans: maybe(fc.array(fc.record({ id: maybe(planId), action: maybe(action) }), { maxLength: 3 })) }, { requiredKeys: [] }),
+        fc.record(
+          {
+            id: maybe(apiId),
+            action: maybe(action),
+            usagePlans: maybe(fc.array(fc.record({ id: maybe(planId), action: maybe(action) }), { maxLength: 3 })),
+          },
+          { requiredKeys: [] },
+        ),
         { maxLength: 4 },
       ),
     ),
@@ -115,7 +154,15 @@ const updateBody = fc.record(
   { requiredKeys: [] },
 );
 const revokeBody = fc.record(
-  { appName: maybe(text), developer: maybe(text), credentialType: maybe(credentialType), apiKeyId: maybe(knownId), clientId: maybe(knownId), apiKey: maybe(text), clientSecret: maybe(text) },
+  {
+    appName: maybe(text),
+    developer: maybe(text),
+    credentialType: maybe(credentialType),
+    apiKeyId: maybe(knownId),
+    clientId: maybe(knownId),
+    apiKey: maybe(text),
+    clientSecret: maybe(text),
+  },
   { requiredKeys: [] },
 );
 const body = fc.oneof(
@@ -131,17 +178,36 @@ const authorization = fc.oneof(
   { weight: 1, arbitrary: headerValue.map((v) => `Basic ${Buffer.from(v).toString("base64")}`) },
   { weight: 1, arbitrary: headerValue },
 );
-const path = fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...ENDPOINTS) }, { weight: 1, arbitrary: fc.constantFrom("/metrics", "/", "/v1/", "/v1/health/x", "/%zz", "/v1/createCredentials?x=1") });
+const path = fc.oneof(
+  { weight: 8, arbitrary: fc.constantFrom(...ENDPOINTS) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom("/metrics", "/", "/v1/", "/v1/health/x", "/%zz", "/v1/createCredentials?x=1"),
+  },
+);
 const request = fc.record({
   // Mostly the endpoint's own method, sometimes any other.
   target: path.chain((p) =>
     fc
-      .oneof({ weight: 6, arbitrary: fc.constant(p === "/v1/health" || p === "/metrics" ? "GET" : "POST") }, { weight: 1, arbitrary: fc.constantFrom("POST", "GET", "PUT", "DELETE", "PATCH", "OPTIONS") })
+      .oneof(
+        { weight: 6, arbitrary: fc.constant(p === "/v1/health" || p === "/metrics" ? "GET" : "POST") },
+        { weight: 1, arbitrary: fc.constantFrom("POST", "GET", "PUT", "DELETE", "PATCH", "OPTIONS") },
+      )
       .map((method) => ({ path: p, method })),
   ),
   authorization,
-  contentType: fc.oneof({ weight: 6, arbitrary: fc.constant("application/json") }, { weight: 1, arbitrary: fc.constantFrom("text/plain", "application/json; charset=latin1", "application/x-www-form-urlencoded") }, { weight: 1, arbitrary: headerValue }),
-  contentEncoding: fc.oneof({ weight: 8, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.constantFrom("gzip", "gzip-valid", "br", "deflate", "identity", "compress") }),
+  contentType: fc.oneof(
+    { weight: 6, arbitrary: fc.constant("application/json") },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom("text/plain", "application/json; charset=latin1", "application/x-www-form-urlencoded"),
+    },
+    { weight: 1, arbitrary: headerValue },
+  ),
+  contentEncoding: fc.oneof(
+    { weight: 8, arbitrary: fc.constant(undefined) },
+    { weight: 1, arbitrary: fc.constantFrom("gzip", "gzip-valid", "br", "deflate", "identity", "compress") },
+  ),
   body,
   requestId: fc.option(headerValue, { nil: undefined }),
 });
@@ -158,9 +224,19 @@ describe("fuzzing the four endpoints (fast-check, time-bounded)", () => {
         headers["content-encoding"] = r.contentEncoding === "gzip-valid" ? "gzip" : r.contentEncoding;
         if (r.contentEncoding === "gzip-valid") payload = gzipSync(payload);
       }
-      const res = await fetch(s.url + path, { method, headers, ...(payload !== undefined ? { body: typeof payload === "string" ? payload : new Uint8Array(payload) } : {}) });
+      const res = await fetch(s.url + path, {
+        method,
+        headers,
+        ...(payload !== undefined ? { body: typeof payload === "string" ? payload : new Uint8Array(payload) } : {}),
+      });
       const answer = await res.text();
-      const bad = violation(method, path.split("?")[0]!, res.status, res.headers.get("content-type") ?? undefined, answer);
+      const bad = violation(
+        method,
+        path.split("?")[0]!,
+        res.status,
+        res.headers.get("content-type") ?? undefined,
+        answer,
+      );
       if (bad) throw new Error(bad);
     });
     await checkAtLeast(property, 51);
@@ -168,7 +244,10 @@ describe("fuzzing the four endpoints (fast-check, time-bounded)", () => {
 
   it("every answer to mutated raw HTTP on a socket is the contract's 2xx or an ErrorResponse", async () => {
     const template = fc.constantFrom(...ENDPOINTS).chain((path) =>
-      (path === "/v1/health" ? fc.constant("") : fc.oneof(createBody, updateBody, revokeBody).map((b) => JSON.stringify(b))).map((b) => {
+      (path === "/v1/health"
+        ? fc.constant("")
+        : fc.oneof(createBody, updateBody, revokeBody).map((b) => JSON.stringify(b))
+      ).map((b) => {
         const method = path === "/v1/health" ? "GET" : "POST";
         const len = Buffer.byteLength(b);
         return `${method} ${path} HTTP/1.1\r\nHost: credhook\r\nAuthorization: ${AUTH}\r\nContent-Type: application/json\r\nContent-Length: ${len}\r\nConnection: close\r\n\r\n${b}`;
@@ -179,7 +258,20 @@ describe("fuzzing the four endpoints (fast-check, time-bounded)", () => {
       op: fc.constantFrom("insert", "replace", "delete"),
       bytes: fc.oneof(
         fc.uint8Array({ minLength: 1, maxLength: 8 }),
-        fc.constantFrom("\r\n", "\n", "\r\n\r\n", ":", " ", "\x00", "Transfer-Encoding: chunked\r\n", "Content-Length: 99\r\n", "Expect: 100-continue\r\n", "Expect: nope\r\n").map((t) => Buffer.from(t, "latin1")),
+        fc
+          .constantFrom(
+            "\r\n",
+            "\n",
+            "\r\n\r\n",
+            ":",
+            " ",
+            "\x00",
+            "Transfer-Encoding: chunked\r\n",
+            "Content-Length: 99\r\n",
+            "Expect: 100-continue\r\n",
+            "Expect: nope\r\n",
+          )
+          .map((t) => Buffer.from(t, "latin1")),
       ),
     });
     const mutate = (req: string, ms: Array<{ at: number; op: string; bytes: Uint8Array }>) => {
@@ -187,11 +279,19 @@ describe("fuzzing the four endpoints (fast-check, time-bounded)", () => {
       for (const m of ms) {
         const at = m.at % (b.length + 1);
         const ins = Buffer.from(m.bytes);
-        b = m.op === "insert" ? Buffer.concat([b.subarray(0, at), ins, b.subarray(at)]) : m.op === "replace" ? Buffer.concat([b.subarray(0, at), ins, b.subarray(at + ins.length)]) : Buffer.concat([b.subarray(0, at), b.subarray(at + ins.length)]);
+        b =
+          m.op === "insert"
+            ? Buffer.concat([b.subarray(0, at), ins, b.subarray(at)])
+            : m.op === "replace"
+              ? Buffer.concat([b.subarray(0, at), ins, b.subarray(at + ins.length)])
+              : Buffer.concat([b.subarray(0, at), b.subarray(at + ins.length)]);
       }
       return b;
     };
-    const batch = fc.array(fc.tuple(template, fc.array(mutation, { minLength: 0, maxLength: 3 })), { minLength: 1, maxLength: 12 });
+    const batch = fc.array(fc.tuple(template, fc.array(mutation, { minLength: 0, maxLength: 3 })), {
+      minLength: 1,
+      maxLength: 12,
+    });
     const property = fc.asyncProperty(batch, async (cases) => {
       const exchanges = await Promise.all(cases.map(([t, ms]) => rawExchange(s.port, mutate(t, ms), { waitMs: 800 })));
       exchanges.forEach((x, i) => {

@@ -75,7 +75,8 @@ afterEach(async () => {
   expect(await unexplainedKeys()).toEqual([]);
   expect(fake.key(foreign.keyId)).toEqual(foreign);
   for (const r of await s.credhook.store.list()) {
-    if (r.status === "active") await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: r.publicId });
+    if (r.status === "active")
+      await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: r.publicId });
   }
   fake.control.reset();
   burstFake.control.reset();
@@ -83,14 +84,20 @@ afterEach(async () => {
 
 const dev = "gcp-faults@example.com";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const create = (appName: string, apiId = "g-orders") => s.post("/v1/createCredentials", { appName, developer: dev, apis: [{ id: apiId }] });
+const create = (appName: string, apiId = "g-orders") =>
+  s.post("/v1/createCredentials", { appName, developer: dev, apis: [{ id: apiId }] });
 const liveKeys = () => fake.keys().filter((k) => !k.deleteTime && k.keyId !== foreign.keyId);
 
 /** Live keys (in both fakes) carrying credhook's credential-id annotation that no active credential of the store explains. */
 async function unexplainedKeys(): Promise<string[]> {
   const held = new Set((await s.credhook.store.list()).filter((r) => r.status === "active").map((r) => r.id));
   return [...fake.keys(), ...burstFake.keys()]
-    .filter((k) => !k.deleteTime && k.annotations["credhook.io/credential-id"] !== undefined && !held.has(k.annotations["credhook.io/credential-id"]!))
+    .filter(
+      (k) =>
+        !k.deleteTime &&
+        k.annotations["credhook.io/credential-id"] !== undefined &&
+        !held.has(k.annotations["credhook.io/credential-id"]!),
+    )
     .map((k) => k.keyId);
 }
 
@@ -102,7 +109,6 @@ async function settle(): Promise<void> {
   }
   expect(await s.credhook.store.listAbandoned()).toEqual([]);
 }
-
 
 describe("a failed read after an accepted create (issue 9, case 1)", () => {
   it("getKeyString answering 503 on every attempt → 502; the key is revoked in the request; the portal's retry gets one live key", async () => {
@@ -144,13 +150,21 @@ describe("a failed read after an accepted create (issue 9, case 1)", () => {
     burstFake.control.setKeyStringInCreateResult(false);
     burstFake.control.fail({ status: 429, rpcs: ["CreateKey", "GetOperation", "GetKeyString"], every: 5, times: 1000 });
     const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => create(`Burst ${i}`, "burst-orders")));
-    const failures = await Promise.all(answers.filter((r) => r.status !== 200).map(async (r) => `${r.status} ${(await errorOf(r)).messages[0]}`));
+    const failures = await Promise.all(
+      answers.filter((r) => r.status !== 200).map(async (r) => `${r.status} ${(await errorOf(r)).messages[0]}`),
+    );
     expect(failures).toEqual([]);
     expect(burstFake.requests().filter((r) => r.status === 429).length).toBeGreaterThan(10);
     const held = await Promise.all(answers.map(async (r) => ((await r.json()) as { apiKeyId: string }).apiKeyId));
     burstFake.control.clearFaults();
     await settle();
-    expect(burstFake.keys().filter((k) => !k.deleteTime).map((k) => k.keyId).sort()).toEqual([...held].sort());
+    expect(
+      burstFake
+        .keys()
+        .filter((k) => !k.deleteTime)
+        .map((k) => k.keyId)
+        .sort(),
+    ).toEqual([...held].sort());
   });
 });
 
@@ -199,10 +213,16 @@ describe("refused calls", () => {
 
 describe("ownership (issue 9, case 5)", () => {
   it("a revoke of a foreign key's id is 204 and leaves it live; an update is 404 pointing to credhook adopt", async () => {
-    expect((await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: foreign.keyId })).status).toBe(204);
+    expect((await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: foreign.keyId })).status).toBe(
+      204,
+    );
     expect(fake.key(foreign.keyId)).toEqual(foreign);
     const err = await errorOf(
-      await s.post("/v1/updateCredentials", { credentialType: "API_KEY", apiKeyId: foreign.keyId, apis: [{ id: "g-orders", action: "ADDED", usagePlans: [] }] }),
+      await s.post("/v1/updateCredentials", {
+        credentialType: "API_KEY",
+        apiKeyId: foreign.keyId,
+        apis: [{ id: "g-orders", action: "ADDED", usagePlans: [] }],
+      }),
     );
     expect(err.status).toBe(404);
     expect(err.messages.some((m) => m.includes("credhook adopt"))).toBe(true);
@@ -220,23 +240,39 @@ describe("ownership (issue 9, case 5)", () => {
   });
 
   it("credhook adopt marks a foreign key (dry run first), after which the portal updates and revokes it", async () => {
-    const entry = { credentialType: "API_KEY" as const, apiKeyId: foreign.keyId, appName: "Migrated", developer: dev, apis: [{ id: "g-orders", usagePlans: [] }] };
-    expect(await s.credhook.orchestrator.adopt([entry], { dryRun: true })).toEqual([{ publicId: foreign.keyId, action: "would adopt", gateway: "gcp" }]);
+    const entry = {
+      credentialType: "API_KEY" as const,
+      apiKeyId: foreign.keyId,
+      appName: "Migrated",
+      developer: dev,
+      apis: [{ id: "g-orders", usagePlans: [] }],
+    };
+    expect(await s.credhook.orchestrator.adopt([entry], { dryRun: true })).toEqual([
+      { publicId: foreign.keyId, action: "would adopt", gateway: "gcp" },
+    ]);
     expect(fake.key(foreign.keyId)).toEqual(foreign);
     const [adopted] = await s.credhook.orchestrator.adopt([entry]);
     expect(adopted).toMatchObject({ action: "adopted", gateway: "gcp" });
-    expect(fake.key(foreign.keyId)!.annotations).toMatchObject({ "credhook.io/gateway": "gcp", "credhook.io/credential-id": adopted!.credentialId });
+    expect(fake.key(foreign.keyId)!.annotations).toMatchObject({
+      "credhook.io/gateway": "gcp",
+      "credhook.io/credential-id": adopted!.credentialId,
+    });
     const upd = await s.post("/v1/updateCredentials", {
       credentialType: "API_KEY",
       apiKeyId: foreign.keyId,
-      apis: [{ id: "g-orders", action: "NONE", usagePlans: [] }, { id: "g-billing", action: "ADDED", usagePlans: [] }],
+      apis: [
+        { id: "g-orders", action: "NONE", usagePlans: [] },
+        { id: "g-billing", action: "ADDED", usagePlans: [] },
+      ],
     });
     expect(upd.status).toBe(204);
     expect(fake.key(foreign.keyId)!.restrictions.apiTargets!.map((t) => t.service)).toEqual([
       "g-billing.apigateway.fake-project.cloud.goog",
       "g-orders.apigateway.fake-project.cloud.goog",
     ]);
-    expect((await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: foreign.keyId })).status).toBe(204);
+    expect((await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: foreign.keyId })).status).toBe(
+      204,
+    );
     expect(fake.key(foreign.keyId)!.deleteTime).toBeTruthy();
     foreign = fake.key(foreign.keyId)!; // adopted and revoked on purpose: no longer someone else's
   });

@@ -6,7 +6,14 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { spawnTracked } from "./children.js";
-import { createLogger, loadConfigFile, startServer, type AppOptions, type RunningServer, type ServerLimits } from "../src/index.js";
+import {
+  createLogger,
+  loadConfigFile,
+  startServer,
+  type AppOptions,
+  type RunningServer,
+  type ServerLimits,
+} from "../src/index.js";
 
 export const PASSWORD = "correct-horse-battery";
 export const AUTH = `Basic ${Buffer.from(`portal:${PASSWORD}`).toString("base64")}`;
@@ -22,7 +29,12 @@ export interface TestServer extends RunningServer {
 }
 
 /** Writes `yaml` to a temp dir, loads it with `env`, starts the server on port 0 with logs captured (and `limits` and `options`, if given). */
-export async function startTestServer(yaml: string, env: Record<string, string> = {}, limits?: ServerLimits, options: AppOptions = {}): Promise<TestServer> {
+export async function startTestServer(
+  yaml: string,
+  env: Record<string, string> = {},
+  limits?: ServerLimits,
+  options: AppOptions = {},
+): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), "credhook-test-"));
   writeFileSync(join(dir, "webhook.config.yaml"), yaml);
   return startFromFile(join(dir, "webhook.config.yaml"), dir, env, limits, options);
@@ -36,7 +48,11 @@ export async function startTestServer(yaml: string, env: Record<string, string> 
 export async function startExampleServer(name: string, env: Record<string, string> = {}): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), `credhook-${name}-e2e-`));
   try {
-    const server = await startFromFile(fileURLToPath(new URL(`../../../examples/${name}.yaml`, import.meta.url)), dir, env);
+    const server = await startFromFile(
+      fileURLToPath(new URL(`../../../examples/${name}.yaml`, import.meta.url)),
+      dir,
+      env,
+    );
     return {
       ...server,
       async close() {
@@ -51,7 +67,13 @@ export async function startExampleServer(name: string, env: Record<string, strin
 }
 
 /** Loads the config file with `env` (data dir `dir`), starts the server on port 0 with logs captured. */
-async function startFromFile(file: string, dir: string, env: Record<string, string>, limits?: ServerLimits, options: AppOptions = {}): Promise<TestServer> {
+async function startFromFile(
+  file: string,
+  dir: string,
+  env: Record<string, string>,
+  limits?: ServerLimits,
+  options: AppOptions = {},
+): Promise<TestServer> {
   const config = await loadConfigFile(file, { env: { CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir, ...env } });
   const logs: string[] = [];
   const sink = new Writable({
@@ -60,14 +82,21 @@ async function startFromFile(file: string, dir: string, env: Record<string, stri
       cb();
     },
   });
-  const running = await startServer(config, { port: 0, host: "127.0.0.1", logger: createLogger("debug", sink), ...(limits ? { limits } : {}), ...options });
+  const running = await startServer(config, {
+    port: 0,
+    host: "127.0.0.1",
+    logger: createLogger("debug", sink),
+    ...(limits ? { limits } : {}),
+    ...options,
+  });
   const post: TestServer["post"] = (path, body, headers = {}) =>
     fetch(running.url + path, {
       method: "POST",
       headers: { authorization: AUTH, "content-type": "application/json", ...headers },
       body: typeof body === "string" ? body : JSON.stringify(body),
     });
-  const get: TestServer["get"] = (path, headers = {}) => fetch(running.url + path, { headers: { authorization: AUTH, ...headers } });
+  const get: TestServer["get"] = (path, headers = {}) =>
+    fetch(running.url + path, { headers: { authorization: AUTH, ...headers } });
   return {
     ...running,
     dir,
@@ -108,7 +137,11 @@ routes:
 `;
 
 /** What keeps `body` (answered with `status` and `contentType`) from being the contract's ErrorResponse; undefined when it is one. */
-export function errorResponseProblem(status: number, contentType: string | null | undefined, body: string): string | undefined {
+export function errorResponseProblem(
+  status: number,
+  contentType: string | null | undefined,
+  body: string,
+): string | undefined {
   let e: Record<string, unknown>;
   try {
     e = JSON.parse(body) as Record<string, unknown>;
@@ -119,13 +152,16 @@ export function errorResponseProblem(status: number, contentType: string | null 
   if (e.status !== status) return `ErrorResponse.status ${String(e.status)} on a ${status}: ${body}`;
   if (typeof e.timestamp !== "string" || Number.isNaN(Date.parse(e.timestamp))) return `timestamp missing: ${body}`;
   if (typeof e.error !== "string" || typeof e.path !== "string") return `not an ErrorResponse: ${body}`;
-  if (!Array.isArray(e.messages) || e.messages.length === 0 || !e.messages.every((m) => typeof m === "string")) return `messages is not a non-empty array of strings: ${body}`;
+  if (!Array.isArray(e.messages) || e.messages.length === 0 || !e.messages.every((m) => typeof m === "string"))
+    return `messages is not a non-empty array of strings: ${body}`;
   if (/\bat .*\(.*:\d+:\d+\)|node_modules|\.ts:\d+/.test(body)) return `stack trace in body: ${body}`;
   return undefined;
 }
 
 /** Asserts the contract's ErrorResponse shape and returns it. */
-export async function errorOf(res: Response): Promise<{ timestamp: string; status: number; error: string; messages: string[]; path: string }> {
+export async function errorOf(
+  res: Response,
+): Promise<{ timestamp: string; status: number; error: string; messages: string[]; path: string }> {
   const text = await res.text();
   const problem = errorResponseProblem(res.status, res.headers.get("content-type"), text);
   if (problem) throw new Error(problem);
@@ -144,7 +180,11 @@ export const PROCESS_START_MS = 90_000;
  * @param ms how long to wait before failing, ms
  * @throws Error "timed out waiting for <what>"
  */
-export async function until<T>(what: string, fn: () => T | undefined | null | false | Promise<T | undefined | null | false>, ms = 20_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  fn: () => T | undefined | null | false | Promise<T | undefined | null | false>,
+  ms = 20_000,
+): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await fn();
@@ -206,7 +246,10 @@ export function spawnCredhook(command: string[], options: SpawnOptions = {}): Cr
  * test config sets `reconcile.settleS` short), for at most `timeoutMs` ms (default 6000). `everyMs`, when set, spaces the sweeps:
  * each one calls the clouds, whose read quotas a tight loop would exhaust.
  */
-export async function sweepUntilSettled(s: TestServer, options: { timeoutMs?: number; everyMs?: number } = {}): Promise<void> {
+export async function sweepUntilSettled(
+  s: TestServer,
+  options: { timeoutMs?: number; everyMs?: number } = {},
+): Promise<void> {
   let first = true;
   await until(
     "abandoned records and unsettled updates to settle",
@@ -221,7 +264,12 @@ export async function sweepUntilSettled(s: TestServer, options: { timeoutMs?: nu
 }
 
 /** The portal's updateCredentials body for an API key (the contract's example `updatedAt`). */
-export function apiKeyUpdate(appName: string, developer: string, apiKeyId: string, apis: Array<{ id: string; action: string; usagePlans: Array<{ id: string; action: string }> }>) {
+export function apiKeyUpdate(
+  appName: string,
+  developer: string,
+  apiKeyId: string,
+  apis: Array<{ id: string; action: string; usagePlans: Array<{ id: string; action: string }> }>,
+) {
   return { updatedAt: "2023-06-27T21:23:21.523Z[GMT]", appName, developer, credentialType: "API_KEY", apiKeyId, apis };
 }
 
@@ -247,14 +295,25 @@ export interface ServeProcess {
  * @param spawned every child is pushed here first, so that the caller can stop it even when it never listened
  * @throws when it does not listen in time, with the end of its output
  */
-export async function spawnServe(config: string, env: Record<string, string>, spawned: ChildProcess[]): Promise<ServeProcess> {
+export async function spawnServe(
+  config: string,
+  env: Record<string, string>,
+  spawned: ChildProcess[],
+): Promise<ServeProcess> {
   const cli = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
-  const child = spawnTracked(process.execPath, [cli, "serve", "--config", config], { env: { ...process.env, CREDHOOK_FROM_SOURCE: "1", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawnTracked(process.execPath, [cli, "serve", "--config", config], {
+    env: { ...process.env, CREDHOOK_FROM_SOURCE: "1", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   spawned.push(child);
   let out = "";
   child.stdout!.on("data", (d) => (out += String(d)));
   child.stderr!.on("data", (d) => (out += String(d)));
-  const url = await until("an instance to listen", () => /"url":"(http:\/\/[^"]+)"/.exec(out)?.[1], PROCESS_START_MS).catch((err: Error) => {
+  const url = await until(
+    "an instance to listen",
+    () => /"url":"(http:\/\/[^"]+)"/.exec(out)?.[1],
+    PROCESS_START_MS,
+  ).catch((err: Error) => {
     throw new Error(`${err.message}; its output: ${out.slice(-1500)}`);
   });
   return { child, url, output: () => out };

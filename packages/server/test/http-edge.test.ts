@@ -12,7 +12,11 @@ import { rawExchange, type RawResponse } from "./raw-http.js";
 const LIMIT = 4096;
 let s: TestServer;
 beforeAll(async () => {
-  s = await startTestServer(LOCAL_YAML.replace("server:\n", `server:\n  bodyLimitBytes: ${LIMIT}\n`), {}, { headersTimeoutMs: 600, requestTimeoutMs: 600 });
+  s = await startTestServer(
+    LOCAL_YAML.replace("server:\n", `server:\n  bodyLimitBytes: ${LIMIT}\n`),
+    {},
+    { headersTimeoutMs: 600, requestTimeoutMs: 600 },
+  );
 });
 afterAll(() => s.close());
 
@@ -32,14 +36,27 @@ const head = (method: string, path: string, headers: Record<string, string | num
   `${method} ${path} HTTP/${version}\r\n${Object.entries(headers)
     .map(([k, v]) => `${k}: ${v}\r\n`)
     .join("")}\r\n`;
-const jsonHeaders = (extra: Record<string, string | number> = {}) => ({ Host: "credhook", "Content-Type": "application/json", ...extra });
-const createBody = (name: string) => JSON.stringify({ appName: name, developer: "edge@example.com", apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] });
+const jsonHeaders = (extra: Record<string, string | number> = {}) => ({
+  Host: "credhook",
+  "Content-Type": "application/json",
+  ...extra,
+});
+const createBody = (name: string) =>
+  JSON.stringify({
+    appName: name,
+    developer: "edge@example.com",
+    apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
+  });
 const MiB = Buffer.alloc(1 << 20, 0x61);
 
 describe("body limits are enforced before the body is read", () => {
   it("Content-Length over the limit: 413 at once, without reading the body, and the connection closed (with or without credentials)", async () => {
     for (const auth of [{}, { Authorization: AUTH }] as Record<string, string>[]) {
-      const x = await rawExchange(s.port, head("POST", "/v1/createCredentials", jsonHeaders({ ...auth, "Content-Length": 100_000_000_000 })), { waitMs: 3000 });
+      const x = await rawExchange(
+        s.port,
+        head("POST", "/v1/createCredentials", jsonHeaders({ ...auth, "Content-Length": 100_000_000_000 })),
+        { waitMs: 3000 },
+      );
       expect(refusal(x.responses[0], 413)).toEqual([`body is larger than the limit of ${LIMIT} bytes`]);
       expect(x.responses[0]!.headers.connection).toBe("close");
       expect(x.closed).toBe(true);
@@ -47,10 +64,14 @@ describe("body limits are enforced before the body is read", () => {
   });
 
   it("a client that keeps sending after the 413 is cut off: the server does not read on", async () => {
-    const x = await rawExchange(s.port, head("POST", "/v1/createCredentials", jsonHeaders({ Authorization: AUTH, "Content-Length": 100_000_000_000 })), {
-      flood: MiB,
-      waitMs: 5000,
-    });
+    const x = await rawExchange(
+      s.port,
+      head("POST", "/v1/createCredentials", jsonHeaders({ Authorization: AUTH, "Content-Length": 100_000_000_000 })),
+      {
+        flood: MiB,
+        waitMs: 5000,
+      },
+    );
     refusal(x.responses[0], 413);
     expect(x.closed).toBe(true);
     expect(x.bytesWritten).toBeLessThan(64 << 20); // socket buffers at most; not the 100 GB announced
@@ -69,7 +90,11 @@ describe("body limits are enforced before the body is read", () => {
   });
 
   it("an unauthenticated request's body is never read: 401 before the body is sent, and the connection closed", async () => {
-    const x = await rawExchange(s.port, head("POST", "/v1/createCredentials", jsonHeaders({ "Content-Length": 2000 })), { waitMs: 3000 });
+    const x = await rawExchange(
+      s.port,
+      head("POST", "/v1/createCredentials", jsonHeaders({ "Content-Length": 2000 })),
+      { waitMs: 3000 },
+    );
     refusal(x.responses[0], 401);
     expect(x.responses[0]!.headers["www-authenticate"]).toMatch(/^Basic /);
     expect(x.closed).toBe(true);
@@ -78,15 +103,23 @@ describe("body limits are enforced before the body is read", () => {
 
   it("Expect: 100-continue gets 100 Continue only once authenticated and within the limit", async () => {
     const body = createBody("Expect continue");
-    const denied = await rawExchange(s.port, head("POST", "/v1/createCredentials", jsonHeaders({ Expect: "100-continue", "Content-Length": body.length })), {
-      waitMs: 2000,
-    });
+    const denied = await rawExchange(
+      s.port,
+      head("POST", "/v1/createCredentials", jsonHeaders({ Expect: "100-continue", "Content-Length": body.length })),
+      {
+        waitMs: 2000,
+      },
+    );
     expect(denied.interim).toEqual([]);
     refusal(denied.responses[0], 401);
 
     const x = await rawExchange(
       s.port,
-      head("POST", "/v1/createCredentials", jsonHeaders({ Authorization: AUTH, Expect: "100-continue", "Content-Length": body.length })),
+      head(
+        "POST",
+        "/v1/createCredentials",
+        jsonHeaders({ Authorization: AUTH, Expect: "100-continue", "Content-Length": body.length }),
+      ),
       { pieces: [{ data: body, delayMs: 100 }], stopAfter: 1 },
     );
     expect(x.interim).toEqual([100]);
@@ -103,18 +136,31 @@ describe("body limits are enforced before the body is read", () => {
     expect(ok.status).toBe(200);
     const bad = await rawExchange(
       s.port,
-      head("POST", "/v1/createCredentials", jsonHeaders({ Authorization: AUTH, "Content-Encoding": "gzip", "Content-Length": 20 })),
-      { pieces: [{ data: Buffer.from("1f8b0800000000000003ffffffffffffffffffff", "hex").subarray(0, 20) }], stopAfter: 1 },
+      head(
+        "POST",
+        "/v1/createCredentials",
+        jsonHeaders({ Authorization: AUTH, "Content-Encoding": "gzip", "Content-Length": 20 }),
+      ),
+      {
+        pieces: [{ data: Buffer.from("1f8b0800000000000003ffffffffffffffffffff", "hex").subarray(0, 20) }],
+        stopAfter: 1,
+      },
     );
     expect(refusal(bad.responses[0], 400)).toEqual(["body is not valid gzip data (Content-Encoding: gzip)"]);
     const bomb = gzipSync(Buffer.alloc(1 << 20, 0x20));
     expect(bomb.length).toBeLessThan(LIMIT);
     const big = await rawExchange(
       s.port,
-      head("POST", "/v1/createCredentials", jsonHeaders({ Authorization: AUTH, "Content-Encoding": "gzip", "Content-Length": bomb.length })),
+      head(
+        "POST",
+        "/v1/createCredentials",
+        jsonHeaders({ Authorization: AUTH, "Content-Encoding": "gzip", "Content-Length": bomb.length }),
+      ),
       { pieces: [{ data: bomb }], stopAfter: 1 },
     );
-    expect(refusal(big.responses[0], 413)[0]).toBe(`body is larger than the limit of ${LIMIT} bytes once decompressed (Content-Encoding: gzip)`);
+    expect(refusal(big.responses[0], 413)[0]).toBe(
+      `body is larger than the limit of ${LIMIT} bytes once decompressed (Content-Encoding: gzip)`,
+    );
     const unknown = await s.post("/v1/createCredentials", createBody("x"), { "content-encoding": "compress" });
     expect(unknown.status).toBe(415);
   });
@@ -122,24 +168,38 @@ describe("body limits are enforced before the body is read", () => {
 
 describe("Content-Type", () => {
   it("application/json with a body passes; a POST that names it but has no body, or names another type, is a 415", async () => {
-    const noBody = await rawExchange(s.port, head("POST", "/v1/createCredentials", jsonHeaders({ Authorization: AUTH })), { stopAfter: 1 });
+    const noBody = await rawExchange(
+      s.port,
+      head("POST", "/v1/createCredentials", jsonHeaders({ Authorization: AUTH })),
+      { stopAfter: 1 },
+    );
     expect(refusal(noBody.responses[0], 415)).toEqual(["body must be application/json (got 'application/json')"]);
     const text = await s.post("/v1/createCredentials", createBody("Typed"), { "content-type": "text/plain" });
     expect(text.status).toBe(415);
-    const withCharset = await s.post("/v1/createCredentials", createBody("Typed"), { "content-type": "Application/JSON; charset=utf-8" });
+    const withCharset = await s.post("/v1/createCredentials", createBody("Typed"), {
+      "content-type": "Application/JSON; charset=utf-8",
+    });
     expect(withCharset.status).toBe(200);
   });
 });
 
 describe("bodies of other methods", () => {
   it("a GET's body is read up to the limit and ignored; a chunked one past the limit is a 413", async () => {
-    const small = await rawExchange(s.port, head("GET", "/v1/health", { Host: "credhook", Authorization: AUTH, "Content-Length": 8 }) + "not json", { stopAfter: 1 });
+    const small = await rawExchange(
+      s.port,
+      head("GET", "/v1/health", { Host: "credhook", Authorization: AUTH, "Content-Length": 8 }) + "not json",
+      { stopAfter: 1 },
+    );
     expect(small.responses[0]!.status).toBe(204);
     const chunk = `${(64 * 1024).toString(16)}\r\n${"a".repeat(64 * 1024)}\r\n`;
-    const big = await rawExchange(s.port, head("GET", "/v1/health", { Host: "credhook", Authorization: AUTH, "Transfer-Encoding": "chunked" }), {
-      flood: Buffer.from(chunk.repeat(16)),
-      waitMs: 5000,
-    });
+    const big = await rawExchange(
+      s.port,
+      head("GET", "/v1/health", { Host: "credhook", Authorization: AUTH, "Transfer-Encoding": "chunked" }),
+      {
+        flood: Buffer.from(chunk.repeat(16)),
+        waitMs: 5000,
+      },
+    );
     refusal(big.responses[0], 413);
     expect(big.closed).toBe(true);
   });
@@ -148,10 +208,14 @@ describe("bodies of other methods", () => {
 describe("slow clients get 408 and are disconnected", () => {
   it("a body trickled slower than the request timeout: 408 ErrorResponse and closed", async () => {
     const body = createBody("Trickled");
-    const x = await rawExchange(s.port, head("POST", "/v1/createCredentials", jsonHeaders({ Authorization: AUTH, "Content-Length": body.length })), {
-      pieces: [...body.slice(0, 20)].map((c) => ({ data: c, delayMs: 100 })),
-      waitMs: 5000,
-    });
+    const x = await rawExchange(
+      s.port,
+      head("POST", "/v1/createCredentials", jsonHeaders({ Authorization: AUTH, "Content-Length": body.length })),
+      {
+        pieces: [...body.slice(0, 20)].map((c) => ({ data: c, delayMs: 100 })),
+        waitMs: 5000,
+      },
+    );
     expect(refusal(x.responses[0], 408)[0]).toMatch(/did not arrive in time/);
     expect(x.responses[0]!.json!.path).toBe("/v1/createCredentials");
     expect(x.closed).toBe(true);
@@ -173,9 +237,21 @@ describe("Node's own refusals are ErrorResponses", () => {
   const cases: Array<[string, string, number]> = [
     ["no Host header", "GET /v1/health HTTP/1.1\r\nAuthorization: x\r\n\r\n", 400],
     ["two Host headers", "GET /v1/health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400],
-    ["Content-Length with Transfer-Encoding", "POST /v1/createCredentials HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400],
-    ["duplicate Content-Length", "POST /v1/createCredentials HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", 400],
-    ["a bad chunk", `POST /v1/createCredentials HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`, 400],
+    [
+      "Content-Length with Transfer-Encoding",
+      "POST /v1/createCredentials HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+      400,
+    ],
+    [
+      "duplicate Content-Length",
+      "POST /v1/createCredentials HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+      400,
+    ],
+    [
+      "a bad chunk",
+      `POST /v1/createCredentials HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
+      400,
+    ],
     ["bare LF line endings", "GET /v1/health HTTP/1.1\nHost: a\n\n", 400],
     ["a garbage request line", "HELLO THERE\r\n\r\n", 400],
     ["an unknown Expect", "GET /v1/health HTTP/1.1\r\nHost: a\r\nExpect: x-weird\r\n\r\n", 417],
@@ -204,18 +280,30 @@ describe("an answer in flight is written before a protocol-error close", () => {
     const body = createBody("Then garbage");
     const x = await rawExchange(
       s.port,
-      head("POST", "/v1/createCredentials", jsonHeaders({ Authorization: AUTH, "Content-Length": Buffer.byteLength(body) })) + body + "\x00\x01GARBAGE\r\n\r\n",
+      head(
+        "POST",
+        "/v1/createCredentials",
+        jsonHeaders({ Authorization: AUTH, "Content-Length": Buffer.byteLength(body) }),
+      ) +
+        body +
+        "\x00\x01GARBAGE\r\n\r\n",
       { waitMs: 5000 },
     );
     expect(x.responses.map((r) => r.status)).toEqual([200, 400]);
-    expect(x.responses[0]!.json).toMatchObject({ credentialType: "API_KEY", apiKeyId: expect.any(String), apiKey: expect.stringMatching(/^[0-9A-Za-z]{40}$/) });
+    expect(x.responses[0]!.json).toMatchObject({
+      credentialType: "API_KEY",
+      apiKeyId: expect.any(String),
+      apiKey: expect.stringMatching(/^[0-9A-Za-z]{40}$/),
+    });
     refusal(x.responses[1], 400);
     expect(x.closed).toBe(true);
   });
 
   it("pipelined requests are all answered, in order, before the refusal", async () => {
     const get = head("GET", "/v1/health", { Host: "credhook", Authorization: AUTH });
-    const x = await rawExchange(s.port, get + get + "GET /v1/health HTTP/1.1\r\nHost: a\r\nBad Header Line\r\n\r\n", { waitMs: 5000 });
+    const x = await rawExchange(s.port, get + get + "GET /v1/health HTTP/1.1\r\nHost: a\r\nBad Header Line\r\n\r\n", {
+      waitMs: 5000,
+    });
     expect(x.responses.map((r) => r.status)).toEqual([204, 204, 400]);
     refusal(x.responses[2], 400);
     expect(x.closed).toBe(true);
@@ -224,15 +312,23 @@ describe("an answer in flight is written before a protocol-error close", () => {
 
 describe("the OpenAPI document lists what the edge answers", () => {
   it("every status observed above is documented, with the ErrorResponse body, on its path's operations (on every operation when the request had no readable path)", () => {
-    const doc = openApiDocument() as { paths: Record<string, Record<string, { responses: Record<string, { $ref?: string }> }>>; components: { responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }> } };
-    const operations = (path: string) => Object.entries(doc.paths).filter(([p]) => path === "" || p === path).flatMap(([p, ops]) => Object.entries(ops).map(([m, op]) => ({ at: `${m.toUpperCase()} ${p}`, op })));
+    const doc = openApiDocument() as {
+      paths: Record<string, Record<string, { responses: Record<string, { $ref?: string }> }>>;
+      components: { responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }> };
+    };
+    const operations = (path: string) =>
+      Object.entries(doc.paths)
+        .filter(([p]) => path === "" || p === path)
+        .flatMap(([p, ops]) => Object.entries(ops).map(([m, op]) => ({ at: `${m.toUpperCase()} ${p}`, op })));
     const statuses = new Set(observed.map((o) => o.status));
     expect([...statuses].sort()).toEqual(expect.arrayContaining([400, 401, 408, 413, 417, 431, 501]));
     const missing: string[] = [];
     for (const { status, path } of observed) {
       for (const { at, op } of operations(path)) {
         const ref = op.responses[String(status)]?.$ref;
-        const body = ref ? doc.components.responses[ref.split("/").pop()!]?.content?.["application/json"]?.schema?.$ref : undefined;
+        const body = ref
+          ? doc.components.responses[ref.split("/").pop()!]?.content?.["application/json"]?.schema?.$ref
+          : undefined;
         if (body !== "#/components/schemas/ErrorResponse") missing.push(`${at} ${status}`);
       }
     }

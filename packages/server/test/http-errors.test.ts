@@ -28,7 +28,12 @@ describe("400: malformed JSON, schema violations, unsupported credentialType", (
   it("malformed JSON is a 400 that does not echo the body", async () => {
     const res = await s.post("/v1/createCredentials", '{"appName": "x", "apiKey": "SUPERSECRETVALUE", ');
     const err = await errorOf(res);
-    expect(err).toMatchObject({ status: 400, error: "Bad Request", path: "/v1/createCredentials", messages: ["body is not valid JSON"] });
+    expect(err).toMatchObject({
+      status: 400,
+      error: "Bad Request",
+      path: "/v1/createCredentials",
+      messages: ["body is not valid JSON"],
+    });
     expect(JSON.stringify(err)).not.toContain("SUPERSECRETVALUE");
   });
 
@@ -61,19 +66,32 @@ describe("400: malformed JSON, schema violations, unsupported credentialType", (
   });
 
   it("update without the id its credentialType needs is a 400", async () => {
-    const err = await errorOf(await s.post("/v1/updateCredentials", { credentialType: "CLIENT_CREDENTIALS", apis: [] }));
+    const err = await errorOf(
+      await s.post("/v1/updateCredentials", { credentialType: "CLIENT_CREDENTIALS", apis: [] }),
+    );
     expect(err.messages).toEqual(["body must have required property 'clientId'"]);
   });
 
   it("an action outside NONE/ADDED/REMOVED is a 400", async () => {
-    const err = await errorOf(await s.post("/v1/updateCredentials", { credentialType: "API_KEY", apiKeyId: "x", apis: [{ id: "a", action: "MOVED" }] }));
+    const err = await errorOf(
+      await s.post("/v1/updateCredentials", {
+        credentialType: "API_KEY",
+        apiKeyId: "x",
+        apis: [{ id: "a", action: "MOVED" }],
+      }),
+    );
     expect(err.messages).toEqual(["body/apis/0/action must be one of: NONE, ADDED, REMOVED"]);
   });
 });
 
 describe("401 and 429: authentication", () => {
   it("401 with WWW-Authenticate when the header is missing, malformed, or wrong", async () => {
-    for (const authorization of [undefined, "Bearer abc", `Basic ${Buffer.from("portal:wrong").toString("base64")}`, `Basic ${Buffer.from("nobody:correct-horse-battery").toString("base64")}`]) {
+    for (const authorization of [
+      undefined,
+      "Bearer abc",
+      `Basic ${Buffer.from("portal:wrong").toString("base64")}`,
+      `Basic ${Buffer.from("nobody:correct-horse-battery").toString("base64")}`,
+    ]) {
       const res = await fetch(`${s.url}/v1/health`, { headers: authorization ? { authorization } : {} });
       expect(res.status).toBe(401);
       expect(res.headers.get("www-authenticate")).toBe('Basic realm="credhook", charset="UTF-8"');
@@ -82,8 +100,17 @@ describe("401 and 429: authentication", () => {
   });
 
   it("all four endpoints require auth", async () => {
-    for (const [method, path] of [["POST", "/v1/createCredentials"], ["POST", "/v1/updateCredentials"], ["POST", "/v1/revokeCredentials"], ["GET", "/v1/health"]] as const) {
-      const res = await fetch(s.url + path, { method, headers: { "content-type": "application/json" }, ...(method === "POST" ? { body: "{}" } : {}) });
+    for (const [method, path] of [
+      ["POST", "/v1/createCredentials"],
+      ["POST", "/v1/updateCredentials"],
+      ["POST", "/v1/revokeCredentials"],
+      ["GET", "/v1/health"],
+    ] as const) {
+      const res = await fetch(s.url + path, {
+        method,
+        headers: { "content-type": "application/json" },
+        ...(method === "POST" ? { body: "{}" } : {}),
+      });
       expect(res.status, path).toBe(401);
     }
   });
@@ -107,19 +134,27 @@ describe("404 / 405 / 413 / 415", () => {
 
   it("update of a credential neither the store nor its gateway knows is a 404", async () => {
     const err = await errorOf(
-      await s.post("/v1/updateCredentials", { credentialType: "API_KEY", apiKeyId: "lkdoesnotexist", apis: [{ id: "5aba4csvd4", action: "NONE" }] }),
+      await s.post("/v1/updateCredentials", {
+        credentialType: "API_KEY",
+        apiKeyId: "lkdoesnotexist",
+        apis: [{ id: "5aba4csvd4", action: "NONE" }],
+      }),
     );
     expect(err.status).toBe(404);
     expect(err.messages[0]).toContain("lkdoesnotexist");
   });
 
   it("a body over the limit is a 413", async () => {
-    const err = await errorOf(await s.post("/v1/createCredentials", { appName: "x".repeat(3000), developer: "d", apis: [{ id: "a" }] }));
+    const err = await errorOf(
+      await s.post("/v1/createCredentials", { appName: "x".repeat(3000), developer: "d", apis: [{ id: "a" }] }),
+    );
     expect(err).toMatchObject({ status: 413, messages: ["body is larger than the limit of 2048 bytes"] });
   });
 
   it("a body that is not application/json is a 415", async () => {
-    const err = await errorOf(await s.post("/v1/createCredentials", "appName=x", { "content-type": "application/x-www-form-urlencoded" }));
+    const err = await errorOf(
+      await s.post("/v1/createCredentials", "appName=x", { "content-type": "application/x-www-form-urlencoded" }),
+    );
     expect(err.status).toBe(415);
   });
 });
@@ -181,8 +216,17 @@ describe("5xx from gateways", () => {
     expect((await s.credhook.store.stateFor("local").list("cred:")).length).toBe(before);
     expect(controls.created.size).toBe(0);
     // The timed-out call may still land on 'faulty': the record stays 'abandoned', holding nothing, with 'faulty' to search.
-    const unfinished = (await s.credhook.store.list()).filter((r) => r.status !== "active" && r.apis.some((a) => a.id === "fine-1"));
-    expect(unfinished).toEqual([expect.objectContaining({ status: "abandoned", bindings: [], publicId: "", abandoned: expect.objectContaining({ uncertain: ["faulty"] }) })]);
+    const unfinished = (await s.credhook.store.list()).filter(
+      (r) => r.status !== "active" && r.apis.some((a) => a.id === "fine-1"),
+    );
+    expect(unfinished).toEqual([
+      expect.objectContaining({
+        status: "abandoned",
+        bindings: [],
+        publicId: "",
+        abandoned: expect.objectContaining({ uncertain: ["faulty"] }),
+      }),
+    ]);
     await s.credhook.store.delete(unfinished[0]!.id);
   });
 
@@ -217,7 +261,9 @@ describe("500: a bug", () => {
     store.findByAppKey = bug;
     const { writeFileSync } = await import("node:fs");
     writeFileSync(join(dir, "webhook.config.yaml"), LOCAL_YAML);
-    const config = await loadConfigFile(join(dir, "webhook.config.yaml"), { env: { CREDHOOK_PASSWORD: "correct-horse-battery", CREDHOOK_DATA_DIR: dir } });
+    const config = await loadConfigFile(join(dir, "webhook.config.yaml"), {
+      env: { CREDHOOK_PASSWORD: "correct-horse-battery", CREDHOOK_DATA_DIR: dir },
+    });
     const server = await startServer(config, { port: 0, host: "127.0.0.1", store, logger: createLogger("silent") });
     try {
       const res = await fetch(`${server.url}/v1/createCredentials`, {
@@ -228,7 +274,9 @@ describe("500: a bug", () => {
       const err = await errorOf(res);
       expect(err.status).toBe(500);
       expect(err.error).toBe("Internal Server Error");
-      expect(err.messages).toEqual([`internal error; see the server log for request ${res.headers.get("x-request-id")}`]);
+      expect(err.messages).toEqual([
+        `internal error; see the server log for request ${res.headers.get("x-request-id")}`,
+      ]);
       expect(JSON.stringify(err)).not.toContain("invariant");
     } finally {
       await server.close();

@@ -44,7 +44,9 @@ afterAll(async () => {
 afterEach(async () => {
   kong.clearFaults();
   apigee.clearFaults();
-  for (const r of await s.credhook.store.list()) if (r.status === "active") await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: r.publicId });
+  for (const r of await s.credhook.store.list())
+    if (r.status === "active")
+      await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: r.publicId });
   // what is left on either gateway carries no credhook mark of a credential the portal does not hold
   expect(kong.consumers().filter((c) => c.tags?.includes("credhook"))).toEqual([]);
   expect(apigee.apps().filter((a) => a.attributes.some((x) => x.name === "credhook-gateway"))).toEqual([]);
@@ -61,24 +63,68 @@ async function settle(): Promise<void> {
 
 describe("credhook adopt", () => {
   it("an existing Kong consumer and an existing Apigee app come under their gateways; the portal then updates and revokes them", async () => {
-    const consumer = kong.addForeignConsumer({ username: "legacy-partner", key: "LegacyKongKey0123456789", groups: ["k-orders"] });
-    const app = apigee.addForeignApp({ developer: dev, name: "legacy-app", consumerKey: "LegacyApigeeKey_0123456789", apiProducts: ["a-orders"] });
+    const consumer = kong.addForeignConsumer({
+      username: "legacy-partner",
+      key: "LegacyKongKey0123456789",
+      groups: ["k-orders"],
+    });
+    const app = apigee.addForeignApp({
+      developer: dev,
+      name: "legacy-app",
+      consumerKey: "LegacyApigeeKey_0123456789",
+      apiProducts: ["a-orders"],
+    });
     const entries = [
-      { credentialType: "API_KEY" as const, apiKeyId: consumer.id, appName: "Legacy Kong", developer: dev, apis: [{ id: "k-orders", usagePlans: [] }] },
-      { credentialType: "API_KEY" as const, apiKeyId: app.appId, appName: "Legacy Apigee", developer: dev, apis: [{ id: "a-orders", usagePlans: [] }] },
+      {
+        credentialType: "API_KEY" as const,
+        apiKeyId: consumer.id,
+        appName: "Legacy Kong",
+        developer: dev,
+        apis: [{ id: "k-orders", usagePlans: [] }],
+      },
+      {
+        credentialType: "API_KEY" as const,
+        apiKeyId: app.appId,
+        appName: "Legacy Apigee",
+        developer: dev,
+        apis: [{ id: "a-orders", usagePlans: [] }],
+      },
     ];
-    expect((await s.credhook.orchestrator.adopt(entries, { dryRun: true })).map((r) => r.action)).toEqual(["would adopt", "would adopt"]);
+    expect((await s.credhook.orchestrator.adopt(entries, { dryRun: true })).map((r) => r.action)).toEqual([
+      "would adopt",
+      "would adopt",
+    ]);
     const results = await s.credhook.orchestrator.adopt(entries);
-    expect(results).toMatchObject([{ action: "adopted", gateway: "kong" }, { action: "adopted", gateway: "apigee" }]);
+    expect(results).toMatchObject([
+      { action: "adopted", gateway: "kong" },
+      { action: "adopted", gateway: "apigee" },
+    ]);
     // the portal's next update adds a plan / an API product, with the adopted key
-    const kongUpd = await s.post("/v1/updateCredentials", { credentialType: "API_KEY", apiKeyId: consumer.id, apis: [{ id: "k-orders", action: "NONE", usagePlans: [{ id: "k-gold", action: "ADDED" }] }] });
+    const kongUpd = await s.post("/v1/updateCredentials", {
+      credentialType: "API_KEY",
+      apiKeyId: consumer.id,
+      apis: [{ id: "k-orders", action: "NONE", usagePlans: [{ id: "k-gold", action: "ADDED" }] }],
+    });
     expect(kongUpd.status).toBe(204);
     expect(kong.plugins().find((p) => p.consumer?.id === consumer.id)?.config.minute).toBe(100);
-    const apigeeUpd = await s.post("/v1/updateCredentials", { credentialType: "API_KEY", apiKeyId: app.appId, apis: [{ id: "a-pay", action: "ADDED" }] });
+    const apigeeUpd = await s.post("/v1/updateCredentials", {
+      credentialType: "API_KEY",
+      apiKeyId: app.appId,
+      apis: [{ id: "a-pay", action: "ADDED" }],
+    });
     expect(apigeeUpd.status).toBe(204);
-    expect(apigee.apps()[0]!.credentials[0]!.apiProducts.map((p) => p.apiproduct).sort()).toEqual(["a-orders", "a-pay"]);
-    expect((await s.post("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: consumer.id })).status).toBe(204);
-    expect((await s.post("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: app.appId })).status).toBe(204);
+    expect(
+      apigee
+        .apps()[0]!
+        .credentials[0]!.apiProducts.map((p) => p.apiproduct)
+        .sort(),
+    ).toEqual(["a-orders", "a-pay"]);
+    expect((await s.post("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: consumer.id })).status).toBe(
+      204,
+    );
+    expect((await s.post("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: app.appId })).status).toBe(
+      204,
+    );
     expect(kong.consumers()).toEqual([]);
     expect(apigee.apps()).toEqual([]);
   });
@@ -87,7 +133,13 @@ describe("credhook adopt", () => {
 describe("never an orphan", () => {
   it("Kong's consumer create lands after the request gave up: 504, the record is kept abandoned, and the sweep removes the late consumer", async () => {
     kong.inject({ delayMs: 700, method: "POST", path: "/consumers" });
-    const err = await errorOf(await s.post("/v1/createCredentials", { appName: "Late Kong", developer: dev, apis: [{ id: "k-orders" }, { id: "orders-1" }] }));
+    const err = await errorOf(
+      await s.post("/v1/createCredentials", {
+        appName: "Late Kong",
+        developer: dev,
+        apis: [{ id: "k-orders" }, { id: "orders-1" }],
+      }),
+    );
     expect(err.status).toBe(504);
     expect((await s.credhook.store.listAbandoned()).length).toBe(1);
     await kong.idle();
@@ -99,7 +151,13 @@ describe("never an orphan", () => {
 
   it("Apigee failing after Kong succeeded: the create is rolled back on Kong and the embedded gateway, and the late Apigee app is swept", async () => {
     apigee.inject({ status: 503, afterApply: true, method: "POST", path: "/apps" });
-    const err = await errorOf(await s.post("/v1/createCredentials", { appName: "Half", developer: dev, apis: [{ id: "k-orders" }, { id: "a-orders" }, { id: "orders-2" }] }));
+    const err = await errorOf(
+      await s.post("/v1/createCredentials", {
+        appName: "Half",
+        developer: dev,
+        apis: [{ id: "k-orders" }, { id: "a-orders" }, { id: "orders-2" }],
+      }),
+    );
     expect(err.status).toBe(502);
     expect(kong.consumers()).toEqual([]);
     expect(await s.credhook.store.stateFor("local").list("cred:")).toEqual([]);

@@ -56,7 +56,11 @@ describe("the Lambda bundle", () => {
     const bundle = readFileSync(join(root, "bundle", "credhook.mjs"), "utf8");
     expect(bundle).not.toContain("better_sqlite3.node");
     expect(bundle).not.toContain("@azure/arm-apimanagement");
-    const run = await coldStart(root, { DATABASE_URL: inject("databaseUrl"), CREDHOOK_PASSWORD: PASSWORD, AWS_ENDPOINT: aws.url }, PASSWORD);
+    const run = await coldStart(
+      root,
+      { DATABASE_URL: inject("databaseUrl"), CREDHOOK_PASSWORD: PASSWORD, AWS_ENDPOINT: aws.url },
+      PASSWORD,
+    );
     expect(run.status, run.body).toBe(204);
   }, 120_000);
 
@@ -71,7 +75,9 @@ describe("the Lambda bundle", () => {
       expect(run.stdout).toMatch(/credhook-lambda\.zip: \d+\.\d\d MB zipped/);
       expect(run.stdout).toContain("providers: @credhook/provider-aws; store: @credhook/store-postgres");
       expect(statSync(join(REPO, "credhook-lambda.zip")).size).toBeLessThanOrEqual(10e6);
-      expect(readFileSync(join(REPO, "lambda", "webhook.config.yaml"), "utf8")).toBe(readFileSync(join(REPO, "examples", "lambda", "webhook.config.yaml"), "utf8"));
+      expect(readFileSync(join(REPO, "lambda", "webhook.config.yaml"), "utf8")).toBe(
+        readFileSync(join(REPO, "examples", "lambda", "webhook.config.yaml"), "utf8"),
+      );
     } finally {
       rmSync(join(REPO, "credhook-lambda.zip"), { force: true });
       rmSync(join(REPO, "lambda"), { recursive: true, force: true });
@@ -81,7 +87,11 @@ describe("the Lambda bundle", () => {
   it("refuses a config whose store is not PostgreSQL, saying why", () => {
     const config = join(work, "sqlite.yaml");
     writeFileSync(config, awsConfig("x").replace(/^store: .*$/m, "store: { sqlite: /tmp/credhook.db }"));
-    const run = spawnSync(process.execPath, [BUNDLE_SCRIPT, "--config", config, "--out", join(work, "no.zip"), "--work", join(work, "no")], { encoding: "utf8" });
+    const run = spawnSync(
+      process.execPath,
+      [BUNDLE_SCRIPT, "--config", config, "--out", join(work, "no.zip"), "--work", join(work, "no")],
+      { encoding: "utf8" },
+    );
     expect(run.status).toBe(1);
     expect(run.stderr).toContain("the Lambda bundle carries only the PostgreSQL store");
   });

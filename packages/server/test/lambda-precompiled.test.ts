@@ -11,7 +11,9 @@ import { OPTIONS_COMPILE_SETS } from "../../../schema/validators.ts";
 describe("the Lambda bundle's precompiled options validators", () => {
   it("are keyed as compileSchema looks up the AWS provider's and the PostgreSQL store's options schemas", () => {
     const modules = precompiledOptionValidators(["@credhook/provider-aws", "@credhook/store-postgres"]);
-    const expected = [aws as ProviderFactory, postgres as StoreFactory].flatMap((f) => OPTIONS_COMPILE_SETS.map((set) => precompiledKey(f.optionsSchema as object, set)));
+    const expected = [aws as ProviderFactory, postgres as StoreFactory].flatMap((f) =>
+      OPTIONS_COMPILE_SETS.map((set) => precompiledKey(f.optionsSchema as object, set)),
+    );
     expect(modules.map((m) => m.key)).toEqual(expected);
     for (const m of modules) expect(m.code).toMatch(/export default validate\d+;/);
   });

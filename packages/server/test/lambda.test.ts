@@ -4,7 +4,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Context } from "aws-lambda";
-import { createLambdaHandler, handler, reconcileHandler, type LambdaApp, type LambdaHttpEvent, type LambdaHttpResult } from "../src/lambda.js";
+import {
+  createLambdaHandler,
+  handler,
+  reconcileHandler,
+  type LambdaApp,
+  type LambdaHttpEvent,
+  type LambdaHttpResult,
+} from "../src/lambda.js";
 import { Writable } from "node:stream";
 import { createLogger } from "../src/index.js";
 import { AUTH, LOCAL_YAML, PASSWORD } from "./helpers.js";
@@ -12,7 +19,10 @@ import { AUTH, LOCAL_YAML, PASSWORD } from "./helpers.js";
 // The event shapes AWS documents (see each fixture's _source), filled in per call.
 type Kind = "rest-api-v1" | "http-api-v2" | "function-url";
 const fixture = (kind: Kind): Record<string, unknown> => {
-  const e = JSON.parse(readFileSync(new URL(`./fixtures/lambda/${kind}.json`, import.meta.url), "utf8")) as Record<string, unknown>;
+  const e = JSON.parse(readFileSync(new URL(`./fixtures/lambda/${kind}.json`, import.meta.url), "utf8")) as Record<
+    string,
+    unknown
+  >;
   delete e._source;
   return e;
 };
@@ -52,13 +62,25 @@ function event(kind: Kind, path: string, call: Call = {}): LambdaHttpEvent {
   return e as LambdaHttpEvent;
 }
 
-const context = { awsRequestId: "8f5b1c2d-aaaa-bbbb-cccc-0123456789ab", functionName: "credhook", callbackWaitsForEmptyEventLoop: true } as unknown as Context;
+const context = {
+  awsRequestId: "8f5b1c2d-aaaa-bbbb-cccc-0123456789ab",
+  functionName: "credhook",
+  callbackWaitsForEmptyEventLoop: true,
+} as unknown as Context;
 
 /** The result's headers with lower-case names. */
-const headersOf = (r: LambdaHttpResult) => Object.fromEntries(Object.entries((r as { headers?: Record<string, unknown> }).headers ?? {}).map(([k, v]) => [k.toLowerCase(), String(v)]));
+const headersOf = (r: LambdaHttpResult) =>
+  Object.fromEntries(
+    Object.entries((r as { headers?: Record<string, unknown> }).headers ?? {}).map(([k, v]) => [
+      k.toLowerCase(),
+      String(v),
+    ]),
+  );
 const json = (r: LambdaHttpResult) => {
   const b = (r as { body?: string; isBase64Encoded?: boolean }).body ?? "";
-  return JSON.parse((r as { isBase64Encoded?: boolean }).isBase64Encoded ? Buffer.from(b, "base64").toString("utf8") : b) as Record<string, any>;
+  return JSON.parse(
+    (r as { isBase64Encoded?: boolean }).isBase64Encoded ? Buffer.from(b, "base64").toString("utf8") : b,
+  ) as Record<string, any>;
 };
 const status = (r: LambdaHttpResult) => (r as { statusCode: number }).statusCode;
 
@@ -81,9 +103,17 @@ let lambda: LambdaApp;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "credhook-lambda-"));
   const schema = `lambda_${randomBytes(4).toString("hex")}`;
-  writeFileSync(join(dir, "webhook.config.yaml"), LOCAL_YAML.replace(/^store: .*$/m, `store: { postgres: { url: "\${DATABASE_URL}", schema: ${schema} } }`));
+  writeFileSync(
+    join(dir, "webhook.config.yaml"),
+    LOCAL_YAML.replace(/^store: .*$/m, `store: { postgres: { url: "\${DATABASE_URL}", schema: ${schema} } }`),
+  );
   lambda = await createLambdaHandler({
-    env: { CREDHOOK_CONFIG: join(dir, "webhook.config.yaml"), CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir, DATABASE_URL: inject("databaseUrl") },
+    env: {
+      CREDHOOK_CONFIG: join(dir, "webhook.config.yaml"),
+      CREDHOOK_PASSWORD: PASSWORD,
+      CREDHOOK_DATA_DIR: dir,
+      DATABASE_URL: inject("databaseUrl"),
+    },
     logger: createLogger("silent"),
   });
   expect(lambda.credhook.store.shared).toBe(true);
@@ -104,13 +134,20 @@ describe("the request log on Lambda", () => {
     });
     const d = mkdtempSync(join(tmpdir(), "credhook-lambda-log-"));
     writeFileSync(join(d, "webhook.config.yaml"), LOCAL_YAML);
-    const logged = await createLambdaHandler({ env: { CREDHOOK_CONFIG: join(d, "webhook.config.yaml"), CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: d }, logger: createLogger("info", sink) });
+    const logged = await createLambdaHandler({
+      env: { CREDHOOK_CONFIG: join(d, "webhook.config.yaml"), CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: d },
+      logger: createLogger("info", sink),
+    });
     try {
       for (const kind of ["rest-api-v1", "http-api-v2", "function-url"] as Kind[]) {
         expect(status(await logged.handler(event(kind, "/v1/health"), context))).toBe(204);
         const requestId = (fixture(kind).requestContext as { requestId: string }).requestId;
-        const mine = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.requestId === requestId);
-        expect(mine).toEqual([expect.objectContaining({ level: "info", msg: "request completed", status: 204, route: "/v1/health" })]);
+        const mine = lines
+          .map((l) => JSON.parse(l) as Record<string, unknown>)
+          .filter((l) => l.requestId === requestId);
+        expect(mine).toEqual([
+          expect.objectContaining({ level: "info", msg: "request completed", status: 204, route: "/v1/health" }),
+        ]);
         lines.length = 0;
       }
     } finally {
@@ -122,20 +159,36 @@ describe("the request log on Lambda", () => {
 
 describe.each<Kind>(["rest-api-v1", "http-api-v2", "function-url"])("AWS Lambda handler, %s events", (kind) => {
   it("passes the contract's four calls: create (base64 body) 200, update 204, revoke 204, health 204", async () => {
-    const app = { appName: `Lambda ${kind}`, developer: "dev@example.com", apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] };
-    const created = await lambda.handler(event(kind, "/v1/createCredentials", { body: JSON.stringify(app), base64: true }), context);
+    const app = {
+      appName: `Lambda ${kind}`,
+      developer: "dev@example.com",
+      apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
+    };
+    const created = await lambda.handler(
+      event(kind, "/v1/createCredentials", { body: JSON.stringify(app), base64: true }),
+      context,
+    );
     expect(status(created)).toBe(200);
     expect(headersOf(created)["content-type"]).toMatch(/^application\/json/);
     expect(headersOf(created)["cache-control"]).toBe("no-store");
     const cred = json(created);
-    expect(cred).toEqual({ credentialType: "API_KEY", apiKeyId: expect.any(String), apiKey: expect.stringMatching(/^[0-9A-Za-z]{40}$/) });
+    expect(cred).toEqual({
+      credentialType: "API_KEY",
+      apiKeyId: expect.any(String),
+      apiKey: expect.stringMatching(/^[0-9A-Za-z]{40}$/),
+    });
     // the request id is the one API Gateway / the function URL gave the request
     const requestId = (fixture(kind).requestContext as { requestId: string }).requestId;
     expect(headersOf(created)["x-request-id"]).toBe(requestId);
 
     const updated = await lambda.handler(
       event(kind, "/v1/updateCredentials", {
-        body: JSON.stringify({ ...app, credentialType: "API_KEY", apiKeyId: cred.apiKeyId, apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "2plan2", action: "ADDED" }] }] }),
+        body: JSON.stringify({
+          ...app,
+          credentialType: "API_KEY",
+          apiKeyId: cred.apiKeyId,
+          apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "2plan2", action: "ADDED" }] }],
+        }),
       }),
       context,
     );
@@ -144,18 +197,33 @@ describe.each<Kind>(["rest-api-v1", "http-api-v2", "function-url"])("AWS Lambda 
     // the update really happened: revoking is idempotent, so check via a second update of an unknown plan (422 from the embedded provider)
     const unknownPlan = await lambda.handler(
       event(kind, "/v1/updateCredentials", {
-        body: JSON.stringify({ credentialType: "API_KEY", apiKeyId: cred.apiKeyId, apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "nope00", action: "ADDED" }] }] }),
+        body: JSON.stringify({
+          credentialType: "API_KEY",
+          apiKeyId: cred.apiKeyId,
+          apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "nope00", action: "ADDED" }] }],
+        }),
         base64: true,
       }),
       context,
     );
     errorResponse(unknownPlan, 422, "/v1/updateCredentials");
 
-    const revoked = await lambda.handler(event(kind, "/v1/revokeCredentials", { body: JSON.stringify({ ...app, credentialType: "API_KEY", apiKeyId: cred.apiKeyId }) }), context);
+    const revoked = await lambda.handler(
+      event(kind, "/v1/revokeCredentials", {
+        body: JSON.stringify({ ...app, credentialType: "API_KEY", apiKeyId: cred.apiKeyId }),
+      }),
+      context,
+    );
     expect(status(revoked)).toBe(204);
     // revoked: an update of it is now unknown to credhook
     const after = await lambda.handler(
-      event(kind, "/v1/updateCredentials", { body: JSON.stringify({ credentialType: "API_KEY", apiKeyId: cred.apiKeyId, apis: [{ id: "5aba4csvd4", action: "NONE" }] }) }),
+      event(kind, "/v1/updateCredentials", {
+        body: JSON.stringify({
+          credentialType: "API_KEY",
+          apiKeyId: cred.apiKeyId,
+          apis: [{ id: "5aba4csvd4", action: "NONE" }],
+        }),
+      }),
       context,
     );
     expect(status(after)).toBe(404);
@@ -165,17 +233,31 @@ describe.each<Kind>(["rest-api-v1", "http-api-v2", "function-url"])("AWS Lambda 
   });
 
   it("answers errors as ErrorResponse: 401 without credentials, 400 for a malformed base64 JSON body, 404 for an unknown path", async () => {
-    const unauthorized = await lambda.handler(event(kind, "/v1/createCredentials", { body: "{}", auth: null }), context);
+    const unauthorized = await lambda.handler(
+      event(kind, "/v1/createCredentials", { body: "{}", auth: null }),
+      context,
+    );
     errorResponse(unauthorized, 401, "/v1/createCredentials");
     expect(headersOf(unauthorized)["www-authenticate"]).toMatch(/^Basic realm="credhook"/);
 
-    const wrong = await lambda.handler(event(kind, "/v1/health", { auth: `Basic ${Buffer.from("portal:wrong-password").toString("base64")}` }), context);
+    const wrong = await lambda.handler(
+      event(kind, "/v1/health", { auth: `Basic ${Buffer.from("portal:wrong-password").toString("base64")}` }),
+      context,
+    );
     errorResponse(wrong, 401, "/v1/health");
 
-    const malformed = await lambda.handler(event(kind, "/v1/createCredentials", { body: '{"appName": "x", ', base64: true }), context);
+    const malformed = await lambda.handler(
+      event(kind, "/v1/createCredentials", { body: '{"appName": "x", ', base64: true }),
+      context,
+    );
     expect(errorResponse(malformed, 400, "/v1/createCredentials").messages).toEqual(["body is not valid JSON"]);
 
-    const invalid = await lambda.handler(event(kind, "/v1/createCredentials", { body: JSON.stringify({ appName: "x", developer: "d", apis: [{ id: 7 }] }) }), context);
+    const invalid = await lambda.handler(
+      event(kind, "/v1/createCredentials", {
+        body: JSON.stringify({ appName: "x", developer: "d", apis: [{ id: 7 }] }),
+      }),
+      context,
+    );
     expect(errorResponse(invalid, 400, "/v1/createCredentials").messages).toContain("body/apis/0/id must be string");
 
     errorResponse(await lambda.handler(event(kind, "/v2/nothing"), context), 404, "/v2/nothing");

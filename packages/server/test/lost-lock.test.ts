@@ -64,7 +64,11 @@ routes:
 
 function serve(name: string, config: string): Promise<ServeProcess> {
   const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
-  return spawnServe(config, { CREDHOOK_PASSWORD: PASSWORD, DATABASE_URL: url, AWS_ENDPOINT: proxyUrl, AWS_KEY_ID: name }, children);
+  return spawnServe(
+    config,
+    { CREDHOOK_PASSWORD: PASSWORD, DATABASE_URL: url, AWS_ENDPOINT: proxyUrl, AWS_KEY_ID: name },
+    children,
+  );
 }
 
 let a: ServeProcess;
@@ -72,11 +76,24 @@ let b: ServeProcess;
 
 beforeAll(async () => {
   aws = await startAwsFake();
-  aws.apiGateway.addUsagePlan({ id: "1el57v", name: "Orders Gold", apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }] });
-  aws.apiGateway.addUsagePlan({ id: "2plan2", name: "Orders Beta", apiStages: [{ apiId: "5aba4csvd4", stage: "beta" }] });
+  aws.apiGateway.addUsagePlan({
+    id: "1el57v",
+    name: "Orders Gold",
+    apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }],
+  });
+  aws.apiGateway.addUsagePlan({
+    id: "2plan2",
+    name: "Orders Beta",
+    apiStages: [{ apiId: "5aba4csvd4", stage: "beta" }],
+  });
   // A proxy in front of the fake times every call and tells the instances apart by the access key they sign with.
   proxy = createServer((req, res) => {
-    const call: Call = { who: /Credential=([^/]+)\//.exec(String(req.headers.authorization ?? ""))?.[1] ?? "?", what: `${req.method} ${req.url}`, start: performance.now(), end: Number.POSITIVE_INFINITY };
+    const call: Call = {
+      who: /Credential=([^/]+)\//.exec(String(req.headers.authorization ?? ""))?.[1] ?? "?",
+      what: `${req.method} ${req.url}`,
+      start: performance.now(),
+      end: Number.POSITIVE_INFINITY,
+    };
     calls.push(call);
     const upstream = request(`${aws.url}${req.url}`, { method: req.method, headers: req.headers }, (up) => {
       res.writeHead(up.statusCode ?? 502, up.headers);
@@ -99,27 +116,41 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const c of children) c.kill("SIGTERM");
-  await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once("exit", r)) : undefined)));
+  await Promise.all(
+    children.map((c) =>
+      c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once("exit", r)) : undefined,
+    ),
+  );
   await store?.close();
   await new Promise((r) => proxy?.close(r));
   await aws?.close();
 });
 
 const post = (base: string, path: string, body: unknown) =>
-  fetch(`${base}${path}`, { method: "POST", headers: { authorization: AUTH, "content-type": "application/json" }, body: JSON.stringify(body) });
+  fetch(`${base}${path}`, {
+    method: "POST",
+    headers: { authorization: AUTH, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
 
 /** Pairs of calls, one of each instance, whose times overlap. */
 function overlaps(trial: Call[]): Array<[Call, Call]> {
   const out: Array<[Call, Call]> = [];
-  for (const x of trial) for (const y of trial) if (x.who === "instanceA" && y.who === "instanceB" && x.start < y.end && y.start < x.end) out.push([x, y]);
+  for (const x of trial)
+    for (const y of trial)
+      if (x.who === "instanceA" && y.who === "instanceB" && x.start < y.end && y.start < x.end) out.push([x, y]);
   return out;
 }
 
 it(`the lost-lock trial, ${TRIALS} times: an instance that loses its lock stops, the other waits for it, and their AWS calls never interleave`, async () => {
-  const figures: Array<{ overlaps: number; a: number; b: number; bWaitedMs: number; aCalls: number; bCalls: number }> = [];
+  const figures: Array<{ overlaps: number; a: number; b: number; bWaitedMs: number; aCalls: number; bCalls: number }> =
+    [];
   for (let i = 0; i < TRIALS; i++) {
     const app = { appName: `Fenced ${i}`, developer: "dev@example.com" };
-    const created = await post(a.url, "/v1/createCredentials", { ...app, apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] });
+    const created = await post(a.url, "/v1/createCredentials", {
+      ...app,
+      apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
+    });
     expect(created.status).toBe(200);
     const { apiKeyId } = (await created.json()) as { apiKeyId: string };
     const base = { ...app, credentialType: "API_KEY", apiKeyId, updatedAt: new Date().toISOString() };
@@ -127,11 +158,30 @@ it(`the lost-lock trial, ${TRIALS} times: an instance that loses its lock stops,
     aws.faults.latency(SLOW_MS, { operation: "CreateUsagePlanKey", count: 1 });
     const t0 = performance.now();
     // A: attach the beta plan — its CreateUsagePlanKey is held by the fake.
-    const aAnswer = post(a.url, "/v1/updateCredentials", { ...base, apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "NONE" }, { id: "2plan2", action: "ADDED" }] }] });
-    await until("A's CreateUsagePlanKey to be in flight", () => calls.slice(from).some((c) => c.who === "instanceA" && c.what.startsWith("POST /usageplans/2plan2/keys")), 20_000);
+    const aAnswer = post(a.url, "/v1/updateCredentials", {
+      ...base,
+      apis: [
+        {
+          id: "5aba4csvd4",
+          action: "NONE",
+          usagePlans: [
+            { id: "1el57v", action: "NONE" },
+            { id: "2plan2", action: "ADDED" },
+          ],
+        },
+      ],
+    });
+    await until(
+      "A's CreateUsagePlanKey to be in flight",
+      () => calls.slice(from).some((c) => c.who === "instanceA" && c.what.startsWith("POST /usageplans/2plan2/keys")),
+      20_000,
+    );
     expect(await terminateLockSession(url, schema, appKeyOf(app))).toBe(1);
     // B: the portal retries elsewhere — detach the gold plan.
-    const bAnswer = post(b.url, "/v1/updateCredentials", { ...base, apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "REMOVED" }] }] });
+    const bAnswer = post(b.url, "/v1/updateCredentials", {
+      ...base,
+      apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "REMOVED" }] }],
+    });
     const [ra, rb] = await Promise.all([aAnswer, bAnswer]);
     const aBody = ra.status === 204 ? undefined : ((await ra.json()) as { messages: string[] });
     // A lost its lock mid-update: it stopped with 503 + Retry-After, the store's failure, never a gateway's.
@@ -143,7 +193,14 @@ it(`the lost-lock trial, ${TRIALS} times: an instance that loses its lock stops,
     const bad = overlaps(trial);
     const bFirst = Math.min(...trial.filter((c) => c.who === "instanceB").map((c) => c.start));
     const aLast = Math.max(...trial.filter((c) => c.who === "instanceA").map((c) => c.end));
-    figures.push({ overlaps: bad.length, a: ra.status, b: rb.status, bWaitedMs: Math.round(bFirst - t0), aCalls: trial.filter((c) => c.who === "instanceA").length, bCalls: trial.filter((c) => c.who === "instanceB").length });
+    figures.push({
+      overlaps: bad.length,
+      a: ra.status,
+      b: rb.status,
+      bWaitedMs: Math.round(bFirst - t0),
+      aCalls: trial.filter((c) => c.who === "instanceA").length,
+      bCalls: trial.filter((c) => c.who === "instanceB").length,
+    });
     expect(bad, JSON.stringify(bad.map(([x, y]) => [x.what, y.what]))).toEqual([]);
     expect(bFirst).toBeGreaterThanOrEqual(aLast);
     // B finished A's interrupted update (rolled back) and applied its own: the cloud and the record agree.
@@ -152,9 +209,13 @@ it(`the lost-lock trial, ${TRIALS} times: an instance that loses its lock stops,
     expect(aws.apiGateway.plansOfKey(apiKeyId)).toEqual([]);
     expect(rec!.apis.flatMap((x) => x.usagePlans ?? [])).toEqual([]);
   }
-  console.log(`lost-lock trial: ${TRIALS} trials, overlaps ${figures.reduce((n, f) => n + f.overlaps, 0)}; A answered ${figures.map((f) => f.a).join(",")}; B answered ${figures.map((f) => f.b).join(",")}; B's first AWS call after A's held call began (ms): ${figures.map((f) => f.bWaitedMs).join(",")}; AWS calls A/B per trial: ${figures.map((f) => `${f.aCalls}/${f.bCalls}`).join(",")}`);
+  console.log(
+    `lost-lock trial: ${TRIALS} trials, overlaps ${figures.reduce((n, f) => n + f.overlaps, 0)}; A answered ${figures.map((f) => f.a).join(",")}; B answered ${figures.map((f) => f.b).join(",")}; B's first AWS call after A's held call began (ms): ${figures.map((f) => f.bWaitedMs).join(",")}; AWS calls A/B per trial: ${figures.map((f) => `${f.aCalls}/${f.bCalls}`).join(",")}`,
+  );
   expect(b.output()).toContain("finished an interrupted operation before this request");
   // No error logged but the request lines of A's 503s.
-  const errors = (a.output() + b.output()).split("\n").filter((l) => l.includes('"level":50') && !l.includes('"msg":"request completed"'));
+  const errors = (a.output() + b.output())
+    .split("\n")
+    .filter((l) => l.includes('"level":50') && !l.includes('"msg":"request completed"'));
   expect(errors).toEqual([]);
 }, 240_000);

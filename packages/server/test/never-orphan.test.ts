@@ -1,5 +1,5 @@
 /**
- * design.md, "Never an orphan, never someone else's resource", through the
+ * docs/architecture.md, "Never an orphan, never someone else's resource", through the
  * public HTTP interface, against a provider over a fake cloud that behaves like
  * the real ones where it hurts: writes that land after the client gave up,
  * failures after an accepted step, deletes that fail, plans the IAM policy
@@ -47,19 +47,25 @@ afterEach(() => cloud.reset());
 
 const dev = "never-orphan@example.com";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const create = (appName: string, apis: Array<{ id: string; usagePlans?: Array<{ id: string }> }>) => s.post("/v1/createCredentials", { appName, developer: dev, apis });
+const create = (appName: string, apis: Array<{ id: string; usagePlans?: Array<{ id: string }> }>) =>
+  s.post("/v1/createCredentials", { appName, developer: dev, apis });
 const recordsOf = async (appName: string) => (await s.credhook.store.list()).filter((r) => r.app.appName === appName);
 const localKeys = async () => (await s.credhook.store.stateFor("local").list("cred:")).length;
 /** Every key in the cloud that carries credhook's mark must belong to a live credential the portal holds. */
 async function unexplainedKeys(): Promise<string[]> {
   const live = new Set((await s.credhook.store.list()).filter((r) => r.status === "active").map((r) => r.id));
-  return cloud.live().filter((k) => k.mark && !live.has(k.mark.credentialId)).map((k) => k.id);
+  return cloud
+    .live()
+    .filter((k) => k.mark && !live.has(k.mark.credentialId))
+    .map((k) => k.id);
 }
 
 describe("outcome unknown is a state, not an error path", () => {
   it("a create the cloud completes after the client timed out: the record stays abandoned, the late key is found and revoked, then the record settles", async () => {
     cloud.script.createLandsLateMs = 300;
-    const err = await errorOf(await create("Late", [{ id: "mc-a", usagePlans: [{ id: "gold" }] }, { id: "other-api" }]));
+    const err = await errorOf(
+      await create("Late", [{ id: "mc-a", usagePlans: [{ id: "gold" }] }, { id: "other-api" }]),
+    );
     expect(err.status).toBe(504);
     expect(await localKeys()).toBe(0); // the embedded gateway's key was revoked at once
     const [rec] = await recordsOf("Late");
@@ -124,7 +130,9 @@ describe("outcome unknown is a state, not an error path", () => {
     await until("the late write to land", () => cloud.live().length === 1);
     await sleep(1100);
     expect(await s.credhook.orchestrator.sweepAbandoned()).toMatchObject({ deleted: 0 });
-    expect((await recordsOf("Blind"))[0]!.abandoned!.lastErrors).toEqual([expect.stringContaining("ListKeys answered 500")]);
+    expect((await recordsOf("Blind"))[0]!.abandoned!.lastErrors).toEqual([
+      expect.stringContaining("ListKeys answered 500"),
+    ]);
     cloud.script.findFailures = 0;
     expect(await s.credhook.orchestrator.sweepAbandoned()).toMatchObject({ revoked: 1 });
     expect(await recordsOf("Blind")).toEqual([]);
@@ -134,13 +142,24 @@ describe("outcome unknown is a state, not an error path", () => {
 
 describe("never less access than before on failure", () => {
   it("a plan swap whose attach is refused leaves the key in its old plan, and the store agrees", async () => {
-    const { apiKeyId } = (await (await create("Swap", [{ id: "mc-a", usagePlans: [{ id: "gold" }] }])).json()) as { apiKeyId: string };
+    const { apiKeyId } = (await (await create("Swap", [{ id: "mc-a", usagePlans: [{ id: "gold" }] }])).json()) as {
+      apiKeyId: string;
+    };
     cloud.script.attachDenied.add("silver");
     const err = await errorOf(
       await s.post("/v1/updateCredentials", {
         credentialType: "API_KEY",
         apiKeyId,
-        apis: [{ id: "mc-a", action: "NONE", usagePlans: [{ id: "gold", action: "REMOVED" }, { id: "silver", action: "ADDED" }] }],
+        apis: [
+          {
+            id: "mc-a",
+            action: "NONE",
+            usagePlans: [
+              { id: "gold", action: "REMOVED" },
+              { id: "silver", action: "ADDED" },
+            ],
+          },
+        ],
       }),
     );
     expect(err.status).toBe(502);
@@ -157,7 +176,9 @@ describe("ownership before any write", () => {
     const res = await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: foreign.id });
     expect(res.status).toBe(204);
     expect(cloud.keys.get(foreign.id)).toEqual(foreign);
-    expect(s.logs.some((l) => l.includes('"level":"warn"') && l.includes("is not credhook's") && l.includes(foreign.id))).toBe(true);
+    expect(
+      s.logs.some((l) => l.includes('"level":"warn"') && l.includes("is not credhook's") && l.includes(foreign.id)),
+    ).toBe(true);
     const metrics = await (await s.get("/metrics")).text();
     expect(metrics).toMatch(/credhook_revoke_unowned_total\{gateway="mc"\} 1/);
     expect(metrics).toMatch(/credhook_revoke_unowned_total\{gateway="mc2"\} 1/);
@@ -173,7 +194,9 @@ describe("ownership before any write", () => {
       }),
     );
     expect(err.status).toBe(404);
-    expect(err.messages).toContain("a credential made outside credhook is brought under it explicitly, with `credhook adopt`");
+    expect(err.messages).toContain(
+      "a credential made outside credhook is brought under it explicitly, with `credhook adopt`",
+    );
     expect(cloud.keys.get(foreign.id)!.plans).toEqual(["gold"]);
     expect(await s.credhook.store.findByPublicId("API_KEY", foreign.id)).toBeUndefined();
   });
@@ -182,7 +205,11 @@ describe("ownership before any write", () => {
     const { apiKeyId } = (await (await create("Lost", [{ id: "mc-a" }])).json()) as { apiKeyId: string };
     const rec = await s.credhook.store.findByPublicId("API_KEY", apiKeyId);
     await s.credhook.store.delete(rec!.id);
-    const unowned = async () => Number((await (await s.get("/metrics")).text()).match(/credhook_revoke_unowned_total\{gateway="mc2"\} (\d+)/)?.[1] ?? 0);
+    const unowned = async () =>
+      Number(
+        (await (await s.get("/metrics")).text()).match(/credhook_revoke_unowned_total\{gateway="mc2"\} (\d+)/)?.[1] ??
+          0,
+      );
     const before = await unowned();
     expect((await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId })).status).toBe(204);
     expect(cloud.keys.has(apiKeyId)).toBe(false);
@@ -190,7 +217,9 @@ describe("ownership before any write", () => {
   });
 
   it("when the store lost a credential, an update by its id finds credhook's own key by its mark and records it again under its credential id", async () => {
-    const { apiKeyId } = (await (await create("Restored", [{ id: "mc-a", usagePlans: [{ id: "gold" }] }])).json()) as { apiKeyId: string };
+    const { apiKeyId } = (await (await create("Restored", [{ id: "mc-a", usagePlans: [{ id: "gold" }] }])).json()) as {
+      apiKeyId: string;
+    };
     const rec = (await s.credhook.store.findByPublicId("API_KEY", apiKeyId))!;
     await s.credhook.store.delete(rec.id);
     const res = await s.post("/v1/updateCredentials", {
@@ -198,7 +227,16 @@ describe("ownership before any write", () => {
       apiKeyId,
       appName: "Restored",
       developer: dev,
-      apis: [{ id: "mc-a", action: "NONE", usagePlans: [{ id: "gold", action: "NONE" }, { id: "silver", action: "ADDED" }] }],
+      apis: [
+        {
+          id: "mc-a",
+          action: "NONE",
+          usagePlans: [
+            { id: "gold", action: "NONE" },
+            { id: "silver", action: "ADDED" },
+          ],
+        },
+      ],
     });
     expect(res.status).toBe(204);
     expect(cloud.keys.get(apiKeyId)!.plans).toEqual(["gold", "silver"]);
@@ -209,13 +247,23 @@ describe("ownership before any write", () => {
 
   it("credhook adopt brings a foreign key under credhook explicitly (dry run first); the portal then updates and revokes it", async () => {
     const foreign = cloud.foreign(["gold"]);
-    const entry = { credentialType: "API_KEY" as const, apiKeyId: foreign.id, appName: "Migrated", developer: dev, apis: [{ id: "mc-a", usagePlans: [{ id: "gold" }] }] };
-    expect(await s.credhook.orchestrator.adopt([entry], { dryRun: true })).toEqual([{ publicId: foreign.id, action: "would adopt", gateway: "mc" }]);
+    const entry = {
+      credentialType: "API_KEY" as const,
+      apiKeyId: foreign.id,
+      appName: "Migrated",
+      developer: dev,
+      apis: [{ id: "mc-a", usagePlans: [{ id: "gold" }] }],
+    };
+    expect(await s.credhook.orchestrator.adopt([entry], { dryRun: true })).toEqual([
+      { publicId: foreign.id, action: "would adopt", gateway: "mc" },
+    ]);
     expect(cloud.keys.get(foreign.id)!.mark).toBeUndefined();
     const [adopted] = await s.credhook.orchestrator.adopt([entry]);
     expect(adopted).toMatchObject({ publicId: foreign.id, action: "adopted", gateway: "mc" });
     expect(cloud.keys.get(foreign.id)!.mark).toEqual({ gateway: "mc", credentialId: adopted!.credentialId });
-    expect(await s.credhook.orchestrator.adopt([entry])).toEqual([{ publicId: foreign.id, action: "skipped", gateway: "mc", reason: "credhook already holds this credential" }]);
+    expect(await s.credhook.orchestrator.adopt([entry])).toEqual([
+      { publicId: foreign.id, action: "skipped", gateway: "mc", reason: "credhook already holds this credential" },
+    ]);
     const upd = await s.post("/v1/updateCredentials", {
       credentialType: "API_KEY",
       apiKeyId: foreign.id,
@@ -223,7 +271,9 @@ describe("ownership before any write", () => {
     });
     expect(upd.status).toBe(204);
     expect(cloud.keys.get(foreign.id)!.plans).toEqual(["gold", "silver"]);
-    expect((await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: foreign.id })).status).toBe(204);
+    expect((await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: foreign.id })).status).toBe(
+      204,
+    );
     expect(cloud.live()).toEqual([]);
   });
 
@@ -233,7 +283,12 @@ describe("ownership before any write", () => {
     const bad = await runCli(["adopt", file, "--config", join(s.dir, "webhook.config.yaml")]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain(`${file}[0].apis must NOT have fewer than 1 items`);
-    writeFileSync(file, JSON.stringify([{ credentialType: "API_KEY", apiKeyId: "nosuchkey", appName: "X", developer: dev, apis: [{ id: "mc-a" }] }]));
+    writeFileSync(
+      file,
+      JSON.stringify([
+        { credentialType: "API_KEY", apiKeyId: "nosuchkey", appName: "X", developer: dev, apis: [{ id: "mc-a" }] },
+      ]),
+    );
     const dry = await runCli(["adopt", file, "--dry-run", "--config", join(s.dir, "webhook.config.yaml")]);
     expect(dry.stdout).toContain("[dry run] would adopt 1 of 1");
     expect(dry.stdout).toContain("  - nosuchkey (gateway mc): would adopt");
@@ -245,8 +300,14 @@ describe("ownership before any write", () => {
 
 describe("a replayed create", () => {
   it("with another API set applies the difference, as an update would, and returns the same credential", async () => {
-    const first = (await (await create("Replayed", [{ id: "mc-a", usagePlans: [{ id: "gold" }] }])).json()) as { apiKeyId: string; apiKey: string };
-    const again = await create("Replayed", [{ id: "mc-a", usagePlans: [{ id: "gold" }, { id: "silver" }] }, { id: "other-api" }]);
+    const first = (await (await create("Replayed", [{ id: "mc-a", usagePlans: [{ id: "gold" }] }])).json()) as {
+      apiKeyId: string;
+      apiKey: string;
+    };
+    const again = await create("Replayed", [
+      { id: "mc-a", usagePlans: [{ id: "gold" }, { id: "silver" }] },
+      { id: "other-api" },
+    ]);
     expect(again.status).toBe(200);
     expect(await again.json()).toMatchObject({ apiKeyId: first.apiKeyId, apiKey: first.apiKey });
     expect(cloud.keys.get(first.apiKeyId)!.plans).toEqual(["gold", "silver"]);
@@ -256,7 +317,9 @@ describe("a replayed create", () => {
       ["other-api", "local", []],
     ]);
     expect(rec!.bindings.map((b) => b.gateway)).toEqual(["mc", "local"]);
-    expect((await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: first.apiKeyId })).status).toBe(204);
+    expect(
+      (await s.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: first.apiKeyId })).status,
+    ).toBe(204);
     expect(await localKeys()).toBe(0);
   });
 });
@@ -274,7 +337,9 @@ describe("reconcile", () => {
       `skipped as too recent: ${earlier + 1} unfinished record(s) written in the last 60 s (possibly a running server's requests in flight); run again later, or with --older-than 0 when no server is running`,
     );
     const now = await s.credhook.orchestrator.reconcile({ olderThanMs: 0 });
-    expect(now.unfinished).toContainEqual(expect.objectContaining({ credentialId: rec.id, op: "revoke", action: "revoked and deleted" }));
+    expect(now.unfinished).toContainEqual(
+      expect.objectContaining({ credentialId: rec.id, op: "revoke", action: "revoked and deleted" }),
+    );
     expect(cloud.live()).toEqual([]);
   });
 
@@ -287,7 +352,12 @@ describe("reconcile", () => {
     const unknownMark = cloud.foreign();
     unknownMark.mark = { gateway: "mc", credentialId: "00000000-0000-4000-8000-000000000000" }; // credhook's mark, no record at all
     const report = await s.credhook.orchestrator.reconcile({});
-    expect(report.abandoned).toEqual([expect.objectContaining({ errors: [], action: expect.stringMatching(/^cleaned up \(1 resource\(s\) revoked\); record kept until /) })]);
+    expect(report.abandoned).toEqual([
+      expect.objectContaining({
+        errors: [],
+        action: expect.stringMatching(/^cleaned up \(1 resource\(s\) revoked\); record kept until /),
+      }),
+    ]);
     expect(report.garbage).toEqual([expect.objectContaining({ gateway: "mc", nativeId: stray.id })]);
     expect(report.orphans).toEqual([expect.objectContaining({ gateway: "mc", nativeId: unknownMark.id })]);
     expect(cloud.live().map((k) => k.id)).toEqual([unknownMark.id]);
@@ -300,7 +370,10 @@ describe("the sweep of credhook serve", () => {
     const timed = await startTestServer(yaml("{ abandonedIntervalS: 1, settleS: 1 }"));
     try {
       cloud.script.createLandsLateMs = 200;
-      expect((await timed.post("/v1/createCredentials", { appName: "Timed", developer: dev, apis: [{ id: "mc-a" }] })).status).toBe(504);
+      expect(
+        (await timed.post("/v1/createCredentials", { appName: "Timed", developer: dev, apis: [{ id: "mc-a" }] }))
+          .status,
+      ).toBe(504);
       await until("the late write to land", () => cloud.live().length === 1);
       await until("the sweep to revoke it", () => cloud.live().length === 0, 4000);
       await until("the record to settle", async () => (await timed.credhook.store.list()).length === 0, 4000);
@@ -315,7 +388,9 @@ describe("the sweep of credhook serve", () => {
 /** Runs the credhook CLI in a child process; its exit code and output. */
 function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const bin = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
-  const child = spawnTracked(process.execPath, [bin, ...args], { env: { ...process.env, CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: s.dir, AUTH } });
+  const child = spawnTracked(process.execPath, [bin, ...args], {
+    env: { ...process.env, CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: s.dir, AUTH },
+  });
   let stdout = "";
   let stderr = "";
   child.stdout!.on("data", (d) => (stdout += d));

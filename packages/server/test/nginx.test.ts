@@ -16,9 +16,12 @@ if (!NGINX_BIN || !NGINX_MODULES) {
   );
 }
 
-describe.skipIf(!NGINX_BIN || !NGINX_MODULES)("a real NGINX with auth_request to the embedded gateway (examples/nginx/credhook-auth.conf)", () => {
-  proxyContract((t) => startNginx(t), {
-    // NGINX caches admissions credhook marks cacheable: most of a burst never reaches credhook.
-    cachesAdmissions: true,
-  });
-});
+describe.skipIf(!NGINX_BIN || !NGINX_MODULES)(
+  "a real NGINX with auth_request to the embedded gateway (examples/nginx/credhook-auth.conf)",
+  () => {
+    proxyContract((t) => startNginx(t), {
+      // NGINX caches admissions credhook marks cacheable: most of a burst never reaches credhook.
+      cachesAdmissions: true,
+    });
+  },
+);

@@ -13,10 +13,18 @@ const RULES = `${DEPLOY}prometheus/credhook-alerts.yaml`;
 const promtool = spawnSync("promtool", ["--version"], { encoding: "utf8" }).status === 0;
 
 /** The metric names a PromQL expression uses (credhook's and prom-client's defaults), a histogram's series names reduced to the histogram's. */
-const metricsIn = (expr: string) => [...expr.matchAll(/\b((?:credhook|process|nodejs)_[a-z0-9_]+)/g)].map((m) => m[1]!.replace(/_(bucket|count|sum)$/, ""));
+const metricsIn = (expr: string) =>
+  [...expr.matchAll(/\b((?:credhook|process|nodejs)_[a-z0-9_]+)/g)].map((m) =>
+    m[1]!.replace(/_(bucket|count|sum)$/, ""),
+  );
 
-const rules = parse(readFileSync(RULES, "utf8")) as { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> };
-const dashboard = JSON.parse(readFileSync(`${DEPLOY}grafana/credhook-dashboard.json`, "utf8")) as { uid: string; panels: Array<{ title: string; targets: Array<{ expr: string }> }> };
+const rules = parse(readFileSync(RULES, "utf8")) as {
+  groups: Array<{ rules: Array<{ alert: string; expr: string }> }>;
+};
+const dashboard = JSON.parse(readFileSync(`${DEPLOY}grafana/credhook-dashboard.json`, "utf8")) as {
+  uid: string;
+  panels: Array<{ title: string; targets: Array<{ expr: string }> }>;
+};
 
 let s: TestServer;
 let served: Set<string>;
@@ -32,7 +40,10 @@ describe("deploy/prometheus/credhook-alerts.yaml", () => {
     const check = spawnSync("promtool", ["check", "rules", RULES], { encoding: "utf8" });
     expect(check.status, check.stdout + check.stderr).toBe(0);
     expect(check.stdout).toContain("SUCCESS: 7 rules found");
-    const test = spawnSync("promtool", ["test", "rules", "credhook-alerts.test.yaml"], { cwd: `${DEPLOY}prometheus`, encoding: "utf8" });
+    const test = spawnSync("promtool", ["test", "rules", "credhook-alerts.test.yaml"], {
+      cwd: `${DEPLOY}prometheus`,
+      encoding: "utf8",
+    });
     expect(test.status, test.stdout + test.stderr).toBe(0);
   });
 
@@ -67,7 +78,14 @@ describe("deploy/grafana/credhook-dashboard.json", () => {
       }
     }
     // what the alerts watch is on the dashboard too
-    for (const m of ["credhook_store_up", "credhook_records_abandoned", "credhook_records_unsettled", "credhook_gateway_call_duration_seconds", "credhook_errors_total"]) expect(named).toContain(m);
+    for (const m of [
+      "credhook_store_up",
+      "credhook_records_abandoned",
+      "credhook_records_unsettled",
+      "credhook_gateway_call_duration_seconds",
+      "credhook_errors_total",
+    ])
+      expect(named).toContain(m);
   });
 });
 

@@ -31,7 +31,10 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "credhook-packed-"));
   const packs = join(work, "packs");
   await execFileTracked(process.execPath, [PACK_SCRIPT, "pack", packs], { maxBuffer: 64 * 1024 * 1024 });
-  npmEnv = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k))), npm_config_prefer_offline: "true" };
+  npmEnv = {
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k))),
+    npm_config_prefer_offline: "true",
+  };
   const installed = await execFileTracked(process.execPath, [PACK_SCRIPT, "install", packs, join(work, "install")], {
     env: npmEnv,
     maxBuffer: 64 * 1024 * 1024,
@@ -46,7 +49,16 @@ afterAll(async () => {
 
 /** Starts the installed `credhook serve` (or `command`) in `cwd` with a clean environment (no repository around). */
 const serve = (cwd: string, command = credhook) =>
-  spawnCredhook([command, "serve"], { cwd, env: { PATH: process.env.PATH!, HOME: process.env.HOME!, PORT: "0", CREDHOOK_GATEWAY_PORT: "0", CREDHOOK_PASSWORD: PASSWORD } });
+  spawnCredhook([command, "serve"], {
+    cwd,
+    env: {
+      PATH: process.env.PATH!,
+      HOME: process.env.HOME!,
+      PORT: "0",
+      CREDHOOK_GATEWAY_PORT: "0",
+      CREDHOOK_PASSWORD: PASSWORD,
+    },
+  });
 
 describe("the packed install", () => {
   it("installs a credhook command with better-sqlite3's prebuilt addon and no install script run, without the test fakes", () => {
@@ -56,7 +68,8 @@ describe("the packed install", () => {
     expect(existsSync(join(nm, "better-sqlite3", "prebuilds", `${process.platform}-${process.arch}.node`))).toBe(true);
     expect(existsSync(join(nm, "better-sqlite3", "build"))).toBe(false);
     // runtime only: no testkit (the fakes' helper), no TypeScript toolchain
-    for (const dev of ["@credhook/provider-testkit", "@credhook/fakes", "tsx", "typescript", "vitest"]) expect(existsSync(join(nm, dev)), dev).toBe(false);
+    for (const dev of ["@credhook/provider-testkit", "@credhook/fakes", "tsx", "typescript", "vitest"])
+      expect(existsSync(join(nm, dev)), dev).toBe(false);
     // the cloud providers ship no fake of their cloud
     for (const cloud of ["aws", "azure", "gcp", "kong", "apigee"]) {
       const pkg = join(nm, "@credhook", `provider-${cloud}`);
@@ -75,7 +88,10 @@ describe("the packed install", () => {
     try {
       expect((await fetch(`${url}/livez`)).status).toBe(204);
       expect((await fetch(`${url}/readyz`)).status).toBe(204);
-      const auth = { authorization: `Basic ${Buffer.from(`portal:${PASSWORD}`).toString("base64")}`, "content-type": "application/json" };
+      const auth = {
+        authorization: `Basic ${Buffer.from(`portal:${PASSWORD}`).toString("base64")}`,
+        "content-type": "application/json",
+      };
       const created = await fetch(`${url}/v1/createCredentials`, {
         method: "POST",
         headers: auth,
@@ -103,8 +119,12 @@ describe("the packed install", () => {
     const schemaLine = /^# yaml-language-server: \$schema=(\S+)$/m;
     const schemaPath = schemaLine.exec(written)?.[1] ?? "";
     expect(resolve(cwd, schemaPath)).toBe(join(shipped, "webhook.config.schema.json"));
-    expect(JSON.parse(readFileSync(resolve(cwd, schemaPath), "utf8"))).toMatchObject({ $schema: expect.stringContaining("json-schema.org") });
-    expect(written.replace(schemaLine, "")).toBe(readFileSync(join(shipped, "webhook.config.yaml"), "utf8").replace(schemaLine, ""));
+    expect(JSON.parse(readFileSync(resolve(cwd, schemaPath), "utf8"))).toMatchObject({
+      $schema: expect.stringContaining("json-schema.org"),
+    });
+    expect(written.replace(schemaLine, "")).toBe(
+      readFileSync(join(shipped, "webhook.config.yaml"), "utf8").replace(schemaLine, ""),
+    );
     expect(written).toContain("# credhook configuration.");
     let again: { status?: number; stderr?: string } = {};
     try {
@@ -131,7 +151,9 @@ describe("the packed install", () => {
 describe("the README's global install line", () => {
   /** The README's `npm install -g …` line, exactly as written. */
   const line = () => {
-    const found = readFileSync(README, "utf8").split("\n").filter((l) => l.startsWith("npm install -g "));
+    const found = readFileSync(README, "utf8")
+      .split("\n")
+      .filter((l) => l.startsWith("npm install -g "));
     expect(found).toHaveLength(1);
     return found[0]!;
   };
@@ -147,7 +169,12 @@ describe("the README's global install line", () => {
   it("run as written (bash, in the folder holding ./packs, npm's global prefix an empty folder) installs a `credhook` that serves", async () => {
     const prefix = join(work, "global");
     mkdirSync(prefix);
-    const run = spawnSync("bash", ["-c", line()], { cwd: work, env: { ...npmEnv, npm_config_prefix: prefix }, encoding: "utf8", timeout: 170_000 });
+    const run = spawnSync("bash", ["-c", line()], {
+      cwd: work,
+      env: { ...npmEnv, npm_config_prefix: prefix },
+      encoding: "utf8",
+      timeout: 170_000,
+    });
     expect(run.status, run.stderr).toBe(0);
     const cwd = join(work, "global-serve");
     mkdirSync(cwd);

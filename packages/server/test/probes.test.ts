@@ -9,7 +9,10 @@ const TTL_MS = 400;
 let s: TestServer;
 beforeAll(async () => {
   s = await startTestServer(
-    LOCAL_YAML.replace("routes:\n", `  faulty: { provider: ${FAULTY}, credentialType: API_KEY, options: { label: probes } }\nroutes:\n  - { apis: [slow], gateway: faulty }\n`),
+    LOCAL_YAML.replace(
+      "routes:\n",
+      `  faulty: { provider: ${FAULTY}, credentialType: API_KEY, options: { label: probes } }\nroutes:\n  - { apis: [slow], gateway: faulty }\n`,
+    ),
     {},
     undefined,
     { readinessTtlMs: TTL_MS },
@@ -58,7 +61,9 @@ describe("probes", () => {
     // three concurrent probes and one more shared one gateway check
     expect(controls.healthChecks - before).toBe(1);
     const notReady = s.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === "not ready");
-    expect(notReady?.problems).toEqual(["gateway 'faulty': [gateway faulty] DescribeService failed: connection refused"]);
+    expect(notReady?.problems).toEqual([
+      "gateway 'faulty': [gateway faulty] DescribeService failed: connection refused",
+    ]);
     // the contract's health check (Basic auth) still gives the detail
     const health = await s.get("/v1/health");
     expect(health.status).toBe(503);

@@ -15,7 +15,10 @@ const VITEST = fileURLToPath(new URL("../../../node_modules/vitest/vitest.mjs", 
 const FIXTURE_CONFIG = fileURLToPath(new URL("./fixtures/leak/vitest.config.ts", import.meta.url));
 
 /** Runs the fixture in a vitest of its own (data dir `dir`, `env` added); its exit code and output. */
-async function runFixture(dir: string, env: Record<string, string> = {}): Promise<{ code: number | null; out: string }> {
+async function runFixture(
+  dir: string,
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; out: string }> {
   const run = spawnTracked(process.execPath, [VITEST, "run", "--config", FIXTURE_CONFIG], {
     env: { ...process.env, CREDHOOK_LEAK_DIR: dir, ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -43,28 +46,36 @@ const processesNaming = (dir: string) =>
     .stdout.split("\n")
     .filter((l) => l.includes(dir));
 
-it("a failing test that started `credhook serve` leaves no credhook process once its run ends", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "credhook-leak-"));
-  const { code, out } = await runFixture(dir);
-  expect(code, out).toBe(1);
-  expect(out).toContain("failing on purpose");
-  const pid = Number(readFileSync(join(dir, "serve.pid"), "utf8"));
-  expect(pid).toBeGreaterThan(0);
-  expect(alive(pid)).toBe(false);
-  expect(processesNaming(dir)).toEqual([]);
-}, 2 * PROCESS_START_MS);
+it(
+  "a failing test that started `credhook serve` leaves no credhook process once its run ends",
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), "credhook-leak-"));
+    const { code, out } = await runFixture(dir);
+    expect(code, out).toBe(1);
+    expect(out).toContain("failing on purpose");
+    const pid = Number(readFileSync(join(dir, "serve.pid"), "utf8"));
+    expect(pid).toBeGreaterThan(0);
+    expect(alive(pid)).toBe(false);
+    expect(processesNaming(dir)).toEqual([]);
+  },
+  2 * PROCESS_START_MS,
+);
 
-it("without the teardown the same failing test leaves its `credhook serve` running (what the check above would catch)", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "credhook-leak-"));
-  const { code, out } = await runFixture(dir, { CREDHOOK_LEAK_NO_TEARDOWN: "1" });
-  expect(code, out).toBe(1);
-  const pid = Number(readFileSync(join(dir, "serve.pid"), "utf8"));
-  try {
-    expect(alive(pid)).toBe(true);
-    expect(processesNaming(dir).length).toBeGreaterThan(0);
-  } finally {
+it(
+  "without the teardown the same failing test leaves its `credhook serve` running (what the check above would catch)",
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), "credhook-leak-"));
+    const { code, out } = await runFixture(dir, { CREDHOOK_LEAK_NO_TEARDOWN: "1" });
+    expect(code, out).toBe(1);
+    const pid = Number(readFileSync(join(dir, "serve.pid"), "utf8"));
     try {
-      process.kill(-pid, "SIGKILL"); // it leads its own process group (children.ts)
-    } catch {}
-  }
-}, 2 * PROCESS_START_MS);
+      expect(alive(pid)).toBe(true);
+      expect(processesNaming(dir).length).toBeGreaterThan(0);
+    } finally {
+      try {
+        process.kill(-pid, "SIGKILL"); // it leads its own process group (children.ts)
+      } catch {}
+    }
+  },
+  2 * PROCESS_START_MS,
+);

@@ -23,13 +23,22 @@ function findBinary(name: string, candidates: Array<string | undefined>): string
 }
 
 /** The NGINX binary (`NGINX_BIN`, else the usual places), or undefined. */
-export const NGINX_BIN = findBinary("nginx", [process.env.NGINX_BIN, "/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx"]);
+export const NGINX_BIN = findBinary("nginx", [
+  process.env.NGINX_BIN,
+  "/usr/sbin/nginx",
+  "/usr/local/sbin/nginx",
+  "/usr/local/nginx/sbin/nginx",
+]);
 /** The Caddy binary (`CADDY_BIN`, else the usual places), or undefined. */
 export const CADDY_BIN = findBinary("caddy", [process.env.CADDY_BIN, "/usr/bin/caddy", "/usr/local/bin/caddy"]);
 /** Debian's dynamic NGINX modules examples/nginx needs (NDK, set-misc, headers-more), in load order; undefined when one is missing. */
 export const NGINX_MODULES = (() => {
-  const dir = ["/usr/lib/nginx/modules", "/usr/share/nginx/modules"].find((d) => existsSync(join(d, "ngx_http_headers_more_filter_module.so")));
-  const files = ["ndk_http_module.so", "ngx_http_set_misc_module.so", "ngx_http_headers_more_filter_module.so"].map((f) => join(dir ?? "/nonexistent", f));
+  const dir = ["/usr/lib/nginx/modules", "/usr/share/nginx/modules"].find((d) =>
+    existsSync(join(d, "ngx_http_headers_more_filter_module.so")),
+  );
+  const files = ["ndk_http_module.so", "ngx_http_set_misc_module.so", "ngx_http_headers_more_filter_module.so"].map(
+    (f) => join(dir ?? "/nonexistent", f),
+  );
   return files.every((f) => existsSync(f)) ? files : undefined;
 })();
 
@@ -92,7 +101,13 @@ export interface ProxyTargets {
 async function waitUp(base: string, proc: ChildProcess, log: () => string): Promise<void> {
   for (let i = 0; i < 200; i++) {
     if (proc.exitCode !== null) throw new Error(`the proxy exited (${proc.exitCode}): ${log()}`);
-    if (await fetch(`${base}/orders/`).then(() => true, () => false)) return;
+    if (
+      await fetch(`${base}/orders/`).then(
+        () => true,
+        () => false,
+      )
+    )
+      return;
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`the proxy did not start: ${log()}`);
@@ -111,7 +126,10 @@ const stopper = (proc: ChildProcess) => () =>
  * @param text the example's text (default: as shipped) — for a variant built from it
  * @throws Error when `nginx -t` refuses the file or NGINX does not start
  */
-export async function startNginx(t: ProxyTargets, text = readFileSync(examplePath("nginx/credhook-auth.conf"), "utf8")): Promise<RunningProxy> {
+export async function startNginx(
+  t: ProxyTargets,
+  text = readFileSync(examplePath("nginx/credhook-auth.conf"), "utf8"),
+): Promise<RunningProxy> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), "credhook-nginx-"));
   mkdirSync(join(dir, "logs"), { recursive: true });
@@ -122,7 +140,9 @@ export async function startNginx(t: ProxyTargets, text = readFileSync(examplePat
     .replace("/var/cache/nginx/credhook-checks", join(dir, "credhook-checks"));
   if (!site.includes(`listen 127.0.0.1:${port};`)) throw new Error("the NGINX example no longer has `listen 8000;`");
   writeFileSync(join(dir, "credhook-auth.conf"), site);
-  const temp = ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map((k) => `${k}_temp_path ${join(dir, k)};`).join("\n  ");
+  const temp = ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"]
+    .map((k) => `${k}_temp_path ${join(dir, k)};`)
+    .join("\n  ");
   writeFileSync(
     join(dir, "nginx.conf"),
     `${(NGINX_MODULES ?? []).map((m) => `load_module ${m};\n`).join("")}daemon off;
@@ -159,12 +179,16 @@ export async function startCaddy(t: ProxyTargets): Promise<RunningProxy> {
     .replaceAll("127.0.0.1:8081", t.gateway)
     .replaceAll("127.0.0.1:9000", `127.0.0.1:${t.upstreamPort}`)
     .replace(/^:8000 \{/m, `http://127.0.0.1:${port} {`);
-  if (!site.includes(`http://127.0.0.1:${port} {`)) throw new Error("the Caddy example no longer has its `:8000 {` site");
+  if (!site.includes(`http://127.0.0.1:${port} {`))
+    throw new Error("the Caddy example no longer has its `:8000 {` site");
   const file = join(dir, "Caddyfile");
   writeFileSync(file, `{\n\tadmin off\n}\n\n${site}`);
   const env = { ...process.env, HOME: dir, XDG_DATA_HOME: join(dir, "data"), XDG_CONFIG_HOME: join(dir, "config") };
   let log = "";
-  const proc = spawnTracked(CADDY_BIN!, ["run", "--config", file, "--adapter", "caddyfile"], { stdio: ["ignore", "ignore", "pipe"], env });
+  const proc = spawnTracked(CADDY_BIN!, ["run", "--config", file, "--adapter", "caddyfile"], {
+    stdio: ["ignore", "ignore", "pipe"],
+    env,
+  });
   proc.stderr!.on("data", (d: Buffer) => {
     log = (log + d.toString()).slice(-4000);
   });

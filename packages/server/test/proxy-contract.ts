@@ -132,7 +132,12 @@ export function proxyContract(start: (t: ProxyTargets) => Promise<RunningProxy>,
   it("a client cannot choose the API: a key holding only 'weather' is refused on /orders/ whatever API header or original URI it sends", async () => {
     const key = await createKey("Weather Only", [{ id: "weather" }]);
     const before = seen.length;
-    for (const forged of [FORGED as Record<string, string>, { "x-credhook-api": "weather" }, { "x-original-uri": "/weather/1" }, { "x-forwarded-uri": "/weather/1" }]) {
+    for (const forged of [
+      FORGED as Record<string, string>,
+      { "x-credhook-api": "weather" },
+      { "x-original-uri": "/weather/1" },
+      { "x-forwarded-uri": "/weather/1" },
+    ]) {
       const denied = await get("/orders/1", { "x-api-key": key.apiKey, ...forged });
       expect((await refusal(denied, 403)).messages).toEqual(["the credential does not hold API 'orders'"]);
     }
@@ -140,11 +145,18 @@ export function proxyContract(start: (t: ProxyTargets) => Promise<RunningProxy>,
   });
 
   it("a Bearer token passes with the real client id and scopes; forged headers change nothing, and the token cannot choose another API", async () => {
-    const created = await credhook.call("/v1/createCredentials", { appName: "Weather Robot", developer: "m2m@example.com", apis: [{ id: "m2m-weather", usagePlans: [{ id: "m2m-free" }] }] });
+    const created = await credhook.call("/v1/createCredentials", {
+      appName: "Weather Robot",
+      developer: "m2m@example.com",
+      apis: [{ id: "m2m-weather", usagePlans: [{ id: "m2m-free" }] }],
+    });
     const { clientId, clientSecret } = created.json as { clientId: string; clientSecret: string };
     const tokenRes = await fetch(`${credhook.gatewayUrl}/oauth2/token`, {
       method: "POST",
-      headers: { authorization: `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString("base64")}`, "content-type": "application/x-www-form-urlencoded" },
+      headers: {
+        authorization: `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString("base64")}`,
+        "content-type": "application/x-www-form-urlencoded",
+      },
       body: "grant_type=client_credentials",
     });
     const { access_token: token } = (await tokenRes.json()) as { access_token: string };
@@ -161,9 +173,15 @@ export function proxyContract(start: (t: ProxyTargets) => Promise<RunningProxy>,
     expect(h["x-credhook-admin"]).toBeUndefined();
     expect(h["x-original-uri"]).toBeUndefined();
     const before = seen.length;
-    const denied = await get("/orders/1", { authorization: `Bearer ${token}`, "x-credhook-api": "m2m-weather", "x-original-uri": "/weather/m2m/1" });
+    const denied = await get("/orders/1", {
+      authorization: `Bearer ${token}`,
+      "x-credhook-api": "m2m-weather",
+      "x-original-uri": "/weather/m2m/1",
+    });
     expect((await refusal(denied, 403)).messages).toEqual(["the access token has no scope of API 'orders'"]);
-    expect(denied.headers.get("www-authenticate")).toBe('Bearer realm="credhook", error="insufficient_scope", scope="orders"');
+    expect(denied.headers.get("www-authenticate")).toBe(
+      'Bearer realm="credhook", error="insufficient_scope", scope="orders"',
+    );
     const bad = await get("/weather/m2m/forecast", { authorization: `Bearer ${token}x` });
     await refusal(bad, 401);
     expect(bad.headers.get("www-authenticate")).toBe('Bearer realm="credhook", error="invalid_token"');
@@ -176,13 +194,25 @@ export function proxyContract(start: (t: ProxyTargets) => Promise<RunningProxy>,
     const body = await refusal(missing, 401);
     expect(body.messages[0]).toMatch(/^no API key: send it in the x-api-key header/);
     expect(body.path).toBe("/orders/42");
-    expect(missing.headers.get("www-authenticate")).toBe('APIKey realm="credhook", header="x-api-key", Bearer realm="credhook"');
-    expect((await refusal(await get("/orders/42", { "x-api-key": "not-a-key-000000000000000000000000000000" }), 401)).messages).toEqual([
-      "the API key is not valid (unknown or revoked)",
-    ]);
-    expect((await refusal(await get("/weather/../orders/1", { "x-api-key": "not-a-key-000000000000000000000000000000" }), 401)).messages).toHaveLength(1);
+    expect(missing.headers.get("www-authenticate")).toBe(
+      'APIKey realm="credhook", header="x-api-key", Bearer realm="credhook"',
+    );
+    expect(
+      (await refusal(await get("/orders/42", { "x-api-key": "not-a-key-000000000000000000000000000000" }), 401))
+        .messages,
+    ).toEqual(["the API key is not valid (unknown or revoked)"]);
+    expect(
+      (
+        await refusal(
+          await get("/weather/../orders/1", { "x-api-key": "not-a-key-000000000000000000000000000000" }),
+          401,
+        )
+      ).messages,
+    ).toHaveLength(1);
     const limited = await createKey("Limited Frontend", [{ id: "orders", usagePlans: [{ id: "two-per-second" }] }]);
-    const results = await Promise.all(Array.from({ length: 6 }, () => get("/orders/1", { "x-api-key": limited.apiKey })));
+    const results = await Promise.all(
+      Array.from({ length: 6 }, () => get("/orders/1", { "x-api-key": limited.apiKey })),
+    );
     expect(results.map((r) => r.status).sort()).toEqual([200, 200, 429, 429, 429, 429]);
     for (const r of results.filter((x) => x.status === 429)) {
       expect(r.headers.get("retry-after")).toBe("1");
@@ -196,7 +226,9 @@ export function proxyContract(start: (t: ProxyTargets) => Promise<RunningProxy>,
     const b = await createKey("App B", [{ id: "orders" }]);
     const checks = async () => {
       const text = await (await fetch(`${credhook.url}/metrics`, { headers: { authorization: AUTH } })).text();
-      return Number(/credhook_embedded_gateway_requests_total\{endpoint="check",status="200"\} (\d+)/.exec(text)?.[1] ?? 0);
+      return Number(
+        /credhook_embedded_gateway_requests_total\{endpoint="check",status="200"\} (\d+)/.exec(text)?.[1] ?? 0,
+      );
     };
     const before = await checks();
     for (let i = 0; i < 20; i++) {
@@ -215,14 +247,20 @@ export function proxyContract(start: (t: ProxyTargets) => Promise<RunningProxy>,
   });
 
   it("a key created through the webhook passes; after an update removing that API 403; after revoke 401 — within one second, nothing restarted", async () => {
-    const { apiKeyId, apiKey } = await createKey("Changing App", [{ id: "orders", usagePlans: [{ id: "free" }] }, { id: "weather" }]);
+    const { apiKeyId, apiKey } = await createKey("Changing App", [
+      { id: "orders", usagePlans: [{ id: "free" }] },
+      { id: "weather" },
+    ]);
     // Several admissions first (a proxy that caches them has this one cached).
     for (let i = 0; i < 5; i++) expect((await get("/orders/42", { "x-api-key": apiKey })).status).toBe(200);
     for (let i = 0; i < 5; i++) expect((await get("/weather/today", { "x-api-key": apiKey })).status).toBe(200);
     const updated = await credhook.call("/v1/updateCredentials", {
       credentialType: "API_KEY",
       apiKeyId,
-      apis: [{ id: "orders", action: "REMOVED" }, { id: "weather", action: "NONE" }],
+      apis: [
+        { id: "orders", action: "REMOVED" },
+        { id: "weather", action: "NONE" },
+      ],
     });
     expect(updated.status).toBe(204);
     await within1s(() => get("/orders/42", { "x-api-key": apiKey }), 403);

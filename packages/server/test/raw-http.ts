@@ -51,7 +51,8 @@ export function parseResponses(buf: Buffer): { responses: RawResponse[]; interim
     if (end < 0) break;
     const lines = buf.toString("latin1", at, end).split("\r\n");
     const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(lines[0]!)?.[1]);
-    if (!status) throw new Error(`not an HTTP response at byte ${at}: ${JSON.stringify(buf.toString("latin1", at, at + 80))}`);
+    if (!status)
+      throw new Error(`not an HTTP response at byte ${at}: ${JSON.stringify(buf.toString("latin1", at, at + 80))}`);
     const headers: Record<string, string> = {};
     for (const l of lines.slice(1)) {
       const i = l.indexOf(":");
@@ -104,7 +105,11 @@ export function rawExchange(port: number, head: string | Buffer, options: RawOpt
     let bytesWritten = 0;
     let finished = false;
     const started = Date.now();
-    const socket: Socket = connect({ port, host: "127.0.0.1", ...(options.localAddress ? { localAddress: options.localAddress } : {}) });
+    const socket: Socket = connect({
+      port,
+      host: "127.0.0.1",
+      ...(options.localAddress ? { localAddress: options.localAddress } : {}),
+    });
     const finish = () => {
       if (finished) return;
       finished = true;

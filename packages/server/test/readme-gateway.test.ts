@@ -15,7 +15,10 @@ import { execFileTracked } from "./children.js";
 import { PASSWORD, startTestServer, SERVER_YAML, type TestServer } from "./helpers.js";
 
 const README = readFileSync(fileURLToPath(new URL("../../../README.md", import.meta.url)), "utf8");
-const SECTION = README.slice(README.indexOf("## Protect an API with the embedded gateway"), README.indexOf("## Repository layout"));
+const SECTION = README.slice(
+  README.indexOf("## Protect an API with the embedded gateway"),
+  README.indexOf("## Repository layout"),
+);
 /** The section's fenced blocks, in order: { lang, text }. */
 const BLOCKS = [...SECTION.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1]!, text: m[2]! }));
 const block = (lang: string, containing: string) => {
@@ -44,7 +47,11 @@ afterAll(() => s?.close());
 
 /** Runs a README shell snippet with bash (and curl), its address pointed at the test's gateway; its stdout. */
 const sh = async (snippet: string, env: Record<string, string> = {}) =>
-  (await execFileTracked("bash", ["-euo", "pipefail", "-c", snippet.replaceAll("http://localhost:8081", gw)], { env: { ...process.env, ...env } })).stdout;
+  (
+    await execFileTracked("bash", ["-euo", "pipefail", "-c", snippet.replaceAll("http://localhost:8081", gw)], {
+      env: { ...process.env, ...env },
+    })
+  ).stdout;
 
 /** The README's JSON body without its timestamp. */
 const shown = (containing: string) => {
@@ -69,7 +76,11 @@ describe("the README's embedded gateway section, as written", () => {
   });
 
   it("the key check curl answers 200 with the x-credhook-* headers; the refusal body is the one shown", async () => {
-    const { json } = await s.call("/v1/createCredentials", { appName: "Readme App", developer: "d@example.com", apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] });
+    const { json } = await s.call("/v1/createCredentials", {
+      appName: "Readme App",
+      developer: "d@example.com",
+      apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
+    });
     const { apiKey } = json as { apiKey: string };
     const snippet = block("sh", "/check");
     expect(snippet).toContain("K=<apiKey>");
@@ -83,35 +94,61 @@ describe("the README's embedded gateway section, as written", () => {
   });
 
   it("the token curl gets the token shown; the openid-client snippet discovers with its defaults and gets one; the token passes the check", async () => {
-    const { json } = await s.call("/v1/createCredentials", { appName: "Readme Client", developer: "d@example.com", apis: [{ id: "m2m-reports" }] });
+    const { json } = await s.call("/v1/createCredentials", {
+      appName: "Readme Client",
+      developer: "d@example.com",
+      apis: [{ id: "m2m-reports" }],
+    });
     const { clientId, clientSecret } = json as { clientId: string; clientSecret: string };
     const snippet = block("sh", "/oauth2/token");
-    const expected = JSON.parse(/# → (\{.*\})/.exec(snippet)![1]!.replace('"eyJ…"', '"eyJ"')) as Record<string, unknown>;
-    const token = JSON.parse(await sh(snippet.replace(/# →.*/, ""), { CLIENT_ID: clientId, CLIENT_SECRET: clientSecret })) as Record<string, unknown>;
+    const expected = JSON.parse(/# → (\{.*\})/.exec(snippet)![1]!.replace('"eyJ…"', '"eyJ"')) as Record<
+      string,
+      unknown
+    >;
+    const token = JSON.parse(
+      await sh(snippet.replace(/# →.*/, ""), { CLIENT_ID: clientId, CLIENT_SECRET: clientSecret }),
+    ) as Record<string, unknown>;
     expect(token).toEqual({ ...expected, access_token: expect.stringMatching(/^eyJ/) });
 
     const js = block("js", "openid-client");
     expect(js).not.toContain("algorithm");
     // The issuer (no publicUrl: http://localhost:<port>) is what discovery checks.
-    const body = js.replace(/^import \* as client from "openid-client";\n/, "").replaceAll("http://localhost:8081", s.credhook.embeddedGateway!.publicUrl);
-    const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (...args: string[]) => (...a: unknown[]) => Promise<unknown>;
-    const tokens = (await new AsyncFunction("client", "clientId", "clientSecret", `${body}\nreturn tokens;`)(await import("openid-client"), clientId, clientSecret)) as {
+    const body = js
+      .replace(/^import \* as client from "openid-client";\n/, "")
+      .replaceAll("http://localhost:8081", s.credhook.embeddedGateway!.publicUrl);
+    const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (
+      ...args: string[]
+    ) => (...a: unknown[]) => Promise<unknown>;
+    const tokens = (await new AsyncFunction("client", "clientId", "clientSecret", `${body}\nreturn tokens;`)(
+      await import("openid-client"),
+      clientId,
+      clientSecret,
+    )) as {
       access_token: string;
       scope: string;
     };
     expect(tokens.scope).toBe("reports.read");
-    const ok = await fetch(`${gw}/check`, { headers: { authorization: `Bearer ${tokens.access_token}`, "x-original-uri": "/reports/monthly" } });
+    const ok = await fetch(`${gw}/check`, {
+      headers: { authorization: `Bearer ${tokens.access_token}`, "x-original-uri": "/reports/monthly" },
+    });
     expect(ok.status).toBe(200);
     expect(ok.headers.get("x-credhook-client-id")).toBe(clientId);
     expect(ok.headers.get("x-credhook-scopes")).toBe("reports.read");
   });
 
   it("an OAuth error is the body shown (error is the OAuth code)", async () => {
-    const { json } = await s.call("/v1/createCredentials", { appName: "Readme Client 2", developer: "d@example.com", apis: [{ id: "m2m-reports" }] });
+    const { json } = await s.call("/v1/createCredentials", {
+      appName: "Readme Client 2",
+      developer: "d@example.com",
+      apis: [{ id: "m2m-reports" }],
+    });
     const { clientId, clientSecret } = json as { clientId: string; clientSecret: string };
     const res = await fetch(`${gw}/oauth2/token`, {
       method: "POST",
-      headers: { authorization: `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString("base64")}`, "content-type": "application/x-www-form-urlencoded" },
+      headers: {
+        authorization: `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString("base64")}`,
+        "content-type": "application/x-www-form-urlencoded",
+      },
       body: "grant_type=client_credentials&scope=admin",
     });
     expect(res.status).toBe(400);
@@ -119,9 +156,17 @@ describe("the README's embedded gateway section, as written", () => {
   });
 
   it("the usage plans block: gold admits 5 requests a second", async () => {
-    const { json } = await s.call("/v1/createCredentials", { appName: "Gold App", developer: "d@example.com", apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "gold" }] }] });
+    const { json } = await s.call("/v1/createCredentials", {
+      appName: "Gold App",
+      developer: "d@example.com",
+      apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "gold" }] }],
+    });
     const { apiKey } = json as { apiKey: string };
-    const results = await Promise.all(Array.from({ length: 7 }, () => fetch(`${gw}/check`, { headers: { "x-api-key": apiKey, "x-original-uri": "/orders/1" } })));
+    const results = await Promise.all(
+      Array.from({ length: 7 }, () =>
+        fetch(`${gw}/check`, { headers: { "x-api-key": apiKey, "x-original-uri": "/orders/1" } }),
+      ),
+    );
     expect(results.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 200, 429, 429]);
   });
 });

@@ -31,19 +31,33 @@ let config: string;
 let store: PostgresCredentialStore;
 const servers: Array<{ child: ChildProcess; url: string; output: () => string; exited: Promise<number | null> }> = [];
 
-
 /** Every instance started, listening or not. */
 const spawned: ChildProcess[] = [];
 
 async function serve(): Promise<(typeof servers)[number]> {
-  const env = { ...process.env, ...clouds.env, CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir, PORT: "0", CREDHOOK_FROM_SOURCE: "1", DATABASE_URL: url };
-  const child = spawnTracked(process.execPath, [CLI, "serve", "--config", config], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const env = {
+    ...process.env,
+    ...clouds.env,
+    CREDHOOK_PASSWORD: PASSWORD,
+    CREDHOOK_DATA_DIR: dir,
+    PORT: "0",
+    CREDHOOK_FROM_SOURCE: "1",
+    DATABASE_URL: url,
+  };
+  const child = spawnTracked(process.execPath, [CLI, "serve", "--config", config], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   spawned.push(child);
   let out = "";
   child.stdout!.on("data", (d) => (out += String(d)));
   child.stderr!.on("data", (d) => (out += String(d)));
   const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
-  const listening = await until("an instance to listen", () => /"url":"(http:\/\/[^"]+)"/.exec(out)?.[1], PROCESS_START_MS).catch((err: Error) => {
+  const listening = await until(
+    "an instance to listen",
+    () => /"url":"(http:\/\/[^"]+)"/.exec(out)?.[1],
+    PROCESS_START_MS,
+  ).catch((err: Error) => {
     throw new Error(`${err.message}; its output: ${out.slice(-1500)}`);
   });
   const s = { child, url: listening, output: () => out, exited };
@@ -52,7 +66,11 @@ async function serve(): Promise<(typeof servers)[number]> {
 }
 
 const call = (base: string, path: string, body: unknown) =>
-  fetch(`${base}${path}`, { method: "POST", headers: { authorization: AUTH, "content-type": "application/json" }, body: JSON.stringify(body) });
+  fetch(`${base}${path}`, {
+    method: "POST",
+    headers: { authorization: AUTH, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
 
 beforeAll(async () => {
   // AWS's 5-per-second CreateApiKey quota, strictly: at most 5 calls in any sliding second, SDK retries included.
@@ -63,7 +81,10 @@ beforeAll(async () => {
   writeFileSync(
     config,
     example
-      .replace(/^store: .*$/m, `store: { postgres: { url: "\${DATABASE_URL}", schema: ${schema}, leaseTtlMs: 6000 } }\nreconcile: { intervalS: 1, settleS: 2 }`)
+      .replace(
+        /^store: .*$/m,
+        `store: { postgres: { url: "\${DATABASE_URL}", schema: ${schema}, leaseTtlMs: 6000 } }\nreconcile: { intervalS: 1, settleS: 2 }`,
+      )
       .replace("  port: ${PORT:-8080}", "  port: ${PORT:-8080}\n  logLevel: info"),
   );
   store = await openPostgresStore({ url, schema });
@@ -94,9 +115,24 @@ const appApis = (i: number) => [
 describe("three instances on one PostgreSQL database", () => {
   it("200 concurrent mixed requests for 20 apps, each app on several instances at once: exactly one credential per app on every gateway", async () => {
     const t0 = Date.now();
-    const apps = Array.from({ length: 20 }, (_, i) => ({ appName: `Replica App ${i}`, appSlug: `replica-${i}`, developer: "dev@example.com", apis: appApis(i) }));
+    const apps = Array.from({ length: 20 }, (_, i) => ({
+      appName: `Replica App ${i}`,
+      appSlug: `replica-${i}`,
+      developer: "dev@example.com",
+      apis: appApis(i),
+    }));
     // Round 1: every app created on all three instances at once (60 requests).
-    const round1 = await Promise.all(apps.flatMap((app) => servers.map((s) => call(s.url, "/v1/createCredentials", app).then(async (r) => ({ app, status: r.status, body: (await r.json()) as Record<string, string> })))));
+    const round1 = await Promise.all(
+      apps.flatMap((app) =>
+        servers.map((s) =>
+          call(s.url, "/v1/createCredentials", app).then(async (r) => ({
+            app,
+            status: r.status,
+            body: (await r.json()) as Record<string, string>,
+          })),
+        ),
+      ),
+    );
     expect(round1.filter((r) => r.status !== 200).map((r) => [r.status, r.body])).toEqual([]);
     const ids = new Map<string, string>();
     for (const r of round1) {
@@ -115,14 +151,39 @@ describe("three instances on one PostgreSQL database", () => {
       else {
         const action = n % 2 === 0 ? "ADDED" : "REMOVED";
         const change = onAws(i)
-          ? { id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "NONE" }, { id: "2plan2", action }] }
-          : { id: `orders-eu-${i}`, action: "NONE", usagePlans: [{ id: "eu-gold", action: "NONE" }, { id: "eu-silver", action }] };
+          ? {
+              id: "5aba4csvd4",
+              action: "NONE",
+              usagePlans: [
+                { id: "1el57v", action: "NONE" },
+                { id: "2plan2", action },
+              ],
+            }
+          : {
+              id: `orders-eu-${i}`,
+              action: "NONE",
+              usagePlans: [
+                { id: "eu-gold", action: "NONE" },
+                { id: "eu-silver", action },
+              ],
+            };
         mixed.push(call(s.url, "/v1/updateCredentials", { credentialType: "API_KEY", apiKeyId, apis: [change] }));
       }
     }
     const answers = await Promise.all(mixed);
-    const bad = await Promise.all(answers.filter((r) => r.status !== 200 && r.status !== 204).map(async (r) => `${r.status} ${await r.text()}`));
-    if (bad.length > 0) for (const sv of servers) console.log(sv.output().split("\n").filter((l) => l.includes('"level":"error"')).slice(0, 3).join("\n"));
+    const bad = await Promise.all(
+      answers.filter((r) => r.status !== 200 && r.status !== 204).map(async (r) => `${r.status} ${await r.text()}`),
+    );
+    if (bad.length > 0)
+      for (const sv of servers)
+        console.log(
+          sv
+            .output()
+            .split("\n")
+            .filter((l) => l.includes('"level":"error"'))
+            .slice(0, 3)
+            .join("\n"),
+        );
     expect(bad).toEqual([]);
 
     const records = (await store.list()).filter((r) => r.app.appSlug?.startsWith("replica-"));
@@ -135,8 +196,16 @@ describe("three instances on one PostgreSQL database", () => {
       expect(rec.publicId).toBe(ids.get(app.appSlug));
       expect(aws.filter((k) => k.tags?.["credhook:credential-id"] === rec.id)).toHaveLength(onAws(i) ? 1 : 0);
       // One subscription per product the store says the app has (gold, and silver when the last toggle ADDED it).
-      const products = rec.apis.find((a) => a.id === `orders-eu-${i}`)!.usagePlans.map((p) => `/products/${p.replace("eu-", "")}`).sort();
-      expect(azure.filter((x) => x.sid.includes(rec.id)).map((x) => x.scope).sort()).toEqual(products);
+      const products = rec.apis
+        .find((a) => a.id === `orders-eu-${i}`)!
+        .usagePlans.map((p) => `/products/${p.replace("eu-", "")}`)
+        .sort();
+      expect(
+        azure
+          .filter((x) => x.sid.includes(rec.id))
+          .map((x) => x.scope)
+          .sort(),
+      ).toEqual(products);
       expect(local.filter((e) => (e.value as { credentialId: string }).credentialId === rec.id)).toHaveLength(1);
     }
     console.log(`replicas: 200 requests took ${Date.now() - t0} ms`);
@@ -146,7 +215,9 @@ describe("three instances on one PostgreSQL database", () => {
     for (const rec of records) {
       const key = aws.find((k) => k.tags?.["credhook:credential-id"] === rec.id);
       if (!key) continue;
-      expect(clouds.aws.apiGateway.plansOfKey(key.id!)).toEqual(rec.apis.find((a) => a.id === "5aba4csvd4")!.usagePlans.sort());
+      expect(clouds.aws.apiGateway.plansOfKey(key.id!)).toEqual(
+        rec.apis.find((a) => a.id === "5aba4csvd4")!.usagePlans.sort(),
+      );
     }
   }, 120_000);
 
@@ -155,7 +226,12 @@ describe("three instances on one PostgreSQL database", () => {
     const t0 = Date.now();
     const answers = await Promise.all(
       Array.from({ length: QUOTA_CREATES }, (_, i) =>
-        call(servers[i % 3]!.url, "/v1/createCredentials", { appName: `Quota App ${i}`, appSlug: `quota-${i}`, developer: "dev@example.com", apis: [{ id: "9xk3m2p7qa" }] }),
+        call(servers[i % 3]!.url, "/v1/createCredentials", {
+          appName: `Quota App ${i}`,
+          appSlug: `quota-${i}`,
+          developer: "dev@example.com",
+          apis: [{ id: "9xk3m2p7qa" }],
+        }),
       ),
     );
     const elapsed = Date.now() - t0;
@@ -163,24 +239,33 @@ describe("three instances on one PostgreSQL database", () => {
     // One key per app, whatever the SDK repeated.
     const quotaIds = new Set((await store.list()).filter((r) => r.app.appSlug?.startsWith("quota-")).map((r) => r.id));
     expect(quotaIds.size).toBe(QUOTA_CREATES);
-    const quotaKeys = [...clouds.aws.apiGateway.keys.values()].filter((k) => quotaIds.has(k.tags?.["credhook:credential-id"] ?? ""));
+    const quotaKeys = [...clouds.aws.apiGateway.keys.values()].filter((k) =>
+      quotaIds.has(k.tags?.["credhook:credential-id"] ?? ""),
+    );
     expect(new Set(quotaKeys.map((k) => k.tags?.["credhook:credential-id"])).size).toBe(QUOTA_CREATES);
     expect(quotaKeys).toHaveLength(QUOTA_CREATES);
     // The three instances space their starts 200 ms apart through the store. A start delayed on its way to
     // AWS (a busy machine: CI runs two suites on two cores) can still meet the strict window; the SDK
     // retries that 429, so every create still succeeds, and every call but those retries made one key.
     const throttled = clouds.aws.stats().throttled.CreateApiKey ?? 0;
-    if (throttled > 0) console.log(`replicas: ${throttled} CreateApiKey call(s) throttled by the strict window and retried by the SDK`);
+    if (throttled > 0)
+      console.log(`replicas: ${throttled} CreateApiKey call(s) throttled by the strict window and retried by the SDK`);
     expect(throttled).toBeLessThanOrEqual(3);
     expect(clouds.aws.stats().calls.CreateApiKey).toBe(QUOTA_CREATES + throttled);
-    console.log(`replicas: ${QUOTA_CREATES} creates over 3 instances under a strict 5/s quota took ${elapsed} ms (the quota's own limit: ${((QUOTA_CREATES - 1) * 0.2).toFixed(1)} s)`);
+    console.log(
+      `replicas: ${QUOTA_CREATES} creates over 3 instances under a strict 5/s quota took ${elapsed} ms (the quota's own limit: ${((QUOTA_CREATES - 1) * 0.2).toFixed(1)} s)`,
+    );
   }, 60_000);
 
   it("an instance killed mid-request leaves zero orphans once the survivors' reconcile loop has run", async () => {
     const victim = servers[2]!;
     clouds.azure.setLatency(1500); // AWS and the embedded provider finish first; Azure is still in flight
     const before = clouds.aws.apiGateway.keys.size;
-    const request = call(victim.url, "/v1/createCredentials", { appName: "Doomed Replica", developer: "dev@example.com", apis: appApis(100) }).catch((e: unknown) => e);
+    const request = call(victim.url, "/v1/createCredentials", {
+      appName: "Doomed Replica",
+      developer: "dev@example.com",
+      apis: appApis(100),
+    }).catch((e: unknown) => e);
     await until("AWS to hold the key", () => clouds.aws.apiGateway.keys.size === before + 1);
     victim.child.kill("SIGKILL");
     expect(await victim.exited).toBe(null);
@@ -196,9 +281,15 @@ describe("three instances on one PostgreSQL database", () => {
       "zero orphans",
       async () => {
         const live = new Set((await store.list()).filter((r) => r.status === "active").map((r) => r.id));
-        const awsOrphans = [...clouds.aws.apiGateway.keys.values()].filter((k) => !live.has(k.tags?.["credhook:credential-id"] ?? ""));
-        const azureOrphans = clouds.azure.listSubscriptions().filter((x) => ![...live].some((id) => x.sid.includes(id)));
-        const localOrphans = (await store.stateFor("local").list("cred:")).filter((e) => !live.has((e.value as { credentialId: string }).credentialId));
+        const awsOrphans = [...clouds.aws.apiGateway.keys.values()].filter(
+          (k) => !live.has(k.tags?.["credhook:credential-id"] ?? ""),
+        );
+        const azureOrphans = clouds.azure
+          .listSubscriptions()
+          .filter((x) => ![...live].some((id) => x.sid.includes(id)));
+        const localOrphans = (await store.stateFor("local").list("cred:")).filter(
+          (e) => !live.has((e.value as { credentialId: string }).credentialId),
+        );
         // … and the late Azure subscription of the dead request was found and deleted.
         const lateDeleted = clouds.azure.requests.some((r) => r.method === "DELETE" && r.path.includes(pending!.id));
         return awsOrphans.length + azureOrphans.length + localOrphans.length === 0 && lateDeleted;
@@ -206,7 +297,14 @@ describe("three instances on one PostgreSQL database", () => {
       120_000, // a few loop turns on a quiet machine; a busy one delays each turn (45 s was passed under pnpm test:stress)
     );
     // Logged once the loop's pass has finished the operation (after its last write): it may reach this process a moment after the DELETE.
-    await until("the survivors to log it", () => (servers[0]!.output() + servers[1]!.output()).includes("reconcile loop finished an interrupted operation"), 60_000);
-    await until("the abandoned record to settle (settleS: 2) and go", async () => (await store.get(pending!.id)) === undefined);
+    await until(
+      "the survivors to log it",
+      () => (servers[0]!.output() + servers[1]!.output()).includes("reconcile loop finished an interrupted operation"),
+      60_000,
+    );
+    await until(
+      "the abandoned record to settle (settleS: 2) and go",
+      async () => (await store.get(pending!.id)) === undefined,
+    );
   }, 240_000);
 });

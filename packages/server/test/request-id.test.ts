@@ -16,7 +16,11 @@ afterAll(() => s.close());
 
 const lines = () => s.logs.map((l) => JSON.parse(l) as Record<string, unknown>);
 const create = (appName: string, headers: Record<string, string> = {}) =>
-  s.post("/v1/createCredentials", { appName, developer: "rid@example.com", apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] }, headers);
+  s.post(
+    "/v1/createCredentials",
+    { appName, developer: "rid@example.com", apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] },
+    headers,
+  );
 
 describe("every answer carries X-Request-Id", () => {
   it("successes, failures, probes and unknown paths each get a fresh UUID", async () => {
@@ -57,7 +61,9 @@ describe("every log line of a request has its id", () => {
     const res = await create("Logged ids", { "x-request-id": "portal-req-0001" });
     expect(res.status).toBe(200);
     // the completion line is written once the response finished
-    await until("the completion line", () => lines().some((l) => l.requestId === "portal-req-0001" && l.msg === "request completed"));
+    await until("the completion line", () =>
+      lines().some((l) => l.requestId === "portal-req-0001" && l.msg === "request completed"),
+    );
     const done = lines().find((l) => l.requestId === "portal-req-0001" && l.msg === "request completed");
     expect(done).toMatchObject({ status: 200, credentialId: expect.any(String) });
     // The orchestrator logs through its own logger, not the request's: its line has the id all the same.
@@ -68,7 +74,8 @@ describe("every log line of a request has its id", () => {
     expect(created[0]!.level).toBe("debug");
     expect(lines().filter((l) => l.requestId === "portal-req-0001" && l.level !== "debug")).toEqual([done]);
     // Each line names the id once (no duplicate key from two sources).
-    for (const raw of s.logs.filter((l) => l.includes("portal-req-0001"))) expect(raw.match(/"requestId"/g)).toHaveLength(1);
+    for (const raw of s.logs.filter((l) => l.includes("portal-req-0001")))
+      expect(raw.match(/"requestId"/g)).toHaveLength(1);
   });
 
   it("a failing request's lines carry it too, and the error body keeps it (ErrorResponse; a 500 names it)", async () => {
@@ -80,7 +87,11 @@ describe("every log line of a request has its id", () => {
     expect(res.status).toBe(422);
     expect(res.headers.get("x-request-id")).toBe("portal-req-0002");
     expect(((await res.json()) as { path: string }).path).toBe("/v1/createCredentials");
-    await until("the completion line", () => lines().some((l) => l.requestId === "portal-req-0002" && l.msg === "request completed"));
-    expect(lines().find((l) => l.requestId === "portal-req-0002" && l.msg === "request completed")).toMatchObject({ status: 422 });
+    await until("the completion line", () =>
+      lines().some((l) => l.requestId === "portal-req-0002" && l.msg === "request completed"),
+    );
+    expect(lines().find((l) => l.requestId === "portal-req-0002" && l.msg === "request completed")).toMatchObject({
+      status: 422,
+    });
   });
 });

@@ -14,16 +14,25 @@ describe("a server obeys the configured limits", () => {
   let s: TestServer;
   beforeAll(async () => {
     s = await startTestServer(
-      withServer("  maxHeaderBytes: 2048\n  headersTimeoutMs: 400\n  requestTimeoutMs: 400\n").replace("  auth:\n", "  auth:\n    maxFailures: 10\n    maxGlobalFailures: 2\n"),
+      withServer("  maxHeaderBytes: 2048\n  headersTimeoutMs: 400\n  requestTimeoutMs: 400\n").replace(
+        "  auth:\n",
+        "  auth:\n    maxFailures: 10\n    maxGlobalFailures: 2\n",
+      ),
     );
   });
   afterAll(() => s.close());
 
   it("server.maxHeaderBytes: a 3 KB header is a 431 ErrorResponse", async () => {
-    const x = await rawExchange(s.port, `GET /v1/health HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nX-Big: ${"b".repeat(3 * 1024)}\r\n\r\n`, { waitMs: 3000 });
+    const x = await rawExchange(
+      s.port,
+      `GET /v1/health HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nX-Big: ${"b".repeat(3 * 1024)}\r\n\r\n`,
+      { waitMs: 3000 },
+    );
     expect(x.responses[0]!.status).toBe(431);
     expect(errorResponseProblem(431, x.responses[0]!.headers["content-type"], x.responses[0]!.body)).toBeUndefined();
-    expect(x.responses[0]!.json!.messages).toEqual(["the request line and headers are larger than the limit of 2048 bytes"]);
+    expect(x.responses[0]!.json!.messages).toEqual([
+      "the request line and headers are larger than the limit of 2048 bytes",
+    ]);
     // A 1 KB header is fine.
     expect((await s.get("/v1/health", { "x-big": "b".repeat(1024) })).status).toBe(204);
   });
@@ -34,7 +43,9 @@ describe("a server obeys the configured limits", () => {
       waitMs: 5000,
     });
     expect(x.responses[0]!.status).toBe(408);
-    expect(x.responses[0]!.json!.messages).toEqual(["the request did not arrive in time: headers are allowed 400 ms, the whole request 400 ms"]);
+    expect(x.responses[0]!.json!.messages).toEqual([
+      "the request did not arrive in time: headers are allowed 400 ms, the whole request 400 ms",
+    ]);
     expect(x.closed).toBe(true);
   });
 
@@ -43,7 +54,9 @@ describe("a server obeys the configured limits", () => {
     const statuses: number[] = [];
     for (let i = 0; i < 3; i++) statuses.push((await s.get("/v1/health", { authorization: wrong })).status);
     expect(statuses).toEqual([401, 401, 429]);
-    const res = await s.get("/v1/health", { authorization: `Basic ${Buffer.from("portal:also-wrong").toString("base64")}` });
+    const res = await s.get("/v1/health", {
+      authorization: `Basic ${Buffer.from("portal:also-wrong").toString("base64")}`,
+    });
     expect(res.status).toBe(429);
     expect(((await res.json()) as { messages: string[] }).messages[0]).toMatch(/from all clients together/);
   });

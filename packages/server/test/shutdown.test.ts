@@ -15,17 +15,26 @@ const CLI = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
 
 /** `credhook serve --config FILE` as a child process, once it listens. */
 async function serve(config: string, env: Record<string, string>) {
-  const cli = spawnCredhook([process.execPath, CLI, "serve", "--config", config], { env: { ...process.env, CREDHOOK_FROM_SOURCE: "1", ...env } });
+  const cli = spawnCredhook([process.execPath, CLI, "serve", "--config", config], {
+    env: { ...process.env, CREDHOOK_FROM_SOURCE: "1", ...env },
+  });
   return { url: await cli.listening(), output: cli.output, stop: cli.stop };
 }
 
 describe("graceful shutdown", () => {
   it("close() lets in-flight requests finish and refuses new connections", async () => {
     const s = await startTestServer(
-      LOCAL_YAML.replace("routes:\n", `  faulty: { provider: ${FAULTY}, credentialType: API_KEY, options: { label: t } }\nroutes:\n  - { apis: [slow], gateway: faulty }\n`),
+      LOCAL_YAML.replace(
+        "routes:\n",
+        `  faulty: { provider: ${FAULTY}, credentialType: API_KEY, options: { label: t } }\nroutes:\n  - { apis: [slow], gateway: faulty }\n`,
+      ),
     );
     const started = controls.slowStarted;
-    const inflight = s.post("/v1/createCredentials", { appName: "Slow", developer: "d@example.com", apis: [{ id: "slow" }] });
+    const inflight = s.post("/v1/createCredentials", {
+      appName: "Slow",
+      developer: "d@example.com",
+      apis: [{ id: "slow" }],
+    });
     await until("the create to reach its gateway", () => controls.slowStarted > started);
     const closed = s.close();
     const res = await inflight;
@@ -37,8 +46,14 @@ describe("graceful shutdown", () => {
 
   it("`credhook serve` exits 0 on SIGTERM after draining", async () => {
     const dir = mkdtempSync(join(tmpdir(), "credhook-cli-"));
-    writeFileSync(join(dir, "webhook.config.yaml"), LOCAL_YAML.replace("server:\n", "server:\n  port: 0\n  host: 127.0.0.1\n"));
-    const child = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-for-cli-test", CREDHOOK_DATA_DIR: dir });
+    writeFileSync(
+      join(dir, "webhook.config.yaml"),
+      LOCAL_YAML.replace("server:\n", "server:\n  port: 0\n  host: 127.0.0.1\n"),
+    );
+    const child = await serve(join(dir, "webhook.config.yaml"), {
+      CREDHOOK_PASSWORD: "pw-for-cli-test",
+      CREDHOOK_DATA_DIR: dir,
+    });
     const auth = `Basic ${Buffer.from("portal:pw-for-cli-test").toString("base64")}`;
     expect((await fetch(`${child.url}/v1/health`, { headers: { authorization: auth } })).status).toBe(204);
     const { code } = await child.stop();
@@ -51,12 +66,25 @@ describe("graceful shutdown", () => {
   it("`credhook serve` whose stdout and stderr pipes were closed (a log shipper that died) still exits on SIGTERM, within the shutdown timeout", async () => {
     const dir = mkdtempSync(join(tmpdir(), "credhook-pipes-"));
     const shutdownTimeoutMs = 2000;
-    writeFileSync(join(dir, "webhook.config.yaml"), LOCAL_YAML.replace("server:\n", `server:\n  port: 0\n  host: 127.0.0.1\n  shutdownTimeoutMs: ${shutdownTimeoutMs}\n`));
+    writeFileSync(
+      join(dir, "webhook.config.yaml"),
+      LOCAL_YAML.replace(
+        "server:\n",
+        `server:\n  port: 0\n  host: 127.0.0.1\n  shutdownTimeoutMs: ${shutdownTimeoutMs}\n`,
+      ),
+    );
     const cli = spawnCredhook([process.execPath, CLI, "serve", "--config", join(dir, "webhook.config.yaml")], {
-      env: { ...process.env, CREDHOOK_FROM_SOURCE: "1", CREDHOOK_PASSWORD: "pw-for-pipes-test", CREDHOOK_DATA_DIR: dir },
+      env: {
+        ...process.env,
+        CREDHOOK_FROM_SOURCE: "1",
+        CREDHOOK_PASSWORD: "pw-for-pipes-test",
+        CREDHOOK_DATA_DIR: dir,
+      },
     });
     const url = await cli.listening();
-    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => cli.child.once("exit", (code, signal) => resolve({ code, signal })));
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+      cli.child.once("exit", (code, signal) => resolve({ code, signal })),
+    );
     // The reading ends go away: every later write of the server fails (EPIPE).
     cli.child.stdout!.destroy();
     cli.child.stderr!.destroy();
@@ -75,13 +103,25 @@ describe("graceful shutdown", () => {
 
   it("CREDHOOK_MEMORY=lean serves with V8 sized for memory (said in the listening line); another value stops the command at once", async () => {
     const dir = mkdtempSync(join(tmpdir(), "credhook-lean-"));
-    writeFileSync(join(dir, "webhook.config.yaml"), LOCAL_YAML.replace("server:\n", "server:\n  port: 0\n  host: 127.0.0.1\n"));
-    const lean = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-lean-long-enough", CREDHOOK_DATA_DIR: dir, CREDHOOK_MEMORY: "lean" });
+    writeFileSync(
+      join(dir, "webhook.config.yaml"),
+      LOCAL_YAML.replace("server:\n", "server:\n  port: 0\n  host: 127.0.0.1\n"),
+    );
+    const lean = await serve(join(dir, "webhook.config.yaml"), {
+      CREDHOOK_PASSWORD: "pw-lean-long-enough",
+      CREDHOOK_DATA_DIR: dir,
+      CREDHOOK_MEMORY: "lean",
+    });
     expect((await fetch(`${lean.url}/livez`)).status).toBe(204);
     expect(lean.output()).toContain('"memory":"lean"');
     expect((await lean.stop()).code).toBe(0);
     const typo = spawnSync(process.execPath, [CLI, "serve", "--config", join(dir, "webhook.config.yaml")], {
-      env: { ...process.env, CREDHOOK_PASSWORD: "pw-lean-long-enough", CREDHOOK_DATA_DIR: dir, CREDHOOK_MEMORY: "Lean" },
+      env: {
+        ...process.env,
+        CREDHOOK_PASSWORD: "pw-lean-long-enough",
+        CREDHOOK_DATA_DIR: dir,
+        CREDHOOK_MEMORY: "Lean",
+      },
       encoding: "utf8",
     });
     expect(typo.status).toBe(1);
@@ -102,7 +142,11 @@ describe("graceful shutdown", () => {
       );
       expect(yaml).toContain("shutdownTimeoutMs: 1000");
       writeFileSync(join(dir, "webhook.config.yaml"), yaml);
-      const child = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-aws-load-test", CREDHOOK_DATA_DIR: dir, FAKE_URL: fake.url });
+      const child = await serve(join(dir, "webhook.config.yaml"), {
+        CREDHOOK_PASSWORD: "pw-aws-load-test",
+        CREDHOOK_DATA_DIR: dir,
+        FAKE_URL: fake.url,
+      });
       const auth = `Basic ${Buffer.from("portal:pw-aws-load-test").toString("base64")}`;
       const load = Array.from({ length: 60 }, (_, i) =>
         fetch(`${child.url}/v1/createCredentials`, {
@@ -111,9 +155,16 @@ describe("graceful shutdown", () => {
           body: JSON.stringify(
             i % 3 === 2
               ? { appName: `M2M ${i}`, developer: "load@example.com", apis: [{ id: "7hq2k9xw1m" }] }
-              : { appName: `Load ${i}`, developer: "load@example.com", apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] },
+              : {
+                  appName: `Load ${i}`,
+                  developer: "load@example.com",
+                  apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
+                },
           ),
-        }).then((r) => r.status, () => 0),
+        }).then(
+          (r) => r.status,
+          () => 0,
+        ),
       );
       // SIGTERM once the load reached AWS (waited for, not slept: a busy machine delays it).
       await until("the load to reach AWS", () => (fake.stats().calls.CreateApiKey ?? 0) > 0);
@@ -136,7 +187,10 @@ describe("graceful shutdown", () => {
         `  stuck: { provider: ${FAULTY}, credentialType: API_KEY, options: { label: s, hangOnClose: true } }\nroutes:\n  - { apis: [stuck-*], gateway: stuck }\n`,
       ),
     );
-    const child = await serve(join(dir, "webhook.config.yaml"), { CREDHOOK_PASSWORD: "pw-hang-for-test", CREDHOOK_DATA_DIR: dir });
+    const child = await serve(join(dir, "webhook.config.yaml"), {
+      CREDHOOK_PASSWORD: "pw-hang-for-test",
+      CREDHOOK_DATA_DIR: dir,
+    });
     const { code, ms } = await child.stop();
     expect(code).toBe(1);
     expect(ms).toBeGreaterThanOrEqual(300 + SHUTDOWN_MARGIN_MS - 100);
@@ -153,7 +207,12 @@ describe("graceful shutdown", () => {
     const run = (file: string) =>
       new Promise<{ code: number | null; out: string }>((resolve) => {
         const child = spawnTracked(process.execPath, [CLI, "check-config", "--config", file], {
-          env: { ...process.env, CREDHOOK_PASSWORD: "masked-password-value", CREDHOOK_DATA_DIR: dir, CREDHOOK_FROM_SOURCE: "1" },
+          env: {
+            ...process.env,
+            CREDHOOK_PASSWORD: "masked-password-value",
+            CREDHOOK_DATA_DIR: dir,
+            CREDHOOK_FROM_SOURCE: "1",
+          },
         });
         let out = "";
         child.stdout!.on("data", (d) => (out += String(d)));
@@ -169,7 +228,10 @@ describe("graceful shutdown", () => {
     expect(ok.out).toContain("configuration is valid");
     expect(ok.out).not.toContain("masked-password-value");
     expect(ok.out).not.toContain(Buffer.alloc(32, 7).toString("base64"));
-    writeFileSync(join(dir, "bad.yaml"), LOCAL_YAML.replace("credentialType: CLIENT_CREDENTIALS", "credentialType: NOPE"));
+    writeFileSync(
+      join(dir, "bad.yaml"),
+      LOCAL_YAML.replace("credentialType: CLIENT_CREDENTIALS", "credentialType: NOPE"),
+    );
     const bad = await run(join(dir, "bad.yaml"));
     expect(bad.code).toBe(1);
     expect(bad.out).toContain("gateways.local-m2m.credentialType must be one of: API_KEY, CLIENT_CREDENTIALS");

@@ -76,7 +76,9 @@ routes:
 async function start(failFast: boolean, port: number, logs: string[]): Promise<RunningServer> {
   const file = join(dir, `webhook-${failFast}.config.yaml`);
   writeFileSync(file, yaml(failFast));
-  const config = await loadConfigFile(file, { env: { CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir, AWS_ENDPOINT: aws.url } });
+  const config = await loadConfigFile(file, {
+    env: { CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir, AWS_ENDPOINT: aws.url },
+  });
   const sink = new Writable({
     write(chunk, _enc, cb) {
       logs.push(...String(chunk).split("\n").filter(Boolean));
@@ -86,11 +88,20 @@ async function start(failFast: boolean, port: number, logs: string[]): Promise<R
   return startServer(config, { port, host: "127.0.0.1", logger: createLogger("info", sink) });
 }
 
-const post = (base: string, path: string, body: unknown) => fetch(`${base}${path}`, { method: "POST", headers: { authorization: AUTH, "content-type": "application/json" }, body: JSON.stringify(body) });
+const post = (base: string, path: string, body: unknown) =>
+  fetch(`${base}${path}`, {
+    method: "POST",
+    headers: { authorization: AUTH, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
 
 beforeAll(async () => {
   aws = await startAwsFake();
-  aws.apiGateway.addUsagePlan({ id: "1el57v", name: "Orders Gold", apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }] });
+  aws.apiGateway.addUsagePlan({
+    id: "1el57v",
+    name: "Orders Gold",
+    apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }],
+  });
   db = new DbSwitch(await freePort());
   dir = mkdtempSync(join(tmpdir(), "credhook-outage-"));
 });
@@ -111,9 +122,21 @@ it("a start with the database away listens and reports not ready, then serves on
   const base = `http://127.0.0.1:${port}`;
   const starting = start(false, port, logs);
   starting.catch(() => undefined);
-  await until("the server to listen", () => fetch(`${base}/livez`).then((r) => r.status === 204, () => false), 20_000);
+  await until(
+    "the server to listen",
+    () =>
+      fetch(`${base}/livez`).then(
+        (r) => r.status === 204,
+        () => false,
+      ),
+    20_000,
+  );
   expect((await fetch(`${base}/readyz`)).status).toBe(503);
-  const early = await post(base, "/v1/createCredentials", { appName: "Early", developer: "dev@example.com", apis: [{ id: "weather" }] });
+  const early = await post(base, "/v1/createCredentials", {
+    appName: "Early",
+    developer: "dev@example.com",
+    apis: [{ id: "weather" }],
+  });
   expect(early.status).toBe(503);
   expect(early.headers.get("retry-after")).toBe("5");
   expect((await errorOf(early)).messages[0]).toMatch(/credential store is not reachable yet/);
@@ -126,7 +149,11 @@ it("a start with the database away listens and reports not ready, then serves on
     expect(startLog[0]).toContain("the credential store is unavailable");
     expect(startLog[0]).toContain("store.postgres: connecting at start failed: connection refused (ECONNREFUSED)");
     expect(startLog.some((l) => l.includes("the credential store is available again"))).toBe(true);
-    const created = await post(base, "/v1/createCredentials", { appName: "Before", developer: "dev@example.com", apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] });
+    const created = await post(base, "/v1/createCredentials", {
+      appName: "Before",
+      developer: "dev@example.com",
+      apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
+    });
     expect(created.status).toBe(200);
     const { apiKeyId } = (await created.json()) as { apiKeyId: string };
 
@@ -136,9 +163,21 @@ it("a start with the database away listens and reports not ready, then serves on
     const awsCallsBefore = aws.requests().length;
     const answers: Response[] = [];
     for (let i = 0; i < 10; i++) {
-      answers.push(await post(base, "/v1/createCredentials", { appName: `During ${i}`, developer: "dev@example.com", apis: [{ id: "weather" }] }));
       answers.push(
-        await post(base, "/v1/updateCredentials", { appName: "Before", developer: "dev@example.com", credentialType: "API_KEY", apiKeyId, apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "NONE" }] }] }),
+        await post(base, "/v1/createCredentials", {
+          appName: `During ${i}`,
+          developer: "dev@example.com",
+          apis: [{ id: "weather" }],
+        }),
+      );
+      answers.push(
+        await post(base, "/v1/updateCredentials", {
+          appName: "Before",
+          developer: "dev@example.com",
+          credentialType: "API_KEY",
+          apiKeyId,
+          apis: [{ id: "5aba4csvd4", action: "NONE", usagePlans: [{ id: "1el57v", action: "NONE" }] }],
+        }),
       );
     }
     for (const res of answers) {
@@ -167,9 +206,15 @@ it("a start with the database away listens and reports not ready, then serves on
     await until("ready again", () => fetch(`${base}/readyz`).then((r) => r.status === 204), 10_000);
     const readyAgainMs = Date.now() - t1;
     expect(readyAgainMs).toBeLessThan(5000);
-    const after = await post(base, "/v1/createCredentials", { appName: "After", developer: "dev@example.com", apis: [{ id: "weather" }] });
+    const after = await post(base, "/v1/createCredentials", {
+      appName: "After",
+      developer: "dev@example.com",
+      apis: [{ id: "weather" }],
+    });
     expect(after.status).toBe(200);
-    console.log(`store outage: 20 answers during the outage, all 503 + Retry-After naming store.postgres; not ready after ${notReadyMs} ms, ready again ${readyAgainMs} ms after the database came back; ${outageLines.length} log lines for the outage besides request lines`);
+    console.log(
+      `store outage: 20 answers during the outage, all 503 + Retry-After naming store.postgres; not ready after ${notReadyMs} ms, ready again ${readyAgainMs} ms after the database came back; ${outageLines.length} log lines for the outage besides request lines`,
+    );
   } finally {
     await running.close();
   }

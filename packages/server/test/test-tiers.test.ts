@@ -19,7 +19,8 @@ function testSources(): string[] {
       else if (e.name.endsWith(".ts")) files.push(relative(REPO, p));
     }
   };
-  for (const pkg of readdirSync(join(REPO, "packages"))) if (existsSync(join(REPO, "packages", pkg, "test"))) walk(join(REPO, "packages", pkg, "test"));
+  for (const pkg of readdirSync(join(REPO, "packages")))
+    if (existsSync(join(REPO, "packages", pkg, "test"))) walk(join(REPO, "packages", pkg, "test"));
   return files;
 }
 
@@ -56,11 +57,17 @@ describe("test tiers", () => {
   });
 
   it("tests start processes only through children.ts (spawnSync, execFileSync and execSync wait for the exit)", () => {
-    const direct = sources.filter((f) => !f.endsWith("/children.ts")).flatMap((f) => {
-      const imports = /import\s*\{([^}]*)\}\s*from\s*"node:child_process"/.exec(readFileSync(join(REPO, f), "utf8"))?.[1] ?? "";
-      const names = imports.split(",").map((n) => n.trim()).filter((n) => n && !n.startsWith("type ") && !["spawnSync", "execFileSync", "execSync"].includes(n));
-      return names.length > 0 ? [`${f}: ${names.join(", ")}`] : [];
-    });
+    const direct = sources
+      .filter((f) => !f.endsWith("/children.ts"))
+      .flatMap((f) => {
+        const imports =
+          /import\s*\{([^}]*)\}\s*from\s*"node:child_process"/.exec(readFileSync(join(REPO, f), "utf8"))?.[1] ?? "";
+        const names = imports
+          .split(",")
+          .map((n) => n.trim())
+          .filter((n) => n && !n.startsWith("type ") && !["spawnSync", "execFileSync", "execSync"].includes(n));
+        return names.length > 0 ? [`${f}: ${names.join(", ")}`] : [];
+      });
     expect(direct).toEqual([]);
   });
 });

@@ -22,8 +22,10 @@ beforeAll(async () => {
 afterAll(() => tracing?.shutdown());
 
 const spans = () => exporter.getFinishedSpans();
-const childrenOf = (parent: ReadableSpan) => spans().filter((x) => x.parentSpanContext?.spanId === parent.spanContext().spanId);
-const isHttp = (s: ReadableSpan) => s.kind === SpanKind.CLIENT && (s.attributes["http.request.method"] ?? s.attributes["http.method"]) !== undefined;
+const childrenOf = (parent: ReadableSpan) =>
+  spans().filter((x) => x.parentSpanContext?.spanId === parent.spanContext().spanId);
+const isHttp = (s: ReadableSpan) =>
+  s.kind === SpanKind.CLIENT && (s.attributes["http.request.method"] ?? s.attributes["http.method"]) !== undefined;
 const app = { appName: "Traced App", appSlug: "7raced0app", developer: "developer@example.com" };
 
 /** Creates through `server`; returns the request's SERVER span, its gateway spans and their HTTP children. */
@@ -32,7 +34,9 @@ async function tracedCreate(server: TestServer, body: unknown) {
   expect(res.status).toBe(200);
   const requestId = res.headers.get("x-request-id");
   // the SERVER span ends when the response finished
-  await until("the request's SERVER span", () => spans().some((s) => s.kind === SpanKind.SERVER && s.attributes["credhook.request_id"] === requestId));
+  await until("the request's SERVER span", () =>
+    spans().some((s) => s.kind === SpanKind.SERVER && s.attributes["credhook.request_id"] === requestId),
+  );
   const root = spans().find((s) => s.kind === SpanKind.SERVER && s.attributes["credhook.request_id"] === requestId);
   expect(root, "the request's span").toBeDefined();
   const gatewaySpans = childrenOf(root!).filter((s) => s.attributes["credhook.gateway"] !== undefined);
@@ -56,14 +60,30 @@ const CLOUDS: Record<"aws" | "azure" | "gcp", Cloud> = {
     transport: "API Gateway through node:http",
     async start() {
       const fake = await startAwsFake();
-      fake.apiGateway.addUsagePlan({ id: "1el57v", name: "Orders Gold", apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }] });
+      fake.apiGateway.addUsagePlan({
+        id: "1el57v",
+        name: "Orders Gold",
+        apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }],
+      });
       return fake;
     },
     minRequests: 2, // CreateApiKey, then CreateUsagePlanKey
     sendsRequestIds: true,
   },
-  azure: { provider: "azure", transport: "API Management through node:http", start: () => startApimFake({ products: ["gold", "silver", "bronze"], apis: ["orders"] }), minRequests: 1, sendsRequestIds: true },
-  gcp: { provider: "gcp", transport: "API Keys REST transport through fetch", start: () => startApiKeysFake(), minRequests: 1, sendsRequestIds: false },
+  azure: {
+    provider: "azure",
+    transport: "API Management through node:http",
+    start: () => startApimFake({ products: ["gold", "silver", "bronze"], apis: ["orders"] }),
+    minRequests: 1,
+    sendsRequestIds: true,
+  },
+  gcp: {
+    provider: "gcp",
+    transport: "API Keys REST transport through fetch",
+    start: () => startApiKeysFake(),
+    minRequests: 1,
+    sendsRequestIds: false,
+  },
 };
 
 const running: Array<{ fake: { close(): Promise<void> }; server?: TestServer }> = [];
@@ -88,7 +108,10 @@ for (const [example, cloud] of Object.entries(CLOUDS) as Array<[keyof typeof CLO
   describe(`${cloud.provider} (${cloud.transport})`, () => {
     it(`the create's gateway span has a CLIENT child per HTTP request the SDK sent to the fake${cloud.sendsRequestIds ? ", and the cloud's request id on success" : ""}`, async () => {
       const { server, port } = servers[example]!;
-      const { gatewaySpans, httpOf } = await tracedCreate(server, { ...app, apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }] });
+      const { gatewaySpans, httpOf } = await tracedCreate(server, {
+        ...app,
+        apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }],
+      });
       const create = gatewaySpans.find((g) => g.attributes["credhook.operation"] === "create");
       expect(create?.attributes).toMatchObject({ "credhook.provider": cloud.provider, "credhook.outcome": "ok" });
       const http = httpOf(create!);
@@ -112,13 +135,23 @@ describe("cloudRequestIdIn", () => {
   it("the spans' resource names the service and its version (service.version: the package's)", async () => {
     const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
     await until("a finished span", () => spans().length > 0);
-    expect(spans()[0]!.resource.attributes).toMatchObject({ "service.name": "credhook", "service.version": pkg.version });
+    expect(spans()[0]!.resource.attributes).toMatchObject({
+      "service.name": "credhook",
+      "service.version": pkg.version,
+    });
   });
 
   it("reads each cloud's header from node:http headers and from undici's raw list", () => {
     expect(cloudRequestIdIn({ "x-amzn-requestid": "aws-1" })).toBe("aws-1");
     expect(cloudRequestIdIn({ "x-ms-request-id": "azure-1", "x-request-id": "other" })).toBe("azure-1");
-    expect(cloudRequestIdIn([Buffer.from("Content-Type"), Buffer.from("application/json"), Buffer.from("X-Goog-Request-Id"), Buffer.from("g-1")])).toBe("g-1");
+    expect(
+      cloudRequestIdIn([
+        Buffer.from("Content-Type"),
+        Buffer.from("application/json"),
+        Buffer.from("X-Goog-Request-Id"),
+        Buffer.from("g-1"),
+      ]),
+    ).toBe("g-1");
     expect(cloudRequestIdIn({ "content-type": "application/json" })).toBeUndefined();
   });
 });

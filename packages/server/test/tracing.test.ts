@@ -18,9 +18,13 @@ describe("tracingRequested: the standard OTEL_* variables", () => {
   it("is off by default and on for an OTLP endpoint or an explicit exporter", () => {
     expect(tracingRequested({})).toBeUndefined();
     expect(tracingRequested({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" })).toEqual({ exporter: "otlp" });
-    expect(tracingRequested({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://collector:4318/v1/traces" })).toEqual({ exporter: "otlp" });
+    expect(tracingRequested({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://collector:4318/v1/traces" })).toEqual({
+      exporter: "otlp",
+    });
     expect(tracingRequested({ OTEL_TRACES_EXPORTER: "console" })).toEqual({ exporter: "console" });
-    expect(tracingRequested({ OTEL_TRACES_EXPORTER: "none", OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318" })).toBeUndefined();
+    expect(
+      tracingRequested({ OTEL_TRACES_EXPORTER: "none", OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318" }),
+    ).toBeUndefined();
     expect(tracingRequested({ OTEL_SDK_DISABLED: "true", OTEL_TRACES_EXPORTER: "otlp" })).toBeUndefined();
   });
 
@@ -32,16 +36,24 @@ describe("tracingRequested: the standard OTEL_* variables", () => {
 
   it("names what it does not support instead of ignoring it", () => {
     expect(() => tracingRequested({ OTEL_TRACES_EXPORTER: "zipkin" })).toThrow(ConfigError);
-    expect(() => tracingRequested({ OTEL_TRACES_EXPORTER: "zipkin" })).toThrow("OTEL_TRACES_EXPORTER: zipkin is not supported by credhook; use otlp, console or none");
-    expect(() => tracingRequested({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4317", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" })).toThrow(/grpc is not supported/);
+    expect(() => tracingRequested({ OTEL_TRACES_EXPORTER: "zipkin" })).toThrow(
+      "OTEL_TRACES_EXPORTER: zipkin is not supported by credhook; use otlp, console or none",
+    );
+    expect(() =>
+      tracingRequested({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4317", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }),
+    ).toThrow(/grpc is not supported/);
   });
 });
 
 describe("cloudRequestId", () => {
   it("finds AWS's and Azure's request ids in a provider error's cause", () => {
-    const aws = Object.assign(new Error("TooManyRequestsException"), { $metadata: { httpStatusCode: 429, requestId: "7f3c0a6e-aws" } });
+    const aws = Object.assign(new Error("TooManyRequestsException"), {
+      $metadata: { httpStatusCode: 429, requestId: "7f3c0a6e-aws" },
+    });
     expect(cloudRequestId(new UpstreamError("[gateway aws] failed", { cause: aws }))).toBe("7f3c0a6e-aws");
-    const azure = Object.assign(new Error("RestError"), { response: { headers: { get: (n: string) => (n === "x-ms-request-id" ? "b2e1-azure" : undefined) } } });
+    const azure = Object.assign(new Error("RestError"), {
+      response: { headers: { get: (n: string) => (n === "x-ms-request-id" ? "b2e1-azure" : undefined) } },
+    });
     expect(cloudRequestId(new UpstreamError("[gateway azure] failed", { cause: azure }))).toBe("b2e1-azure");
     expect(cloudRequestId(new UpstreamError("no id"))).toBeUndefined();
   });
@@ -61,14 +73,19 @@ describe("traces of webhook requests (in-memory exporter)", () => {
   });
 
   const spans = () => exporter.getFinishedSpans();
-  const childrenOf = (parent: ReadableSpan) => spans().filter((x) => x.parentSpanContext?.spanId === parent.spanContext().spanId);
+  const childrenOf = (parent: ReadableSpan) =>
+    spans().filter((x) => x.parentSpanContext?.spanId === parent.spanContext().spanId);
 
   it("one SERVER span per request, continuing the caller's traceparent, with one CLIENT child per gateway; log lines carry the trace id", async () => {
     exporter.reset();
     const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
     const res = await s.post(
       "/v1/createCredentials",
-      { appName: "Traced", developer: "t@example.com", apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }, { id: "fine-1" }] },
+      {
+        appName: "Traced",
+        developer: "t@example.com",
+        apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }, { id: "fine-1" }],
+      },
       { traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
     );
     expect(res.status).toBe(200);
@@ -94,22 +111,36 @@ describe("traces of webhook requests (in-memory exporter)", () => {
       expect(c.attributes["credhook.operation"]).toBe("create");
       expect(c.attributes["credhook.outcome"]).toBe("ok");
     }
-    expect(children.find((c) => c.name === "create local")!.attributes).toMatchObject({ "credhook.gateway": "local", "credhook.provider": "local" });
-    expect(children.find((c) => c.name === "create faulty")!.attributes).toMatchObject({ "credhook.gateway": "faulty", "credhook.provider": FAULTY });
+    expect(children.find((c) => c.name === "create local")!.attributes).toMatchObject({
+      "credhook.gateway": "local",
+      "credhook.provider": "local",
+    });
+    expect(children.find((c) => c.name === "create faulty")!.attributes).toMatchObject({
+      "credhook.gateway": "faulty",
+      "credhook.provider": FAULTY,
+    });
     // no secret in any span
     expect(JSON.stringify(spans().map((x) => x.attributes))).not.toMatch(/[0-9A-Za-z]{40}/);
 
-    const lines = s.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.credentialId !== undefined && l.traceId === traceId);
+    const lines = s.logs
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.credentialId !== undefined && l.traceId === traceId);
     expect(lines.map((l) => l.msg)).toEqual(expect.arrayContaining(["credential created", "request completed"]));
 
     // the next request is another trace: revoke touches both gateways again
     exporter.reset();
-    expect((await s.post("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: body.apiKeyId })).status).toBe(204);
+    expect((await s.post("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId: body.apiKeyId })).status).toBe(
+      204,
+    );
     await until("the request's SERVER span", () => spans().some((x) => x.kind === SpanKind.SERVER)); // it ends once the response finished
     const revoke = spans().find((x) => x.kind === SpanKind.SERVER)!;
     expect(revoke.name).toBe("POST /v1/revokeCredentials");
     expect(revoke.spanContext().traceId).not.toBe(traceId);
-    expect(childrenOf(revoke).map((c) => c.name).sort()).toEqual(["revoke faulty", "revoke local"]);
+    expect(
+      childrenOf(revoke)
+        .map((c) => c.name)
+        .sort(),
+    ).toEqual(["revoke faulty", "revoke local"]);
   });
 
   it("a body that arrives in pieces keeps its gateway spans under the request's span", async () => {
@@ -136,7 +167,11 @@ describe("traces of webhook requests (in-memory exporter)", () => {
 
   it("a failing gateway call is an ERROR span with the error code as outcome; the request span records the 503", async () => {
     exporter.reset();
-    const res = await s.post("/v1/createCredentials", { appName: "Throttled", developer: "t@example.com", apis: [{ id: "throttle" }] });
+    const res = await s.post("/v1/createCredentials", {
+      appName: "Throttled",
+      developer: "t@example.com",
+      apis: [{ id: "throttle" }],
+    });
     expect(res.status).toBe(503);
     await until("the request's SERVER span", () => spans().some((x) => x.kind === SpanKind.SERVER)); // it ends once the response finished
     const root = spans().find((x) => x.kind === SpanKind.SERVER)!;
@@ -179,7 +214,15 @@ describe("traces exported over OTLP/HTTP (protobuf) when OTEL_EXPORTER_OTLP_ENDP
       expect(tracing).toBeDefined();
       const s = await startTestServer(YAML);
       try {
-        expect((await s.post("/v1/createCredentials", { appName: "Exported", developer: "e@example.com", apis: [{ id: "5aba4csvd4" }] })).status).toBe(200);
+        expect(
+          (
+            await s.post("/v1/createCredentials", {
+              appName: "Exported",
+              developer: "e@example.com",
+              apis: [{ id: "5aba4csvd4" }],
+            })
+          ).status,
+        ).toBe(200);
       } finally {
         await s.close();
       }

@@ -12,7 +12,9 @@ import { AUTH, LOCAL_YAML, PASSWORD, spawnCredhook, startTestServer } from "./he
 
 const CLI = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
 /** The version in @credhook/server's package.json, read here independently of the code under test. */
-const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
+const PACKAGE_VERSION = (
+  JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
+).version;
 
 describe("credhook's version", () => {
   it("is the package's version", () => {
@@ -22,7 +24,10 @@ describe("credhook's version", () => {
 
   it("`credhook --version` and `-V` print it", () => {
     for (const flag of ["--version", "-V"]) {
-      const run = spawnSync(process.execPath, [CLI, flag], { env: { ...process.env, CREDHOOK_FROM_SOURCE: "1" }, encoding: "utf8" });
+      const run = spawnSync(process.execPath, [CLI, flag], {
+        env: { ...process.env, CREDHOOK_FROM_SOURCE: "1" },
+        encoding: "utf8",
+      });
       expect(run.status, run.stderr).toBe(0);
       expect(run.stdout.trim()).toBe(PACKAGE_VERSION);
     }
@@ -30,7 +35,10 @@ describe("credhook's version", () => {
 
   it("the 'credhook listening' line carries it and the Node.js version", async () => {
     const dir = mkdtempSync(join(tmpdir(), "credhook-version-"));
-    writeFileSync(join(dir, "webhook.config.yaml"), LOCAL_YAML.replace("server:\n", "server:\n  port: 0\n  host: 127.0.0.1\n"));
+    writeFileSync(
+      join(dir, "webhook.config.yaml"),
+      LOCAL_YAML.replace("server:\n", "server:\n  port: 0\n  host: 127.0.0.1\n"),
+    );
     const cli = spawnCredhook([process.execPath, CLI, "serve", "--config", join(dir, "webhook.config.yaml")], {
       env: { ...process.env, CREDHOOK_FROM_SOURCE: "1", CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir },
     });

@@ -31,7 +31,8 @@ function unavailableSqlState(code: string): boolean {
 }
 
 /** node-postgres' own messages for a connection that broke or could not be had. */
-const DRIVER = /Connection terminated|timeout exceeded when trying to connect|connection error|Client was closed|Cannot use a pool after calling end|Connection terminated due to connection timeout/i;
+const DRIVER =
+  /Connection terminated|timeout exceeded when trying to connect|connection error|Client was closed|Cannot use a pool after calling end|Connection terminated due to connection timeout/i;
 
 /**
  * True when `err` says the database cannot serve now (see the module comment), rather than a bug or a constraint.
@@ -50,7 +51,13 @@ export function reasonOf(err: unknown): string {
   const code = typeof e.code === "string" ? e.code : "";
   if (NETWORK.has(code)) return `${NETWORK.get(code)} (${code})`;
   if (Array.isArray(e.errors) && e.errors.length > 0) return reasonOf(e.errors[0]);
-  const message = typeof e.message === "string" ? e.message.split("\n")[0]!.replace(/\w+:\/\/\S+/g, "<url>").slice(0, 200) : "unknown error";
+  const message =
+    typeof e.message === "string"
+      ? e.message
+          .split("\n")[0]!
+          .replace(/\w+:\/\/\S+/g, "<url>")
+          .slice(0, 200)
+      : "unknown error";
   return code.length === 5 ? `${message} (${code})` : message;
 }
 

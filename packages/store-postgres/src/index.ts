@@ -18,7 +18,29 @@
  */
 import pg from "pg";
 import { Kysely, Migrator, PostgresDialect, sql, type Migration, type MigrationProvider } from "kysely";
-import { assertFenceHeld, AvailabilityLog, ConfigError, isStoreFailure, StoreUnavailable, Conflict, CREDENTIALS_INDEXES_SQL, credentialsTableSql, currentFence, LockLost, NotFound, type AppRecords, type CredentialRecord, type CredentialStore, type CredentialType, type JsonValue, type Logger, type ProviderStateStore, type RateSlots, type StoreFactory, type StoreLocks } from "@credhook/core";
+import {
+  assertFenceHeld,
+  AvailabilityLog,
+  ConfigError,
+  isStoreFailure,
+  StoreUnavailable,
+  Conflict,
+  CREDENTIALS_INDEXES_SQL,
+  credentialsTableSql,
+  currentFence,
+  LockLost,
+  NotFound,
+  type AppRecords,
+  type CredentialRecord,
+  type CredentialStore,
+  type CredentialType,
+  type JsonValue,
+  type Logger,
+  type ProviderStateStore,
+  type RateSlots,
+  type StoreFactory,
+  type StoreLocks,
+} from "@credhook/core";
 import { asStoreError, isUnavailable, reasonOf } from "./errors.js";
 import { AdvisoryLocks } from "./locks.js";
 
@@ -138,19 +160,32 @@ export class PostgresCredentialStore implements CredentialStore {
    */
   constructor(options: PostgresStoreOptions, logger?: Logger) {
     this.schema = options.schema ?? "credhook";
-    if (!SCHEMA_NAME.test(this.schema)) throw new ConfigError([`store.postgres.schema must match ${SCHEMA_NAME.source} (got '${this.schema}')`]);
+    if (!SCHEMA_NAME.test(this.schema))
+      throw new ConfigError([`store.postgres.schema must match ${SCHEMA_NAME.source} (got '${this.schema}')`]);
     this.logger = logger;
     this.options = options;
-    const common = { connectionString: options.url, connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000, application_name: "credhook" };
+    const common = {
+      connectionString: options.url,
+      connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000,
+      application_name: "credhook",
+    };
     this.pool = new pg.Pool({ ...common, max: options.poolMax ?? 10 });
     const lockWaitMs = options.lockWaitTimeoutMs ?? 60_000;
     // A lock session waits for the lock at most lockWaitMs (statement_timeout), and for a connection as long.
-    this.lockPool = new pg.Pool({ ...common, connectionTimeoutMillis: lockWaitMs, max: options.lockPoolMax ?? 10, idleTimeoutMillis: 30_000, statement_timeout: lockWaitMs });
+    this.lockPool = new pg.Pool({
+      ...common,
+      connectionTimeoutMillis: lockWaitMs,
+      max: options.lockPoolMax ?? 10,
+      idleTimeoutMillis: 30_000,
+      statement_timeout: lockWaitMs,
+    });
     // Every query runs in credhook's schema.
-    for (const p of [this.pool, this.lockPool]) p.on("connect", (client) => void client.query(`SET search_path TO "${this.schema}"`).catch(() => undefined));
+    for (const p of [this.pool, this.lockPool])
+      p.on("connect", (client) => void client.query(`SET search_path TO "${this.schema}"`).catch(() => undefined));
     // A connection that dies (server restart, network) is dropped by the pool; say so.
     // A connection that dies (server restart, network) is dropped by the pool, which reconnects: logged once per outage, not per connection.
-    for (const p of [this.pool, this.lockPool]) p.on("error", (err) => this.availability.failed(`a connection was lost: ${reasonOf(err)}`));
+    for (const p of [this.pool, this.lockPool])
+      p.on("error", (err) => this.availability.failed(`a connection was lost: ${reasonOf(err)}`));
     this.availability = new AvailabilityLog(logger, { store: "store.postgres" }, "the credential store");
     this.locks = new AdvisoryLocks({
       lockPool: this.lockPool,
@@ -201,8 +236,15 @@ export class PostgresCredentialStore implements CredentialStore {
         const typed = asStoreError(err, "connecting at start");
         if (!isStoreFailure(typed) || this.options.failFast) throw typed;
         const timeout = this.options.startupTimeoutMs ?? 0;
-        if (timeout > 0 && Date.now() - started + delay > timeout) throw new StoreUnavailable(`store.postgres: the database could not be reached within ${timeout} ms of the start: ${reasonOf(err)}`, 5, { cause: err });
-        this.availability.failed(`${typed.messages[1] ?? typed.message} (waiting for it, retrying every ${Math.round(delay / 100) / 10} s or more; store.postgres.failFast: true fails the start instead)`);
+        if (timeout > 0 && Date.now() - started + delay > timeout)
+          throw new StoreUnavailable(
+            `store.postgres: the database could not be reached within ${timeout} ms of the start: ${reasonOf(err)}`,
+            5,
+            { cause: err },
+          );
+        this.availability.failed(
+          `${typed.messages[1] ?? typed.message} (waiting for it, retrying every ${Math.round(delay / 100) / 10} s or more; store.postgres.failFast: true fails the start instead)`,
+        );
         if (this.closed) throw typed;
         await new Promise((r) => setTimeout(r, delay));
       }
@@ -220,14 +262,19 @@ export class PostgresCredentialStore implements CredentialStore {
     const { error, results } = await migrator.migrateToLatest();
     if (error) {
       if (isUnavailable(error)) throw error;
-      throw new Error(`PostgreSQL store: migration failed: ${(error as Error).message ?? String(error)}`, { cause: error });
+      throw new Error(`PostgreSQL store: migration failed: ${(error as Error).message ?? String(error)}`, {
+        cause: error,
+      });
     }
-    for (const r of results ?? []) if (r.status === "Success") this.logger?.info({ migration: r.migrationName }, "PostgreSQL store migrated");
+    for (const r of results ?? [])
+      if (r.status === "Success") this.logger?.info({ migration: r.migrationName }, "PostgreSQL store migrated");
   }
 
   /** Names of the applied migrations, oldest first. */
   async appliedMigrations(): Promise<string[]> {
-    const { rows } = await this.pool.query<{ name: string }>(`SELECT name FROM "${this.schema}".kysely_migration ORDER BY name`);
+    const { rows } = await this.pool.query<{ name: string }>(
+      `SELECT name FROM "${this.schema}".kysely_migration ORDER BY name`,
+    );
     return rows.map((r) => r.name);
   }
 
@@ -235,7 +282,11 @@ export class PostgresCredentialStore implements CredentialStore {
    * A query on the query pool; a database that cannot serve throws StoreUnavailable (503) naming `store.postgres`.
    * @param what the step, for the message (`a query`, `a rate-limit slot`)
    */
-  private q<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values: unknown[] = [], what = "a query"): Promise<pg.QueryResult<R>> {
+  private q<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string,
+    values: unknown[] = [],
+    what = "a query",
+  ): Promise<pg.QueryResult<R>> {
     return this.pool.query<R>(text, values).then(
       (res) => {
         this.availability.succeeded();
@@ -259,12 +310,22 @@ export class PostgresCredentialStore implements CredentialStore {
     assertFenceHeld();
     const fence = currentFence();
     const n = values.length;
-    const cond = fence?.token !== undefined ? `EXISTS (SELECT 1 FROM app_leases WHERE app_key = $${n + 1} AND token = $${n + 2})` : "TRUE";
-    const res = await this.q(text.replace("{fence}", cond), fence?.token !== undefined ? [...values, fence.key, fence.token] : values, "a record write").catch((err: unknown) => {
+    const cond =
+      fence?.token !== undefined
+        ? `EXISTS (SELECT 1 FROM app_leases WHERE app_key = $${n + 1} AND token = $${n + 2})`
+        : "TRUE";
+    const res = await this.q(
+      text.replace("{fence}", cond),
+      fence?.token !== undefined ? [...values, fence.key, fence.token] : values,
+      "a record write",
+    ).catch((err: unknown) => {
       throw this.uniqueAsConflict(err, record);
     });
     if (res.rowCount === 0 && fence?.token !== undefined) {
-      const { rows } = await this.q("SELECT 1 FROM app_leases WHERE app_key = $1 AND token = $2", [fence.key, fence.token]);
+      const { rows } = await this.q("SELECT 1 FROM app_leases WHERE app_key = $1 AND token = $2", [
+        fence.key,
+        fence.token,
+      ]);
       if (rows.length === 0) throw new LockLost("another instance took over its lease on the app");
     }
     return res;
@@ -275,7 +336,16 @@ export class PostgresCredentialStore implements CredentialStore {
     const json = JSON.stringify(record);
     await this.fencedWrite(
       "INSERT INTO credentials (id, credential_type, app_key, public_id, status, record, created_at, updated_at) SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE {fence}",
-      [record.id, record.credentialType, record.appKey, record.publicId, record.status, json, record.createdAt, record.updatedAt],
+      [
+        record.id,
+        record.credentialType,
+        record.appKey,
+        record.publicId,
+        record.status,
+        json,
+        record.createdAt,
+        record.updatedAt,
+      ],
       record,
     );
   }
@@ -293,7 +363,9 @@ export class PostgresCredentialStore implements CredentialStore {
   /** A unique violation (SQLSTATE 23505) as a Conflict (409); anything else unchanged. */
   private uniqueAsConflict(err: unknown, record: CredentialRecord): unknown {
     if ((err as { code?: string }).code === "23505") {
-      return new Conflict(`a credential for app '${record.appKey}' (${record.credentialType}) is already recorded`, { cause: err });
+      return new Conflict(`a credential for app '${record.appKey}' (${record.credentialType}) is already recorded`, {
+        cause: err,
+      });
     }
     return err;
   }
@@ -314,23 +386,37 @@ export class PostgresCredentialStore implements CredentialStore {
 
   async findByPublicId(credentialType: CredentialType, publicId: string): Promise<CredentialRecord | undefined> {
     if (publicId === "") return undefined;
-    return this.one("SELECT record FROM credentials WHERE credential_type = $1 AND public_id = $2 ORDER BY created_at LIMIT 1", [credentialType, publicId]);
+    return this.one(
+      "SELECT record FROM credentials WHERE credential_type = $1 AND public_id = $2 ORDER BY created_at LIMIT 1",
+      [credentialType, publicId],
+    );
   }
 
   findByAppKey(appKey: string, credentialType: CredentialType): Promise<CredentialRecord | undefined> {
-    return this.one("SELECT record FROM credentials WHERE app_key = $1 AND credential_type = $2 AND status <> 'abandoned'", [appKey, credentialType]);
+    return this.one(
+      "SELECT record FROM credentials WHERE app_key = $1 AND credential_type = $2 AND status <> 'abandoned'",
+      [appKey, credentialType],
+    );
   }
 
   listAbandoned(appKey?: string): Promise<CredentialRecord[]> {
     return appKey === undefined
       ? this.many("SELECT record FROM credentials WHERE status = 'abandoned' ORDER BY updated_at")
-      : this.many("SELECT record FROM credentials WHERE app_key = $1 AND status = 'abandoned' ORDER BY updated_at", [appKey]);
+      : this.many("SELECT record FROM credentials WHERE app_key = $1 AND status = 'abandoned' ORDER BY updated_at", [
+          appKey,
+        ]);
   }
 
   /** {@inheritDoc CredentialStore.findApp} One round trip instead of two. */
   async findApp(appKey: string, credentialType: CredentialType): Promise<AppRecords> {
-    const rows = await this.many("SELECT record FROM credentials WHERE app_key = $1 AND (status = 'abandoned' OR credential_type = $2) ORDER BY updated_at", [appKey, credentialType]);
-    return { live: rows.find((r) => r.status !== "abandoned"), abandoned: rows.filter((r) => r.status === "abandoned") };
+    const rows = await this.many(
+      "SELECT record FROM credentials WHERE app_key = $1 AND (status = 'abandoned' OR credential_type = $2) ORDER BY updated_at",
+      [appKey, credentialType],
+    );
+    return {
+      live: rows.find((r) => r.status !== "abandoned"),
+      abandoned: rows.filter((r) => r.status === "abandoned"),
+    };
   }
 
   /** {@inheritDoc CredentialStore.listUnsettled} */
@@ -339,16 +425,26 @@ export class PostgresCredentialStore implements CredentialStore {
   }
 
   async delete(id: string): Promise<boolean> {
-    const res = await this.fencedWrite("DELETE FROM credentials WHERE id = $1 AND {fence}", [id], { id, appKey: "", credentialType: "API_KEY" } as CredentialRecord);
+    const res = await this.fencedWrite("DELETE FROM credentials WHERE id = $1 AND {fence}", [id], {
+      id,
+      appKey: "",
+      credentialType: "API_KEY",
+    } as CredentialRecord);
     return (res.rowCount ?? 0) > 0;
   }
 
   listUnfinished(before: string): Promise<CredentialRecord[]> {
-    return this.many("SELECT record FROM credentials WHERE status IN ('pending','revoking') AND updated_at < $1 ORDER BY updated_at", [before]);
+    return this.many(
+      "SELECT record FROM credentials WHERE status IN ('pending','revoking') AND updated_at < $1 ORDER BY updated_at",
+      [before],
+    );
   }
 
   async countUnfinishedSince(since: string): Promise<number> {
-    const { rows } = await this.q<{ n: string }>("SELECT COUNT(*) AS n FROM credentials WHERE status IN ('pending','revoking') AND updated_at >= $1", [since]);
+    const { rows } = await this.q<{ n: string }>(
+      "SELECT COUNT(*) AS n FROM credentials WHERE status IN ('pending','revoking') AND updated_at >= $1",
+      [since],
+    );
     return Number(rows[0]?.n ?? 0);
   }
 
@@ -363,7 +459,10 @@ export class PostgresCredentialStore implements CredentialStore {
     };
     return {
       async get(key) {
-        const { rows } = await q<{ value: JsonValue }>("SELECT value FROM provider_state WHERE gateway = $1 AND key = $2", [gateway, key]);
+        const { rows } = await q<{ value: JsonValue }>(
+          "SELECT value FROM provider_state WHERE gateway = $1 AND key = $2",
+          [gateway, key],
+        );
         return rows[0]?.value;
       },
       async put(key, value) {
@@ -374,7 +473,10 @@ export class PostgresCredentialStore implements CredentialStore {
         );
       },
       async delete(key) {
-        return ((await q("DELETE FROM provider_state WHERE gateway = $1 AND key = $2", [gateway, key], true)).rowCount ?? 0) > 0;
+        return (
+          ((await q("DELETE FROM provider_state WHERE gateway = $1 AND key = $2", [gateway, key], true)).rowCount ??
+            0) > 0
+        );
       },
       async write(changes) {
         const puts = changes.filter((c): c is { key: string; value: JsonValue } => !("delete" in c));
@@ -390,7 +492,7 @@ export class PostgresCredentialStore implements CredentialStore {
       },
       async list(prefix) {
         const { rows } = await q<{ key: string; value: JsonValue }>(
-          "SELECT key, value FROM provider_state WHERE gateway = $1 AND left(key, $2) = $3 ORDER BY key COLLATE \"C\"",
+          'SELECT key, value FROM provider_state WHERE gateway = $1 AND left(key, $2) = $3 ORDER BY key COLLATE "C"',
           [gateway, prefix.length, prefix],
         );
         return rows;
@@ -412,7 +514,10 @@ export class PostgresCredentialStore implements CredentialStore {
  * Opens and migrates a store.
  * @throws ConfigError | Error as {@link PostgresCredentialStore} and {@link PostgresCredentialStore.init}
  */
-export async function openPostgresStore(options: PostgresStoreOptions, logger?: Logger): Promise<PostgresCredentialStore> {
+export async function openPostgresStore(
+  options: PostgresStoreOptions,
+  logger?: Logger,
+): Promise<PostgresCredentialStore> {
   const store = new PostgresCredentialStore(options, logger);
   try {
     await store.init();

@@ -32,7 +32,15 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 import type pg from "pg";
-import { KeyedLock, LockLost, runFenced, UpstreamUnavailable, type Fence, type Logger, type StoreLocks } from "@credhook/core";
+import {
+  KeyedLock,
+  LockLost,
+  runFenced,
+  UpstreamUnavailable,
+  type Fence,
+  type Logger,
+  type StoreLocks,
+} from "@credhook/core";
 import { asStoreError } from "./errors.js";
 
 /** A signed 64-bit advisory-lock key (as a decimal string) for `key` in `namespace`. */
@@ -82,7 +90,11 @@ export class AdvisoryLocks implements StoreLocks {
    * A lock connection, and a flag set when it dies while checked out (the server restarted, the session was terminated).
    * @throws StoreUnavailable (503) when none can be had within the lock wait timeout
    */
-  private async connect(): Promise<{ client: pg.PoolClient; lost: { reason?: string }; done: (err?: unknown) => void }> {
+  private async connect(): Promise<{
+    client: pg.PoolClient;
+    lost: { reason?: string };
+    done: (err?: unknown) => void;
+  }> {
     const client = await this.o.lockPool.connect().catch((err: unknown) => {
       throw asStoreError(err, "a lock connection");
     });
@@ -115,23 +127,34 @@ export class AdvisoryLocks implements StoreLocks {
   private async takeLease(client: pg.PoolClient, key: string, wait: boolean): Promise<string | undefined> {
     const deadline = performance.now() + this.o.lockWaitMs;
     for (let logged = false; ; ) {
-      const { rows } = await client.query<{ token: string }>(TAKE_LEASE, [key, this.holder, this.o.leaseTtlMs]).catch((err: unknown) => {
-        throw asStoreError(err, "an app's lease");
-      });
+      const { rows } = await client
+        .query<{ token: string }>(TAKE_LEASE, [key, this.holder, this.o.leaseTtlMs])
+        .catch((err: unknown) => {
+          throw asStoreError(err, "an app's lease");
+        });
       if (rows[0]) return rows[0].token;
       if (!wait) return undefined;
       const { rows: held } = await client
-        .query<{ holder: string; left_ms: string }>("SELECT holder, expires_at_ms - (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS left_ms FROM app_leases WHERE app_key = $1", [key])
+        .query<{ holder: string; left_ms: string }>(
+          "SELECT holder, expires_at_ms - (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS left_ms FROM app_leases WHERE app_key = $1",
+          [key],
+        )
         .catch((err: unknown) => {
           throw asStoreError(err, "an app's lease");
         });
       const leftMs = Math.max(0, Number(held[0]?.left_ms ?? 0));
       if (!logged) {
-        this.o.logger?.warn({ holder: held[0]?.holder, leaseLeftMs: leftMs }, "an earlier holder of this app's lock may still be writing (it lost its lock session): waiting for it to stop before acting on the app");
+        this.o.logger?.warn(
+          { holder: held[0]?.holder, leaseLeftMs: leftMs },
+          "an earlier holder of this app's lock may still be writing (it lost its lock session): waiting for it to stop before acting on the app",
+        );
         logged = true;
       }
       if (performance.now() + Math.min(leftMs, 250) > deadline) {
-        throw new UpstreamUnavailable("an earlier operation on this app by another instance may still be writing (it lost its database session); try again shortly", Math.max(1, leftMs / 1000));
+        throw new UpstreamUnavailable(
+          "an earlier operation on this app by another instance may still be writing (it lost its database session); try again shortly",
+          Math.max(1, leftMs / 1000),
+        );
       }
       await sleep(Math.min(250, Math.max(20, leftMs)));
     }
@@ -144,23 +167,33 @@ export class AdvisoryLocks implements StoreLocks {
    * failed is destroyed, which frees its locks.
    * @returns `{ ran: false }` when `take` did not get the lock, or (try) the lease was another's
    */
-  private async hold<T>(key: string, take: "pg_advisory_lock" | "pg_try_advisory_lock", fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }> {
+  private async hold<T>(
+    key: string,
+    take: "pg_advisory_lock" | "pg_try_advisory_lock",
+    fn: () => Promise<T>,
+  ): Promise<{ ran: true; value: T } | { ran: false }> {
     const { client, lost, done } = await this.connect();
     const k = lockKey(this.o.namespace, key);
     let broken: unknown;
     try {
-      const { rows } = await client.query<{ ok: boolean | string }>(`SELECT ${take}($1::bigint) AS ok`, [k]).catch((err: { code?: string }) => {
-        // 57014: the session's statement_timeout (the lock wait timeout) ended the wait
-        if (err.code === "57014") throw new UpstreamUnavailable("another instance has held this app's lock too long; try again shortly", 2, { cause: err });
-        throw asStoreError(err, "an app's lock");
-      });
+      const { rows } = await client
+        .query<{ ok: boolean | string }>(`SELECT ${take}($1::bigint) AS ok`, [k])
+        .catch((err: { code?: string }) => {
+          // 57014: the session's statement_timeout (the lock wait timeout) ended the wait
+          if (err.code === "57014")
+            throw new UpstreamUnavailable("another instance has held this app's lock too long; try again shortly", 2, {
+              cause: err,
+            });
+          throw asStoreError(err, "an app's lock");
+        });
       if (rows[0]?.ok === false) return { ran: false }; // pg_advisory_lock returns void ("")
       try {
         const token = await this.takeLease(client, key, take === "pg_advisory_lock");
         if (token === undefined) return { ran: false };
         return { ran: true, value: await this.fenced(key, token, client, lost, fn) };
       } finally {
-        if (lost.reason === undefined) await client.query("SELECT pg_advisory_unlock($1::bigint)", [k]).catch((err: unknown) => (broken = err));
+        if (lost.reason === undefined)
+          await client.query("SELECT pg_advisory_unlock($1::bigint)", [k]).catch((err: unknown) => (broken = err));
       }
     } catch (err) {
       broken ??= err;
@@ -171,7 +204,13 @@ export class AdvisoryLocks implements StoreLocks {
   }
 
   /** Runs `fn` inside the fence of a holding with `token`, renewing its lease until `fn` has settled, then releasing it. */
-  private async fenced<T>(key: string, token: string, client: pg.PoolClient, lost: { reason?: string }, fn: () => Promise<T>): Promise<T> {
+  private async fenced<T>(
+    key: string,
+    token: string,
+    client: pg.PoolClient,
+    lost: { reason?: string },
+    fn: () => Promise<T>,
+  ): Promise<T> {
     const ttl = this.o.leaseTtlMs;
     let leaseFrom = performance.now(); // when the last successful take/renewal was sent (the lease runs at least ttl from then)
     const fence: Fence = {
@@ -179,29 +218,44 @@ export class AdvisoryLocks implements StoreLocks {
       token,
       assertHeld() {
         if (lost.reason !== undefined) throw new LockLost(lost.reason);
-        if (performance.now() - leaseFrom > ttl / 2) throw new LockLost("its lease on the app could not be renewed in time");
+        if (performance.now() - leaseFrom > ttl / 2)
+          throw new LockLost("its lease on the app could not be renewed in time");
       },
     };
-    const RENEW = "UPDATE app_leases SET expires_at_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint + $3 WHERE app_key = $1 AND token = $2";
+    const RENEW =
+      "UPDATE app_leases SET expires_at_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint + $3 WHERE app_key = $1 AND token = $2";
     const renew = async () => {
       const sent = performance.now();
       // Through the holding's own lock session (idle while the operation runs: no wait behind the query pool's load),
       // which answering also proves alive — a session cut off without an error event (a network partition) is lost
       // all the same; after the session is lost, through the query pool, until the operation has stopped.
       let r: pg.QueryResult | undefined;
-      if (lost.reason === undefined) r = await client.query(RENEW, [key, token, ttl]).catch((err: Error) => void (lost.reason ??= `its PostgreSQL lock session stopped answering: ${err.message}`));
+      if (lost.reason === undefined)
+        r = await client
+          .query(RENEW, [key, token, ttl])
+          .catch(
+            (err: Error) => void (lost.reason ??= `its PostgreSQL lock session stopped answering: ${err.message}`),
+          );
       if (lost.reason !== undefined) r = await this.o.pool.query(RENEW, [key, token, ttl]).catch(() => undefined);
       if (r && r.rowCount === 0) lost.reason ??= "another instance took over its lease on the app";
       else if (r) leaseFrom = sent;
     };
     let renewing: Promise<void> | undefined;
-    const timer = setInterval(() => (renewing ??= renew().finally(() => (renewing = undefined))), Math.max(50, ttl / 3));
+    const timer = setInterval(
+      () => (renewing ??= renew().finally(() => (renewing = undefined))),
+      Math.max(50, ttl / 3),
+    );
     try {
       return await runFenced(fence, fn);
     } finally {
       clearInterval(timer);
       await renewing;
-      await this.releaseLease(lost.reason === undefined ? client : this.o.pool, key, token, performance.now() - leaseFrom < ttl);
+      await this.releaseLease(
+        lost.reason === undefined ? client : this.o.pool,
+        key,
+        token,
+        performance.now() - leaseFrom < ttl,
+      );
     }
   }
 
@@ -216,7 +270,8 @@ export class AdvisoryLocks implements StoreLocks {
       on.query("DELETE FROM app_leases WHERE app_key = $1 AND token = $2", [key, token]).then(
         () => undefined,
         () => {
-          if (performance.now() + delay < until) setTimeout(() => void attempt(Math.min(delay * 2, 5000), this.o.pool), delay).unref();
+          if (performance.now() + delay < until)
+            setTimeout(() => void attempt(Math.min(delay * 2, 5000), this.o.pool), delay).unref();
         },
       );
     return attempt(250);

@@ -26,7 +26,8 @@ describe("PostgreSQL store", () => {
     const s = schema();
     const stores = await Promise.all([1, 2, 3, 4].map(() => openPostgresStore({ url, schema: s })));
     try {
-      for (const store of stores) expect(await store.appliedMigrations()).toEqual(["0001_credentials", "0002_app_leases"]);
+      for (const store of stores)
+        expect(await store.appliedMigrations()).toEqual(["0001_credentials", "0002_app_leases"]);
       const id = randomUUID();
       await stores[0]!.insert({
         id,
@@ -89,7 +90,10 @@ describe("PostgreSQL store", () => {
       release();
       expect(await running).toBe("stopped");
       // a stopped and gave its lease back: b takes the app at once, and finds a's record as a left it.
-      expect(await b.locks.tryRun("slug:app", async () => (await b.get(id))?.status)).toEqual({ ran: true, value: "pending" });
+      expect(await b.locks.tryRun("slug:app", async () => (await b.get(id))?.status)).toEqual({
+        ran: true,
+        value: "pending",
+      });
     } finally {
       release(); // a failed expectation must not leave the lock's holder (and so a.close()) waiting
       await Promise.all([a.close(), b.close()]);
@@ -121,7 +125,11 @@ describe("PostgreSQL store", () => {
       heartbeatless.query = () => Promise.reject(new Error("instance dead"));
       expect(await terminateLockSession(s, "slug:app")).toBe(1);
       const started = Date.now();
-      await until("b to get the app once a's lease ran out", async () => (await b.locks.tryRun("slug:app", async () => true)).ran, 10_000);
+      await until(
+        "b to get the app once a's lease ran out",
+        async () => (await b.locks.tryRun("slug:app", async () => true)).ran,
+        10_000,
+      );
       expect(Date.now() - started).toBeLessThan(5_000);
       heartbeatless.query = query;
       await b.locks.run("slug:app", async () => {
@@ -133,7 +141,9 @@ describe("PostgreSQL store", () => {
       expect((await b.get(id))?.status).toBe("pending");
       // The token itself: a write under a holding whose token no longer holds the lease is refused by the store.
       const stale = { key: "slug:app", token: "0", assertHeld: () => undefined };
-      await expect(runFenced(stale, () => b.save({ ...record(id, "slug:app"), status: "active" }))).rejects.toBeInstanceOf(LockLost);
+      await expect(
+        runFenced(stale, () => b.save({ ...record(id, "slug:app"), status: "active" })),
+      ).rejects.toBeInstanceOf(LockLost);
       await expect(runFenced(stale, () => b.delete(id))).rejects.toBeInstanceOf(LockLost);
       expect((await b.get(id))?.status).toBe("pending");
     } finally {
@@ -166,7 +176,9 @@ describe("PostgreSQL store", () => {
   });
 
   it("refuses a schema name it cannot quote safely, naming the option", () => {
-    expect(() => new PostgresCredentialStore({ url, schema: 'x"; DROP TABLE y; --' })).toThrow(/store\.postgres\.schema must match/);
+    expect(() => new PostgresCredentialStore({ url, schema: 'x"; DROP TABLE y; --' })).toThrow(
+      /store\.postgres\.schema must match/,
+    );
   });
 });
 
@@ -211,14 +223,20 @@ describe("shared call slots (cloud quotas across instances)", () => {
      * figures of this process's clock (round trips), so the wait must lie between the two bounds —
      * on a quiet machine close to k × 200, on a busy one lower (down to 0), never outside.
      */
-    const expectSpaced = (r: { wait: number; sent: number; received: number }, k: number, burst: { sent: number; received: number }) => {
+    const expectSpaced = (
+      r: { wait: number; sent: number; received: number },
+      k: number,
+      burst: { sent: number; received: number },
+    ) => {
       expect(r.wait).toBeGreaterThanOrEqual(Math.max(0, k * 200 - (r.received - burst.sent)) - 1);
       expect(r.wait).toBeLessThanOrEqual(Math.max(0, k * 200 - (r.sent - burst.received)) + 1);
     };
     try {
       // 200 ms interval (5/s), burst 4: the first 4 reservations from three instances start now.
       const sent = performance.now();
-      const waits = await Promise.all(Array.from({ length: 4 }, (_, i) => stores[i % 3]!.rateSlots.reserve("azure|sub|writes", 200, 4)));
+      const waits = await Promise.all(
+        Array.from({ length: 4 }, (_, i) => stores[i % 3]!.rateSlots.reserve("azure|sub|writes", 200, 4)),
+      );
       const burst = { sent, received: performance.now() };
       expect(waits).toEqual([0, 0, 0, 0]);
       // The bucket is empty: the next ones start one interval apart, counted from the burst.
@@ -237,19 +255,28 @@ describe("shared call slots (cloud quotas across instances)", () => {
 describe("PostgreSQL failures as the store's typed errors", () => {
   it("an unreachable, starting, failing-over or exhausted database is StoreUnavailable naming store.postgres; a bug or a constraint is not", () => {
     const typed = (err: unknown) => asStoreError(err, "a query") as StoreUnavailable;
-    expect(typed(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" })).messages).toEqual([
+    expect(
+      typed(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" })).messages,
+    ).toEqual([
       "the credential store is unavailable",
       "store.postgres: a query failed: connection refused (ECONNREFUSED)",
     ]);
-    expect(typed(Object.assign(new Error("the database system is starting up"), { code: "57P03" })).messages[1]).toBe("store.postgres: a query failed: the database system is starting up (57P03)");
-    for (const code of ["57P01", "08006", "53300", "25006", "40001"]) expect(typed(Object.assign(new Error("x"), { code }))).toBeInstanceOf(StoreUnavailable);
+    expect(typed(Object.assign(new Error("the database system is starting up"), { code: "57P03" })).messages[1]).toBe(
+      "store.postgres: a query failed: the database system is starting up (57P03)",
+    );
+    for (const code of ["57P01", "08006", "53300", "25006", "40001"])
+      expect(typed(Object.assign(new Error("x"), { code }))).toBeInstanceOf(StoreUnavailable);
     expect(typed(new Error("Connection terminated unexpectedly"))).toBeInstanceOf(StoreUnavailable);
     expect(typed(new Error("timeout exceeded when trying to connect"))).toBeInstanceOf(StoreUnavailable);
-    expect(typed(new AggregateError([Object.assign(new Error("refused"), { code: "ECONNREFUSED" })]))).toBeInstanceOf(StoreUnavailable);
+    expect(typed(new AggregateError([Object.assign(new Error("refused"), { code: "ECONNREFUSED" })]))).toBeInstanceOf(
+      StoreUnavailable,
+    );
     const unique = Object.assign(new Error("duplicate key"), { code: "23505" });
     expect(asStoreError(unique, "a query")).toBe(unique);
     const syntax = Object.assign(new Error("syntax error"), { code: "42601" });
     expect(asStoreError(syntax, "a query")).toBe(syntax);
-    expect(typed(Object.assign(new Error("could not connect to postgres://u:secret@db/x"), { code: "08001" })).messages[1]).not.toContain("secret");
+    expect(
+      typed(Object.assign(new Error("could not connect to postgres://u:secret@db/x"), { code: "08001" })).messages[1],
+    ).not.toContain("secret");
   });
 });

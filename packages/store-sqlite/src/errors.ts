@@ -39,5 +39,9 @@ export function asStoreError(err: unknown, retryAfterS = 5): unknown {
   const primary = primaryCode(err);
   if (!primary) return err;
   const code = (err as { code: string }).code;
-  return new StoreUnavailable(`store.sqlite: ${UNAVAILABLE[primary]} (${code})`, primary === "SQLITE_FULL" ? Math.max(retryAfterS, 30) : retryAfterS, { cause: err });
+  return new StoreUnavailable(
+    `store.sqlite: ${UNAVAILABLE[primary]} (${code})`,
+    primary === "SQLITE_FULL" ? Math.max(retryAfterS, 30) : retryAfterS,
+    { cause: err },
+  );
 }

@@ -22,7 +22,22 @@ import { chmodSync, closeSync, mkdirSync, openSync, realpathSync } from "node:fs
 import { dirname, isAbsolute, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { asStoreError } from "./errors.js";
-import { appKeyOf, Conflict, CREDENTIALS_INDEXES_SQL, credentialsTableSql, KeyedLock, NotFound, type StoreFactory, type StoreLocks, type AppRecords, type CredentialRecord, type CredentialStore, type CredentialType, type JsonValue, type ProviderStateStore } from "@credhook/core";
+import {
+  appKeyOf,
+  Conflict,
+  CREDENTIALS_INDEXES_SQL,
+  credentialsTableSql,
+  KeyedLock,
+  NotFound,
+  type StoreFactory,
+  type StoreLocks,
+  type AppRecords,
+  type CredentialRecord,
+  type CredentialStore,
+  type CredentialType,
+  type JsonValue,
+  type ProviderStateStore,
+} from "@credhook/core";
 
 /** Options of {@link SqliteCredentialStore}. */
 export interface SqliteStoreOptions {
@@ -111,7 +126,8 @@ export function migrateLegacyAppKey(appKey: string, app: { developer: string }):
   if (appKey.startsWith("slug:")) return appKeyOf({ developer: app.developer, appName: "", appSlug: appKey.slice(5) });
   if (appKey.startsWith("app:")) {
     const rest = appKey.slice(4);
-    if (rest.startsWith(`${app.developer}/`)) return appKeyOf({ developer: app.developer, appName: rest.slice(app.developer.length + 1) });
+    if (rest.startsWith(`${app.developer}/`))
+      return appKeyOf({ developer: app.developer, appName: rest.slice(app.developer.length + 1) });
     const parts = rest.split("/");
     if (parts.length === 2) return appKeyOf({ developer: parts[0]!, appName: parts[1]! });
   }
@@ -119,7 +135,11 @@ export function migrateLegacyAppKey(appKey: string, app: { developer: string }):
 }
 
 function rewriteLegacyAppKeys(db: Database.Database): void {
-  const rows = db.prepare("SELECT id, app_key, record FROM credentials").all() as Array<{ id: string; app_key: string; record: string }>;
+  const rows = db.prepare("SELECT id, app_key, record FROM credentials").all() as Array<{
+    id: string;
+    app_key: string;
+    record: string;
+  }>;
   // Move every key aside first, so that no intermediate state trips the unique index.
   db.prepare("UPDATE credentials SET app_key = 'migrating:' || id").run();
   const update = db.prepare("UPDATE credentials SET app_key = ?, record = ? WHERE id = ?");
@@ -132,11 +152,13 @@ function rewriteLegacyAppKeys(db: Database.Database): void {
 
 type Row = { record: string };
 /** Oldest `updated_at` first (ISO 8601 strings sort as times). */
-const byUpdatedAt = (a: { updated_at: string }, b: { updated_at: string }) => (a.updated_at < b.updated_at ? -1 : a.updated_at > b.updated_at ? 1 : 0);
+const byUpdatedAt = (a: { updated_at: string }, b: { updated_at: string }) =>
+  a.updated_at < b.updated_at ? -1 : a.updated_at > b.updated_at ? 1 : 0;
 /** One provider-state change as stored: the value's JSON, or undefined to delete the key. */
 type StateRow = { key: string; json?: string };
 /** A provider-state put (replacing) and delete: by {@link ProviderStateStore.put}/`delete` and in {@link ProviderStateStore.write}'s savepoint. */
-const PUT_STATE_SQL = "INSERT INTO provider_state (gateway, key, value) VALUES (?, ?, ?) ON CONFLICT (gateway, key) DO UPDATE SET value = excluded.value";
+const PUT_STATE_SQL =
+  "INSERT INTO provider_state (gateway, key, value) VALUES (?, ?, ?) ON CONFLICT (gateway, key) DO UPDATE SET value = excluded.value";
 const DELETE_STATE_SQL = "DELETE FROM provider_state WHERE gateway = ? AND key = ?";
 
 /**
@@ -302,15 +324,25 @@ export class SqliteCredentialStore implements CredentialStore {
 
   /** Applies pending migrations in one transaction each. */
   async init(): Promise<void> {
-    this.db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)");
-    const applied = new Set((this.db.prepare("SELECT version FROM schema_migrations").all() as Array<{ version: number }>).map((r) => r.version));
+    this.db.exec(
+      "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
+    );
+    const applied = new Set(
+      (this.db.prepare("SELECT version FROM schema_migrations").all() as Array<{ version: number }>).map(
+        (r) => r.version,
+      ),
+    );
     for (const m of MIGRATIONS) {
       if (applied.has(m.version)) continue;
       const apply = () => {
         if (m.sql) this.db.exec(m.sql);
         m.up?.(this.db);
         // Outside a transaction another process may have applied it meanwhile (an idempotent step, e.g. VACUUM).
-        this.db.prepare(`INSERT ${m.transaction === false ? "OR IGNORE " : ""}INTO schema_migrations (version, applied_at) VALUES (?, ?)`).run(m.version, new Date().toISOString());
+        this.db
+          .prepare(
+            `INSERT ${m.transaction === false ? "OR IGNORE " : ""}INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+          )
+          .run(m.version, new Date().toISOString());
       };
       if (m.transaction === false) apply();
       else this.db.transaction(apply)();
@@ -328,7 +360,9 @@ export class SqliteCredentialStore implements CredentialStore {
     const json = JSON.stringify(record);
     try {
       await this.write(() =>
-        this.stmt("INSERT INTO credentials (id, credential_type, app_key, public_id, status, record, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)").run(
+        this.stmt(
+          "INSERT INTO credentials (id, credential_type, app_key, public_id, status, record, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        ).run(
           record.id,
           record.credentialType,
           record.appKey,
@@ -349,15 +383,9 @@ export class SqliteCredentialStore implements CredentialStore {
     const json = JSON.stringify(record);
     try {
       res = await this.write(() =>
-        this.stmt("UPDATE credentials SET credential_type = ?, app_key = ?, public_id = ?, status = ?, record = ?, updated_at = ? WHERE id = ?").run(
-          record.credentialType,
-          record.appKey,
-          record.publicId,
-          record.status,
-          json,
-          record.updatedAt,
-          record.id,
-        ),
+        this.stmt(
+          "UPDATE credentials SET credential_type = ?, app_key = ?, public_id = ?, status = ?, record = ?, updated_at = ? WHERE id = ?",
+        ).run(record.credentialType, record.appKey, record.publicId, record.status, json, record.updatedAt, record.id),
       );
     } catch (err) {
       throw this.constraintAsConflict(err, record);
@@ -368,7 +396,9 @@ export class SqliteCredentialStore implements CredentialStore {
   /** A unique-constraint failure as a Conflict (409); anything else unchanged. */
   private constraintAsConflict(err: unknown, record: CredentialRecord): unknown {
     if ((err as { code?: string }).code?.startsWith("SQLITE_CONSTRAINT")) {
-      return new Conflict(`a credential for app '${record.appKey}' (${record.credentialType}) is already recorded`, { cause: err });
+      return new Conflict(`a credential for app '${record.appKey}' (${record.credentialType}) is already recorded`, {
+        cause: err,
+      });
     }
     return err;
   }
@@ -384,9 +414,9 @@ export class SqliteCredentialStore implements CredentialStore {
    */
   async findByPublicId(credentialType: CredentialType, publicId: string): Promise<CredentialRecord | undefined> {
     if (publicId === "") return undefined;
-    const rows = this.stmt("SELECT record, created_at FROM credentials WHERE credential_type = ? AND public_id = ?").all(credentialType, publicId) as Array<
-      Row & { created_at: string }
-    >;
+    const rows = this.stmt(
+      "SELECT record, created_at FROM credentials WHERE credential_type = ? AND public_id = ?",
+    ).all(credentialType, publicId) as Array<Row & { created_at: string }>;
     let oldest = rows[0];
     for (const r of rows) if (r.created_at < oldest!.created_at) oldest = r;
     return this.parse(oldest);
@@ -394,7 +424,9 @@ export class SqliteCredentialStore implements CredentialStore {
 
   async findByAppKey(appKey: string, credentialType: CredentialType): Promise<CredentialRecord | undefined> {
     return this.parse(
-      this.stmt("SELECT record FROM credentials WHERE app_key = ? AND credential_type = ? AND status <> 'abandoned'").get(appKey, credentialType) as Row | undefined,
+      this.stmt(
+        "SELECT record FROM credentials WHERE app_key = ? AND credential_type = ? AND status <> 'abandoned'",
+      ).get(appKey, credentialType) as Row | undefined,
     );
   }
 
@@ -411,22 +443,31 @@ export class SqliteCredentialStore implements CredentialStore {
 
   /** {@inheritDoc CredentialStore.findApp} One statement instead of two, on the (app_key, status) index. */
   async findApp(appKey: string, credentialType: CredentialType): Promise<AppRecords> {
-    const rows = this.stmt("SELECT record, status, updated_at FROM credentials WHERE app_key = ? AND (status = 'abandoned' OR credential_type = ?)").all(appKey, credentialType) as Array<
-      Row & { status: string; updated_at: string }
-    >;
+    const rows = this.stmt(
+      "SELECT record, status, updated_at FROM credentials WHERE app_key = ? AND (status = 'abandoned' OR credential_type = ?)",
+    ).all(appKey, credentialType) as Array<Row & { status: string; updated_at: string }>;
     const abandoned = rows.filter((r) => r.status === "abandoned");
     if (abandoned.length > 1) abandoned.sort(byUpdatedAt);
-    return { live: this.parse(rows.find((r) => r.status !== "abandoned")), abandoned: abandoned.map((r) => this.parse(r)!) };
+    return {
+      live: this.parse(rows.find((r) => r.status !== "abandoned")),
+      abandoned: abandoned.map((r) => this.parse(r)!),
+    };
   }
 
   /** {@inheritDoc CredentialStore.listUnsettled} */
   async listUnsettled(): Promise<CredentialRecord[]> {
-    const rows = this.db.prepare("SELECT record FROM credentials WHERE json_extract(record, '$.unsettled') IS NOT NULL ORDER BY updated_at").all() as Row[];
+    const rows = this.db
+      .prepare(
+        "SELECT record FROM credentials WHERE json_extract(record, '$.unsettled') IS NOT NULL ORDER BY updated_at",
+      )
+      .all() as Row[];
     return rows.map((r) => this.parse(r)!);
   }
 
   async countUnfinishedSince(since: string): Promise<number> {
-    const row = this.stmt("SELECT COUNT(*) AS n FROM credentials WHERE status IN ('pending','revoking') AND updated_at >= ?").get(since) as { n: number };
+    const row = this.stmt(
+      "SELECT COUNT(*) AS n FROM credentials WHERE status IN ('pending','revoking') AND updated_at >= ?",
+    ).get(since) as { n: number };
     return row.n;
   }
 
@@ -435,7 +476,9 @@ export class SqliteCredentialStore implements CredentialStore {
   }
 
   async listUnfinished(before: string): Promise<CredentialRecord[]> {
-    const rows = this.stmt("SELECT record FROM credentials WHERE status IN ('pending','revoking') AND updated_at < ? ORDER BY updated_at").all(before) as Row[];
+    const rows = this.stmt(
+      "SELECT record FROM credentials WHERE status IN ('pending','revoking') AND updated_at < ? ORDER BY updated_at",
+    ).all(before) as Row[];
     return rows.map((r) => this.parse(r)!);
   }
 
@@ -446,7 +489,9 @@ export class SqliteCredentialStore implements CredentialStore {
   stateFor(gateway: string): ProviderStateStore {
     return typed({
       get: async (key) => {
-        const row = this.stmt("SELECT value FROM provider_state WHERE gateway = ? AND key = ?").get(gateway, key) as { value: string } | undefined;
+        const row = this.stmt("SELECT value FROM provider_state WHERE gateway = ? AND key = ?").get(gateway, key) as
+          | { value: string }
+          | undefined;
         return row ? (JSON.parse(row.value) as JsonValue) : undefined;
       },
       put: async (key, value) => {
@@ -459,11 +504,15 @@ export class SqliteCredentialStore implements CredentialStore {
         return (await this.write(() => del.run(gateway, key))).changes > 0;
       },
       write: async (changes) => {
-        const rows = changes.map((c) => ("delete" in c ? { key: c.key } : { key: c.key, json: JSON.stringify(c.value) }));
+        const rows = changes.map((c) =>
+          "delete" in c ? { key: c.key } : { key: c.key, json: JSON.stringify(c.value) },
+        );
         await this.write(() => this.applyStateRows(gateway, rows));
       },
       list: async (prefix) => {
-        const rows = this.stmt("SELECT key, value FROM provider_state WHERE gateway = ? AND substr(key, 1, ?) = ? ORDER BY key").all(gateway, prefix.length, prefix) as Array<{
+        const rows = this.stmt(
+          "SELECT key, value FROM provider_state WHERE gateway = ? AND substr(key, 1, ?) = ? ORDER BY key",
+        ).all(gateway, prefix.length, prefix) as Array<{
           key: string;
           value: string;
         }>;
@@ -498,9 +547,12 @@ export class SqliteCredentialStore implements CredentialStore {
     } catch (err) {
       lock.close();
       if ((err as { code?: string }).code?.startsWith("SQLITE_BUSY")) {
-        throw new Conflict(`the store ${this.path} is in use by another credhook server: one server per SQLite file (several instances need store: { postgres: … })`, {
-          cause: err,
-        });
+        throw new Conflict(
+          `the store ${this.path} is in use by another credhook server: one server per SQLite file (several instances need store: { postgres: … })`,
+          {
+            cause: err,
+          },
+        );
       }
       throw err;
     }
@@ -540,7 +592,22 @@ function typed<T extends object>(target: T, names: Array<keyof T> = Object.keys(
 }
 
 // Every call of the store interface that touches the database answers a failure of it as StoreUnavailable.
-typed(SqliteCredentialStore.prototype, ["insert", "save", "get", "findByPublicId", "findByAppKey", "listAbandoned", "findApp", "listUnsettled", "countUnfinishedSince", "delete", "listUnfinished", "list", "health", "init"]);
+typed(SqliteCredentialStore.prototype, [
+  "insert",
+  "save",
+  "get",
+  "findByPublicId",
+  "findByAppKey",
+  "listAbandoned",
+  "findApp",
+  "listUnsettled",
+  "countUnfinishedSince",
+  "delete",
+  "listUnfinished",
+  "list",
+  "health",
+  "init",
+]);
 
 /** Opens and migrates a store at `path`. */
 export async function openSqliteStore(options: SqliteStoreOptions): Promise<SqliteCredentialStore> {

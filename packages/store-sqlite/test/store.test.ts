@@ -38,7 +38,9 @@ describe("SqliteCredentialStore", () => {
     expect(await state.get("cred:x")).toBeUndefined();
     await store.close();
     const db = new Database(p, { readonly: true });
-    expect(db.prepare("SELECT key, value FROM provider_state WHERE gateway = 'local'").all()).toEqual([{ key: "beside", value: '"committed"' }]);
+    expect(db.prepare("SELECT key, value FROM provider_state WHERE gateway = 'local'").all()).toEqual([
+      { key: "beside", value: '"committed"' },
+    ]);
     db.close();
   });
 
@@ -123,10 +125,14 @@ describe("SqliteCredentialStore", () => {
     const p = path();
     const store = await openSqliteStore({ path: p });
     const digests = Array.from({ length: 50 }, (_, i) => hashSecret(`secret-number-${i}-${crypto.randomUUID()}`));
-    for (const [i, d] of digests.entries()) await store.stateFor("local").put(`cred:${i}`, { secretHash: d, pad: "x".repeat(500) });
+    for (const [i, d] of digests.entries())
+      await store.stateFor("local").put(`cred:${i}`, { secretHash: d, pad: "x".repeat(500) });
     for (let i = 0; i < digests.length; i++) await store.stateFor("local").delete(`cred:${i}`);
     await store.close();
-    const bytes = [p, `${p}-wal`].filter((f) => existsSync(f)).map((f) => readFileSync(f).toString("latin1")).join("");
+    const bytes = [p, `${p}-wal`]
+      .filter((f) => existsSync(f))
+      .map((f) => readFileSync(f).toString("latin1"))
+      .join("");
     expect(bytes.length).toBeGreaterThan(0);
     for (const d of digests) expect(bytes.includes(d), d).toBe(false);
     const db = new Database(p);
@@ -151,27 +157,42 @@ describe("SqliteCredentialStore", () => {
       CREATE TABLE provider_state (gateway TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (gateway, key));
     `);
     const legacy = [
-      rec({ appKey: "slug:590d83b5c05f", app: { appName: "A", developer: "d@example.com", appSlug: "590d83b5c05f" }, publicId: "k1" }),
+      rec({
+        appKey: "slug:590d83b5c05f",
+        app: { appName: "A", developer: "d@example.com", appSlug: "590d83b5c05f" },
+        publicId: "k1",
+      }),
       rec({ appKey: "app:D/x/Y", app: { appName: "x/Y", developer: "D" }, publicId: "k2" }),
       rec({ appKey: "app:old@example.com/App", app: { appName: "App", developer: "new@example.com" }, publicId: "k3" }),
       rec({ appKey: "app:a/b/c", app: { appName: "c", developer: "z" }, publicId: "k4" }),
     ];
     const ins = v1.prepare("INSERT INTO credentials VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
-    for (const r of legacy) ins.run(r.id, r.credentialType, r.appKey, r.publicId, r.status, JSON.stringify(r), r.createdAt, r.updatedAt);
+    for (const r of legacy)
+      ins.run(r.id, r.credentialType, r.appKey, r.publicId, r.status, JSON.stringify(r), r.createdAt, r.updatedAt);
     v1.close();
 
     const store = await openSqliteStore({ path: p });
     expect(store.schemaVersion()).toBe(4);
-    const slug = await store.findByAppKey(appKeyOf({ appName: "A", developer: "d@example.com", appSlug: "590d83b5c05f" }), "API_KEY");
+    const slug = await store.findByAppKey(
+      appKeyOf({ appName: "A", developer: "d@example.com", appSlug: "590d83b5c05f" }),
+      "API_KEY",
+    );
     expect(slug?.publicId).toBe("k1");
     expect(slug?.appKey).toBe("slug:d@example.com/590d83b5c05f");
     // The same slug from another developer is another app.
-    expect(await store.findByAppKey(appKeyOf({ appName: "A", developer: "e@example.com", appSlug: "590d83b5c05f" }), "API_KEY")).toBeUndefined();
+    expect(
+      await store.findByAppKey(
+        appKeyOf({ appName: "A", developer: "e@example.com", appSlug: "590d83b5c05f" }),
+        "API_KEY",
+      ),
+    ).toBeUndefined();
     // "D" + "x/Y" keeps its credential; "D/x" + "Y" no longer reaches it.
     expect((await store.findByAppKey(appKeyOf({ appName: "x/Y", developer: "D" }), "API_KEY"))?.publicId).toBe("k2");
     expect(await store.findByAppKey(appKeyOf({ appName: "Y", developer: "D/x" }), "API_KEY")).toBeUndefined();
     // A key left behind by a move to another developer keeps its old identity when it splits one way only…
-    expect((await store.findByAppKey(appKeyOf({ appName: "App", developer: "old@example.com" }), "API_KEY"))?.publicId).toBe("k3");
+    expect(
+      (await store.findByAppKey(appKeyOf({ appName: "App", developer: "old@example.com" }), "API_KEY"))?.publicId,
+    ).toBe("k3");
     // …and is set aside when it could mean several apps.
     expect((await store.findByPublicId("API_KEY", "k4"))?.appKey).toBe("legacy:app:a/b/c");
     await store.close();
@@ -199,7 +220,7 @@ describe("SqliteCredentialStore", () => {
     const seen = await Promise.all(writes);
     expect(seen.every((n) => n === 20)).toBe(true);
     await Promise.all(records.map((_r, i) => state.put(`k${i}`, { n: i })));
-    expect(((reader.prepare("SELECT COUNT(*) AS n FROM provider_state").get()) as { n: number }).n).toBe(20);
+    expect((reader.prepare("SELECT COUNT(*) AS n FROM provider_state").get() as { n: number }).n).toBe(20);
     // 40 writes in transactions of their own would append each page they touch (row and 4 index pages
     // per insert) once per commit, well over 100 frames; a group appends each page once.
     expect(walFrames() - before).toBeLessThan(40);
@@ -210,7 +231,11 @@ describe("SqliteCredentialStore", () => {
   it("a write that fails in a group (a conflict) fails alone; the others commit", async () => {
     const store = await openSqliteStore({ path: path() });
     const a = rec({ appKey: "slug:a", publicId: "ka" });
-    const results = await Promise.allSettled([store.insert(a), store.insert(rec({ appKey: "slug:a", publicId: "kx" })), store.insert(rec({ appKey: "slug:b", publicId: "kb" }))]);
+    const results = await Promise.allSettled([
+      store.insert(a),
+      store.insert(rec({ appKey: "slug:a", publicId: "kx" })),
+      store.insert(rec({ appKey: "slug:b", publicId: "kb" })),
+    ]);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(Conflict);
     expect((await store.list()).map((r) => r.appKey).sort()).toEqual(["slug:a", "slug:b"]);
@@ -226,9 +251,11 @@ describe("SqliteCredentialStore", () => {
     const end = Date.now() + 600;
     let n = 0;
     // 16 writers, each starting its next write as soon as the last one committed: no turn of the event loop without an open group.
-    await Promise.all(Array.from({ length: 16 }, async () => {
-      while (Date.now() < end) await state.put(`k${n++}`, { value: "x".repeat(200) });
-    }));
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (Date.now() < end) await state.put(`k${n++}`, { value: "x".repeat(200) });
+      }),
+    );
     clearInterval(sampler);
     // Truncated to nothing while the writers ran: some sample is smaller than one before it.
     expect(walBytes.some((size, i) => i > 0 && size < walBytes[i - 1]!)).toBe(true);
@@ -266,7 +293,9 @@ describe("SqliteCredentialStore", () => {
 });
 
 describe("store conformance (SQLite)", () => {
-  storeConformance(it, () => openSqliteStore({ path: join(mkdtempSync(join(tmpdir(), "credhook-conf-")), "credhook.db") }));
+  storeConformance(it, () =>
+    openSqliteStore({ path: join(mkdtempSync(join(tmpdir(), "credhook-conf-")), "credhook.db") }),
+  );
 });
 
 describe("SQLite failures as the store's typed errors", () => {
@@ -291,7 +320,10 @@ describe("SQLite failures as the store's typed errors", () => {
       const err = (await store.insert(record).catch((e: unknown) => e)) as StoreUnavailable;
       expect(err).toBeInstanceOf(StoreUnavailable);
       expect(err.status).toBe(503);
-      expect(err.messages).toEqual(["the credential store is unavailable", "store.sqlite: the database file is busy (another process holds its lock) (SQLITE_BUSY)"]);
+      expect(err.messages).toEqual([
+        "the credential store is unavailable",
+        "store.sqlite: the database file is busy (another process holds its lock) (SQLITE_BUSY)",
+      ]);
       other.exec("ROLLBACK");
       await store.insert(record);
       expect((await store.get("busy-1"))?.status).toBe("pending");

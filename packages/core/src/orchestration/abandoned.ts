@@ -1,5 +1,5 @@
 /**
- * Abandoned creates (design.md, "Never an orphan"): a create that failed is
+ * Abandoned creates (docs/architecture.md, "Never an orphan"): a create that failed is
  * given up — the portal never receives its credential — and its record turns
  * `abandoned` before any cleanup, keeping every hint to find what exists.
  * Cleanup passes revoke the record's bindings and search the gateways where a
@@ -9,7 +9,13 @@
  */
 import type { CredhookError } from "../errors.js";
 import { isCredhookError } from "../errors.js";
-import type { GatewayApi, OwnedResource, ProviderCredentialRef, ProviderResources, RevokeOutcome } from "../provider.js";
+import type {
+  GatewayApi,
+  OwnedResource,
+  ProviderCredentialRef,
+  ProviderResources,
+  RevokeOutcome,
+} from "../provider.js";
 import type { CredentialRecord, GatewayBinding } from "../store.js";
 import type { CredentialType } from "../contract.js";
 import { groupByGateway, uniq } from "./api-sets.js";
@@ -25,14 +31,32 @@ import type { AbandonedCleanup } from "./types.js";
  * cleanup runs at once with the request's bounded retries. The record is
  * deleted only when nothing can be left (see {@link cleanupAbandoned}).
  */
-export async function abandonCreate(ctx: OrchestrationContext, rec: CredentialRecord, failures: CredhookError[]): Promise<void> {
+export async function abandonCreate(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  failures: CredhookError[],
+): Promise<void> {
   for (const f of failures) {
-    if (f.partial && f.gateway && !rec.bindings.some((b) => b.gateway === f.gateway && b.nativeId === f.partial!.nativeId)) {
-      rec.bindings.push({ gateway: f.gateway, nativeId: f.partial.nativeId, resources: f.partial.resources as ProviderResources });
+    if (
+      f.partial &&
+      f.gateway &&
+      !rec.bindings.some((b) => b.gateway === f.gateway && b.nativeId === f.partial!.nativeId)
+    ) {
+      rec.bindings.push({
+        gateway: f.gateway,
+        nativeId: f.partial.nativeId,
+        resources: f.partial.resources as ProviderResources,
+      });
     }
   }
   const uncertain = uniq(failures.filter((f) => f.gateway && ctx.mayHaveLanded(f)).map((f) => f.gateway!));
-  markAbandoned(rec, failures[0]!.messages[0] ?? failures[0]!.message, uncertain, ctx.settleUntil(uncertain, ctx.now()), ctx.nowIso());
+  markAbandoned(
+    rec,
+    failures[0]!.messages[0] ?? failures[0]!.message,
+    uncertain,
+    ctx.settleUntil(uncertain, ctx.now()),
+    ctx.nowIso(),
+  );
   await ctx.store.save(rec);
   await cleanupAbandoned(ctx, rec, true);
 }
@@ -46,13 +70,19 @@ export async function abandonCreate(ctx: OrchestrationContext, rec: CredentialRe
  * @param inRequest retry each call (bounded) within this call
  * @returns the resources revoked in this pass, and whether the record is gone
  */
-export async function cleanupAbandoned(ctx: OrchestrationContext, rec: CredentialRecord, inRequest: boolean): Promise<AbandonedCleanup> {
+export async function cleanupAbandoned(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  inRequest: boolean,
+): Promise<AbandonedCleanup> {
   const info = rec.abandoned!;
   const errors: string[] = [];
   const revoked: Array<OwnedResource & { gateway: string }> = [];
   const left = await revokeBindings(ctx, rec, inRequest);
   for (const l of left) errors.push(`${l.binding.gateway}: ${l.error.messages[0]}`);
-  for (const b of rec.bindings) if (!left.some((l) => l.binding === b)) revoked.push({ gateway: b.gateway, nativeId: b.nativeId, credentialId: rec.id, description: "recorded binding" });
+  for (const b of rec.bindings)
+    if (!left.some((l) => l.binding === b))
+      revoked.push({ gateway: b.gateway, nativeId: b.nativeId, credentialId: rec.id, description: "recorded binding" });
   /** What the searches found and revoked (not in the record: garbage a late write or a crash left). */
   const searched: Array<OwnedResource & { gateway: string }> = [];
   rec.bindings = left.map((l) => l.binding);
@@ -60,16 +90,28 @@ export async function cleanupAbandoned(ctx: OrchestrationContext, rec: Credentia
   await Promise.all(
     info.uncertain.map(async (gateway) => {
       try {
-        const found = await ctx.compensating(() => findByCredential(ctx, gateway, rec, apisOf.get(gateway) ?? []), inRequest);
+        const found = await ctx.compensating(
+          () => findByCredential(ctx, gateway, rec, apisOf.get(gateway) ?? []),
+          inRequest,
+        );
         for (const r of found) {
           if (rec.bindings.some((b) => b.gateway === gateway && b.nativeId === r.nativeId)) continue;
-          const outcome = await ctx.compensating(
-            () => revokeOne(ctx, gateway, { credentialId: rec.id, credentialType: rec.credentialType, nativeId: r.nativeId, resources: {}, app: rec.app }),
-            inRequest,
-          ).catch((err: unknown) => {
-            rec.bindings.push({ gateway, nativeId: r.nativeId, resources: {} });
-            throw err;
-          });
+          const outcome = await ctx
+            .compensating(
+              () =>
+                revokeOne(ctx, gateway, {
+                  credentialId: rec.id,
+                  credentialType: rec.credentialType,
+                  nativeId: r.nativeId,
+                  resources: {},
+                  app: rec.app,
+                }),
+              inRequest,
+            )
+            .catch((err: unknown) => {
+              rec.bindings.push({ gateway, nativeId: r.nativeId, resources: {} });
+              throw err;
+            });
           if (outcome !== "not-owned") {
             revoked.push({ gateway, ...r });
             searched.push({ gateway, ...r });
@@ -86,7 +128,10 @@ export async function cleanupAbandoned(ctx: OrchestrationContext, rec: Credentia
   if (errors.length > 0) info.lastErrors = errors;
   else delete info.lastErrors;
   if (revoked.length > 0) {
-    ctx.logger.warn({ credentialId: rec.id, revoked: revoked.map((r) => `${r.gateway}:${r.nativeId}`) }, "abandoned create: revoked what it had left");
+    ctx.logger.warn(
+      { credentialId: rec.id, revoked: revoked.map((r) => `${r.gateway}:${r.nativeId}`) },
+      "abandoned create: revoked what it had left",
+    );
   }
   if (errors.length === 0 && rec.bindings.length === 0 && !ctx.stillSettling(info.settleUntil)) {
     await ctx.store.delete(rec.id);
@@ -101,13 +146,21 @@ export async function cleanupAbandoned(ctx: OrchestrationContext, rec: Credentia
     return { revoked, found: searched, deleted: true, errors };
   }
   if (errors.length > 0) {
-    ctx.logger.error({ credentialId: rec.id, errors }, "abandoned create: cleanup incomplete, retried by the sweep, the next request of the app and `credhook reconcile`");
+    ctx.logger.error(
+      { credentialId: rec.id, errors },
+      "abandoned create: cleanup incomplete, retried by the sweep, the next request of the app and `credhook reconcile`",
+    );
   }
   return { revoked, found: searched, deleted: false, errors };
 }
 
 /** The resources `gateway` holds with the credential's mark: its {@link Provider.findByCredential}, else its listOwned filtered by credential id. */
-export async function findByCredential(ctx: OrchestrationContext, gateway: string, rec: CredentialRecord, apis: GatewayApi[]): Promise<OwnedResource[]> {
+export async function findByCredential(
+  ctx: OrchestrationContext,
+  gateway: string,
+  rec: CredentialRecord,
+  apis: GatewayApi[],
+): Promise<OwnedResource[]> {
   const provider = ctx.gateway(gateway).provider;
   if (provider.findByCredential) {
     return provider.findByCredential({ credentialId: rec.id, credentialType: rec.credentialType, app: rec.app, apis });
@@ -117,7 +170,11 @@ export async function findByCredential(ctx: OrchestrationContext, gateway: strin
 }
 
 /** One provider revoke, typed, with its outcome (`revoked` when the provider returns nothing). */
-export async function revokeOne(ctx: OrchestrationContext, gateway: string, ref: ProviderCredentialRef): Promise<RevokeOutcome> {
+export async function revokeOne(
+  ctx: OrchestrationContext,
+  gateway: string,
+  ref: ProviderCredentialRef,
+): Promise<RevokeOutcome> {
   try {
     return (await ctx.gateway(gateway).provider.revoke(ref)) ?? "revoked";
   } catch (err) {
@@ -132,11 +189,21 @@ export async function revokeOne(ctx: OrchestrationContext, gateway: string, ref:
  * @returns the resources revoked (not those the gateway reported as not its own)
  * @throws the first failing search or revoke, typed
  */
-export async function revokeMarked(ctx: OrchestrationContext, gateway: string, rec: CredentialRecord, apis: GatewayApi[], retries: boolean, except: string[] = []): Promise<OwnedResource[]> {
+export async function revokeMarked(
+  ctx: OrchestrationContext,
+  gateway: string,
+  rec: CredentialRecord,
+  apis: GatewayApi[],
+  retries: boolean,
+  except: string[] = [],
+): Promise<OwnedResource[]> {
   const revoked: OwnedResource[] = [];
   for (const r of await ctx.compensating(() => findByCredential(ctx, gateway, rec, apis), retries)) {
     if (except.includes(r.nativeId)) continue;
-    const outcome = await ctx.compensating(() => revokeOne(ctx, gateway, ctx.ref(rec, { gateway, nativeId: r.nativeId, resources: {} })), retries);
+    const outcome = await ctx.compensating(
+      () => revokeOne(ctx, gateway, ctx.ref(rec, { gateway, nativeId: r.nativeId, resources: {} })),
+      retries,
+    );
     if (outcome !== "not-owned") revoked.push(r);
   }
   return revoked;
@@ -148,16 +215,27 @@ export async function revokeMarked(ctx: OrchestrationContext, gateway: string, r
  * binding whose resource no longer carries the credential's mark is left
  * alone (logged): credhook never revokes what is not its own.
  */
-export async function revokeBindings(ctx: OrchestrationContext, rec: CredentialRecord, inRequest = false): Promise<Array<{ binding: GatewayBinding; error: CredhookError }>> {
+export async function revokeBindings(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  inRequest = false,
+): Promise<Array<{ binding: GatewayBinding; error: CredhookError }>> {
   const results = await Promise.allSettled(
     rec.bindings.map(async (b) => {
       const outcome = await ctx.compensating(() => revokeOne(ctx, b.gateway, ctx.ref(rec, b)), inRequest);
       if (outcome === "not-owned") {
-        ctx.logger.error({ credentialId: rec.id, gateway: b.gateway, nativeId: b.nativeId }, "a recorded resource no longer carries this credential's mark: left untouched");
+        ctx.logger.error(
+          { credentialId: rec.id, gateway: b.gateway, nativeId: b.nativeId },
+          "a recorded resource no longer carries this credential's mark: left untouched",
+        );
       }
     }),
   );
-  return results.flatMap((r, i) => (r.status === "rejected" ? [{ binding: rec.bindings[i]!, error: ctx.asTyped(r.reason, rec.bindings[i]!.gateway) }] : []));
+  return results.flatMap((r, i) =>
+    r.status === "rejected"
+      ? [{ binding: rec.bindings[i]!, error: ctx.asTyped(r.reason, rec.bindings[i]!.gateway) }]
+      : [],
+  );
 }
 
 /**
@@ -167,7 +245,9 @@ export async function revokeBindings(ctx: OrchestrationContext, rec: CredentialR
  * records for the next pass.
  * @returns how many records were swept and how many are gone
  */
-export async function sweepAbandoned(ctx: OrchestrationContext): Promise<{ swept: number; deleted: number; revoked: number }> {
+export async function sweepAbandoned(
+  ctx: OrchestrationContext,
+): Promise<{ swept: number; deleted: number; revoked: number }> {
   const out = { swept: 0, deleted: 0, revoked: 0 };
   for (const rec of await ctx.store.listAbandoned()) {
     const r = await ctx.lock.run(rec.appKey, () => sweepOne(ctx, rec.id));
@@ -183,7 +263,11 @@ export async function sweepAbandoned(ctx: OrchestrationContext): Promise<{ swept
  * Sweeps one app's abandoned creates (caller holds the app's lock; never throws), and returns its
  * live record of `credentialType`: one store read where the store has {@link CredentialStore.findApp}.
  */
-export async function sweepApp(ctx: OrchestrationContext, appKey: string, credentialType: CredentialType): Promise<CredentialRecord | undefined> {
+export async function sweepApp(
+  ctx: OrchestrationContext,
+  appKey: string,
+  credentialType: CredentialType,
+): Promise<CredentialRecord | undefined> {
   if (ctx.store.findApp) {
     const { live, abandoned } = await ctx.store.findApp(appKey, credentialType);
     for (const rec of abandoned) await sweepOne(ctx, rec.id);
@@ -199,7 +283,10 @@ export async function sweepOne(ctx: OrchestrationContext, id: string): Promise<A
     if (!fresh || fresh.status !== "abandoned") return undefined;
     return await cleanupAbandoned(ctx, fresh, false);
   } catch (err) {
-    ctx.logger.error({ credentialId: id, err: isCredhookError(err) ? err.messages[0] : String(err) }, "abandoned create: cleanup pass failed");
+    ctx.logger.error(
+      { credentialId: id, err: isCredhookError(err) ? err.messages[0] : String(err) },
+      "abandoned create: cleanup pass failed",
+    );
     return undefined;
   }
 }

@@ -22,7 +22,11 @@ import type { AdoptionRequest, AdoptionResult, OperationOutcome } from "./types.
  * credhook's: 404, and the operator brings it under credhook explicitly
  * with `credhook adopt`.
  */
-export async function adoptAndUpdate(ctx: OrchestrationContext, req: UpdateCredentialsRequest, publicId: string): Promise<OperationOutcome> {
+export async function adoptAndUpdate(
+  ctx: OrchestrationContext,
+  req: UpdateCredentialsRequest,
+  publicId: string,
+): Promise<OperationOutcome> {
   const again = await ctx.store.findByPublicId(req.credentialType, publicId);
   if (again) return updateKnown(ctx, again, req);
   const unknown = new NotFound(`credential ${req.credentialType} '${publicId}' is not known to credhook`);
@@ -35,7 +39,11 @@ export async function adoptAndUpdate(ctx: OrchestrationContext, req: UpdateCrede
   if (gw.credentialType !== req.credentialType) throw unknown;
   const previous: GatewayApiWithGateway[] = req.apis
     .filter((c) => c.action !== "ADDED")
-    .map((c) => ({ id: c.id, gateway, usagePlans: (c.usagePlans ?? []).filter((p) => p.action !== "ADDED").map((p) => p.id) }));
+    .map((c) => ({
+      id: c.id,
+      gateway,
+      usagePlans: (c.usagePlans ?? []).filter((p) => p.action !== "ADDED").map((p) => p.id),
+    }));
   const desired = applyChanges(previous, req.apis, () => gateway);
   const app: AppIdentity = {
     appName: req.appName ?? publicId,
@@ -52,16 +60,23 @@ export async function adoptAndUpdate(ctx: OrchestrationContext, req: UpdateCrede
       app,
       previous: groupByGateway(previous).get(gateway) ?? [],
       desired: groupByGateway(desired).get(gateway) ?? [],
-      changes: req.apis.map((c) => ({ id: c.id, action: c.action, usagePlans: (c.usagePlans ?? []).map((p) => ({ ...p })) })),
+      changes: req.apis.map((c) => ({
+        id: c.id,
+        action: c.action,
+        usagePlans: (c.usagePlans ?? []).map((p) => ({ ...p })),
+      })),
     });
   } catch (err) {
     const typed = ctx.asTyped(err, gateway);
     if (typed.status === 404) {
-      throw new NotFound(`credential ${req.credentialType} '${publicId}' is not known to credhook, and gateway '${gateway}' holds no credential of credhook's with that id`, {
-        cause: err,
-        gateway,
-        messages: ["a credential made outside credhook is brought under it explicitly, with `credhook adopt`"],
-      });
+      throw new NotFound(
+        `credential ${req.credentialType} '${publicId}' is not known to credhook, and gateway '${gateway}' holds no credential of credhook's with that id`,
+        {
+          cause: err,
+          gateway,
+          messages: ["a credential made outside credhook is brought under it explicitly, with `credhook adopt`"],
+        },
+      );
     }
     throw typed;
   }
@@ -81,7 +96,10 @@ export async function adoptAndUpdate(ctx: OrchestrationContext, req: UpdateCrede
     createdAt: now,
     updatedAt: now,
   });
-  ctx.logger.warn({ credentialId: id, gateway }, "credential unknown to the store was found on its gateway, under its mark, and recorded again");
+  ctx.logger.warn(
+    { credentialId: id, gateway },
+    "credential unknown to the store was found on its gateway, under its mark, and recorded again",
+  );
   return { gateways: [gateway], credentialId: id };
 }
 
@@ -97,11 +115,16 @@ export async function adoptAndUpdate(ctx: OrchestrationContext, req: UpdateCrede
  * @param options.dryRun check and report; change nothing
  * @throws only store failures; per-entry problems are results
  */
-export async function adopt(ctx: OrchestrationContext, entries: AdoptionRequest[], options: { dryRun?: boolean } = {}): Promise<AdoptionResult[]> {
+export async function adopt(
+  ctx: OrchestrationContext,
+  entries: AdoptionRequest[],
+  options: { dryRun?: boolean } = {},
+): Promise<AdoptionResult[]> {
   const out: AdoptionResult[] = [];
   for (const e of entries) {
     const publicId = (e.credentialType === "API_KEY" ? e.apiKeyId : e.clientId) ?? "";
-    const skip = (reason: string, gateway?: string) => out.push({ publicId, action: "skipped", reason, ...(gateway ? { gateway } : {}) });
+    const skip = (reason: string, gateway?: string) =>
+      out.push({ publicId, action: "skipped", reason, ...(gateway ? { gateway } : {}) });
     if (!publicId) {
       skip(`${e.credentialType === "API_KEY" ? "apiKeyId" : "clientId"} is missing`);
       continue;
@@ -115,7 +138,9 @@ export async function adopt(ctx: OrchestrationContext, entries: AdoptionRequest[
     }
     const gateways = uniq(apis.map((a) => a.gateway));
     if (gateways.length !== 1) {
-      skip(`its APIs route to ${gateways.length} gateways (${gateways.join(", ")}); adopt a credential of one gateway at a time`);
+      skip(
+        `its APIs route to ${gateways.length} gateways (${gateways.join(", ")}); adopt a credential of one gateway at a time`,
+      );
       continue;
     }
     const gateway = gateways[0]!;
@@ -128,21 +153,50 @@ export async function adopt(ctx: OrchestrationContext, entries: AdoptionRequest[
       skip(`gateway '${gateway}' (provider ${gw.providerType}) cannot adopt existing credentials`, gateway);
       continue;
     }
-    const app: AppIdentity = { appName: e.appName, developer: e.developer, ...(e.appSlug ? { appSlug: e.appSlug } : {}) };
+    const app: AppIdentity = {
+      appName: e.appName,
+      developer: e.developer,
+      ...(e.appSlug ? { appSlug: e.appSlug } : {}),
+    };
     const appKey = appKeyOf(app);
     const result = await ctx.lock.run(appKey, async (): Promise<AdoptionResult> => {
-      if (await ctx.store.findByPublicId(e.credentialType, publicId)) return { publicId, action: "skipped", gateway, reason: "credhook already holds this credential" };
-      if (await ctx.store.findByAppKey(appKey, e.credentialType)) return { publicId, action: "skipped", gateway, reason: `the app already has a ${e.credentialType} credential in credhook` };
+      if (await ctx.store.findByPublicId(e.credentialType, publicId))
+        return { publicId, action: "skipped", gateway, reason: "credhook already holds this credential" };
+      if (await ctx.store.findByAppKey(appKey, e.credentialType))
+        return {
+          publicId,
+          action: "skipped",
+          gateway,
+          reason: `the app already has a ${e.credentialType} credential in credhook`,
+        };
       if (options.dryRun) return { publicId, action: "would adopt", gateway };
       const id = newRecordId();
       let resources: ProviderResources;
       try {
-        ({ resources } = await gw.provider.adopt!({ credentialId: id, credentialType: e.credentialType, nativeId: publicId, resources: {}, app, apis: groupByGateway(apis).get(gateway)! }));
+        ({ resources } = await gw.provider.adopt!({
+          credentialId: id,
+          credentialType: e.credentialType,
+          nativeId: publicId,
+          resources: {},
+          app,
+          apis: groupByGateway(apis).get(gateway)!,
+        }));
       } catch (err) {
         return { publicId, action: "skipped", gateway, reason: ctx.asTyped(err, gateway).messages.join("; ") };
       }
       const now = ctx.nowIso();
-      await ctx.store.insert({ id, credentialType: e.credentialType, appKey, app, publicId, status: "active", apis, bindings: [{ gateway, nativeId: publicId, resources }], createdAt: now, updatedAt: now });
+      await ctx.store.insert({
+        id,
+        credentialType: e.credentialType,
+        appKey,
+        app,
+        publicId,
+        status: "active",
+        apis,
+        bindings: [{ gateway, nativeId: publicId, resources }],
+        createdAt: now,
+        updatedAt: now,
+      });
       ctx.logger.info({ credentialId: id, gateway, publicId }, "existing credential adopted");
       return { publicId, action: "adopted", gateway, credentialId: id };
     });

@@ -39,7 +39,11 @@ export const uniq = <T>(xs: T[]): T[] => [...new Set(xs)];
  * dropped and any other plan is kept or added. APIs the request does not
  * mention are kept. New APIs get their gateway from `route`.
  */
-export function applyChanges(current: GatewayApiWithGateway[], changes: ApiChange[], route: (apiId: string) => string): GatewayApiWithGateway[] {
+export function applyChanges(
+  current: GatewayApiWithGateway[],
+  changes: ApiChange[],
+  route: (apiId: string) => string,
+): GatewayApiWithGateway[] {
   const out = current.map((a) => ({ ...a, usagePlans: [...a.usagePlans] }));
   for (const c of changes) {
     const idx = out.findIndex((a) => a.id === c.id);
@@ -69,7 +73,12 @@ export function changesBetween(from: GatewayApi[], to: GatewayApi[]): ProviderUp
       action: want && had ? "NONE" : want ? "ADDED" : "REMOVED",
       usagePlans: plans.map((p) => ({
         id: p,
-        action: want?.usagePlans.includes(p) && had?.usagePlans.includes(p) ? "NONE" : want?.usagePlans.includes(p) ? "ADDED" : "REMOVED",
+        action:
+          want?.usagePlans.includes(p) && had?.usagePlans.includes(p)
+            ? "NONE"
+            : want?.usagePlans.includes(p)
+              ? "ADDED"
+              : "REMOVED",
       })),
     };
   });

@@ -11,7 +11,14 @@
  * unaffected. Opening, half-opening and closing are logged once each.
  * cockatiel: https://github.com/connor4312/cockatiel#circuitbreaker
  */
-import { BrokenCircuitError, CircuitState, circuitBreaker, ConsecutiveBreaker, handleWhen, type CircuitBreakerPolicy } from "cockatiel";
+import {
+  BrokenCircuitError,
+  CircuitState,
+  circuitBreaker,
+  ConsecutiveBreaker,
+  handleWhen,
+  type CircuitBreakerPolicy,
+} from "cockatiel";
 import { CircuitOpen, ErrorCodes, isCredhookError, isStoreFailure } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Provider } from "../provider.js";
@@ -26,17 +33,34 @@ export interface CircuitBreakerOptions {
 }
 
 /** The provider calls that reach the cloud and go through the breaker (`close` and the capabilities do not). */
-const GUARDED = new Set<PropertyKey>(["create", "update", "revoke", "findByCredential", "adopt", "readSecret", "rotateSecret", "listOwned", "health"]);
+const GUARDED = new Set<PropertyKey>([
+  "create",
+  "update",
+  "revoke",
+  "findByCredential",
+  "adopt",
+  "readSecret",
+  "rotateSecret",
+  "listOwned",
+  "health",
+]);
 
 /** True when a provider's failure says its cloud is down or unreachable (what counts toward opening the breaker). */
 export function isGatewayDown(err: unknown): boolean {
   if (!isCredhookError(err) || isStoreFailure(err)) return false;
-  return err.code === ErrorCodes.UPSTREAM_FAILED || err.code === ErrorCodes.UPSTREAM_UNAVAILABLE || err.code === ErrorCodes.UPSTREAM_TIMEOUT;
+  return (
+    err.code === ErrorCodes.UPSTREAM_FAILED ||
+    err.code === ErrorCodes.UPSTREAM_UNAVAILABLE ||
+    err.code === ErrorCodes.UPSTREAM_TIMEOUT
+  );
 }
 
 /** The breakers of every gateway of one orchestrator. */
 export class GatewayCircuits {
-  private readonly breakers = new Map<string, { policy: CircuitBreakerPolicy; openedAt: number; halfOpenAfterMs: number }>();
+  private readonly breakers = new Map<
+    string,
+    { policy: CircuitBreakerPolicy; openedAt: number; halfOpenAfterMs: number }
+  >();
 
   /**
    * @param names the gateways
@@ -48,14 +72,22 @@ export class GatewayCircuits {
       const threshold = options.threshold ?? 5;
       if (threshold <= 0) continue;
       const halfOpenAfterMs = options.halfOpenAfterMs ?? 5000;
-      const policy = circuitBreaker(handleWhen(isGatewayDown), { halfOpenAfter: halfOpenAfterMs, breaker: new ConsecutiveBreaker(threshold) });
+      const policy = circuitBreaker(handleWhen(isGatewayDown), {
+        halfOpenAfter: halfOpenAfterMs,
+        breaker: new ConsecutiveBreaker(threshold),
+      });
       const entry = { policy, openedAt: 0, halfOpenAfterMs };
       policy.onBreak((reason) => {
         entry.openedAt = Date.now();
         const err = "error" in reason ? (reason.error as { messages?: string[]; message?: string }) : undefined;
-        logger.warn({ gateway: name, reason: err?.messages?.[0] ?? err?.message, retryInS: halfOpenAfterMs / 1000 }, "gateway circuit breaker opened: its requests answer 503 at once, without calling it, until a trial call succeeds");
+        logger.warn(
+          { gateway: name, reason: err?.messages?.[0] ?? err?.message, retryInS: halfOpenAfterMs / 1000 },
+          "gateway circuit breaker opened: its requests answer 503 at once, without calling it, until a trial call succeeds",
+        );
       });
-      policy.onHalfOpen(() => logger.info({ gateway: name }, "gateway circuit breaker half-open: one trial call goes through"));
+      policy.onHalfOpen(() =>
+        logger.info({ gateway: name }, "gateway circuit breaker half-open: one trial call goes through"),
+      );
       policy.onReset(() => logger.info({ gateway: name }, "gateway circuit breaker closed: the gateway answers again"));
       this.breakers.set(name, entry);
     }
@@ -96,10 +128,13 @@ export class GatewayCircuits {
         const value = Reflect.get(target, prop, receiver) as unknown;
         if (typeof value !== "function" || !GUARDED.has(prop)) return value;
         return (...args: unknown[]) =>
-          b.policy.execute(() => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args)).catch((err: unknown) => {
-            if (err instanceof BrokenCircuitError) throw new CircuitOpen(gateway.name, this.refusedFor(gateway.name) ?? 1);
-            throw err;
-          });
+          b.policy
+            .execute(() => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args))
+            .catch((err: unknown) => {
+              if (err instanceof BrokenCircuitError)
+                throw new CircuitOpen(gateway.name, this.refusedFor(gateway.name) ?? 1);
+              throw err;
+            });
       },
     }) as Provider;
     return { ...gateway, provider };

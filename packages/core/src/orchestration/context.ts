@@ -7,7 +7,14 @@
  */
 import { ExponentialBackoff, handleWhen, retry } from "cockatiel";
 import type { CredentialType } from "../contract.js";
-import { type CredhookError, ErrorCodes, isCredhookError, isStoreFailure, Unroutable, UpstreamError } from "../errors.js";
+import {
+  type CredhookError,
+  ErrorCodes,
+  isCredhookError,
+  isStoreFailure,
+  Unroutable,
+  UpstreamError,
+} from "../errors.js";
 import { assertFenceHeld } from "../fence.js";
 import { KeyedLock } from "../keyed-lock.js";
 import { silentLogger, type Logger } from "../logger.js";
@@ -60,7 +67,11 @@ export class OrchestrationContext implements GatewayTopology {
 
   constructor(options: OrchestratorOptions) {
     this.logger = options.logger ?? silentLogger;
-    this.circuits = new GatewayCircuits(options.gateways.keys(), (g) => options.circuitBreakers?.[g] ?? {}, this.logger);
+    this.circuits = new GatewayCircuits(
+      options.gateways.keys(),
+      (g) => options.circuitBreakers?.[g] ?? {},
+      this.logger,
+    );
     this.gateways = new Map([...options.gateways].map(([name, gw]) => [name, this.circuits.wrap(gw)]));
     this.router = options.router;
     this.store = options.store;
@@ -104,7 +115,8 @@ export class OrchestrationContext implements GatewayTopology {
   gateway(name: string): Gateway {
     assertFenceHeld();
     const gw = this.gateways.get(name);
-    if (!gw) throw new Unroutable(`gateway '${name}' is not configured (it is named by a route or by the stored credential)`);
+    if (!gw)
+      throw new Unroutable(`gateway '${name}' is not configured (it is named by a route or by the stored credential)`);
     return gw;
   }
 
@@ -117,10 +129,13 @@ export class OrchestrationContext implements GatewayTopology {
    */
   compensating<T>(fn: () => Promise<T>, retries = true): Promise<T> {
     if (!retries || this.compensationAttempts <= 1) return fn();
-    const policy = retry(handleWhen((err) => !isStoreFailure(err) && (err as CredhookError).code !== ErrorCodes.CIRCUIT_OPEN), {
-      maxAttempts: this.compensationAttempts - 1,
-      backoff: new ExponentialBackoff({ initialDelay: 200, maxDelay: 2000 }),
-    });
+    const policy = retry(
+      handleWhen((err) => !isStoreFailure(err) && (err as CredhookError).code !== ErrorCodes.CIRCUIT_OPEN),
+      {
+        maxAttempts: this.compensationAttempts - 1,
+        backoff: new ExponentialBackoff({ initialDelay: 200, maxDelay: 2000 }),
+      },
+    );
     return policy.execute(fn);
   }
 
@@ -162,7 +177,13 @@ export class OrchestrationContext implements GatewayTopology {
 
   /** The provider's reference to a record's binding (its mark's credential id, native id, resources, app). */
   ref(rec: CredentialRecord, b: GatewayBinding): ProviderCredentialRef {
-    return { credentialId: b.markId ?? rec.id, credentialType: rec.credentialType, nativeId: b.nativeId, resources: b.resources, app: rec.app };
+    return {
+      credentialId: b.markId ?? rec.id,
+      credentialType: rec.credentialType,
+      nativeId: b.nativeId,
+      resources: b.resources,
+      app: rec.app,
+    };
   }
 
   /**

@@ -24,7 +24,11 @@ import type { CreateOutcome } from "./types.js";
  * @throws InvalidReference (422) | Throttled (503) | UpstreamError (502) | UpstreamTimeout (504) from a gateway, after the create was abandoned
  * @throws UpstreamUnavailable (503) an earlier, interrupted operation of the app could not be finished
  */
-export async function createOrReplay(ctx: OrchestrationContext, plan: CreatePlan, req: CreateCredentialsRequest): Promise<CreateOutcome> {
+export async function createOrReplay(
+  ctx: OrchestrationContext,
+  plan: CreatePlan,
+  req: CreateCredentialsRequest,
+): Promise<CreateOutcome> {
   const { appKey, credentialType } = plan;
   // What an earlier, failed create of this app may have left: clean it up first (best effort; the sweep retries).
   let existing = await sweepApp(ctx, appKey, credentialType);
@@ -53,7 +57,11 @@ export async function createOrReplay(ctx: OrchestrationContext, plan: CreatePlan
  * its slice (the key-generating gateway first); any failure abandons it.
  * @throws the first failing gateway's error, in the plan's gateway order
  */
-async function createFresh(ctx: OrchestrationContext, plan: CreatePlan, customCredentials: Record<string, unknown> | undefined): Promise<CreateOutcome> {
+async function createFresh(
+  ctx: OrchestrationContext,
+  plan: CreatePlan,
+  customCredentials: Record<string, unknown> | undefined,
+): Promise<CreateOutcome> {
   const { app, credentialType, groups, generator } = plan;
   const gatewayNames = [...groups.keys()];
   const rec = createIntent(plan, ctx.nowIso());
@@ -97,7 +105,9 @@ async function createFresh(ctx: OrchestrationContext, plan: CreatePlan, customCr
   }
   if (failures.length === 0) {
     const rest = gatewayNames.filter((g) => g !== generator);
-    const results = await Promise.allSettled(rest.map((g) => createOn(g, credentialType === "API_KEY" ? apiKey : undefined)));
+    const results = await Promise.allSettled(
+      rest.map((g) => createOn(g, credentialType === "API_KEY" ? apiKey : undefined)),
+    );
     results.forEach((r) => {
       if (r.status === "rejected") failures.push(r.reason as CredhookError);
       else if (credentialType === "CLIENT_CREDENTIALS") clientSecret = r.value.clientSecret;
@@ -121,5 +131,10 @@ async function createFresh(ctx: OrchestrationContext, plan: CreatePlan, customCr
   await saver();
   // At debug: the server's request line carries the same fields (one line per request).
   ctx.logger.debug({ credentialId: rec.id, gateways: gatewayNames }, "credential created");
-  return { response: responseOf(rec, apiKey, clientSecret), replayed: false, gateways: gatewayNames, credentialId: rec.id };
+  return {
+    response: responseOf(rec, apiKey, clientSecret),
+    replayed: false,
+    gateways: gatewayNames,
+    credentialId: rec.id,
+  };
 }

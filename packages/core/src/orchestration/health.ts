@@ -18,7 +18,10 @@ function detailOf(err: unknown): string {
  */
 export async function health(ctx: OrchestrationContext): Promise<OperationOutcome> {
   const names = [...ctx.gateways.keys()];
-  const [store, ...gateways] = await Promise.allSettled([ctx.store.health(), ...names.map((n) => ctx.gateway(n).provider.health())]);
+  const [store, ...gateways] = await Promise.allSettled([
+    ctx.store.health(),
+    ...names.map((n) => ctx.gateway(n).provider.health()),
+  ]);
   const storeProblems = new Set<string>();
   if (store!.status === "rejected") storeProblems.add(detailOf(store!.reason));
   const problems = gateways.flatMap((r, i) => {

@@ -24,7 +24,14 @@ export function createIntent(plan: CreatePlan, now: string): CredentialRecord {
     status: "pending",
     apis: plan.apis,
     bindings: [],
-    pending: { op: "create", startedAt: now, createOn: gateways, removeFrom: [], previousApis: [], desiredApis: plan.apis },
+    pending: {
+      op: "create",
+      startedAt: now,
+      createOn: gateways,
+      removeFrom: [],
+      previousApis: [],
+      desiredApis: plan.apis,
+    },
     createdAt: now,
     updatedAt: now,
   };
@@ -35,7 +42,13 @@ export function createIntent(plan: CreatePlan, now: string): CredentialRecord {
  * until `settleUntil` (ISO 8601, from {@link OrchestrationContext.settleUntil}), as of `now`
  * (ISO 8601, {@link OrchestrationContext.nowIso}).
  */
-export function markAbandoned(rec: CredentialRecord, reason: string, uncertain: string[], settleUntil: string, now: string): void {
+export function markAbandoned(
+  rec: CredentialRecord,
+  reason: string,
+  uncertain: string[],
+  settleUntil: string,
+  now: string,
+): void {
   rec.status = "abandoned";
   delete rec.pending;
   rec.abandoned = { at: now, reason, uncertain, settleUntil, attempts: 0 };

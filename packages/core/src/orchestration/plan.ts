@@ -1,6 +1,6 @@
 /**
  * Planning: what a create or an update must do on which gateway, and every
- * 422 credhook's multi-gateway rules raise (design.md, "Credentials across
+ * 422 credhook's multi-gateway rules raise (docs/architecture.md, "Credentials across
  * several gateways") — decided from the routes and the providers'
  * capabilities alone, before any store write or cloud call. No I/O.
  */
@@ -69,7 +69,11 @@ export function checkImportable(topology: GatewayTopology, generator: string, im
     if (misfits.length > 0) {
       throw new PolicyViolation(
         `gateway '${g}' cannot import the API key values gateway '${generator}' generates: they may contain ${misfits.map((c) => `'${c}'`).join(", ")}, which '${g}' does not accept (${pattern})`,
-        { messages: [`route the app's APIs on '${generator}' and '${g}' to gateways that can share one key, or split them across two apps`] },
+        {
+          messages: [
+            `route the app's APIs on '${generator}' and '${g}' to gateways that can share one key, or split them across two apps`,
+          ],
+        },
       );
     }
   }
@@ -82,25 +86,50 @@ export function checkImportable(topology: GatewayTopology, generator: string, im
  * @throws PolicyViolation (422) mixed credential types, client credentials on several gateways, two gateways that generate their own key values, a generated value another gateway cannot import
  */
 export function planCreate(topology: GatewayTopology, req: CreateCredentialsRequest): CreatePlan {
-  const app: AppIdentity = { appName: req.appName, developer: req.developer, ...(req.appSlug ? { appSlug: req.appSlug } : {}) };
+  const app: AppIdentity = {
+    appName: req.appName,
+    developer: req.developer,
+    ...(req.appSlug ? { appSlug: req.appSlug } : {}),
+  };
   const apis = routeApis(topology, req.apis);
   const credentialType = credentialTypeOf(topology, apis);
   const groups = groupByGateway(apis);
   const gatewayNames = [...groups.keys()];
   if (credentialType === "CLIENT_CREDENTIALS" && gatewayNames.length > 1) {
-    throw new PolicyViolation(`client credentials are issued by one gateway per app, but the app's APIs route to ${gatewayNames.join(", ")}`, {
-      messages: ["route all APIs of a CLIENT_CREDENTIALS app to one gateway"],
-    });
+    throw new PolicyViolation(
+      `client credentials are issued by one gateway per app, but the app's APIs route to ${gatewayNames.join(", ")}`,
+      {
+        messages: ["route all APIs of a CLIENT_CREDENTIALS app to one gateway"],
+      },
+    );
   }
-  const generators = gatewayNames.filter((g) => credentialType === "API_KEY" && !topology.describe(g).capabilities.importsApiKeyValue);
+  const generators = gatewayNames.filter(
+    (g) => credentialType === "API_KEY" && !topology.describe(g).capabilities.importsApiKeyValue,
+  );
   if (generators.length > 1) {
     throw new PolicyViolation(
       `gateways ${generators.map((g) => `'${g}'`).join(" and ")} both generate their own API key values, so one key cannot serve the app's APIs on both`,
-      { messages: ["route the app's APIs so that at most one of its gateways is a key-generating one (Google Cloud API Keys)"] },
+      {
+        messages: [
+          "route the app's APIs so that at most one of its gateways is a key-generating one (Google Cloud API Keys)",
+        ],
+      },
     );
   }
-  if (generators.length === 1) checkImportable(topology, generators[0]!, gatewayNames.filter((g) => g !== generators[0]));
-  return { app, appKey: appKeyOf(app), apis, credentialType, groups, ...(generators[0] ? { generator: generators[0] } : {}) };
+  if (generators.length === 1)
+    checkImportable(
+      topology,
+      generators[0]!,
+      gatewayNames.filter((g) => g !== generators[0]),
+    );
+  return {
+    app,
+    appKey: appKeyOf(app),
+    apis,
+    credentialType,
+    groups,
+    ...(generators[0] ? { generator: generators[0] } : {}),
+  };
 }
 
 /** What an update must do: see {@link planUpdate}. */
@@ -130,14 +159,22 @@ export interface UpdatePlan {
  * @throws Unroutable (422) added API ids that match no route
  * @throws PolicyViolation (422) added APIs of another credential type; client credentials reaching a second gateway; a newly reached gateway that generates its own key values
  */
-export function planUpdate(topology: GatewayTopology, rec: CredentialRecord, req: UpdateCredentialsRequest): UpdatePlan {
-  const newIds = req.apis.filter((c) => c.action !== "REMOVED" && !rec.apis.some((a) => a.id === c.id)).map((c) => c.id);
+export function planUpdate(
+  topology: GatewayTopology,
+  rec: CredentialRecord,
+  req: UpdateCredentialsRequest,
+): UpdatePlan {
+  const newIds = req.apis
+    .filter((c) => c.action !== "REMOVED" && !rec.apis.some((a) => a.id === c.id))
+    .map((c) => c.id);
   const routes = topology.resolveAll(uniq(newIds));
   const desiredApis = applyChanges(rec.apis, req.apis, (id) => routes.get(id)!);
   if (desiredApis.length > 0) {
     const t = credentialTypeOf(topology, desiredApis);
     if (t !== rec.credentialType) {
-      throw new PolicyViolation(`the added APIs route to gateways that issue ${t}, but the credential is ${rec.credentialType}`);
+      throw new PolicyViolation(
+        `the added APIs route to gateways that issue ${t}, but the credential is ${rec.credentialType}`,
+      );
     }
   }
   const previousGroups = groupByGateway(rec.apis);
@@ -159,7 +196,9 @@ export function planUpdate(topology: GatewayTopology, rec: CredentialRecord, req
   };
   if (toCreate.length > 0) {
     if (rec.credentialType === "CLIENT_CREDENTIALS") {
-      throw new PolicyViolation(`client credentials are issued by one gateway per app; the added APIs route to ${toCreate.join(", ")}`);
+      throw new PolicyViolation(
+        `client credentials are issued by one gateway per app; the added APIs route to ${toCreate.join(", ")}`,
+      );
     }
     const generating = toCreate.filter((g) => !topology.describe(g).capabilities.importsApiKeyValue);
     if (generating.length > 0) {
@@ -171,9 +210,27 @@ export function planUpdate(topology: GatewayTopology, rec: CredentialRecord, req
   }
   const changesFor = (gateway: string): ProviderUpdateInput["changes"] =>
     req.apis
-      .filter((c) => (desiredApis.find((a) => a.id === c.id)?.gateway ?? rec.apis.find((a) => a.id === c.id)?.gateway) === gateway)
-      .map((c) => ({ id: c.id, action: c.action, usagePlans: (c.usagePlans ?? []).map((p) => ({ id: p.id, action: p.action })) }));
-  return { desiredApis, previousGroups, desiredGroups, desiredGateways, toCreate, toRemove, toUpdate, newApp, renamed: newApp.appName !== rec.app.appName, changesFor };
+      .filter(
+        (c) =>
+          (desiredApis.find((a) => a.id === c.id)?.gateway ?? rec.apis.find((a) => a.id === c.id)?.gateway) === gateway,
+      )
+      .map((c) => ({
+        id: c.id,
+        action: c.action,
+        usagePlans: (c.usagePlans ?? []).map((p) => ({ id: p.id, action: p.action })),
+      }));
+  return {
+    desiredApis,
+    previousGroups,
+    desiredGroups,
+    desiredGateways,
+    toCreate,
+    toRemove,
+    toUpdate,
+    newApp,
+    renamed: newApp.appName !== rec.app.appName,
+    changesFor,
+  };
 }
 
 /**
@@ -185,9 +242,12 @@ export function checkValueImportable(topology: GatewayTopology, gateways: string
   for (const g of gateways) {
     const pattern = topology.describe(g).capabilities.apiKeyValuePattern;
     if (pattern && !new RegExp(pattern).test(apiKey)) {
-      throw new PolicyViolation(`gateway '${g}' cannot import the credential's existing API key value (it does not match ${pattern})`, {
-        messages: ["revoke the credential and create it again to get one key for all the app's APIs"],
-      });
+      throw new PolicyViolation(
+        `gateway '${g}' cannot import the credential's existing API key value (it does not match ${pattern})`,
+        {
+          messages: ["revoke the credential and create it again to get one key for all the app's APIs"],
+        },
+      );
     }
   }
 }

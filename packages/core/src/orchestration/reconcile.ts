@@ -33,18 +33,35 @@ export async function reconcile(ctx: OrchestrationContext, options: ReconcileOpt
   const dryRun = options.dryRun ?? false;
   // Records written `olderThanMs` ago or earlier (inclusive: with 0, also one written in this very millisecond).
   const before = new Date(ctx.now() - (options.olderThanMs ?? 60_000) + 1).toISOString();
-  const report: ReconcileReport = { dryRun, unfinished: [], abandoned: [], unsettled: [], skippedRecent: await ctx.store.countUnfinishedSince(before), orphans: [], garbage: [], unlistable: [] };
+  const report: ReconcileReport = {
+    dryRun,
+    unfinished: [],
+    abandoned: [],
+    unsettled: [],
+    skippedRecent: await ctx.store.countUnfinishedSince(before),
+    orphans: [],
+    garbage: [],
+    unlistable: [],
+  };
   for (const rec of await ctx.store.listUnfinished(before)) {
     const entry = await ctx.lock.run(rec.appKey, async () => {
       const fresh = await ctx.store.get(rec.id);
-      if (!fresh || fresh.updatedAt >= before || (fresh.status !== "pending" && fresh.status !== "revoking")) return undefined;
+      if (!fresh || fresh.updatedAt >= before || (fresh.status !== "pending" && fresh.status !== "revoking"))
+        return undefined;
       return finishUnfinished(ctx, fresh, dryRun);
     });
     if (entry) report.unfinished.push(entry);
   }
   // Abandoned creates: no request owns them any more, whatever their age.
   for (const rec of await ctx.store.listAbandoned()) {
-    const entry: ReconcileEntry = { credentialId: rec.id, appKey: rec.appKey, op: "create", action: "", gateways: uniq([...rec.bindings.map((b) => b.gateway), ...(rec.abandoned?.uncertain ?? [])]), errors: [] };
+    const entry: ReconcileEntry = {
+      credentialId: rec.id,
+      appKey: rec.appKey,
+      op: "create",
+      action: "",
+      gateways: uniq([...rec.bindings.map((b) => b.gateway), ...(rec.abandoned?.uncertain ?? [])]),
+      errors: [],
+    };
     if (dryRun) {
       entry.action = `would revoke ${rec.bindings.length} recorded resource(s) and search ${rec.abandoned?.uncertain.length ?? 0} gateway(s) for the credential's mark`;
     } else {
@@ -64,9 +81,19 @@ export async function reconcile(ctx: OrchestrationContext, options: ReconcileOpt
   const unsettled = await unsettledRecords(ctx);
   for (const rec of unsettled) {
     const info = rec.unsettled!;
-    const entry: ReconcileEntry = { credentialId: rec.id, appKey: rec.appKey, op: "update", action: "", gateways: info.gateways.map((g) => g.gateway), errors: [] };
-    if (ctx.stillSettling(info.settleUntil)) entry.action = `a failed update's writes may still land until ${info.settleUntil}; checked after that`;
-    else if (dryRun) entry.action = "would bring these gateways back to the record (re-apply its API set; revoke its mark where it is not bound)";
+    const entry: ReconcileEntry = {
+      credentialId: rec.id,
+      appKey: rec.appKey,
+      op: "update",
+      action: "",
+      gateways: info.gateways.map((g) => g.gateway),
+      errors: [],
+    };
+    if (ctx.stillSettling(info.settleUntil))
+      entry.action = `a failed update's writes may still land until ${info.settleUntil}; checked after that`;
+    else if (dryRun)
+      entry.action =
+        "would bring these gateways back to the record (re-apply its API set; revoke its mark where it is not bound)";
     else {
       const r = await ctx.lock.run(rec.appKey, async () => {
         const fresh = await ctx.store.get(rec.id);
@@ -74,7 +101,10 @@ export async function reconcile(ctx: OrchestrationContext, options: ReconcileOpt
       });
       if (!r) continue;
       entry.errors.push(...r.errors);
-      entry.action = r.errors.length > 0 ? "brought back in part; run reconcile again" : `brought back to the record${r.revoked.length > 0 ? ` (${r.revoked.length} resource(s) revoked)` : ""}`;
+      entry.action =
+        r.errors.length > 0
+          ? "brought back in part; run reconcile again"
+          : `brought back to the record${r.revoked.length > 0 ? ` (${r.revoked.length} resource(s) revoked)` : ""}`;
     }
     report.unsettled.push(entry);
   }
@@ -102,7 +132,13 @@ export async function reconcile(ctx: OrchestrationContext, options: ReconcileOpt
         await ctx.lock.run(owner.appKey, async () => {
           const fresh = await ctx.store.get(owner.id);
           if (!fresh || !isGarbageOf(fresh, gw.name, before)) return;
-          await revokeOne(ctx, gw.name, { credentialId: owner.id, credentialType: owner.credentialType, nativeId: r.nativeId, resources: {}, app: owner.app }).catch((err: unknown) => {
+          await revokeOne(ctx, gw.name, {
+            credentialId: owner.id,
+            credentialType: owner.credentialType,
+            nativeId: r.nativeId,
+            resources: {},
+            app: owner.app,
+          }).catch((err: unknown) => {
             report.unlistable.push(`${gw.name}: ${ctx.asTyped(err, gw.name).messages[0]}`);
           });
         });

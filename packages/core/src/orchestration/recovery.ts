@@ -15,7 +15,11 @@ import { markAbandoned } from "./journal.js";
 import { markUnsettled, sweep } from "./settle.js";
 import type { ReconcileEntry, ReconcileLoopResult } from "./types.js";
 
-export async function finishUnfinished(ctx: OrchestrationContext, rec: CredentialRecord, dryRun: boolean): Promise<ReconcileEntry> {
+export async function finishUnfinished(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  dryRun: boolean,
+): Promise<ReconcileEntry> {
   const op = rec.status === "revoking" ? "revoke" : (rec.pending?.op ?? "create");
   const entry: ReconcileEntry = { credentialId: rec.id, appKey: rec.appKey, op, action: "", gateways: [], errors: [] };
   // Resources of this credential a gateway holds but the record does not (the crash came between the cloud call and the store write).
@@ -24,7 +28,8 @@ export async function finishUnfinished(ctx: OrchestrationContext, rec: Credentia
     const groups = groupByGateway(apis);
     for (const g of gateways) {
       for (const r of await findByCredential(ctx, g, rec, groups.get(g) ?? []).catch(() => [] as OwnedResource[])) {
-        if (!rec.bindings.some((b) => b.gateway === g && b.nativeId === r.nativeId)) out.push({ gateway: g, nativeId: r.nativeId, resources: {} });
+        if (!rec.bindings.some((b) => b.gateway === g && b.nativeId === r.nativeId))
+          out.push({ gateway: g, nativeId: r.nativeId, resources: {} });
       }
     }
     return out;
@@ -38,16 +43,32 @@ export async function finishUnfinished(ctx: OrchestrationContext, rec: Credentia
       entry.action = `would abandon it: revoke ${rec.bindings.length} recorded resource(s) and search ${uncertain.length} gateway(s) for its mark`;
       return entry;
     }
-    markAbandoned(rec, "interrupted create (the process stopped before it finished)", uncertain, ctx.settleUntil(uncertain, Date.parse(rec.pending?.startedAt ?? rec.createdAt)), ctx.nowIso());
+    markAbandoned(
+      rec,
+      "interrupted create (the process stopped before it finished)",
+      uncertain,
+      ctx.settleUntil(uncertain, Date.parse(rec.pending?.startedAt ?? rec.createdAt)),
+      ctx.nowIso(),
+    );
     await ctx.store.save(rec);
     const result = await cleanupAbandoned(ctx, rec, false);
     entry.errors.push(...result.errors);
-    entry.action = result.deleted ? "abandoned, cleaned up, record deleted" : result.errors.length > 0 ? "abandoned; cleanup incomplete, run reconcile again" : `abandoned and cleaned up; record kept until ${rec.abandoned!.settleUntil} (a late write may still land)`;
+    entry.action = result.deleted
+      ? "abandoned, cleaned up, record deleted"
+      : result.errors.length > 0
+        ? "abandoned; cleanup incomplete, run reconcile again"
+        : `abandoned and cleaned up; record kept until ${rec.abandoned!.settleUntil} (a late write may still land)`;
     return entry;
   }
 
   if (op === "revoke") {
-    const bindings = [...rec.bindings, ...(await strays(rec.bindings.map((b) => b.gateway), rec.apis))];
+    const bindings = [
+      ...rec.bindings,
+      ...(await strays(
+        rec.bindings.map((b) => b.gateway),
+        rec.apis,
+      )),
+    ];
     entry.gateways = uniq(bindings.map((b) => b.gateway));
     if (dryRun) {
       entry.action = `would revoke on ${bindings.length} gateway resource(s) and delete the record`;
@@ -69,7 +90,10 @@ export async function finishUnfinished(ctx: OrchestrationContext, rec: Credentia
 
   // An interrupted update: roll back to the API set before it.
   const pending = rec.pending!;
-  const createdHere = [...rec.bindings.filter((b) => pending.createOn.includes(b.gateway)), ...(await strays(pending.createOn, pending.desiredApis ?? rec.apis))];
+  const createdHere = [
+    ...rec.bindings.filter((b) => pending.createOn.includes(b.gateway)),
+    ...(await strays(pending.createOn, pending.desiredApis ?? rec.apis)),
+  ];
   const keep = rec.bindings.filter((b) => !pending.createOn.includes(b.gateway));
   entry.gateways = uniq([...createdHere, ...keep].map((b) => b.gateway));
   if (dryRun) {
@@ -105,7 +129,10 @@ export async function finishUnfinished(ctx: OrchestrationContext, rec: Credentia
     markUnsettled(
       ctx,
       rec,
-      uniq([...pending.createOn, ...keep.map((b) => b.gateway)]).map((g) => ({ gateway: g, attempted: newGroups.get(g) ?? [] })),
+      uniq([...pending.createOn, ...keep.map((b) => b.gateway)]).map((g) => ({
+        gateway: g,
+        attempted: newGroups.get(g) ?? [],
+      })),
       Date.parse(pending.startedAt),
     );
     entry.action = "update rolled back";
@@ -124,13 +151,22 @@ export async function finishUnfinished(ctx: OrchestrationContext, rec: Credentia
  * @returns the record, active again (an interrupted update rolled back), or undefined when it is gone
  * @throws the first gateway error when it cannot be finished now
  */
-export async function finishBeforeUse(ctx: OrchestrationContext, rec: CredentialRecord): Promise<CredentialRecord | undefined> {
+export async function finishBeforeUse(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+): Promise<CredentialRecord | undefined> {
   const entry = await finishUnfinished(ctx, rec, false);
   // An interrupted create is now an abandoned record that carries its own cleanup: it never blocks the app's new request.
   if (entry.errors.length > 0 && entry.op !== "create") {
-    throw new UpstreamUnavailable(`an earlier, interrupted ${entry.op} of this credential could not be finished: ${entry.errors[0]}`, 5);
+    throw new UpstreamUnavailable(
+      `an earlier, interrupted ${entry.op} of this credential could not be finished: ${entry.errors[0]}`,
+      5,
+    );
   }
-  ctx.logger.warn({ credentialId: rec.id, op: entry.op, action: entry.action }, "finished an interrupted operation before this request");
+  ctx.logger.warn(
+    { credentialId: rec.id, op: entry.op, action: entry.action },
+    "finished an interrupted operation before this request",
+  );
   const after = await ctx.store.get(rec.id);
   return after?.status === "active" ? after : undefined;
 }
@@ -146,7 +182,12 @@ export async function finishBeforeUse(ctx: OrchestrationContext, rec: Credential
  */
 export async function reconcileLoopPass(ctx: OrchestrationContext): Promise<ReconcileLoopResult> {
   const turn = await ctx.lock.tryRun("credhook:reconcile", async () => {
-    const result: ReconcileLoopResult = { ran: true, finished: [], inFlight: 0, swept: { swept: 0, deleted: 0, revoked: 0, settled: 0 } };
+    const result: ReconcileLoopResult = {
+      ran: true,
+      finished: [],
+      inFlight: 0,
+      swept: { swept: 0, deleted: 0, revoked: 0, settled: 0 },
+    };
     for (const rec of await ctx.store.listUnfinished(new Date(ctx.now() + 1000).toISOString())) {
       const r = await ctx.lock.tryRun(rec.appKey, async () => {
         const fresh = await ctx.store.get(rec.id);
@@ -156,11 +197,16 @@ export async function reconcileLoopPass(ctx: OrchestrationContext): Promise<Reco
       if (!r.ran) result.inFlight += 1;
       else if (r.value) {
         result.finished.push(r.value);
-        ctx.logger.warn({ credentialId: r.value.credentialId, op: r.value.op, action: r.value.action, errors: r.value.errors }, "reconcile loop finished an interrupted operation");
+        ctx.logger.warn(
+          { credentialId: r.value.credentialId, op: r.value.op, action: r.value.action, errors: r.value.errors },
+          "reconcile loop finished an interrupted operation",
+        );
       }
     }
     result.swept = await sweep(ctx);
     return result;
   });
-  return turn.ran ? turn.value : { ran: false, finished: [], inFlight: 0, swept: { swept: 0, deleted: 0, revoked: 0, settled: 0 } };
+  return turn.ran
+    ? turn.value
+    : { ran: false, finished: [], inFlight: 0, swept: { swept: 0, deleted: 0, revoked: 0, settled: 0 } };
 }

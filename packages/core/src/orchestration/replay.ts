@@ -17,7 +17,12 @@ export async function replay(ctx: OrchestrationContext, rec: CredentialRecord): 
     const gw = ctx.gateway(reader.gateway);
     try {
       const secret = await gw.provider.readSecret!(ctx.ref(rec, reader));
-      return { response: responseOf(rec, secret.apiKey, secret.clientSecret), replayed: true, gateways, credentialId: rec.id };
+      return {
+        response: responseOf(rec, secret.apiKey, secret.clientSecret),
+        replayed: true,
+        gateways,
+        credentialId: rec.id,
+      };
     } catch (err) {
       throw ctx.asTyped(err, reader.gateway);
     }
@@ -28,10 +33,15 @@ export async function replay(ctx: OrchestrationContext, rec: CredentialRecord): 
   for (const b of rec.bindings) {
     const gw = ctx.gateway(b.gateway);
     if (!gw.provider.rotateSecret) {
-      throw new CredhookError(409, "CONFLICT", `the app already has a credential on gateway '${b.gateway}', whose secret can be neither read back nor rotated`, {
-        messages: ["revoke the credential first, then create it again"],
-        gateway: b.gateway,
-      });
+      throw new CredhookError(
+        409,
+        "CONFLICT",
+        `the app already has a credential on gateway '${b.gateway}', whose secret can be neither read back nor rotated`,
+        {
+          messages: ["revoke the credential first, then create it again"],
+          gateway: b.gateway,
+        },
+      );
     }
     try {
       const rotated = await gw.provider.rotateSecret(ctx.ref(rec, b), value);

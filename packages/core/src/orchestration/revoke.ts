@@ -26,13 +26,23 @@ export async function revoke(ctx: OrchestrationContext, req: RevokeCredentialsRe
       const candidates = [...ctx.gateways.values()].filter((g) => g.credentialType === req.credentialType);
       const app: AppIdentity = { appName: req.appName ?? "", developer: req.developer ?? "" };
       const results = await Promise.allSettled(
-        candidates.map((g) => revokeOne(ctx, g.name, { credentialId: "", credentialType: req.credentialType, nativeId: publicId, resources: {}, app })),
+        candidates.map((g) =>
+          revokeOne(ctx, g.name, {
+            credentialId: "",
+            credentialType: req.credentialType,
+            nativeId: publicId,
+            resources: {},
+            app,
+          }),
+        ),
       );
       const failed = results.find((r) => r.status === "rejected");
       if (failed) throw (failed as PromiseRejectedResult).reason;
       const outcomes = results.map((r) => (r as PromiseFulfilledResult<RevokeOutcome>).value);
       // Someone else's resource under that id was left live — unless another of credhook's gateways revoked its own under that id.
-      const unowned = outcomes.includes("revoked") ? [] : candidates.filter((_, i) => outcomes[i] === "not-owned").map((g) => g.name);
+      const unowned = outcomes.includes("revoked")
+        ? []
+        : candidates.filter((_, i) => outcomes[i] === "not-owned").map((g) => g.name);
       if (unowned.length > 0) {
         ctx.logger.warn(
           { credentialType: req.credentialType, publicId, gateways: unowned },
@@ -54,7 +64,10 @@ export async function revoke(ctx: OrchestrationContext, req: RevokeCredentialsRe
       rec.bindings = left.map((l) => l.binding);
       rec.updatedAt = ctx.nowIso();
       await ctx.store.save(rec);
-      throw ctx.firstByGatewayOrder(left.map((l) => l.error), gateways);
+      throw ctx.firstByGatewayOrder(
+        left.map((l) => l.error),
+        gateways,
+      );
     }
     if (rec.unsettled && ctx.stillSettling(rec.unsettled.settleUntil)) {
       // A failed update's write may still land and would outlive the record: keep it as an abandoned
@@ -64,7 +77,13 @@ export async function revoke(ctx: OrchestrationContext, req: RevokeCredentialsRe
       rec.bindings = [];
       rec.publicId = ""; // revoked: the portal's id finds nothing any more, as after a delete
 
-      markAbandoned(rec, "revoked while a failed update's writes may still land", unsure.map((u) => u.gateway), settleUntil, ctx.nowIso());
+      markAbandoned(
+        rec,
+        "revoked while a failed update's writes may still land",
+        unsure.map((u) => u.gateway),
+        settleUntil,
+        ctx.nowIso(),
+      );
       await ctx.store.save(rec);
     } else {
       await ctx.store.delete(rec.id);

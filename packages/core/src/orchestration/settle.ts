@@ -1,5 +1,5 @@
 /**
- * Unsettled updates (design.md, "Never an orphan"): a failed update is rolled
+ * Unsettled updates (docs/architecture.md, "Never an orphan"): a failed update is rolled
  * back in the request, but a write the client gave up on may still land
  * afterwards — a plan attached after the rollback detached it, a credential
  * created on a new gateway after the search found nothing there. The record
@@ -33,9 +33,17 @@ export interface SettleResult {
  * later of the two. `startedMs` is when the uncertain writes may have begun;
  * gateways whose provider says writes never land late settle at once.
  */
-export function markUnsettled(ctx: OrchestrationContext, rec: CredentialRecord, entries: Array<{ gateway: string; attempted: GatewayApi[] }>, startedMs: number): void {
+export function markUnsettled(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  entries: Array<{ gateway: string; attempted: GatewayApi[] }>,
+  startedMs: number,
+): void {
   if (entries.length === 0) return;
-  const until = ctx.settleUntil(entries.map((e) => e.gateway), startedMs);
+  const until = ctx.settleUntil(
+    entries.map((e) => e.gateway),
+    startedMs,
+  );
   const info: UnsettledInfo = rec.unsettled ?? { gateways: [], settleUntil: until, attempts: 0 };
   for (const e of entries) {
     const known = info.gateways.find((g) => g.gateway === e.gateway);
@@ -69,7 +77,11 @@ function wantedGateways(rec: CredentialRecord): Set<string> {
  * @param retries the request's bounded retries for each call
  * @returns undefined when the window is still open (nothing done)
  */
-export async function settleRecord(ctx: OrchestrationContext, rec: CredentialRecord, retries = false): Promise<SettleResult | undefined> {
+export async function settleRecord(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  retries = false,
+): Promise<SettleResult | undefined> {
   const info = rec.unsettled;
   if (!info || ctx.stillSettling(info.settleUntil)) return undefined;
   const result: SettleResult = { settled: [], revoked: [], errors: [] };
@@ -84,7 +96,13 @@ export async function settleRecord(ctx: OrchestrationContext, rec: CredentialRec
         if (b) {
           const desired = current.get(g) ?? [];
           const res = await ctx.compensating(
-            () => ctx.gateway(g).provider.update({ ...ctx.ref(rec, b), previous: entry.attempted, desired, changes: changesBetween(entry.attempted, desired) }),
+            () =>
+              ctx.gateway(g).provider.update({
+                ...ctx.ref(rec, b),
+                previous: entry.attempted,
+                desired,
+                changes: changesBetween(entry.attempted, desired),
+              }),
             retries,
           );
           b.resources = res.resources ?? b.resources;
@@ -95,7 +113,8 @@ export async function settleRecord(ctx: OrchestrationContext, rec: CredentialRec
           rec.bindings = rec.bindings.filter((x) => x !== b);
           result.revoked.push(`${g}:${b.nativeId}`);
         }
-        for (const r of await revokeMarked(ctx, g, rec, entry.attempted, retries)) result.revoked.push(`${g}:${r.nativeId}`);
+        for (const r of await revokeMarked(ctx, g, rec, entry.attempted, retries))
+          result.revoked.push(`${g}:${r.nativeId}`);
       }
       result.settled.push(g);
     } catch (err) {
@@ -113,7 +132,10 @@ export async function settleRecord(ctx: OrchestrationContext, rec: CredentialRec
   await ctx.store.save(rec);
   if (result.revoked.length > 0 || result.errors.length > 0) {
     const log = result.errors.length > 0 ? ctx.logger.error.bind(ctx.logger) : ctx.logger.warn.bind(ctx.logger);
-    log({ credentialId: rec.id, settled: result.settled, revoked: result.revoked, errors: result.errors }, "unsettled update: gateways brought back to the record");
+    log(
+      { credentialId: rec.id, settled: result.settled, revoked: result.revoked, errors: result.errors },
+      "unsettled update: gateways brought back to the record",
+    );
   }
   return result;
 }
@@ -142,7 +164,10 @@ export async function sweepUnsettled(ctx: OrchestrationContext): Promise<{ settl
         out.revoked += r.revoked.length;
         if (r.errors.length === 0) out.settled += 1;
       } catch (err) {
-        ctx.logger.error({ credentialId: rec.id, err: isCredhookError(err) ? err.messages[0] : String(err) }, "unsettled update: pass failed");
+        ctx.logger.error(
+          { credentialId: rec.id, err: isCredhookError(err) ? err.messages[0] : String(err) },
+          "unsettled update: pass failed",
+        );
       }
     });
   }

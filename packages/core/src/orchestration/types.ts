@@ -23,7 +23,7 @@ export interface OrchestratorOptions {
   /**
    * How long after a create was given up a search that finds nothing still
    * does not prove that nothing exists — a cloud may complete a write the
-   * client gave up on (cloud-facts.md, "No cloud cancels work when the client
+   * client gave up on (docs/cloud-facts.md, "No cloud cancels work when the client
    * gives up"). An `abandoned` record is kept at least this long, ms.
    * @default 300000 (5 minutes: well beyond every provider's call timeout and the SDKs' retries)
    */

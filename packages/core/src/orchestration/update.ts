@@ -23,11 +23,26 @@ import type { OperationOutcome } from "./types.js";
  * and after) is saved before any cloud call.
  * @throws Unroutable | PolicyViolation (422) from {@link planUpdate}; InvalidReference (422), Throttled (503), UpstreamError (502), UpstreamTimeout (504) from a gateway, after the rollback
  */
-export async function updateKnown(ctx: OrchestrationContext, rec: CredentialRecord, req: UpdateCredentialsRequest): Promise<OperationOutcome> {
+export async function updateKnown(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  req: UpdateCredentialsRequest,
+): Promise<OperationOutcome> {
   // Late writes of an earlier failed update, now settled: bring those gateways back to the record first.
   if (rec.unsettled) await settleRecord(ctx, rec, true);
   const plan = planUpdate(ctx, rec, req);
-  const { desiredApis, previousGroups, desiredGroups, desiredGateways, toCreate, toRemove, toUpdate, newApp, renamed, changesFor } = plan;
+  const {
+    desiredApis,
+    previousGroups,
+    desiredGroups,
+    desiredGateways,
+    toCreate,
+    toRemove,
+    toUpdate,
+    newApp,
+    renamed,
+    changesFor,
+  } = plan;
   let apiKey: string | undefined;
   if (toCreate.length > 0) {
     apiKey = await readKeyValue(ctx, rec, toCreate);
@@ -36,7 +51,14 @@ export async function updateKnown(ctx: OrchestrationContext, rec: CredentialReco
 
   const previousApis = rec.apis;
   rec.status = "pending";
-  rec.pending = { op: "update", startedAt: ctx.nowIso(), createOn: toCreate, removeFrom: toRemove, previousApis, desiredApis };
+  rec.pending = {
+    op: "update",
+    startedAt: ctx.nowIso(),
+    createOn: toCreate,
+    removeFrom: toRemove,
+    previousApis,
+    desiredApis,
+  };
   const saver = ctx.serialSaver(rec);
   await saver(); // intent, before any cloud call
 
@@ -87,7 +109,11 @@ export async function updateKnown(ctx: OrchestrationContext, rec: CredentialReco
         const typed = ctx.asTyped(err, g);
         failures.push(typed);
         if (typed.partial) {
-          const binding = { gateway: g, nativeId: typed.partial.nativeId, resources: typed.partial.resources as ProviderResources };
+          const binding = {
+            gateway: g,
+            nativeId: typed.partial.nativeId,
+            resources: typed.partial.resources as ProviderResources,
+          };
           rec.bindings.push(binding);
           created.push(binding);
         }
@@ -101,12 +127,27 @@ export async function updateKnown(ctx: OrchestrationContext, rec: CredentialReco
   const storeFailure = failures.find(isStoreFailure);
   if (storeFailure) throw storeFailure;
   if (failures.length > 0) {
-    const notUndone = await compensateUpdate(ctx, rec, updated, created, uncertain, previousGroups, desiredGroups, newApp, oldApp);
+    const notUndone = await compensateUpdate(
+      ctx,
+      rec,
+      updated,
+      created,
+      uncertain,
+      previousGroups,
+      desiredGroups,
+      newApp,
+      oldApp,
+    );
     // Where a write of this update may still land (its outcome unknown, or its rollback failed), the gateway
     // is brought back to the record once the settle window ends (see settle.ts).
     const lateOn = (g: string) => failures.some((f) => f.gateway === g && ctx.mayHaveLanded(f));
     const unsure = uniq([...updated.map((u) => u.gateway).filter(lateOn), ...uncertain, ...notUndone]);
-    markUnsettled(ctx, rec, unsure.map((g) => ({ gateway: g, attempted: desiredGroups.get(g) ?? [] })), Date.parse(rec.pending!.startedAt));
+    markUnsettled(
+      ctx,
+      rec,
+      unsure.map((g) => ({ gateway: g, attempted: desiredGroups.get(g) ?? [] })),
+      Date.parse(rec.pending!.startedAt),
+    );
     rec.status = "active";
     delete rec.pending;
     await saver();
@@ -138,7 +179,12 @@ export async function updateKnown(ctx: OrchestrationContext, rec: CredentialReco
   const gateways = uniq([...toUpdate, ...toCreate, ...toRemove]);
   // At debug: the server's request line carries the same fields (one line per request).
   ctx.logger.debug({ credentialId: rec.id, gateways, created: toCreate, removed: toRemove }, "credential updated");
-  return { gateways, credentialId: rec.id, ...(toCreate.length > 0 ? { created: toCreate } : {}), ...(toRemove.length > 0 ? { removed: toRemove } : {}) };
+  return {
+    gateways,
+    credentialId: rec.id,
+    ...(toCreate.length > 0 ? { created: toCreate } : {}),
+    ...(toRemove.length > 0 ? { removed: toRemove } : {}),
+  };
 }
 
 /**
@@ -146,7 +192,11 @@ export async function updateKnown(ctx: OrchestrationContext, rec: CredentialReco
  * @throws PolicyViolation (422) none of its gateways can read the value back
  * @throws the reading gateway's error
  */
-export async function readKeyValue(ctx: OrchestrationContext, rec: CredentialRecord, targets: string[]): Promise<string> {
+export async function readKeyValue(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  targets: string[],
+): Promise<string> {
   const reader = rec.bindings.find((b) => ctx.gateway(b.gateway).provider.capabilities.readsBackSecret);
   if (!reader) {
     throw new PolicyViolation(
@@ -171,7 +221,8 @@ export async function readKeyValue(ctx: OrchestrationContext, rec: CredentialRec
  * has the request's bounded retries; what still fails is logged.
  * @returns the gateways where the rollback failed (the caller marks them unsettled)
  */
-export async function compensateUpdate(ctx: OrchestrationContext,
+export async function compensateUpdate(
+  ctx: OrchestrationContext,
   rec: CredentialRecord,
   updated: Array<{ gateway: string; before: GatewayBinding }>,
   created: GatewayBinding[],
@@ -203,12 +254,26 @@ export async function compensateUpdate(ctx: OrchestrationContext,
       await ctx.compensating(() => revokeOne(ctx, b.gateway, ctx.ref(rec, b)));
       rec.bindings = rec.bindings.filter((x) => x !== b);
     }),
-    ...uncertain.map((g) => revokeMarked(ctx, g, rec, desiredGroups.get(g) ?? [], true, created.filter((b) => b.gateway === g).map((b) => b.nativeId))),
+    ...uncertain.map((g) =>
+      revokeMarked(
+        ctx,
+        g,
+        rec,
+        desiredGroups.get(g) ?? [],
+        true,
+        created.filter((b) => b.gateway === g).map((b) => b.nativeId),
+      ),
+    ),
   ]);
-  const failed = results.flatMap((r, i) => (r.status === "rejected" ? [{ gateway: gatewaysInOrder[i]!, reason: r.reason as unknown }] : []));
+  const failed = results.flatMap((r, i) =>
+    r.status === "rejected" ? [{ gateway: gatewaysInOrder[i]!, reason: r.reason as unknown }] : [],
+  );
   if (failed.length > 0) {
     ctx.logger.error(
-      { credentialId: rec.id, errors: failed.map((f) => `${f.gateway}: ${ctx.asTyped(f.reason, f.gateway).messages[0]}`) },
+      {
+        credentialId: rec.id,
+        errors: failed.map((f) => `${f.gateway}: ${ctx.asTyped(f.reason, f.gateway).messages[0]}`),
+      },
       "update rollback incomplete: those gateways are brought back to the record by the sweep, the next update and `credhook reconcile`",
     );
   }

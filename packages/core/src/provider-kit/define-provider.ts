@@ -52,7 +52,8 @@ export interface ProviderDefinition<S extends OptionsSchema, R, P extends Provid
  * The factory {@link defineProvider} returns: a {@link ProviderFactory} whose options
  * type `O` ({@link OptionsOf} the schema) comes from the schema.
  */
-export interface DefinedProviderFactory<S extends OptionsSchema, O, P extends Provider = Provider> extends ProviderFactory<O> {
+export interface DefinedProviderFactory<S extends OptionsSchema, O, P extends Provider = Provider>
+  extends ProviderFactory<O> {
   /** The schema as given (its literal type kept). */
   readonly optionsSchema: S & Record<string, unknown>;
   /**
@@ -69,7 +70,10 @@ export interface DefinedProviderFactory<S extends OptionsSchema, O, P extends Pr
  * @param schema a provider's options schema
  * @param options the options as given; not modified
  */
-export function applyOptionDefaults<S extends OptionsSchema, O = OptionsOf<S>, R = ResolvedOptionsOf<S>>(schema: S, options: O): R {
+export function applyOptionDefaults<S extends OptionsSchema, O = OptionsOf<S>, R = ResolvedOptionsOf<S>>(
+  schema: S,
+  options: O,
+): R {
   const apply = compileSchema(schema as object, { useDefaults: true });
   const copy: unknown = structuredClone(options ?? {});
   apply(copy);
@@ -95,9 +99,12 @@ export function applyOptionDefaults<S extends OptionsSchema, O = OptionsOf<S>, R
  * });
  * ```
  */
-export function defineProvider<const S extends OptionsSchema, P extends Provider = Provider, O = OptionsOf<S>, R = ResolvedOptionsOf<S>>(
-  definition: ProviderDefinition<S, R, P>,
-): DefinedProviderFactory<S, O, P> {
+export function defineProvider<
+  const S extends OptionsSchema,
+  P extends Provider = Provider,
+  O = OptionsOf<S>,
+  R = ResolvedOptionsOf<S>,
+>(definition: ProviderDefinition<S, R, P>): DefinedProviderFactory<S, O, P> {
   return {
     type: definition.type,
     optionsSchema: definition.optionsSchema as S & Record<string, unknown>,

@@ -35,7 +35,12 @@ export type MessageErrorClass<A extends unknown[], E extends CredhookError> = ne
  * @param text the message without the prefix: what and where, never a secret
  * @param rest the class's other constructor arguments (options, Retry-After …)
  */
-export function gatewayError<A extends unknown[], E extends CredhookError>(gateway: string, ErrorClass: MessageErrorClass<A, E>, text: string, ...rest: A): E {
+export function gatewayError<A extends unknown[], E extends CredhookError>(
+  gateway: string,
+  ErrorClass: MessageErrorClass<A, E>,
+  text: string,
+  ...rest: A
+): E {
   const err = new ErrorClass(gatewayMessage(gateway, text), ...rest);
   err.gateway ??= gateway;
   return err;
@@ -57,7 +62,11 @@ export class GatewayErrors {
   }
 
   /** A typed error of this gateway (see {@link gatewayError}). */
-  error<A extends unknown[], E extends CredhookError>(ErrorClass: MessageErrorClass<A, E>, text: string, ...rest: A): E {
+  error<A extends unknown[], E extends CredhookError>(
+    ErrorClass: MessageErrorClass<A, E>,
+    text: string,
+    ...rest: A
+  ): E {
     return gatewayError(this.gateway, ErrorClass, text, ...rest);
   }
 }

@@ -7,7 +7,15 @@
  * calls only — of 5xx answers and network failures. The caller maps the
  * answer's status to core's typed errors with its gateway's words.
  */
-import { Conflict, type CredhookError, NotFound, Throttled, UpstreamError, UpstreamTimeout, UpstreamUnavailable } from "../errors.js";
+import {
+  Conflict,
+  type CredhookError,
+  NotFound,
+  Throttled,
+  UpstreamError,
+  UpstreamTimeout,
+  UpstreamUnavailable,
+} from "../errors.js";
 import { type RateLimiter, RateLimitQueueFull } from "./rate-limit.js";
 import { redactSecrets } from "./redact.js";
 import { retryAfterFromHeaders } from "./retry-after.js";
@@ -102,27 +110,45 @@ export async function httpJson(request: HttpJsonRequest): Promise<HttpJsonRespon
     try {
       await request.limiter?.acquire(Math.min(left, request.maxRetryAfterS * 1000));
     } catch (err) {
-      if (err instanceof RateLimitQueueFull) throw new HttpTransportError(`the ${err.limiter} queue is full: ${err.message}`, "queue", false, err.waitMs / 1000, { cause: err });
+      if (err instanceof RateLimitQueueFull)
+        throw new HttpTransportError(
+          `the ${err.limiter} queue is full: ${err.message}`,
+          "queue",
+          false,
+          err.waitMs / 1000,
+          { cause: err },
+        );
       throw err;
     }
     let res: Response;
     try {
       res = await fetch(request.url, { method: request.method, headers, body, signal: deadline });
     } catch (err) {
-      if (deadline.aborted) throw new HttpTransportError(`no answer within ${request.timeoutMs} ms`, "timeout", true, undefined, { cause: err });
+      if (deadline.aborted)
+        throw new HttpTransportError(`no answer within ${request.timeoutMs} ms`, "timeout", true, undefined, {
+          cause: err,
+        });
       const unknown = !refusedBeforeSending(err);
       if (attempt <= request.maxRetries && (request.idempotent || !unknown)) {
         await sleep(backoff, deadline).catch(() => undefined);
         backoff *= 2;
         if (!deadline.aborted) continue;
       }
-      throw new HttpTransportError(`the connection failed: ${(err as Error).message}`, "network", unknown, undefined, { cause: err });
+      throw new HttpTransportError(`the connection failed: ${(err as Error).message}`, "network", unknown, undefined, {
+        cause: err,
+      });
     }
     let text: string;
     try {
       text = await res.text();
     } catch (err) {
-      throw new HttpTransportError(deadline.aborted ? `no answer within ${request.timeoutMs} ms` : "the answer was cut off", deadline.aborted ? "timeout" : "network", true, undefined, { cause: err });
+      throw new HttpTransportError(
+        deadline.aborted ? `no answer within ${request.timeoutMs} ms` : "the answer was cut off",
+        deadline.aborted ? "timeout" : "network",
+        true,
+        undefined,
+        { cause: err },
+      );
     }
     let json: unknown;
     try {
@@ -170,23 +196,45 @@ export interface HttpFailureContext {
 export function httpFailure(failure: HttpJsonResponse | HttpTransportError, ctx: HttpFailureContext): CredhookError {
   const gw = (text: string) => `[gateway ${ctx.gateway}] ${text}`;
   // The cause is kept for logs: an answer's body may quote a secret (Kong's 409 names the duplicate key), so only its status travels.
-  const cause = { cause: failure instanceof HttpTransportError ? failure : new Error(`HTTP ${failure.status}`), gateway: ctx.gateway };
+  const cause = {
+    cause: failure instanceof HttpTransportError ? failure : new Error(`HTTP ${failure.status}`),
+    gateway: ctx.gateway,
+  };
   if (failure instanceof HttpTransportError) {
     const unknown = ctx.write && failure.outcomeUnknown;
-    if (failure.kind === "queue") return new Throttled(gw(`${ctx.what}: ${failure.message}`), failure.retryAfterS ?? 1, { ...cause, outcomeUnknown: false });
-    if (failure.kind === "timeout") return new UpstreamTimeout(gw(`${ctx.what}: ${failure.message}`), { ...cause, outcomeUnknown: unknown });
+    if (failure.kind === "queue")
+      return new Throttled(gw(`${ctx.what}: ${failure.message}`), failure.retryAfterS ?? 1, {
+        ...cause,
+        outcomeUnknown: false,
+      });
+    if (failure.kind === "timeout")
+      return new UpstreamTimeout(gw(`${ctx.what}: ${failure.message}`), { ...cause, outcomeUnknown: unknown });
     return new UpstreamUnavailable(gw(`${ctx.what}: ${failure.message}`), 5, { ...cause, outcomeUnknown: unknown });
   }
   const said = ctx.detail ? `: ${ctx.detail}` : "";
   const status = failure.status;
   if (status === 404) return new NotFound(gw(`${ctx.what}: not found${said}`), { ...cause, outcomeUnknown: false });
   if (status === 409) return new Conflict(gw(`${ctx.what}: conflict${said}`), { ...cause, outcomeUnknown: false });
-  if (status === 429) return new Throttled(gw(`${ctx.what}: throttled (429)${said}`), failure.retryAfterS ?? 1, { ...cause, outcomeUnknown: false });
+  if (status === 429)
+    return new Throttled(gw(`${ctx.what}: throttled (429)${said}`), failure.retryAfterS ?? 1, {
+      ...cause,
+      outcomeUnknown: false,
+    });
   if (status === 401 || status === 403) {
-    return new UpstreamError(gw(`${ctx.what}: refused (${status})${said}${ctx.permissionHint ? `; ${ctx.permissionHint}` : ""}`), { ...cause, outcomeUnknown: false });
+    return new UpstreamError(
+      gw(`${ctx.what}: refused (${status})${said}${ctx.permissionHint ? `; ${ctx.permissionHint}` : ""}`),
+      { ...cause, outcomeUnknown: false },
+    );
   }
-  if (status < 500) return new UpstreamError(gw(`${ctx.what}: unexpected answer ${status}${said}`), { ...cause, outcomeUnknown: false });
-  return new UpstreamError(gw(`${ctx.what}: the gateway failed (${status})${said}`), { ...cause, outcomeUnknown: ctx.write });
+  if (status < 500)
+    return new UpstreamError(gw(`${ctx.what}: unexpected answer ${status}${said}`), {
+      ...cause,
+      outcomeUnknown: false,
+    });
+  return new UpstreamError(gw(`${ctx.what}: the gateway failed (${status})${said}`), {
+    ...cause,
+    outcomeUnknown: ctx.write,
+  });
 }
 
 /** A call of a {@link JsonApiClient} that answered something other than what was expected, with core's typed error. */
@@ -264,7 +312,13 @@ export class JsonApiClient {
     }
     if ((options.ok ?? [200, 201, 204]).includes(res.status)) return res;
     const detail = this.s.messageOf(res.json)?.slice(0, 300);
-    const typed = httpFailure(res, { gateway: this.s.gateway, what, write, ...(detail ? { detail: redactSecrets(detail, options.secrets ?? []) } : {}), permissionHint: this.s.permissionHint });
+    const typed = httpFailure(res, {
+      gateway: this.s.gateway,
+      what,
+      write,
+      ...(detail ? { detail: redactSecrets(detail, options.secrets ?? []) } : {}),
+      permissionHint: this.s.permissionHint,
+    });
     throw new HttpCallFailed(res, typed);
   }
 

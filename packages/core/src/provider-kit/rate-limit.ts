@@ -42,7 +42,9 @@ export class RateLimitQueueFull extends Error {
     /** True when the wait is for the slots shared by every instance ({@link SharedSlots}), not this process's queue. */
     readonly acrossInstances: boolean,
   ) {
-    super(`${queued} ${limiter} attempts queued; the wait would be ${Math.ceil(waitMs)} ms at ${perSecond}/s${acrossInstances ? " (across instances)" : ""}`);
+    super(
+      `${queued} ${limiter} attempts queued; the wait would be ${Math.ceil(waitMs)} ms at ${perSecond}/s${acrossInstances ? " (across instances)" : ""}`,
+    );
   }
 }
 
@@ -82,7 +84,11 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * the running operation still holds its app's lock: the last step before the attempt is sent.
  * @throws LockLost the operation lost its lock; StoreUnavailable the shared slot could not be booked
  */
-async function sharedSlot(limiter: RateLimiter, maxQueueWaitMs: number, shared: SharedSlots | undefined): Promise<void> {
+async function sharedSlot(
+  limiter: RateLimiter,
+  maxQueueWaitMs: number,
+  shared: SharedSlots | undefined,
+): Promise<void> {
   if (!shared) return assertFenceHeld();
   const waitMs = await shared.slots.reserve(shared.key, limiter.spacingMs, limiter.sharedBurst);
   if (waitMs > maxQueueWaitMs) throw new RateLimitQueueFull(limiter.name, waitMs, limiter.perSecond, 0, true);
@@ -144,7 +150,8 @@ export class SlidingWindowLimiter implements RateLimiter {
    */
   acquire(maxQueueWaitMs: number, shared?: SharedSlots): Promise<void> {
     const waitMs = this.estimateWaitMs();
-    if (waitMs > maxQueueWaitMs) throw new RateLimitQueueFull(this.name, waitMs, this.perSecond, this.waiting.length, false);
+    if (waitMs > maxQueueWaitMs)
+      throw new RateLimitQueueFull(this.name, waitMs, this.perSecond, this.waiting.length, false);
     const slot = new Promise<void>((resolve) => {
       this.waiting.push(resolve);
       this.pump();
@@ -239,7 +246,8 @@ export class TokenBucketLimiter implements RateLimiter {
   acquire(maxQueueWaitMs: number, shared?: SharedSlots): Promise<void> {
     const now = this.now();
     const waitMs = this.estimateWaitMs(now);
-    if (waitMs > maxQueueWaitMs) return Promise.reject(new RateLimitQueueFull(this.name, waitMs, this.perSecond, this.waiting.size, false));
+    if (waitMs > maxQueueWaitMs)
+      return Promise.reject(new RateLimitQueueFull(this.name, waitMs, this.perSecond, this.waiting.size, false));
     this.tat = Math.max(this.tat, now) + this.intervalMs;
     const slot =
       waitMs <= 0

@@ -18,7 +18,9 @@ export const REDACTED = "***";
  * @returns `text` without any of the secrets
  */
 export function redactSecrets(text: string, secrets: ReadonlyArray<string | null | undefined>): string {
-  const values = secrets.filter((s): s is string => typeof s === "string" && s.length > 0).sort((a, b) => b.length - a.length);
+  const values = secrets
+    .filter((s): s is string => typeof s === "string" && s.length > 0)
+    .sort((a, b) => b.length - a.length);
   let out = text;
   for (const s of values) out = out.split(s).join(REDACTED);
   return out;

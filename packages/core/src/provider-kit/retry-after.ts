@@ -18,7 +18,10 @@
  * @param nowMs the current time, ms since the epoch (injectable for tests)
  * @returns seconds (≥ 0, possibly fractional), or undefined
  */
-export function parseRetryAfter(value: string | number | null | undefined, nowMs: number = Date.now()): number | undefined {
+export function parseRetryAfter(
+  value: string | number | null | undefined,
+  nowMs: number = Date.now(),
+): number | undefined {
   if (value === null || value === undefined) return undefined;
   if (typeof value === "number") return Number.isFinite(value) ? Math.max(0, value) : undefined;
   const text = value.trim();
@@ -38,7 +41,10 @@ export function parseRetryAfter(value: string | number | null | undefined, nowMs
  * @param nowMs the current time, ms since the epoch (injectable for tests)
  * @returns seconds (≥ 0), or undefined when no header says
  */
-export function retryAfterFromHeaders(get: (name: string) => string | null | undefined, nowMs: number = Date.now()): number | undefined {
+export function retryAfterFromHeaders(
+  get: (name: string) => string | null | undefined,
+  nowMs: number = Date.now(),
+): number | undefined {
   for (const name of ["retry-after-ms", "x-ms-retry-after-ms"]) {
     const ms = get(name)?.trim();
     if (ms && /^\d+(\.\d+)?$/.test(ms)) return Number(ms) / 1000;

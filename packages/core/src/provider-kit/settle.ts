@@ -9,7 +9,11 @@
  * @param concurrency most calls in flight at once (≥ 1); default: all at once
  * @returns one `PromiseSettledResult` per item, same order
  */
-export async function settleAll<T, R>(items: readonly T[], fn: (item: T, index: number) => Promise<R>, concurrency = Number.POSITIVE_INFINITY): Promise<Array<PromiseSettledResult<R>>> {
+export async function settleAll<T, R>(
+  items: readonly T[],
+  fn: (item: T, index: number) => Promise<R>,
+  concurrency = Number.POSITIVE_INFINITY,
+): Promise<Array<PromiseSettledResult<R>>> {
   const out: Array<PromiseSettledResult<R>> = new Array(items.length);
   let next = 0;
   const worker = async () => {

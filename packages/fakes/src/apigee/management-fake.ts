@@ -92,7 +92,13 @@ export interface ApigeeFake extends JsonFakeControl {
   /** Adds an API product. */
   addApiProduct(name: string): void;
   /** Creates a developer app directly, as a person or another tool would (no request recorded), with one credential. */
-  addForeignApp(spec: { developer: string; name: string; consumerKey?: string; apiProducts?: string[]; attributes?: ApigeeAttribute[] }): ApigeeApp;
+  addForeignApp(spec: {
+    developer: string;
+    name: string;
+    consumerKey?: string;
+    apiProducts?: string[];
+    attributes?: ApigeeAttribute[];
+  }): ApigeeApp;
 }
 
 const KEY = /^[A-Za-z0-9_-]{1,2048}$/;
@@ -108,7 +114,10 @@ const PERMISSION: Record<string, string> = {
   "POST attributes": "apigee.developerapps.manage",
 };
 
-const err = (code: number, status: string, message: string): JsonFakeAnswer => ({ status: code, body: { error: { code, message, status } } });
+const err = (code: number, status: string, message: string): JsonFakeAnswer => ({
+  status: code,
+  body: { error: { code, message, status } },
+});
 const ms = () => String(Date.now());
 
 /** Starts the Apigee management API fake on 127.0.0.1, port 0 (its `url` is the provider's `endpoint`). */
@@ -120,24 +129,56 @@ export async function startApigeeFake(options: ApigeeFakeOptions = {}): Promise<
   const window: number[] = [];
 
   const newCredential = (consumerKey: string, consumerSecret: string, apiProducts: string[]): ApigeeCredential => ({
-    consumerKey, consumerSecret, apiProducts: apiProducts.map((p) => ({ apiproduct: p, status: "approved" })), status: "approved", issuedAt: ms(), expiresAt: "-1", attributes: [], scopes: [],
+    consumerKey,
+    consumerSecret,
+    apiProducts: apiProducts.map((p) => ({ apiproduct: p, status: "approved" })),
+    status: "approved",
+    issuedAt: ms(),
+    expiresAt: "-1",
+    attributes: [],
+    scopes: [],
   });
   const keyInUse = (key: string) => [...apps.values()].some((a) => a.credentials.some((c) => c.consumerKey === key));
-  const appOf = (dev: ApigeeDeveloper, name: string) => [...apps.values()].find((a) => a.developerId === dev.developerId && a.name === name);
-  const developerOf = (idOrEmail: string) => developers.get(idOrEmail.toLowerCase()) ?? [...developers.values()].find((d) => d.developerId === idOrEmail);
+  const appOf = (dev: ApigeeDeveloper, name: string) =>
+    [...apps.values()].find((a) => a.developerId === dev.developerId && a.name === name);
+  const developerOf = (idOrEmail: string) =>
+    developers.get(idOrEmail.toLowerCase()) ?? [...developers.values()].find((d) => d.developerId === idOrEmail);
   const attributesOf = (v: unknown): ApigeeAttribute[] =>
-    Array.isArray(v) ? v.filter((a): a is ApigeeAttribute => typeof a?.name === "string").map((a) => ({ name: a.name, value: String(a.value ?? "") })) : [];
+    Array.isArray(v)
+      ? v
+          .filter((a): a is ApigeeAttribute => typeof a?.name === "string")
+          .map((a) => ({ name: a.name, value: String(a.value ?? "") }))
+      : [];
 
-  function createApp(dev: ApigeeDeveloper, name: string, body: Record<string, unknown>, consumerKey?: string): JsonFakeAnswer {
-    if (!/^[A-Za-z0-9][A-Za-z0-9 ._$%-]{0,254}$/.test(name)) return err(400, "INVALID_ARGUMENT", `Invalid app name ${name}`);
+  function createApp(
+    dev: ApigeeDeveloper,
+    name: string,
+    body: Record<string, unknown>,
+    consumerKey?: string,
+  ): JsonFakeAnswer {
+    if (!/^[A-Za-z0-9][A-Za-z0-9 ._$%-]{0,254}$/.test(name))
+      return err(400, "INVALID_ARGUMENT", `Invalid app name ${name}`);
     if (appOf(dev, name)) return err(409, "ALREADY_EXISTS", `App with name ${name} already exists`);
     const wanted = Array.isArray(body.apiProducts) ? (body.apiProducts as string[]) : [];
     const missing = wanted.find((p) => !products.has(p));
     if (missing) return err(400, "INVALID_ARGUMENT", `API Product [${missing}] does not exist for tenant [${org}]`);
     const app: ApigeeApp = {
-      appId: randomUUID(), name, developerId: dev.developerId, developerEmail: dev.email, attributes: attributesOf(body.attributes),
-      credentials: [newCredential(consumerKey ?? randomBytes(24).toString("base64url"), randomBytes(24).toString("base64url"), wanted)],
-      status: "approved", callbackUrl: typeof body.callbackUrl === "string" ? body.callbackUrl : "", createdAt: ms(), lastModifiedAt: ms(),
+      appId: randomUUID(),
+      name,
+      developerId: dev.developerId,
+      developerEmail: dev.email,
+      attributes: attributesOf(body.attributes),
+      credentials: [
+        newCredential(
+          consumerKey ?? randomBytes(24).toString("base64url"),
+          randomBytes(24).toString("base64url"),
+          wanted,
+        ),
+      ],
+      status: "approved",
+      callbackUrl: typeof body.callbackUrl === "string" ? body.callbackUrl : "",
+      createdAt: ms(),
+      lastModifiedAt: ms(),
     };
     apps.set(app.appId, app);
     return { status: 200, body: app };
@@ -150,7 +191,11 @@ export async function startApigeeFake(options: ApigeeFakeOptions = {}): Promise<
       const key = body.consumerKey;
       const secret = body.consumerSecret;
       if (typeof key !== "string" || typeof secret !== "string" || !KEY.test(key) || !KEY.test(secret)) {
-        return err(400, "INVALID_ARGUMENT", "Consumer key and secret must contain only letters, numbers, underscores and hyphens (at most 2 KB)");
+        return err(
+          400,
+          "INVALID_ARGUMENT",
+          "Consumer key and secret must contain only letters, numbers, underscores and hyphens (at most 2 KB)",
+        );
       }
       if (keyInUse(key)) return err(409, "ALREADY_EXISTS", `Consumer key ${key} already exists`);
       const cred = newCredential(key, secret, []);
@@ -174,13 +219,16 @@ export async function startApigeeFake(options: ApigeeFakeOptions = {}): Promise<
         const add = Array.isArray(body.apiProducts) ? (body.apiProducts as string[]) : [];
         const missing = add.find((p) => !products.has(p));
         if (missing) return err(400, "INVALID_ARGUMENT", `API Product [${missing}] does not exist for tenant [${org}]`);
-        for (const p of add) if (!cred.apiProducts.some((x) => x.apiproduct === p)) cred.apiProducts.push({ apiproduct: p, status: "approved" });
+        for (const p of add)
+          if (!cred.apiProducts.some((x) => x.apiproduct === p))
+            cred.apiProducts.push({ apiproduct: p, status: "approved" });
         if (body.attributes !== undefined) cred.attributes = attributesOf(body.attributes);
         return { status: 200, body: cred };
       }
     }
     if (rest.length === 3 && rest[1] === "apiproducts" && req.method === "DELETE") {
-      if (!cred.apiProducts.some((x) => x.apiproduct === rest[2])) return err(404, "NOT_FOUND", `API product ${rest[2]} is not associated with the key`);
+      if (!cred.apiProducts.some((x) => x.apiproduct === rest[2]))
+        return err(404, "NOT_FOUND", `API product ${rest[2]} is not associated with the key`);
       cred.apiProducts = cred.apiProducts.filter((x) => x.apiproduct !== rest[2]);
       return { status: 200, body: cred };
     }
@@ -195,7 +243,13 @@ export async function startApigeeFake(options: ApigeeFakeOptions = {}): Promise<
     const filter = /^(consumerKey|appName|developerEmail|appId)=(.+)$/.exec(q.get("filter") ?? "");
     const matching = filter
       ? all.filter((a) =>
-          filter[1] === "consumerKey" ? a.credentials.some((c) => c.consumerKey === filter[2]) : filter[1] === "appName" ? a.name === filter[2] : filter[1] === "appId" ? a.appId === filter[2] : a.developerEmail === filter[2],
+          filter[1] === "consumerKey"
+            ? a.credentials.some((c) => c.consumerKey === filter[2])
+            : filter[1] === "appName"
+              ? a.name === filter[2]
+              : filter[1] === "appId"
+                ? a.appId === filter[2]
+                : a.developerEmail === filter[2],
         )
       : all;
     const from = startKey ? matching.findIndex((a) => a.appId === startKey) : 0;
@@ -205,28 +259,63 @@ export async function startApigeeFake(options: ApigeeFakeOptions = {}): Promise<
   }
 
   function handle(req: JsonFakeRequest): JsonFakeAnswer {
-    if (!/^Bearer \S+/.test(String(req.headers.authorization ?? ""))) return err(401, "UNAUTHENTICATED", "Request is missing required authentication credential. Expected OAuth 2 access token.");
+    if (!/^Bearer \S+/.test(String(req.headers.authorization ?? "")))
+      return err(
+        401,
+        "UNAUTHENTICATED",
+        "Request is missing required authentication credential. Expected OAuth 2 access token.",
+      );
     if (options.throttle) {
       const t = Date.now();
       while (window.length > 0 && window[0]! <= t - options.throttle.windowMs) window.shift();
-      if (window.length >= options.throttle.requests) return err(429, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Requests' and limit 'Requests per minute' of service 'apigee.googleapis.com'.");
+      if (window.length >= options.throttle.requests)
+        return err(
+          429,
+          "RESOURCE_EXHAUSTED",
+          "Quota exceeded for quota metric 'Requests' and limit 'Requests per minute' of service 'apigee.googleapis.com'.",
+        );
       window.push(t);
     }
     const parts = req.path.split("/").filter(Boolean).map(decodeURIComponent);
-    if (parts[0] !== "v1" || parts[1] !== "organizations" || parts[2] !== org) return err(404, "NOT_FOUND", `Organization ${parts[2] ?? ""} not found`);
+    if (parts[0] !== "v1" || parts[1] !== "organizations" || parts[2] !== org)
+      return err(404, "NOT_FOUND", `Organization ${parts[2] ?? ""} not found`);
     const rest = parts.slice(3);
-    const kind = rest.includes("keys") ? "keys" : rest.at(-1) === "attributes" ? "attributes" : rest.includes("apps") ? "apps" : rest[0] ?? "";
-    const permission = rest[0] === "apps" ? (rest.length === 1 ? "apigee.apps.list" : "apigee.apps.get") : PERMISSION[`${req.method} ${kind}`];
-    if (permission && options.denied?.includes(permission)) return err(403, "PERMISSION_DENIED", `Permission '${permission}' denied on resource '${req.path.replace(/^\/v1\//, "")}' (or it may not exist).`);
+    const kind = rest.includes("keys")
+      ? "keys"
+      : rest.at(-1) === "attributes"
+        ? "attributes"
+        : rest.includes("apps")
+          ? "apps"
+          : (rest[0] ?? "");
+    const permission =
+      rest[0] === "apps"
+        ? rest.length === 1
+          ? "apigee.apps.list"
+          : "apigee.apps.get"
+        : PERMISSION[`${req.method} ${kind}`];
+    if (permission && options.denied?.includes(permission))
+      return err(
+        403,
+        "PERMISSION_DENIED",
+        `Permission '${permission}' denied on resource '${req.path.replace(/^\/v1\//, "")}' (or it may not exist).`,
+      );
     const body = (req.body ?? {}) as Record<string, unknown>;
-    if (rest.length === 0) return req.method === "GET" ? { status: 200, body: { name: org, projectId: org, runtimeType: "CLOUD", state: "ACTIVE" } } : err(404, "NOT_FOUND", "Not found");
+    if (rest.length === 0)
+      return req.method === "GET"
+        ? { status: 200, body: { name: org, projectId: org, runtimeType: "CLOUD", state: "ACTIVE" } }
+        : err(404, "NOT_FOUND", "Not found");
     if (rest[0] === "apiproducts" && rest.length === 2 && req.method === "GET") {
-      return products.has(rest[1]!) ? { status: 200, body: { name: rest[1], displayName: rest[1], approvalType: "auto" } } : err(404, "NOT_FOUND", `ApiProduct ${rest[1]} does not exist in organization ${org}`);
+      return products.has(rest[1]!)
+        ? { status: 200, body: { name: rest[1], displayName: rest[1], approvalType: "auto" } }
+        : err(404, "NOT_FOUND", `ApiProduct ${rest[1]} does not exist in organization ${org}`);
     }
     if (rest[0] === "apps") {
       if (rest.length === 1 && req.method === "GET") return listApps(req.query);
       const app = apps.get(rest[1] ?? "");
-      if (rest.length === 2 && req.method === "GET") return app ? { status: 200, body: app } : err(404, "NOT_FOUND", `App ${rest[1]} does not exist in organization ${org}`);
+      if (rest.length === 2 && req.method === "GET")
+        return app
+          ? { status: 200, body: app }
+          : err(404, "NOT_FOUND", `App ${rest[1]} does not exist in organization ${org}`);
     }
     if (rest[0] === "developers") {
       if (rest.length === 1 && req.method === "POST") {
@@ -234,15 +323,29 @@ export async function startApigeeFake(options: ApigeeFakeOptions = {}): Promise<
         if (!/^[^@\s]+@[^@\s]+$/.test(email)) return err(400, "INVALID_ARGUMENT", "Invalid email");
         if (developers.has(email)) return err(409, "ALREADY_EXISTS", `Developer with email ${email} already exists`);
         const d: ApigeeDeveloper = {
-          developerId: randomUUID(), email, firstName: String(body.firstName ?? ""), lastName: String(body.lastName ?? ""), userName: String(body.userName ?? ""),
-          attributes: attributesOf(body.attributes), status: "active", organizationName: org, createdAt: ms(),
+          developerId: randomUUID(),
+          email,
+          firstName: String(body.firstName ?? ""),
+          lastName: String(body.lastName ?? ""),
+          userName: String(body.userName ?? ""),
+          attributes: attributesOf(body.attributes),
+          status: "active",
+          organizationName: org,
+          createdAt: ms(),
         };
         developers.set(email, d);
         return { status: 200, body: d };
       }
       const dev = developerOf(rest[1] ?? "");
       if (!dev) return err(404, "NOT_FOUND", `DeveloperId ${rest[1]} does not exist in organization ${org}`);
-      if (rest.length === 2 && req.method === "GET") return { status: 200, body: { ...dev, apps: [...apps.values()].filter((a) => a.developerId === dev.developerId).map((a) => a.name) } };
+      if (rest.length === 2 && req.method === "GET")
+        return {
+          status: 200,
+          body: {
+            ...dev,
+            apps: [...apps.values()].filter((a) => a.developerId === dev.developerId).map((a) => a.name),
+          },
+        };
       if (rest[2] === "apps") {
         if (rest.length === 3 && req.method === "POST") return createApp(dev, String(body.name ?? ""), body);
         const app = appOf(dev, rest[3] ?? "");
@@ -266,8 +369,22 @@ export async function startApigeeFake(options: ApigeeFakeOptions = {}): Promise<
   const control = await startJsonFake({
     handle,
     faultBody: (status) => {
-      const name = { 400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 409: "ALREADY_EXISTS", 429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE" }[status] ?? "INTERNAL";
-      return { error: { code: status, message: status === 429 ? "Quota exceeded for quota metric 'Requests'." : `injected ${status}`, status: name } };
+      const name =
+        {
+          400: "INVALID_ARGUMENT",
+          403: "PERMISSION_DENIED",
+          404: "NOT_FOUND",
+          409: "ALREADY_EXISTS",
+          429: "RESOURCE_EXHAUSTED",
+          503: "UNAVAILABLE",
+        }[status] ?? "INTERNAL";
+      return {
+        error: {
+          code: status,
+          message: status === 429 ? "Quota exceeded for quota metric 'Requests'." : `injected ${status}`,
+          status: name,
+        },
+      };
     },
   });
 
@@ -279,9 +396,24 @@ export async function startApigeeFake(options: ApigeeFakeOptions = {}): Promise<
     addApiProduct: (name) => void products.add(name),
     addForeignApp(spec) {
       const email = spec.developer.toLowerCase();
-      const dev = developers.get(email) ?? { developerId: randomUUID(), email, firstName: "Ext", lastName: "Dev", userName: email, attributes: [], status: "active", organizationName: org, createdAt: ms() };
+      const dev = developers.get(email) ?? {
+        developerId: randomUUID(),
+        email,
+        firstName: "Ext",
+        lastName: "Dev",
+        userName: email,
+        attributes: [],
+        status: "active",
+        organizationName: org,
+        createdAt: ms(),
+      };
       developers.set(email, dev);
-      const answer = createApp(dev, spec.name, { apiProducts: spec.apiProducts ?? [], attributes: spec.attributes ?? [] }, spec.consumerKey);
+      const answer = createApp(
+        dev,
+        spec.name,
+        { apiProducts: spec.apiProducts ?? [], attributes: spec.attributes ?? [] },
+        spec.consumerKey,
+      );
       if (answer.status !== 200) throw new Error(JSON.stringify(answer.body));
       return answer.body as ApigeeApp;
     },

@@ -13,7 +13,17 @@
  * CreateApiKey 5 rps, DeleteApiKey 5 rps, other operations 10 rps burst 40.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { applyAndAnswer, AwsFakeError, decodeToken, encodeToken, randomId, SlidingWindow, TokenBucket, type FaultInjector, type OperationHook } from "./faults.js";
+import {
+  applyAndAnswer,
+  AwsFakeError,
+  decodeToken,
+  encodeToken,
+  randomId,
+  SlidingWindow,
+  TokenBucket,
+  type FaultInjector,
+  type OperationHook,
+} from "./faults.js";
 
 /** A stage of a REST API that a usage plan covers. */
 export interface FakeApiStage {
@@ -85,7 +95,8 @@ function route(method: string, path: string): { op: string; params: string[] } |
     if (parts.length === 3 && c === "keys" && method === "POST") return { op: "CreateUsagePlanKey", params: [b!] };
     if (parts.length === 3 && c === "keys" && method === "GET") return { op: "GetUsagePlanKeys", params: [b!] };
     if (parts.length === 4 && c === "keys" && method === "GET") return { op: "GetUsagePlanKey", params: [b!, d!] };
-    if (parts.length === 4 && c === "keys" && method === "DELETE") return { op: "DeleteUsagePlanKey", params: [b!, d!] };
+    if (parts.length === 4 && c === "keys" && method === "DELETE")
+      return { op: "DeleteUsagePlanKey", params: [b!, d!] };
   }
   if (a === "tags" && parts.length === 2 && method === "PUT") return { op: "TagResource", params: [b!] };
   if (a === "account" && parts.length === 1 && method === "GET") return { op: "GetAccount", params: [] };
@@ -94,7 +105,8 @@ function route(method: string, path: string): { op: string; params: string[] } |
 
 function pageOf<T>(items: T[], limitRaw: string | null, position: string | null): { page: T[]; position?: string } {
   const limit = limitRaw === null ? 25 : Number(limitRaw);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new AwsFakeError(400, "BadRequestException", "Invalid limit: must be between 1 and 500");
+  if (!Number.isInteger(limit) || limit < 1 || limit > 500)
+    throw new AwsFakeError(400, "BadRequestException", "Invalid limit: must be between 1 and 500");
   const start = position === null ? 0 : decodeToken(position);
   if (start === undefined) throw new AwsFakeError(400, "BadRequestException", "Invalid position parameter");
   const page = items.slice(start, start + limit);
@@ -124,7 +136,8 @@ export class ApiGatewayFake {
     this.enforceQuotas = options.enforceQuotas ?? true;
     this.maxKeys = options.maxKeys ?? 10_000;
     const now = options.now ?? (() => performance.now());
-    const perSecond = () => (options.quotaModel === "sliding-window" ? new SlidingWindow(5, 1000, now) : new TokenBucket(5, 5, now));
+    const perSecond = () =>
+      options.quotaModel === "sliding-window" ? new SlidingWindow(5, 1000, now) : new TokenBucket(5, 5, now);
     this.buckets = { CreateApiKey: perSecond(), DeleteApiKey: perSecond(), other: new TokenBucket(10, 40, now) };
   }
 
@@ -138,7 +151,10 @@ export class ApiGatewayFake {
 
   /** Usage plan ids `keyId` is attached to, sorted. */
   plansOfKey(keyId: string): string[] {
-    return [...this.plans.values()].filter((p) => p.keys.has(keyId)).map((p) => p.id).sort();
+    return [...this.plans.values()]
+      .filter((p) => p.keys.has(keyId))
+      .map((p) => p.id)
+      .sort();
   }
 
   /** Detaches a key from a plan behind the provider's back (simulates drift). */
@@ -156,13 +172,18 @@ export class ApiGatewayFake {
     const method = req.method ?? "GET";
     const r = route(method, url.pathname);
     if (!r) throw new AwsFakeError(404, "UnknownOperationException", `No operation for ${method} ${url.pathname}`);
-    await operationHook(r.op, { action: `apigateway:${method}`, resource: `arn:aws:apigateway:${this.region}::${url.pathname}` });
+    await operationHook(r.op, {
+      action: `apigateway:${method}`,
+      resource: `arn:aws:apigateway:${this.region}::${url.pathname}`,
+    });
     if (this.enforceQuotas) {
       const bucket = r.op === "CreateApiKey" || r.op === "DeleteApiKey" ? this.buckets[r.op] : this.buckets.other;
       const wait = bucket.take();
       if (wait > 0) {
         this.faults.countThrottled(r.op);
-        throw new AwsFakeError(429, "TooManyRequestsException", "Too Many Requests", { "retry-after": String(Math.max(1, Math.ceil(wait))) });
+        throw new AwsFakeError(429, "TooManyRequestsException", "Too Many Requests", {
+          "retry-after": String(Math.max(1, Math.ceil(wait))),
+        });
       }
     }
     const input = body.length > 0 ? (JSON.parse(body.toString("utf8")) as Record<string, unknown>) : {};
@@ -171,14 +192,22 @@ export class ApiGatewayFake {
       res,
       () => this.apply(r.op, r.params, input, url.searchParams),
       ({ status, payload }) => {
-        res.writeHead(status, status === 204 ? {} : { "content-type": "application/json", "x-amzn-requestid": randomId(32) });
+        res.writeHead(
+          status,
+          status === 204 ? {} : { "content-type": "application/json", "x-amzn-requestid": randomId(32) },
+        );
         res.end(payload === undefined ? "" : JSON.stringify(payload));
       },
     );
   }
 
   /** Applies one operation to the state; returns the HTTP status and body to answer with. */
-  private apply(op: string, params: string[], input: Record<string, unknown>, q: URLSearchParams): { status: number; payload?: unknown } {
+  private apply(
+    op: string,
+    params: string[],
+    input: Record<string, unknown>,
+    q: URLSearchParams,
+  ): { status: number; payload?: unknown } {
     const [p0, p1] = params;
     switch (op) {
       case "CreateApiKey":
@@ -189,11 +218,16 @@ export class ApiGatewayFake {
         const name = q.get("name");
         const customerId = q.get("customerId");
         const items = [...this.keys.values()]
-          .filter((k) => (name === null || k.name.startsWith(name)) && (customerId === null || k.customerId === customerId))
+          .filter(
+            (k) => (name === null || k.name.startsWith(name)) && (customerId === null || k.customerId === customerId),
+          )
           .sort((x, y) => x.createdDate - y.createdDate || x.id.localeCompare(y.id));
         const { page, position } = pageOf(items, q.get("limit"), q.get("position"));
         const includeValues = q.get("includeValues") === "true";
-        return { status: 200, payload: { item: page.map((k) => this.keyJson(k, includeValues)), ...(position ? { position } : {}) } };
+        return {
+          status: 200,
+          payload: { item: page.map((k) => this.keyJson(k, includeValues)), ...(position ? { position } : {}) },
+        };
       }
       case "UpdateApiKey":
         return { status: 200, payload: this.keyJson(this.updateApiKey(p0!, input), false) };
@@ -206,26 +240,43 @@ export class ApiGatewayFake {
       }
       case "GetUsagePlan": {
         const plan = this.plan(p0!);
-        return { status: 200, payload: { id: plan.id, name: plan.name, apiStages: plan.apiStages.map((s) => ({ apiId: s.apiId, stage: s.stage })) } };
+        return {
+          status: 200,
+          payload: {
+            id: plan.id,
+            name: plan.name,
+            apiStages: plan.apiStages.map((s) => ({ apiId: s.apiId, stage: s.stage })),
+          },
+        };
       }
       case "CreateUsagePlanKey":
         return { status: 201, payload: this.createUsagePlanKey(p0!, input) };
       case "GetUsagePlanKey": {
         const plan = this.plan(p0!);
         const key = this.keys.get(p1!);
-        if (!key || !plan.keys.has(p1!)) throw new AwsFakeError(404, "NotFoundException", "Invalid Usage Plan Key ID specified");
+        if (!key || !plan.keys.has(p1!))
+          throw new AwsFakeError(404, "NotFoundException", "Invalid Usage Plan Key ID specified");
         return { status: 200, payload: { id: key.id, type: "API_KEY", name: key.name } };
       }
       case "GetUsagePlanKeys": {
         const plan = this.plan(p0!);
         const name = q.get("nameQuery");
-        const items = [...plan.keys].map((id) => this.keys.get(id)!).filter((k) => name === null || k.name.startsWith(name));
+        const items = [...plan.keys]
+          .map((id) => this.keys.get(id)!)
+          .filter((k) => name === null || k.name.startsWith(name));
         const { page, position } = pageOf(items, q.get("limit"), q.get("position"));
-        return { status: 200, payload: { item: page.map((k) => ({ id: k.id, type: "API_KEY", name: k.name })), ...(position ? { position } : {}) } };
+        return {
+          status: 200,
+          payload: {
+            item: page.map((k) => ({ id: k.id, type: "API_KEY", name: k.name })),
+            ...(position ? { position } : {}),
+          },
+        };
       }
       case "DeleteUsagePlanKey": {
         const plan = this.plan(p0!);
-        if (!plan.keys.has(p1!)) throw new AwsFakeError(404, "NotFoundException", "Invalid Usage Plan Key ID specified");
+        if (!plan.keys.has(p1!))
+          throw new AwsFakeError(404, "NotFoundException", "Invalid Usage Plan Key ID specified");
         plan.keys.delete(p1!);
         return { status: 202 };
       }
@@ -235,12 +286,21 @@ export class ApiGatewayFake {
         const key = this.key(m[2]!);
         const tags = (input.tags ?? {}) as Record<string, string>;
         this.validateTags(tags);
-        if (Object.keys({ ...key.tags, ...tags }).length > 50) throw new AwsFakeError(400, "BadRequestException", "Too many tags: at most 50");
+        if (Object.keys({ ...key.tags, ...tags }).length > 50)
+          throw new AwsFakeError(400, "BadRequestException", "Too many tags: at most 50");
         key.tags = { ...key.tags, ...tags };
         return { status: 204 };
       }
       case "GetAccount":
-        return { status: 200, payload: { cloudwatchRoleArn: null, throttleSettings: { burstLimit: 5000, rateLimit: 10000 }, features: ["UsagePlans"], apiKeyVersion: "4" } };
+        return {
+          status: 200,
+          payload: {
+            cloudwatchRoleArn: null,
+            throttleSettings: { burstLimit: 5000, rateLimit: 10000 },
+            features: ["UsagePlans"],
+            apiKeyVersion: "4",
+          },
+        };
       default:
         throw new AwsFakeError(404, "UnknownOperationException", `Unsupported operation ${op}`);
     }
@@ -275,24 +335,35 @@ export class ApiGatewayFake {
 
   private validateTags(tags: Record<string, string>): void {
     for (const [k, v] of Object.entries(tags)) {
-      if (k.length === 0 || k.length > 128 || k.toLowerCase().startsWith("aws:")) throw new AwsFakeError(400, "BadRequestException", `Invalid tag key: ${k}`);
-      if (typeof v !== "string" || v.length > 256 || !/^[\p{L}\p{N}\s_.:/=+\-@]*$/u.test(v)) throw new AwsFakeError(400, "BadRequestException", `Invalid tag value for key ${k}`);
+      if (k.length === 0 || k.length > 128 || k.toLowerCase().startsWith("aws:"))
+        throw new AwsFakeError(400, "BadRequestException", `Invalid tag key: ${k}`);
+      if (typeof v !== "string" || v.length > 256 || !/^[\p{L}\p{N}\s_.:/=+\-@]*$/u.test(v))
+        throw new AwsFakeError(400, "BadRequestException", `Invalid tag value for key ${k}`);
     }
     if (Object.keys(tags).length > 50) throw new AwsFakeError(400, "BadRequestException", "Too many tags: at most 50");
   }
 
   private createApiKey(input: Record<string, unknown>): FakeApiKey {
-    if (this.keys.size >= this.maxKeys) throw new AwsFakeError(429, "LimitExceededException", `API key quota of ${this.maxKeys} reached`);
+    if (this.keys.size >= this.maxKeys)
+      throw new AwsFakeError(429, "LimitExceededException", `API key quota of ${this.maxKeys} reached`);
     let value = input.value;
-    if (value === undefined || value === null) value = randomId(40, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789");
+    if (value === undefined || value === null)
+      value = randomId(40, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789");
     if (typeof value !== "string" || !VALUE_RE.test(value)) {
-      throw new AwsFakeError(400, "BadRequestException", "API Key value should be at least 20 characters long and at most 128, alphanumeric");
+      throw new AwsFakeError(
+        400,
+        "BadRequestException",
+        "API Key value should be at least 20 characters long and at most 128, alphanumeric",
+      );
     }
-    for (const k of this.keys.values()) if (k.value === value) throw new AwsFakeError(409, "ConflictException", "API Key already exists");
+    for (const k of this.keys.values())
+      if (k.value === value) throw new AwsFakeError(409, "ConflictException", "API Key already exists");
     const name = input.name;
-    if (name !== undefined && (typeof name !== "string" || name.length > 1024)) throw new AwsFakeError(400, "BadRequestException", "Invalid API Key name");
+    if (name !== undefined && (typeof name !== "string" || name.length > 1024))
+      throw new AwsFakeError(400, "BadRequestException", "Invalid API Key name");
     const description = input.description;
-    if (description !== undefined && (typeof description !== "string" || description.length > 1024)) throw new AwsFakeError(400, "BadRequestException", "Invalid API Key description");
+    if (description !== undefined && (typeof description !== "string" || description.length > 1024))
+      throw new AwsFakeError(400, "BadRequestException", "Invalid API Key description");
     const tags = (input.tags ?? {}) as Record<string, string>;
     this.validateTags(tags);
     const now = Math.floor(Date.now() / 1000);
@@ -316,7 +387,12 @@ export class ApiGatewayFake {
     const ops = (input.patchOperations ?? []) as Array<{ op?: string; path?: string; value?: string }>;
     const next = { ...key };
     for (const o of ops) {
-      if (o.op !== "replace") throw new AwsFakeError(400, "BadRequestException", `Invalid patch operation specified. Must be 'replace' for path ${o.path}`);
+      if (o.op !== "replace")
+        throw new AwsFakeError(
+          400,
+          "BadRequestException",
+          `Invalid patch operation specified. Must be 'replace' for path ${o.path}`,
+        );
       switch (o.path) {
         case "/name":
           next.name = o.value ?? "";
@@ -328,7 +404,8 @@ export class ApiGatewayFake {
           next.customerId = o.value ?? "";
           break;
         case "/enabled":
-          if (o.value !== "true" && o.value !== "false") throw new AwsFakeError(400, "BadRequestException", "Invalid value for /enabled: must be true or false");
+          if (o.value !== "true" && o.value !== "false")
+            throw new AwsFakeError(400, "BadRequestException", "Invalid value for /enabled: must be true or false");
           next.enabled = o.value === "true";
           break;
         default:
@@ -342,11 +419,17 @@ export class ApiGatewayFake {
 
   private createUsagePlanKey(planId: string, input: Record<string, unknown>) {
     const plan = this.plan(planId);
-    if (input.keyType !== "API_KEY") throw new AwsFakeError(400, "BadRequestException", "Invalid key type specified. Must be API_KEY");
+    if (input.keyType !== "API_KEY")
+      throw new AwsFakeError(400, "BadRequestException", "Invalid key type specified. Must be API_KEY");
     const key = this.key(String(input.keyId));
     if (plan.keys.has(key.id)) throw new AwsFakeError(409, "ConflictException", "Usage Plan Key already exists");
     const current = [...this.plans.values()].filter((p) => p.keys.has(key.id));
-    if (current.length >= MAX_PLANS_PER_KEY) throw new AwsFakeError(400, "BadRequestException", `An API key can be in at most ${MAX_PLANS_PER_KEY} usage plans`);
+    if (current.length >= MAX_PLANS_PER_KEY)
+      throw new AwsFakeError(
+        400,
+        "BadRequestException",
+        `An API key can be in at most ${MAX_PLANS_PER_KEY} usage plans`,
+      );
     for (const other of current) {
       for (const s of other.apiStages) {
         if (plan.apiStages.some((t) => t.apiId === s.apiId && t.stage === s.stage)) {

@@ -21,7 +21,16 @@
  */
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { applyAndAnswer, AwsFakeError, decodeToken, encodeToken, randomId, TokenBucket, type FaultInjector, type OperationHook } from "./faults.js";
+import {
+  applyAndAnswer,
+  AwsFakeError,
+  decodeToken,
+  encodeToken,
+  randomId,
+  TokenBucket,
+  type FaultInjector,
+  type OperationHook,
+} from "./faults.js";
 
 /** A scope on a resource server. */
 export interface FakeScope {
@@ -105,7 +114,8 @@ const MAX_SCOPES_PER_SERVER = 100;
 const MAX_RESOURCE_SERVERS = 25;
 const TOKEN_TTL_S = 3600;
 
-const notFoundPool = (id: unknown) => new AwsFakeError(400, "ResourceNotFoundException", `User pool ${String(id)} does not exist.`);
+const notFoundPool = (id: unknown) =>
+  new AwsFakeError(400, "ResourceNotFoundException", `User pool ${String(id)} does not exist.`);
 const invalid = (message: string) => new AwsFakeError(400, "InvalidParameterException", message);
 
 /**
@@ -135,7 +145,8 @@ export class CognitoFake {
 
   /** Creates a user pool (id `<region>_<9 chars>` unless given). */
   createUserPool(pool: { id?: string; name?: string; domain?: string; customDomain?: string } = {}): FakeUserPool {
-    const id = pool.id ?? `${this.region}_${randomId(9, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")}`;
+    const id =
+      pool.id ?? `${this.region}_${randomId(9, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")}`;
     const p: FakeUserPool = {
       Id: id,
       Name: pool.name ?? `pool-${id}`,
@@ -149,10 +160,19 @@ export class CognitoFake {
   }
 
   /** Creates a resource server with `scopes` (names) on a pool. */
-  createResourceServer(poolId: string, identifier: string, scopes: string[] = [], name = identifier.replace(/[^\w\s+=,.@-]/g, "-")): FakeResourceServer {
+  createResourceServer(
+    poolId: string,
+    identifier: string,
+    scopes: string[] = [],
+    name = identifier.replace(/[^\w\s+=,.@-]/g, "-"),
+  ): FakeResourceServer {
     const pool = this.pools.get(poolId);
     if (!pool) throw new Error(`no user pool ${poolId}`);
-    const rs: FakeResourceServer = { Identifier: identifier, Name: name, Scopes: scopes.map((s) => ({ ScopeName: s, ScopeDescription: s })) };
+    const rs: FakeResourceServer = {
+      Identifier: identifier,
+      Name: name,
+      Scopes: scopes.map((s) => ({ ScopeName: s, ScopeDescription: s })),
+    };
     pool.resourceServers.set(identifier, rs);
     return rs;
   }
@@ -165,7 +185,10 @@ export class CognitoFake {
   /** Handles one JSON 1.1 request (`operation` from `X-Amz-Target`). */
   async handle(operation: string, body: Buffer, res: ServerResponse, operationHook: OperationHook): Promise<void> {
     const input = (body.length > 0 ? JSON.parse(body.toString("utf8")) : {}) as Record<string, unknown>;
-    await operationHook(operation, { action: `cognito-idp:${operation}`, resource: `arn:aws:cognito-idp:${this.region}:123456789012:userpool/${String(input.UserPoolId ?? "")}` });
+    await operationHook(operation, {
+      action: `cognito-idp:${operation}`,
+      resource: `arn:aws:cognito-idp:${this.region}:123456789012:userpool/${String(input.UserPoolId ?? "")}`,
+    });
     if (this.enforceQuotas) {
       const key = `${String(input.UserPoolId ?? "")}|${operation}`;
       let bucket = this.buckets.get(key);
@@ -173,7 +196,9 @@ export class CognitoFake {
       const wait = bucket.take();
       if (wait > 0) {
         this.faults.countThrottled(operation);
-        throw new AwsFakeError(400, "TooManyRequestsException", "Rate exceeded", { "retry-after": String(Math.max(1, Math.ceil(wait))) });
+        throw new AwsFakeError(400, "TooManyRequestsException", "Rate exceeded", {
+          "retry-after": String(Math.max(1, Math.ceil(wait))),
+        });
       }
     }
     await applyAndAnswer(
@@ -195,7 +220,8 @@ export class CognitoFake {
 
   private client(pool: FakeUserPool, id: unknown): FakeUserPoolClient {
     const client = typeof id === "string" ? pool.clients.get(id) : undefined;
-    if (!client) throw new AwsFakeError(400, "ResourceNotFoundException", `User pool client ${String(id)} does not exist.`);
+    if (!client)
+      throw new AwsFakeError(400, "ResourceNotFoundException", `User pool client ${String(id)} does not exist.`);
     return client;
   }
 
@@ -230,34 +256,58 @@ export class CognitoFake {
       case "ListUserPoolClients": {
         const pool = this.pool(input.UserPoolId);
         const max = input.MaxResults === undefined ? 60 : Number(input.MaxResults);
-        if (!Number.isInteger(max) || max < 1 || max > 60) throw invalid("1 validation error detected: Value at 'maxResults' failed to satisfy constraint: Member must have value between 1 and 60");
+        if (!Number.isInteger(max) || max < 1 || max > 60)
+          throw invalid(
+            "1 validation error detected: Value at 'maxResults' failed to satisfy constraint: Member must have value between 1 and 60",
+          );
         const start = input.NextToken === undefined ? 0 : decodeToken(String(input.NextToken));
         if (start === undefined) throw invalid("Invalid pagination token");
         const all = [...pool.clients.values()];
-        const page = all.slice(start, start + max).map((c) => ({ ClientId: c.ClientId, UserPoolId: c.UserPoolId, ClientName: c.ClientName }));
+        const page = all
+          .slice(start, start + max)
+          .map((c) => ({ ClientId: c.ClientId, UserPoolId: c.UserPoolId, ClientName: c.ClientName }));
         return { UserPoolClients: page, ...(start + max < all.length ? { NextToken: encodeToken(start + max) } : {}) };
       }
       case "CreateResourceServer": {
         const pool = this.pool(input.UserPoolId);
         const id = this.identifier(input.Identifier);
         if (pool.resourceServers.has(id)) throw invalid(`${id} already exists in user pool ${pool.Id}.`);
-        if (pool.resourceServers.size >= MAX_RESOURCE_SERVERS) throw new AwsFakeError(400, "LimitExceededException", `A user pool can have at most ${MAX_RESOURCE_SERVERS} resource servers.`);
-        const rs: FakeResourceServer = { Identifier: id, Name: this.rsName(input.Name), Scopes: this.scopes(input.Scopes) };
+        if (pool.resourceServers.size >= MAX_RESOURCE_SERVERS)
+          throw new AwsFakeError(
+            400,
+            "LimitExceededException",
+            `A user pool can have at most ${MAX_RESOURCE_SERVERS} resource servers.`,
+          );
+        const rs: FakeResourceServer = {
+          Identifier: id,
+          Name: this.rsName(input.Name),
+          Scopes: this.scopes(input.Scopes),
+        };
         pool.resourceServers.set(id, rs);
         return { ResourceServer: { UserPoolId: pool.Id, ...structuredClone(rs) } };
       }
       case "DescribeResourceServer": {
         const pool = this.pool(input.UserPoolId);
         const rs = pool.resourceServers.get(String(input.Identifier));
-        if (!rs) throw new AwsFakeError(400, "ResourceNotFoundException", `Resource server ${String(input.Identifier)} does not exist.`);
+        if (!rs)
+          throw new AwsFakeError(
+            400,
+            "ResourceNotFoundException",
+            `Resource server ${String(input.Identifier)} does not exist.`,
+          );
         return { ResourceServer: { UserPoolId: pool.Id, ...structuredClone(rs) } };
       }
       case "UpdateResourceServer": {
         const pool = this.pool(input.UserPoolId);
         const id = String(input.Identifier);
-        if (!pool.resourceServers.has(id)) throw new AwsFakeError(400, "ResourceNotFoundException", `Resource server ${id} does not exist.`);
+        if (!pool.resourceServers.has(id))
+          throw new AwsFakeError(400, "ResourceNotFoundException", `Resource server ${id} does not exist.`);
         // Update replaces the whole definition: omitted Scopes means no scopes.
-        const rs: FakeResourceServer = { Identifier: id, Name: this.rsName(input.Name), Scopes: this.scopes(input.Scopes) };
+        const rs: FakeResourceServer = {
+          Identifier: id,
+          Name: this.rsName(input.Name),
+          Scopes: this.scopes(input.Scopes),
+        };
         pool.resourceServers.set(id, rs);
         return { ResourceServer: { UserPoolId: pool.Id, ...structuredClone(rs) } };
       }
@@ -267,23 +317,34 @@ export class CognitoFake {
   }
 
   private identifier(v: unknown): string {
-    if (typeof v !== "string" || !/^[\x21\x23-\x5B\x5D-\x7E]{1,256}$/.test(v)) throw invalid("Invalid resource server identifier");
+    if (typeof v !== "string" || !/^[\x21\x23-\x5B\x5D-\x7E]{1,256}$/.test(v))
+      throw invalid("Invalid resource server identifier");
     return v;
   }
 
   private rsName(v: unknown): string {
-    if (typeof v !== "string" || !/^[\w\s+=,.@-]{1,256}$/.test(v)) throw invalid("1 validation error detected: Value at 'name' failed to satisfy constraint: Member must not be null");
+    if (typeof v !== "string" || !/^[\w\s+=,.@-]{1,256}$/.test(v))
+      throw invalid(
+        "1 validation error detected: Value at 'name' failed to satisfy constraint: Member must not be null",
+      );
     return v;
   }
 
   private scopes(v: unknown): FakeScope[] {
     const list = (v ?? []) as Array<{ ScopeName?: unknown; ScopeDescription?: unknown }>;
     if (!Array.isArray(list)) throw invalid("Scopes must be a list");
-    if (list.length > MAX_SCOPES_PER_SERVER) throw new AwsFakeError(400, "LimitExceededException", `A resource server can have at most ${MAX_SCOPES_PER_SERVER} scopes.`);
+    if (list.length > MAX_SCOPES_PER_SERVER)
+      throw new AwsFakeError(
+        400,
+        "LimitExceededException",
+        `A resource server can have at most ${MAX_SCOPES_PER_SERVER} scopes.`,
+      );
     const seen = new Set<string>();
     return list.map((s) => {
-      if (typeof s.ScopeName !== "string" || !SCOPE_NAME_RE.test(s.ScopeName)) throw invalid(`Invalid scope name ${String(s.ScopeName)}`);
-      if (typeof s.ScopeDescription !== "string" || s.ScopeDescription.length < 1 || s.ScopeDescription.length > 256) throw invalid(`Invalid description of scope ${s.ScopeName}`);
+      if (typeof s.ScopeName !== "string" || !SCOPE_NAME_RE.test(s.ScopeName))
+        throw invalid(`Invalid scope name ${String(s.ScopeName)}`);
+      if (typeof s.ScopeDescription !== "string" || s.ScopeDescription.length < 1 || s.ScopeDescription.length > 256)
+        throw invalid(`Invalid description of scope ${s.ScopeName}`);
       if (seen.has(s.ScopeName)) throw invalid(`Duplicate scope ${s.ScopeName}`);
       seen.add(s.ScopeName);
       return { ScopeName: s.ScopeName, ScopeDescription: s.ScopeDescription };
@@ -299,32 +360,56 @@ export class CognitoFake {
     }
     const flows = (out.AllowedOAuthFlows ?? []) as string[];
     const scopes = (out.AllowedOAuthScopes ?? []) as string[];
-    for (const f of flows) if (!["code", "implicit", "client_credentials"].includes(f)) throw invalid(`Invalid OAuth flow ${f}`);
+    for (const f of flows)
+      if (!["code", "implicit", "client_credentials"].includes(f)) throw invalid(`Invalid OAuth flow ${f}`);
     if (flows.includes("client_credentials") && flows.length > 1) {
-      throw new AwsFakeError(400, "InvalidOAuthFlowException", "client_credentials flow can not be selected along with code flow or implicit flow.");
+      throw new AwsFakeError(
+        400,
+        "InvalidOAuthFlowException",
+        "client_credentials flow can not be selected along with code flow or implicit flow.",
+      );
     }
     if (flows.includes("client_credentials") && !hasSecret) {
-      throw new AwsFakeError(400, "InvalidOAuthFlowException", "client_credentials flow can not be selected if client does not have a client secret.");
+      throw new AwsFakeError(
+        400,
+        "InvalidOAuthFlowException",
+        "client_credentials flow can not be selected if client does not have a client secret.",
+      );
     }
     if (out.AllowedOAuthFlowsUserPoolClient === true && flows.length === 0) {
-      throw invalid("AllowedOAuthFlows and AllowedOAuthScopes are required if user pool client is allowed to use OAuth flows.");
+      throw invalid(
+        "AllowedOAuthFlows and AllowedOAuthScopes are required if user pool client is allowed to use OAuth flows.",
+      );
     }
-    if (scopes.length > MAX_SCOPES_PER_CLIENT) throw new AwsFakeError(400, "LimitExceededException", `An app client can have at most ${MAX_SCOPES_PER_CLIENT} scopes.`);
+    if (scopes.length > MAX_SCOPES_PER_CLIENT)
+      throw new AwsFakeError(
+        400,
+        "LimitExceededException",
+        `An app client can have at most ${MAX_SCOPES_PER_CLIENT} scopes.`,
+      );
     for (const s of scopes) {
       if (STANDARD_SCOPES.has(s)) {
-        if (flows.includes("client_credentials")) throw new AwsFakeError(400, "InvalidOAuthFlowException", "client_credentials flow can only be used with custom scopes.");
+        if (flows.includes("client_credentials"))
+          throw new AwsFakeError(
+            400,
+            "InvalidOAuthFlowException",
+            "client_credentials flow can only be used with custom scopes.",
+          );
         continue;
       }
       const slash = s.lastIndexOf("/");
       const rs = slash > 0 ? pool.resourceServers.get(s.slice(0, slash)) : undefined;
-      if (!rs || !rs.Scopes.some((x) => x.ScopeName === s.slice(slash + 1))) throw new AwsFakeError(400, "ScopeDoesNotExistException", `Invalid scope requested: ${s}`);
+      if (!rs || !rs.Scopes.some((x) => x.ScopeName === s.slice(slash + 1)))
+        throw new AwsFakeError(400, "ScopeDoesNotExistException", `Invalid scope requested: ${s}`);
     }
     return out;
   }
 
   private checkName(name: unknown): string {
     if (typeof name !== "string" || !CLIENT_NAME_RE.test(name)) {
-      throw invalid("1 validation error detected: Value at 'clientName' failed to satisfy constraint: Member must satisfy regular expression pattern: [\\w\\s+=,.@-]+");
+      throw invalid(
+        "1 validation error detected: Value at 'clientName' failed to satisfy constraint: Member must satisfy regular expression pattern: [\\w\\s+=,.@-]+",
+      );
     }
     return name;
   }
@@ -332,7 +417,12 @@ export class CognitoFake {
   private createClient(input: Record<string, unknown>): FakeUserPoolClient {
     const pool = this.pool(input.UserPoolId);
     const name = this.checkName(input.ClientName);
-    if (pool.clients.size >= this.maxClients) throw new AwsFakeError(400, "LimitExceededException", `User pool ${pool.Id} has reached its limit of ${this.maxClients} app clients.`);
+    if (pool.clients.size >= this.maxClients)
+      throw new AwsFakeError(
+        400,
+        "LimitExceededException",
+        `User pool ${pool.Id} has reached its limit of ${this.maxClients} app clients.`,
+      );
     const hasSecret = input.GenerateSecret === true;
     const fields = this.settable(pool, input, hasSecret);
     const now = Date.now() / 1000;
@@ -377,13 +467,19 @@ export class CognitoFake {
    * Cognito: 200 `{access_token, expires_in, token_type}`, else 400
    * `{error: invalid_request|invalid_client|unauthorized_client|unsupported_grant_type|invalid_scope}`.
    */
-  async handleToken(req: IncomingMessage, body: Buffer, res: ServerResponse, operationHook: OperationHook): Promise<void> {
+  async handleToken(
+    req: IncomingMessage,
+    body: Buffer,
+    res: ServerResponse,
+    operationHook: OperationHook,
+  ): Promise<void> {
     await operationHook("Token", { action: "oauth2:token", resource: "/oauth2/token" });
     const fail = (error: string, status = 400) => {
       res.writeHead(status, { "content-type": "application/json" });
       res.end(JSON.stringify({ error }));
     };
-    if (!String(req.headers["content-type"] ?? "").startsWith("application/x-www-form-urlencoded")) return fail("invalid_request");
+    if (!String(req.headers["content-type"] ?? "").startsWith("application/x-www-form-urlencoded"))
+      return fail("invalid_request");
     const form = new URLSearchParams(body.toString("utf8"));
     let clientId = form.get("client_id") ?? undefined;
     let clientSecret = form.get("client_secret") ?? undefined;
@@ -404,7 +500,10 @@ export class CognitoFake {
     if (a.length !== b.length || !timingSafeEqual(a, b)) return fail("invalid_client");
     if (form.get("grant_type") !== "client_credentials") return fail("unsupported_grant_type");
     const allowed = (client.AllowedOAuthScopes ?? []) as string[];
-    if (client.AllowedOAuthFlowsUserPoolClient !== true || !((client.AllowedOAuthFlows ?? []) as string[]).includes("client_credentials")) {
+    if (
+      client.AllowedOAuthFlowsUserPoolClient !== true ||
+      !((client.AllowedOAuthFlows ?? []) as string[]).includes("client_credentials")
+    ) {
       return fail("unauthorized_client");
     }
     const requested = form.get("scope");

@@ -4,7 +4,7 @@
  * AWS's documented control-plane quotas, and faults armed from tests through
  * JS methods — throttling with `Retry-After`, 5xx, IAM denials (403), latency,
  * writes that land after the client gave up, and failures after the write was
- * applied. Clouds do not cancel work when a client gives up (cloud-facts.md),
+ * applied. Clouds do not cancel work when a client gives up (docs/cloud-facts.md),
  * and neither does the fake.
  */
 
@@ -147,7 +147,11 @@ export class FaultInjector {
    * TooManyRequestsException) and a `Retry-After` header of `retryAfterS` seconds.
    */
   throttle(match: FaultMatch & { count?: number; retryAfterS?: number } = {}): void {
-    this.faults.push({ ...match, fault: { kind: "throttle", retryAfterS: match.retryAfterS ?? 1 }, remaining: match.count ?? 1 });
+    this.faults.push({
+      ...match,
+      fault: { kind: "throttle", retryAfterS: match.retryAfterS ?? 1 },
+      remaining: match.count ?? 1,
+    });
   }
 
   /** Answers the next `count` matching requests with an HTTP `status` (default 503) error of `errorType`. */
@@ -198,12 +202,19 @@ export class FaultInjector {
    * `InternalFailure`) — or, with `drop: true`, the connection is closed with
    * no answer at all.
    */
-  failAfterApply(match: FaultMatch & { count?: number; status?: number; errorType?: string; drop?: boolean } = {}): void {
+  failAfterApply(
+    match: FaultMatch & { count?: number; status?: number; errorType?: string; drop?: boolean } = {},
+  ): void {
     const status = match.status ?? 500;
     this.applies.push({
       ...match,
       applyDelayMs: 0,
-      afterApply: match.drop ? { drop: true } : { status, errorType: match.errorType ?? (status === 503 ? "ServiceUnavailableException" : "InternalFailure") },
+      afterApply: match.drop
+        ? { drop: true }
+        : {
+            status,
+            errorType: match.errorType ?? (status === 503 ? "ServiceUnavailableException" : "InternalFailure"),
+          },
       remaining: match.count ?? 1,
     });
   }
@@ -228,7 +239,12 @@ export class FaultInjector {
 
   /** @internal How the next matching request that gets past faults and quotas is applied. */
   takeApply(service: FakeService, operation: string): ApplyDirective {
-    const armed = this.applies.find((a) => a.remaining > 0 && (a.service === undefined || a.service === service) && (a.operation === undefined || a.operation === operation));
+    const armed = this.applies.find(
+      (a) =>
+        a.remaining > 0 &&
+        (a.service === undefined || a.service === service) &&
+        (a.operation === undefined || a.operation === operation),
+    );
     if (!armed) return { applyDelayMs: 0 };
     armed.remaining -= 1;
     this.applies = this.applies.filter((a) => a.remaining > 0);
@@ -244,7 +260,8 @@ export class FaultInjector {
   /** @internal Counts a call and returns the latency to apply and the fault to answer with, if any. */
   take(service: FakeService, operation: string): { delayMs: number; fault?: Fault } {
     this.stats.calls[operation] = (this.stats.calls[operation] ?? 0) + 1;
-    const matches = (m: FaultMatch) => (m.service === undefined || m.service === service) && (m.operation === undefined || m.operation === operation);
+    const matches = (m: FaultMatch) =>
+      (m.service === undefined || m.service === service) && (m.operation === undefined || m.operation === operation);
     let delayMs = 0;
     for (const l of this.latencies) {
       if (l.remaining > 0 && matches(l)) {
@@ -324,7 +341,12 @@ interface Answerable {
  * nothing once answered. Validation errors thrown by `apply` propagate (the
  * caller answers them; to a client that left, nothing is written).
  */
-export async function applyAndAnswer<T>(directive: ApplyDirective, res: Answerable, apply: () => T, answer: (result: T) => void): Promise<void> {
+export async function applyAndAnswer<T>(
+  directive: ApplyDirective,
+  res: Answerable,
+  apply: () => T,
+  answer: (result: T) => void,
+): Promise<void> {
   if (directive.applyDelayMs > 0) await sleep(directive.applyDelayMs);
   let result: T;
   try {
@@ -337,14 +359,19 @@ export async function applyAndAnswer<T>(directive: ApplyDirective, res: Answerab
     res.socket?.destroy();
     return;
   }
-  if (after) throw new AwsFakeError(after.status, after.errorType, "We encountered an internal error. Please try again.");
+  if (after)
+    throw new AwsFakeError(after.status, after.errorType, "We encountered an internal error. Please try again.");
   if (res.destroyed || res.socket?.destroyed) return;
   answer(result);
 }
 
 /** The IAM denial a fake answers for `action` on `resource` (API Gateway 403; JSON 1.1 services 400). */
 export function accessDenied(status: number, action: string, resource: string): AwsFakeError {
-  return new AwsFakeError(status, "AccessDeniedException", `User: arn:aws:sts::123456789012:assumed-role/credhook/session is not authorized to perform: ${action} on resource: ${resource}`);
+  return new AwsFakeError(
+    status,
+    "AccessDeniedException",
+    `User: arn:aws:sts::123456789012:assumed-role/credhook/session is not authorized to perform: ${action} on resource: ${resource}`,
+  );
 }
 
 /**

@@ -23,7 +23,16 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { startFakeServer } from "@credhook/provider-testkit";
 import { ApiGatewayFake, type ApiGatewayFakeOptions } from "./api-gateway.js";
 import { CognitoFake, type CognitoFakeOptions } from "./cognito.js";
-import { accessDenied, AwsFakeError, FaultInjector, randomId, sleep, type FakeService, type FakeStats, type OperationHook } from "./faults.js";
+import {
+  accessDenied,
+  AwsFakeError,
+  FaultInjector,
+  randomId,
+  sleep,
+  type FakeService,
+  type FakeStats,
+  type OperationHook,
+} from "./faults.js";
 import { StsFake, writeStsError } from "./sts.js";
 
 export { ApiGatewayFake } from "./api-gateway.js";
@@ -105,9 +114,17 @@ function writeError(res: ServerResponse, service: FakeService | "token", err: Aw
   }
   if (service === "token") {
     res.writeHead(err.status, { "content-type": "application/json", ...err.headers });
-    res.end(JSON.stringify({ error: err.status === 429 || err.errorType === "TooManyRequestsException" ? "slow_down" : "server_error" }));
+    res.end(
+      JSON.stringify({
+        error: err.status === 429 || err.errorType === "TooManyRequestsException" ? "slow_down" : "server_error",
+      }),
+    );
   } else if (service === "apigateway") {
-    res.writeHead(err.status, { "content-type": "application/json", "x-amzn-errortype": err.errorType, ...err.headers });
+    res.writeHead(err.status, {
+      "content-type": "application/json",
+      "x-amzn-errortype": err.errorType,
+      ...err.headers,
+    });
     res.end(JSON.stringify({ message: err.message }));
   } else {
     res.writeHead(err.status, { "content-type": "application/x-amz-json-1.1", ...err.headers });
@@ -119,8 +136,16 @@ function writeError(res: ServerResponse, service: FakeService | "token", err: Aw
 export async function startAwsFake(options: AwsFakeOptions = {}): Promise<AwsFake> {
   const region = options.region ?? "us-east-1";
   const faults = new FaultInjector();
-  const apiGateway = new ApiGatewayFake(faults, { ...options.apiGateway, region, ...(options.enforceQuotas !== undefined ? { enforceQuotas: options.enforceQuotas } : {}) });
-  const cognito = new CognitoFake(faults, { ...options.cognito, region, ...(options.enforceQuotas !== undefined ? { enforceQuotas: options.enforceQuotas } : {}) });
+  const apiGateway = new ApiGatewayFake(faults, {
+    ...options.apiGateway,
+    region,
+    ...(options.enforceQuotas !== undefined ? { enforceQuotas: options.enforceQuotas } : {}),
+  });
+  const cognito = new CognitoFake(faults, {
+    ...options.cognito,
+    region,
+    ...(options.enforceQuotas !== undefined ? { enforceQuotas: options.enforceQuotas } : {}),
+  });
 
   const sts = new StsFake();
   const log: Array<{ service: FakeService | "sts"; operation: string; accessKeyId: string }> = [];
@@ -133,7 +158,9 @@ export async function startAwsFake(options: AwsFakeOptions = {}): Promise<AwsFak
       if (!fault) return;
       if (fault.kind === "throttle") {
         faults.countThrottled(operation);
-        throw new AwsFakeError(service === "apigateway" ? 429 : 400, "TooManyRequestsException", "Too Many Requests", { "retry-after": String(fault.retryAfterS) });
+        throw new AwsFakeError(service === "apigateway" ? 429 : 400, "TooManyRequestsException", "Too Many Requests", {
+          "retry-after": String(fault.retryAfterS),
+        });
       }
       if (fault.kind === "deny") throw accessDenied(service === "apigateway" ? 403 : 400, iam.action, iam.resource);
       throw new AwsFakeError(fault.status, fault.errorType, fault.message);
@@ -156,7 +183,11 @@ export async function startAwsFake(options: AwsFakeOptions = {}): Promise<AwsFak
       const body = await readBody(req);
       if (service === "token") return await cognito.handleToken(req, body, res, hook("cognito"));
       if (!String(req.headers.authorization ?? "").startsWith("AWS4-HMAC-SHA256 ")) {
-        throw new AwsFakeError(403, service === "apigateway" ? "MissingAuthenticationTokenException" : "MissingAuthenticationToken", "Missing Authentication Token");
+        throw new AwsFakeError(
+          403,
+          service === "apigateway" ? "MissingAuthenticationTokenException" : "MissingAuthenticationToken",
+          "Missing Authentication Token",
+        );
       }
       if (service === "sts") {
         log.push({ service, operation: "AssumeRole", accessKeyId });
@@ -164,13 +195,24 @@ export async function startAwsFake(options: AwsFakeOptions = {}): Promise<AwsFak
       }
       if (service === "cognito") {
         const [prefix, op] = String(target).split(".");
-        if (prefix !== "AWSCognitoIdentityProviderService" || !op) throw new AwsFakeError(400, "UnknownOperationException", `Unknown target ${String(target)}`);
+        if (prefix !== "AWSCognitoIdentityProviderService" || !op)
+          throw new AwsFakeError(400, "UnknownOperationException", `Unknown target ${String(target)}`);
         return await cognito.handle(op, body, res, hook("cognito", accessKeyId));
       }
       return await apiGateway.handle(req, res, body, hook("apigateway", accessKeyId));
     } catch (err) {
-      if (err instanceof AwsFakeError) return service === "sts" ? writeStsError(res, err) : writeError(res, service, err);
-      if (err instanceof SyntaxError && service !== "sts") return writeError(res, service, new AwsFakeError(400, service === "cognito" ? "SerializationException" : "BadRequestException", "Invalid JSON"));
+      if (err instanceof AwsFakeError)
+        return service === "sts" ? writeStsError(res, err) : writeError(res, service, err);
+      if (err instanceof SyntaxError && service !== "sts")
+        return writeError(
+          res,
+          service,
+          new AwsFakeError(
+            400,
+            service === "cognito" ? "SerializationException" : "BadRequestException",
+            "Invalid JSON",
+          ),
+        );
       throw err;
     }
   });

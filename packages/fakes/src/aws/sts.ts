@@ -33,16 +33,27 @@ export class StsFake {
 
   /** Handles one awsQuery request. */
   handle(form: URLSearchParams, callerAccessKeyId: string, res: ServerResponse): void {
-    if (form.get("Action") !== "AssumeRole") throw new AwsFakeError(400, "InvalidAction", `Unsupported action ${form.get("Action")}`);
+    if (form.get("Action") !== "AssumeRole")
+      throw new AwsFakeError(400, "InvalidAction", `Unsupported action ${form.get("Action")}`);
     const roleArn = form.get("RoleArn") ?? "";
     const session = form.get("RoleSessionName") ?? "";
     const externalId = form.get("ExternalId") ?? undefined;
     if (!/^[\w+=,.@-]{2,64}$/.test(session)) throw new AwsFakeError(400, "ValidationError", "Invalid RoleSessionName");
     if (!this.roles.has(roleArn) || this.roles.get(roleArn) !== externalId) {
-      throw new AwsFakeError(403, "AccessDenied", `User: ${callerAccessKeyId} is not authorized to perform: sts:AssumeRole on resource: ${roleArn}`);
+      throw new AwsFakeError(
+        403,
+        "AccessDenied",
+        `User: ${callerAccessKeyId} is not authorized to perform: sts:AssumeRole on resource: ${roleArn}`,
+      );
     }
     const accessKeyId = `ASIA${randomId(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")}`;
-    this.assumed.push({ RoleArn: roleArn, RoleSessionName: session, ...(externalId !== undefined ? { ExternalId: externalId } : {}), callerAccessKeyId, accessKeyId });
+    this.assumed.push({
+      RoleArn: roleArn,
+      RoleSessionName: session,
+      ...(externalId !== undefined ? { ExternalId: externalId } : {}),
+      callerAccessKeyId,
+      accessKeyId,
+    });
     const expiration = new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, "Z");
     res.writeHead(200, { "content-type": "text/xml" });
     res.end(

@@ -176,7 +176,13 @@ export interface ApimFake {
    * `active`, a generated key, displayName `Created by hand`.
    * @throws Error the scope names no existing product/API
    */
-  addForeignSubscription(subscription: { scope: string; sid?: string; displayName?: string; state?: string; primaryKey?: string }): FakeSubscription;
+  addForeignSubscription(subscription: {
+    scope: string;
+    sid?: string;
+    displayName?: string;
+    state?: string;
+    primaryKey?: string;
+  }): FakeSubscription;
   /** Resolves once no request is in flight (held requests included): every late write has landed. */
   idle(): Promise<void>;
   /** All users. */
@@ -315,12 +321,22 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     else addProduct(p.id, p);
   }
   for (const a of options.apis ?? ["echo-api"]) apis.set(lower(a), a);
-  users.set("1", { id: "1", email: "admin@contoso.com", firstName: "Administrator", lastName: "", state: "active", etag: newEtag() });
+  users.set("1", {
+    id: "1",
+    email: "admin@contoso.com",
+    firstName: "Administrator",
+    lastName: "",
+    state: "active",
+    etag: newEtag(),
+  });
 
   const servicePrefix = `/subscriptions/${subscriptionId}/resourceGroups/${resourceGroup}/providers/Microsoft.ApiManagement/service/${serviceName}`;
   const armId = (rel: string) => `${servicePrefix}${rel}`;
 
-  function take(kind: "writes" | "reads", principal: string): { ok: true; remaining: number } | { ok: false; retryAfterS: number } {
+  function take(
+    kind: "writes" | "reads",
+    principal: string,
+  ): { ok: true; remaining: number } | { ok: false; retryAfterS: number } {
     if (!throttleCfg) return { ok: true, remaining: 1e9 };
     const cfg = throttleCfg[kind];
     const key = `${kind}|${principal}`;
@@ -337,25 +353,41 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
   function shortScope(scope: unknown): { kind: "all" | "api" | "product"; id: string; short: string } {
     if (typeof scope !== "string" || scope.length === 0) {
       throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [
-        { code: "ValidationError", target: "scope", message: "Subscription scope should be one of '/apis', '/apis/{apiId}', '/products/{productId}'" },
+        {
+          code: "ValidationError",
+          target: "scope",
+          message: "Subscription scope should be one of '/apis', '/apis/{apiId}', '/products/{productId}'",
+        },
       ]);
     }
-    const tail = scope.toLowerCase().startsWith(servicePrefix.toLowerCase()) ? scope.slice(servicePrefix.length) : scope;
+    const tail = scope.toLowerCase().startsWith(servicePrefix.toLowerCase())
+      ? scope.slice(servicePrefix.length)
+      : scope;
     if (tail === "/apis") return { kind: "all", id: "", short: "/apis" };
     const m = /^\/(apis|products)\/([^/]+)$/.exec(tail);
     if (!m) {
       throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [
-        { code: "ValidationError", target: "scope", message: "Subscription scope should be one of '/apis', '/apis/{apiId}', '/products/{productId}'" },
+        {
+          code: "ValidationError",
+          target: "scope",
+          message: "Subscription scope should be one of '/apis', '/apis/{apiId}', '/products/{productId}'",
+        },
       ]);
     }
     const id = decodeURIComponent(m[2]!);
     if (m[1] === "apis") {
       const known = apis.get(lower(id));
-      if (!known) throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [{ code: "ValidationError", target: "scope", message: `API '${id}' not found.` }]);
+      if (!known)
+        throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [
+          { code: "ValidationError", target: "scope", message: `API '${id}' not found.` },
+        ]);
       return { kind: "api", id: known, short: `/apis/${known}` };
     }
     const p = products.get(lower(id));
-    if (!p) throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [{ code: "ValidationError", target: "scope", message: `Product '${id}' not found.` }]);
+    if (!p)
+      throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [
+        { code: "ValidationError", target: "scope", message: `Product '${id}' not found.` },
+      ]);
     return { kind: "product", id: p.id, short: `/products/${p.id}` };
   }
 
@@ -381,7 +413,14 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
       id: armId(`/users/${u.id}`),
       type: "Microsoft.ApiManagement/service/users",
       name: u.id,
-      properties: { email: u.email, firstName: u.firstName, lastName: u.lastName, state: u.state, registrationDate: new Date(0).toISOString(), identities: [{ provider: "Basic", id: u.email }] },
+      properties: {
+        email: u.email,
+        firstName: u.firstName,
+        lastName: u.lastName,
+        state: u.state,
+        registrationDate: new Date(0).toISOString(),
+        identities: [{ provider: "Basic", id: u.email }],
+      },
     };
   }
 
@@ -394,18 +433,31 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
       if (etag === undefined) throw new HttpError(412, "PreconditionFailed", "The resource does not exist.");
       return;
     }
-    if (etag === undefined || header !== etag) throw new HttpError(412, "PreconditionFailed", "The entity tag provided does not match the current entity tag of the resource.");
+    if (etag === undefined || header !== etag)
+      throw new HttpError(
+        412,
+        "PreconditionFailed",
+        "The entity tag provided does not match the current entity tag of the resource.",
+      );
   }
 
   function validateKey(name: "primaryKey" | "secondaryKey", value: unknown, selfSid: string): string | undefined {
     if (value === undefined || value === null) return undefined;
     if (typeof value !== "string" || value.length < 1 || value.length > 256) {
-      throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [{ code: "ValidationError", target: name, message: `'${name}' length must be between 1 and 256 characters.` }]);
+      throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [
+        { code: "ValidationError", target: name, message: `'${name}' length must be between 1 and 256 characters.` },
+      ]);
     }
     if (rejectDuplicateKeys) {
       for (const other of subscriptions.values()) {
         if (lower(other.sid) !== lower(selfSid) && (other.primaryKey === value || other.secondaryKey === value)) {
-          throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [{ code: "ValidationError", target: name, message: "Subscription key is already in use by another subscription." }]);
+          throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [
+            {
+              code: "ValidationError",
+              target: name,
+              message: "Subscription key is already in use by another subscription.",
+            },
+          ]);
         }
       }
     }
@@ -417,9 +469,15 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     const p = products.get(lower(scope.id));
     if (!p || p.subscriptionsLimit === null) return;
     const count = [...subscriptions.values()].filter(
-      (s) => lower(s.sid) !== lower(selfSid) && s.ownerId && lower(s.ownerId) === lower(ownerId) && lower(s.scope) === lower(`/products/${p.id}`) && ["active", "submitted", "suspended"].includes(s.state),
+      (s) =>
+        lower(s.sid) !== lower(selfSid) &&
+        s.ownerId &&
+        lower(s.ownerId) === lower(ownerId) &&
+        lower(s.scope) === lower(`/products/${p.id}`) &&
+        ["active", "submitted", "suspended"].includes(s.state),
     ).length;
-    if (count >= p.subscriptionsLimit) throw new HttpError(400, "ValidationError", "Subscriptions limit reached for same user");
+    if (count >= p.subscriptionsLimit)
+      throw new HttpError(400, "ValidationError", "Subscriptions limit reached for same user");
   }
 
   function shortOwner(ownerId: unknown): string | undefined {
@@ -427,11 +485,21 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     if (typeof ownerId !== "string") throw new HttpError(400, "ValidationError", "ownerId must be a string");
     const m = /\/users\/([^/]+)$/.exec(ownerId);
     const u = m ? users.get(lower(decodeURIComponent(m[1]!))) : undefined;
-    if (!u) throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [{ code: "ValidationError", target: "ownerId", message: "User not found." }]);
+    if (!u)
+      throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [
+        { code: "ValidationError", target: "ownerId", message: "User not found." },
+      ]);
     return `/users/${u.id}`;
   }
 
-  async function handleSubscriptions(req: IncomingMessage, res: ServerResponse, rest: string[], url: URL, ifMatch: string | undefined, record: (s: number) => void): Promise<void> {
+  async function handleSubscriptions(
+    req: IncomingMessage,
+    res: ServerResponse,
+    rest: string[],
+    url: URL,
+    ifMatch: string | undefined,
+    record: (s: number) => void,
+  ): Promise<void> {
     const method = req.method ?? "GET";
     if (rest.length === 0) {
       if (method !== "GET") throw new HttpError(405, "MethodNotAllowed", `${method} is not allowed here.`);
@@ -440,7 +508,16 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
       const skip = Number(url.searchParams.get("$skip") ?? 0);
       const all = [...subscriptions.values()]
         .sort((a, b) => a.sid.localeCompare(b.sid))
-        .filter((s) => match({ name: s.sid, displayName: s.displayName, state: s.state, scope: armId(s.scope), ownerId: s.ownerId ? armId(s.ownerId) : "", productId: s.scope.startsWith("/products/") ? s.scope.slice(10) : "" }));
+        .filter((s) =>
+          match({
+            name: s.sid,
+            displayName: s.displayName,
+            state: s.state,
+            scope: armId(s.scope),
+            ownerId: s.ownerId ? armId(s.ownerId) : "",
+            productId: s.scope.startsWith("/products/") ? s.scope.slice(10) : "",
+          }),
+        );
       const size = Math.min(top, pageSize);
       const page = all.slice(skip, skip + size);
       const body: Record<string, unknown> = { value: page.map(subscriptionBody), count: all.length };
@@ -454,7 +531,8 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
       return sendJson(res, 200, body);
     }
     const sid = decodeURIComponent(rest[0]!);
-    if (sid.length > 256 || SID_FORBIDDEN.test(sid)) throw new HttpError(400, "ValidationError", `Subscription identifier '${sid}' is invalid.`);
+    if (sid.length > 256 || SID_FORBIDDEN.test(sid))
+      throw new HttpError(400, "ValidationError", `Subscription identifier '${sid}' is invalid.`);
     const key = lower(sid);
     const existing = subscriptions.get(key);
     const action = rest[1];
@@ -463,7 +541,12 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
       if (!existing) throw new HttpError(404, "ResourceNotFound", "Subscription not found.");
       if (action === "listSecrets") {
         record(200);
-        return sendJson(res, 200, { primaryKey: existing.primaryKey, secondaryKey: existing.secondaryKey }, { etag: existing.etag });
+        return sendJson(
+          res,
+          200,
+          { primaryKey: existing.primaryKey, secondaryKey: existing.secondaryKey },
+          { etag: existing.etag },
+        );
       }
       if (action === "regeneratePrimaryKey" || action === "regenerateSecondaryKey") {
         if (action === "regeneratePrimaryKey") existing.primaryKey = generatedKey();
@@ -485,12 +568,18 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
       return sendJson(res, 200, subscriptionBody(existing), { etag: existing.etag });
     }
     if (method === "PUT") {
-      const body = (parseBody<{ properties?: Record<string, unknown> }>(rawBodies.get(req) ?? "")) ?? {};
+      const body = parseBody<{ properties?: Record<string, unknown> }>(rawBodies.get(req) ?? "") ?? {};
       const p = body.properties ?? {};
       if (ifMatch !== undefined) checkIfMatch(ifMatch, existing?.etag, false);
       const displayName = p.displayName;
       if (typeof displayName !== "string" || displayName.length < 1 || displayName.length > 100) {
-        throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [{ code: "ValidationError", target: "displayName", message: "'displayName' length must be between 1 and 100 characters." }]);
+        throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [
+          {
+            code: "ValidationError",
+            target: "displayName",
+            message: "'displayName' length must be between 1 and 100 characters.",
+          },
+        ]);
       }
       const scope = shortScope(p.scope);
       const ownerId = shortOwner(p.ownerId);
@@ -518,11 +607,17 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     if (method === "PATCH") {
       checkIfMatch(ifMatch, existing?.etag, true);
       if (!existing) throw new HttpError(404, "ResourceNotFound", "Subscription not found.");
-      const body = (parseBody<{ properties?: Record<string, unknown> }>(rawBodies.get(req) ?? "")) ?? {};
+      const body = parseBody<{ properties?: Record<string, unknown> }>(rawBodies.get(req) ?? "") ?? {};
       const p = body.properties ?? {};
       if (p.displayName !== undefined) {
         if (typeof p.displayName !== "string" || p.displayName.length < 1 || p.displayName.length > 100) {
-          throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [{ code: "ValidationError", target: "displayName", message: "'displayName' length must be between 1 and 100 characters." }]);
+          throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [
+            {
+              code: "ValidationError",
+              target: "displayName",
+              message: "'displayName' length must be between 1 and 100 characters.",
+            },
+          ]);
         }
         existing.displayName = p.displayName;
       }
@@ -538,7 +633,8 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
       return sendJson(res, 200, subscriptionBody(existing), { etag: existing.etag });
     }
     if (method === "DELETE") {
-      if (ifMatch === undefined) throw new HttpError(400, "ValidationError", "If-Match header is required for this operation.");
+      if (ifMatch === undefined)
+        throw new HttpError(400, "ValidationError", "If-Match header is required for this operation.");
       if (!existing) {
         record(204);
         res.writeHead(204).end();
@@ -553,12 +649,23 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     throw new HttpError(405, "MethodNotAllowed", `${method} is not allowed here.`);
   }
 
-  async function handleUsers(req: IncomingMessage, res: ServerResponse, rest: string[], url: URL, ifMatch: string | undefined, record: (s: number) => void): Promise<void> {
+  async function handleUsers(
+    req: IncomingMessage,
+    res: ServerResponse,
+    rest: string[],
+    url: URL,
+    ifMatch: string | undefined,
+    record: (s: number) => void,
+  ): Promise<void> {
     const method = req.method ?? "GET";
     if (rest.length === 0) {
       if (method !== "GET") throw new HttpError(405, "MethodNotAllowed", `${method} is not allowed here.`);
       const match = parseFilter(url.searchParams.get("$filter"));
-      const value = [...users.values()].filter((u) => match({ name: u.id, email: u.email, firstName: u.firstName, lastName: u.lastName, state: u.state })).map(userBody);
+      const value = [...users.values()]
+        .filter((u) =>
+          match({ name: u.id, email: u.email, firstName: u.firstName, lastName: u.lastName, state: u.state }),
+        )
+        .map(userBody);
       record(200);
       return sendJson(res, 200, { value, count: value.length });
     }
@@ -572,20 +679,31 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     }
     if (method === "PUT") {
       if (ifMatch !== undefined) checkIfMatch(ifMatch, existing?.etag, false);
-      const p = (parseBody<{ properties?: Record<string, unknown> }>(rawBodies.get(req) ?? ""))?.properties ?? {};
+      const p = parseBody<{ properties?: Record<string, unknown> }>(rawBodies.get(req) ?? "")?.properties ?? {};
       const email = p.email;
       if (typeof email !== "string" || !/^[^@\s]+@[^@\s]+$/.test(email) || email.length > 254) {
-        throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [{ code: "ValidationError", target: "email", message: "Email is invalid." }]);
+        throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [
+          { code: "ValidationError", target: "email", message: "Email is invalid." },
+        ]);
       }
       for (const f of ["firstName", "lastName"] as const) {
         const v = p[f];
         if (typeof v !== "string" || v.length < 1 || v.length > 100) {
-          throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [{ code: "ValidationError", target: f, message: `'${f}' length must be between 1 and 100 characters.` }]);
+          throw new HttpError(400, "ValidationError", "One or more fields contain incorrect values:", [
+            { code: "ValidationError", target: f, message: `'${f}' length must be between 1 and 100 characters.` },
+          ]);
         }
       }
       const clash = [...users.values()].find((u) => lower(u.email) === lower(email) && lower(u.id) !== lower(id));
       if (clash) throw new HttpError(409, "Conflict", "User with the same email already exists.");
-      const u: FakeUser = { id: existing?.id ?? id, email, firstName: p.firstName as string, lastName: p.lastName as string, state: typeof p.state === "string" ? p.state : "active", etag: newEtag() };
+      const u: FakeUser = {
+        id: existing?.id ?? id,
+        email,
+        firstName: p.firstName as string,
+        lastName: p.lastName as string,
+        state: typeof p.state === "string" ? p.state : "active",
+        etag: newEtag(),
+      };
       users.set(lower(id), u);
       const status = existing ? 200 : 201;
       record(status);
@@ -600,7 +718,11 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     try {
       return JSON.parse(text) as T;
     } catch {
-      throw new HttpError(400, "InvalidRequestContent", "The request content was invalid and could not be deserialized.");
+      throw new HttpError(
+        400,
+        "InvalidRequestContent",
+        "The request content was invalid and could not be deserialized.",
+      );
     }
   };
 
@@ -615,7 +737,13 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
       500: "An unexpected error occurred while processing the request.",
       503: "The service is temporarily unavailable. Please retry later.",
     };
-    return { error: { code: fault.code ?? DEFAULT_STATUS_CODES[fault.status] ?? "Error", message: fault.message ?? defaults[fault.status] ?? `Injected fault ${fault.status}.`, details: null } };
+    return {
+      error: {
+        code: fault.code ?? DEFAULT_STATUS_CODES[fault.status] ?? "Error",
+        message: fault.message ?? defaults[fault.status] ?? `Injected fault ${fault.status}.`,
+        details: null,
+      },
+    };
   }
 
   /** A response that swallows what is written to it (the real answer of an `afterApply` fault). */
@@ -657,9 +785,17 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     const method = req.method ?? "GET";
     const ifMatch = typeof req.headers["if-match"] === "string" ? req.headers["if-match"] : undefined;
     const pathLower = url.pathname.toLowerCase();
-    const relPath = pathLower.startsWith(servicePrefix.toLowerCase()) ? url.pathname.slice(servicePrefix.length) : url.pathname;
+    const relPath = pathLower.startsWith(servicePrefix.toLowerCase())
+      ? url.pathname.slice(servicePrefix.length)
+      : url.pathname;
     const filter = url.searchParams.get("$filter");
-    const rec: FakeRequestRecord = { method, path: relPath || "/", ...(filter !== null ? { filter } : {}), ...(ifMatch !== undefined ? { ifMatch } : {}), status: 0 };
+    const rec: FakeRequestRecord = {
+      method,
+      path: relPath || "/",
+      ...(filter !== null ? { filter } : {}),
+      ...(ifMatch !== undefined ? { ifMatch } : {}),
+      status: 0,
+    };
     requests.push(rec);
     // The whole request is received before any injected latency, as a real
     // service would have it: a client that disconnects while waiting does not undo it.
@@ -668,7 +804,15 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     rawBodies.set(req, Buffer.concat(chunks).toString("utf8"));
     if (latencyMs > 0) await new Promise((r) => setTimeout(r, latencyMs));
     const auth = req.headers.authorization;
-    const fault = typeof auth === "string" ? faults.find((f) => f.left > 0 && (!f.method || f.method === method) && (!f.path || (typeof f.path === "string" ? rec.path.includes(f.path) : f.path.test(rec.path)))) : undefined;
+    const fault =
+      typeof auth === "string"
+        ? faults.find(
+            (f) =>
+              f.left > 0 &&
+              (!f.method || f.method === method) &&
+              (!f.path || (typeof f.path === "string" ? rec.path.includes(f.path) : f.path.test(rec.path))),
+          )
+        : undefined;
     if (!fault) return serve(req, res, url, rec);
     fault.left -= 1;
     if (fault.left <= 0) faults.splice(faults.indexOf(fault), 1);
@@ -679,7 +823,8 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
       rec.appliedStatus = rec.status;
     }
     rec.status = fault.status;
-    const headers: Record<string, string> = fault.retryAfterS !== undefined ? { "retry-after": String(fault.retryAfterS) } : {};
+    const headers: Record<string, string> =
+      fault.retryAfterS !== undefined ? { "retry-after": String(fault.retryAfterS) } : {};
     if (res.destroyed) return;
     sendJson(res, fault.status, faultBody({ ...fault, status: fault.status }, method, rec.path), headers);
   }
@@ -699,7 +844,11 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     try {
       const auth = req.headers.authorization;
       if (typeof auth !== "string" || !/^Bearer \S+/.test(auth)) {
-        throw new HttpError(401, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing.");
+        throw new HttpError(
+          401,
+          "AuthenticationFailed",
+          "Authentication failed. The 'Authorization' header is missing.",
+        );
       }
       const principal = `${subscriptionId}|${createHash("sha256").update(auth).digest("hex").slice(0, 16)}`;
       const kind = method === "GET" || method === "HEAD" ? "reads" : "writes";
@@ -709,33 +858,58 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
         return sendJson(
           res,
           429,
-          { error: { code: "SubscriptionRequestsThrottled", message: `Number of '${kind === "writes" ? "write" : "read"}' requests for subscription '${subscriptionId}' actor '${principal.split("|")[1]}' exceeded. Please try again after '${t.retryAfterS}' seconds.` } },
+          {
+            error: {
+              code: "SubscriptionRequestsThrottled",
+              message: `Number of '${kind === "writes" ? "write" : "read"}' requests for subscription '${subscriptionId}' actor '${principal.split("|")[1]}' exceeded. Please try again after '${t.retryAfterS}' seconds.`,
+            },
+          },
           { "retry-after": String(t.retryAfterS) },
         );
       }
       res.setHeader(`x-ms-ratelimit-remaining-subscription-${kind}`, String(t.remaining));
       if (!url.searchParams.get("api-version")) {
-        throw new HttpError(400, "MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests.");
+        throw new HttpError(
+          400,
+          "MissingApiVersionParameter",
+          "The api-version query parameter (?api-version=) is required for all requests.",
+        );
       }
       const svcRoot = servicePrefix.toLowerCase();
       if (!pathLower.startsWith(svcRoot)) {
         const m = /^\/subscriptions\/([^/]+)\/resourcegroups\/([^/]+)/.exec(pathLower);
-        if (m && m[1] !== lower(subscriptionId)) throw new HttpError(404, "SubscriptionNotFound", `The subscription '${m[1]}' could not be found.`);
-        if (m && m[2] !== lower(resourceGroup)) throw new HttpError(404, "ResourceGroupNotFound", `Resource group '${m[2]}' could not be found.`);
-        throw new HttpError(404, "ResourceNotFound", `The Resource 'Microsoft.ApiManagement/service/${url.pathname.split("/")[8] ?? ""}' under resource group '${resourceGroup}' was not found.`);
+        if (m && m[1] !== lower(subscriptionId))
+          throw new HttpError(404, "SubscriptionNotFound", `The subscription '${m[1]}' could not be found.`);
+        if (m && m[2] !== lower(resourceGroup))
+          throw new HttpError(404, "ResourceGroupNotFound", `Resource group '${m[2]}' could not be found.`);
+        throw new HttpError(
+          404,
+          "ResourceNotFound",
+          `The Resource 'Microsoft.ApiManagement/service/${url.pathname.split("/")[8] ?? ""}' under resource group '${resourceGroup}' was not found.`,
+        );
       }
       const parts = relPath.split("/").filter((s) => s.length > 0);
       if (parts.length === 0) {
         if (method !== "GET") throw new HttpError(405, "MethodNotAllowed", `${method} is not allowed here.`);
         record(200);
-        return sendJson(res, 200, {
-          id: servicePrefix,
-          name: serviceName,
-          type: "Microsoft.ApiManagement/service",
-          location: "West Europe",
-          sku: { name: "Developer", capacity: 1 },
-          properties: { provisioningState: "Succeeded", gatewayUrl: `https://${serviceName}.azure-api.net`, publisherEmail: "admin@contoso.com", publisherName: "Contoso" },
-        }, { etag: '"service"' });
+        return sendJson(
+          res,
+          200,
+          {
+            id: servicePrefix,
+            name: serviceName,
+            type: "Microsoft.ApiManagement/service",
+            location: "West Europe",
+            sku: { name: "Developer", capacity: 1 },
+            properties: {
+              provisioningState: "Succeeded",
+              gatewayUrl: `https://${serviceName}.azure-api.net`,
+              publisherEmail: "admin@contoso.com",
+              publisherName: "Contoso",
+            },
+          },
+          { etag: '"service"' },
+        );
       }
       const [collection, ...rest] = parts;
       switch (lower(collection!)) {
@@ -744,18 +918,45 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
         case "users":
           return await handleUsers(req, res, rest, url, ifMatch, record);
         case "products": {
-          if (method !== "GET" || rest.length !== 1) throw new HttpError(405, "MethodNotAllowed", `${method} is not allowed here.`);
+          if (method !== "GET" || rest.length !== 1)
+            throw new HttpError(405, "MethodNotAllowed", `${method} is not allowed here.`);
           const p = products.get(lower(decodeURIComponent(rest[0]!)));
           if (!p) throw new HttpError(404, "ResourceNotFound", "Product not found.");
           record(200);
-          return sendJson(res, 200, { id: armId(`/products/${p.id}`), type: "Microsoft.ApiManagement/service/products", name: p.id, properties: { displayName: p.displayName, subscriptionRequired: true, subscriptionsLimit: p.subscriptionsLimit, state: "published" } }, { etag: '"product"' });
+          return sendJson(
+            res,
+            200,
+            {
+              id: armId(`/products/${p.id}`),
+              type: "Microsoft.ApiManagement/service/products",
+              name: p.id,
+              properties: {
+                displayName: p.displayName,
+                subscriptionRequired: true,
+                subscriptionsLimit: p.subscriptionsLimit,
+                state: "published",
+              },
+            },
+            { etag: '"product"' },
+          );
         }
         case "apis": {
-          if (method !== "GET" || rest.length !== 1) throw new HttpError(405, "MethodNotAllowed", `${method} is not allowed here.`);
+          if (method !== "GET" || rest.length !== 1)
+            throw new HttpError(405, "MethodNotAllowed", `${method} is not allowed here.`);
           const a = apis.get(lower(decodeURIComponent(rest[0]!)));
           if (!a) throw new HttpError(404, "ResourceNotFound", "Api not found.");
           record(200);
-          return sendJson(res, 200, { id: armId(`/apis/${a}`), type: "Microsoft.ApiManagement/service/apis", name: a, properties: { displayName: a, path: a, protocols: ["https"], subscriptionRequired: true } }, { etag: '"api"' });
+          return sendJson(
+            res,
+            200,
+            {
+              id: armId(`/apis/${a}`),
+              type: "Microsoft.ApiManagement/service/apis",
+              name: a,
+              properties: { displayName: a, path: a, protocols: ["https"], subscriptionRequired: true },
+            },
+            { etag: '"api"' },
+          );
         }
         default:
           throw new HttpError(404, "ResourceNotFound", `Unknown collection ${collection}.`);
@@ -800,7 +1001,9 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
       try {
         scope = shortScope(o.scope);
       } catch (err) {
-        throw new Error(`addForeignSubscription: ${(err as HttpError).details?.[0]?.message ?? (err as Error).message}`);
+        throw new Error(
+          `addForeignSubscription: ${(err as HttpError).details?.[0]?.message ?? (err as Error).message}`,
+        );
       }
       const now = new Date().toISOString();
       const sub: FakeSubscription = {

@@ -3,4 +3,12 @@
  * endpoints, for tests, the server's integration tests and `credhook demo`.
  */
 export { startApimFake, FAKE_API_VERSION } from "./apim-fake.js";
-export type { ApimFake, ApimFakeOptions, BucketOptions, FakeSubscription, FakeUser, FakeRequestRecord, FaultSpec } from "./apim-fake.js";
+export type {
+  ApimFake,
+  ApimFakeOptions,
+  BucketOptions,
+  FakeSubscription,
+  FakeUser,
+  FakeRequestRecord,
+  FaultSpec,
+} from "./apim-fake.js";

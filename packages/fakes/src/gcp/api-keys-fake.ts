@@ -194,7 +194,12 @@ export interface ApiKeysFake {
    * project: no credhook annotations unless given. Counts no quota and logs no request.
    * @returns the key (a copy)
    */
-  createForeignKey(key?: { keyId?: string; displayName?: string; annotations?: Record<string, string>; restrictions?: FakeKey["restrictions"] }): FakeKey;
+  createForeignKey(key?: {
+    keyId?: string;
+    displayName?: string;
+    annotations?: Record<string, string>;
+    restrictions?: FakeKey["restrictions"];
+  }): FakeKey;
   /** Stops the server. */
   close(): Promise<void>;
 }
@@ -274,27 +279,40 @@ function publicKey(key: FakeKey, withKeyString = false): Record<string, unknown>
 
 function validateRestrictions(restrictions: unknown): FakeKey["restrictions"] {
   if (restrictions === undefined || restrictions === null) return {};
-  if (typeof restrictions !== "object") throw new HttpFailure(400, "INVALID_ARGUMENT", "restrictions must be an object.");
+  if (typeof restrictions !== "object")
+    throw new HttpFailure(400, "INVALID_ARGUMENT", "restrictions must be an object.");
   const r = restrictions as FakeKey["restrictions"];
   for (const [i, t] of (r.apiTargets ?? []).entries()) {
     if (typeof t?.service !== "string" || t.service.length === 0) {
       throw new HttpFailure(400, "INVALID_ARGUMENT", `restrictions.api_targets[${i}].service must be set.`);
     }
-    if (t.methods !== undefined && (!Array.isArray(t.methods) || t.methods.some((m) => typeof m !== "string" || m.length === 0))) {
-      throw new HttpFailure(400, "INVALID_ARGUMENT", `restrictions.api_targets[${i}].methods must be non-empty strings.`);
+    if (
+      t.methods !== undefined &&
+      (!Array.isArray(t.methods) || t.methods.some((m) => typeof m !== "string" || m.length === 0))
+    ) {
+      throw new HttpFailure(
+        400,
+        "INVALID_ARGUMENT",
+        `restrictions.api_targets[${i}].methods must be non-empty strings.`,
+      );
     }
   }
-  const clientRestrictions = ["browserKeyRestrictions", "serverKeyRestrictions", "androidKeyRestrictions", "iosKeyRestrictions"].filter(
-    (k) => r[k] !== undefined,
-  );
-  if (clientRestrictions.length > 1) throw new HttpFailure(400, "INVALID_ARGUMENT", "Only one client restriction type may be set.");
+  const clientRestrictions = [
+    "browserKeyRestrictions",
+    "serverKeyRestrictions",
+    "androidKeyRestrictions",
+    "iosKeyRestrictions",
+  ].filter((k) => r[k] !== undefined);
+  if (clientRestrictions.length > 1)
+    throw new HttpFailure(400, "INVALID_ARGUMENT", "Only one client restriction type may be set.");
   return structuredClone(r);
 }
 
 function validateDisplayName(name: unknown): string {
   if (name === undefined || name === null) return "";
   if (typeof name !== "string") throw new HttpFailure(400, "INVALID_ARGUMENT", "display_name must be a string.");
-  if ([...name].length > 63) throw new HttpFailure(400, "INVALID_ARGUMENT", "display_name must be at most 63 characters long.");
+  if ([...name].length > 63)
+    throw new HttpFailure(400, "INVALID_ARGUMENT", "display_name must be at most 63 characters long.");
   return name;
 }
 
@@ -338,13 +356,23 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
   function checkProject(p: string): void {
     if (p !== projectId && p !== projectNumber) {
       throw new HttpFailure(403, "PERMISSION_DENIED", `Permission denied on resource project ${p}.`, [
-        { "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "CONSUMER_INVALID", domain: "googleapis.com", metadata: { consumer: `projects/${p}`, service: "apikeys.googleapis.com" } },
+        {
+          "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+          reason: "CONSUMER_INVALID",
+          domain: "googleapis.com",
+          metadata: { consumer: `projects/${p}`, service: "apikeys.googleapis.com" },
+        },
       ]);
     }
   }
 
   function checkLocation(l: string): void {
-    if (l !== "global") throw new HttpFailure(400, "INVALID_ARGUMENT", `Location ${l} is not supported; the only supported location is global.`);
+    if (l !== "global")
+      throw new HttpFailure(
+        400,
+        "INVALID_ARGUMENT",
+        `Location ${l} is not supported; the only supported location is global.`,
+      );
   }
 
   function countQuota(kind: "read" | "write"): void {
@@ -364,7 +392,11 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
             "@type": "type.googleapis.com/google.rpc.ErrorInfo",
             reason: "RATE_LIMIT_EXCEEDED",
             domain: "googleapis.com",
-            metadata: { quota_limit_value: String(limit), service: "apikeys.googleapis.com", consumer: `projects/${projectNumber}` },
+            metadata: {
+              quota_limit_value: String(limit),
+              service: "apikeys.googleapis.com",
+              consumer: `projects/${projectNumber}`,
+            },
           },
         ],
       );
@@ -375,7 +407,11 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
   function findKey(keyId: string, opts: { allowDeleted: boolean }): FakeKey {
     const key = keys.get(keyId);
     if (!key || (key.deleteTime && !opts.allowDeleted)) {
-      throw new HttpFailure(404, "NOT_FOUND", `Key projects/${projectNumber}/locations/global/keys/${keyId} not found.`);
+      throw new HttpFailure(
+        404,
+        "NOT_FOUND",
+        `Key projects/${projectNumber}/locations/global/keys/${keyId} not found.`,
+      );
     }
     return key;
   }
@@ -383,7 +419,11 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
   /** Freshness check (https://google.aip.dev/154): a stale etag is 409 ABORTED; none skips the check. */
   function checkEtag(key: FakeKey, etag: unknown): void {
     if (typeof etag === "string" && etag.length > 0 && etag !== key.etag) {
-      throw new HttpFailure(409, "ABORTED", `The etag of key ${key.name} does not match; the key was changed concurrently.`);
+      throw new HttpFailure(
+        409,
+        "ABORTED",
+        `The etag of key ${key.name} does not match; the key was changed concurrently.`,
+      );
     }
   }
 
@@ -440,7 +480,10 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
     return { ...partial, etag: etagOf(partial) };
   }
 
-  async function route(req: IncomingMessage, url: URL): Promise<{ rpc: FakeRpc | "Unknown"; run: () => Promise<[number, unknown]> }> {
+  async function route(
+    req: IncomingMessage,
+    url: URL,
+  ): Promise<{ rpc: FakeRpc | "Unknown"; run: () => Promise<[number, unknown]> }> {
     const method = req.method ?? "GET";
     const path = decodeURIComponent(url.pathname);
     let m: RegExpMatchArray | null;
@@ -457,7 +500,12 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
             if (!hold && op.pollsLeft > 0) op.pollsLeft -= 1;
             return [200, { name: op.name, done: false }];
           }
-          return [200, op.error ? { name: op.name, done: true, error: op.error } : { name: op.name, done: true, response: op.result }];
+          return [
+            200,
+            op.error
+              ? { name: op.name, done: true, error: op.error }
+              : { name: op.name, done: true, response: op.result },
+          ];
         },
       };
     }
@@ -474,9 +522,14 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
             const body = ((await readJsonBody<Record<string, unknown>>(req)) ?? {}) as Record<string, unknown>;
             const keyId = url.searchParams.get("keyId") || randomUUID();
             if (url.searchParams.has("keyId") && (!KEY_ID.test(keyId) || UUID_LIKE.test(keyId))) {
-              throw new HttpFailure(400, "INVALID_ARGUMENT", `Invalid key_id '${keyId}': it must match [a-z]([a-z0-9-]{0,61}[a-z0-9])? and must not be UUID-like.`);
+              throw new HttpFailure(
+                400,
+                "INVALID_ARGUMENT",
+                `Invalid key_id '${keyId}': it must match [a-z]([a-z0-9-]{0,61}[a-z0-9])? and must not be UUID-like.`,
+              );
             }
-            if (keys.has(keyId) || reserved.has(keyId)) throw new HttpFailure(409, "ALREADY_EXISTS", `A key with the ID ${keyId} already exists in the project.`);
+            if (keys.has(keyId) || reserved.has(keyId))
+              throw new HttpFailure(409, "ALREADY_EXISTS", `A key with the ID ${keyId} already exists in the project.`);
             const key = makeKey(keyId, body); // validates before the operation is accepted
             reserved.add(keyId);
             return [
@@ -502,11 +555,15 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
             const pageSize = requested > 0 ? Math.min(requested, 300) : 300;
             const token = url.searchParams.get("pageToken");
             const start = token ? Number(Buffer.from(token, "base64url").toString("utf8")) : 0;
-            if (!Number.isInteger(start) || start < 0) throw new HttpFailure(400, "INVALID_ARGUMENT", "Invalid page token.");
-            const all = [...keys.values()].filter((k) => showDeleted || !k.deleteTime).sort((a, b) => a.keyId.localeCompare(b.keyId));
+            if (!Number.isInteger(start) || start < 0)
+              throw new HttpFailure(400, "INVALID_ARGUMENT", "Invalid page token.");
+            const all = [...keys.values()]
+              .filter((k) => showDeleted || !k.deleteTime)
+              .sort((a, b) => a.keyId.localeCompare(b.keyId));
             const page = all.slice(start, start + pageSize);
             const body: Record<string, unknown> = { keys: page.map((k) => publicKey(k)) };
-            if (start + pageSize < all.length) body.nextPageToken = Buffer.from(String(start + pageSize)).toString("base64url");
+            if (start + pageSize < all.length)
+              body.nextPageToken = Buffer.from(String(start + pageSize)).toString("base64url");
             return [200, body];
           },
         };
@@ -565,10 +622,19 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
             const body = ((await readJsonBody<Record<string, unknown>>(req)) ?? {}) as Record<string, unknown>;
             const key = findKey(keyId, { allowDeleted: false });
             const maskParam = url.searchParams.get("updateMask");
-            const mask = maskParam ? maskParam.split(",").map((s) => s.trim()).filter(Boolean) : [...MUTABLE_FIELDS];
+            const mask = maskParam
+              ? maskParam
+                  .split(",")
+                  .map((s) => s.trim())
+                  .filter(Boolean)
+              : [...MUTABLE_FIELDS];
             for (const f of mask) {
               if (!(MUTABLE_FIELDS as readonly string[]).includes(f)) {
-                throw new HttpFailure(400, "INVALID_ARGUMENT", `Invalid update_mask path '${f}': only display_name, restrictions and annotations can be updated.`);
+                throw new HttpFailure(
+                  400,
+                  "INVALID_ARGUMENT",
+                  `Invalid update_mask path '${f}': only display_name, restrictions and annotations can be updated.`,
+                );
               }
             }
             checkEtag(key, body.etag);
@@ -636,7 +702,13 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
       headers["retry-after"] = String(fault.retryAfterS);
       details.push({ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: `${fault.retryAfterS}s` });
     }
-    return new HttpFailure(fault.status, fault.grpcStatus ?? STATUS_NAMES[fault.status] ?? "UNKNOWN", `Injected failure (${fault.status}).`, details, headers);
+    return new HttpFailure(
+      fault.status,
+      fault.grpcStatus ?? STATUS_NAMES[fault.status] ?? "UNKNOWN",
+      `Injected failure (${fault.status}).`,
+      details,
+      headers,
+    );
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -671,7 +743,9 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
       }
       if (err instanceof SyntaxError) {
         record.status = 400;
-        sendJson(res, 400, { error: { code: 400, message: "Invalid JSON payload received.", status: "INVALID_ARGUMENT" } });
+        sendJson(res, 400, {
+          error: { code: 400, message: "Invalid JSON payload received.", status: "INVALID_ARGUMENT" },
+        });
         return;
       }
       throw err;
@@ -754,7 +828,11 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
       const keyId = spec.keyId ?? `foreign-${randomBytes(6).toString("hex")}`;
       if (!KEY_ID.test(keyId) || UUID_LIKE.test(keyId)) throw new Error(`createForeignKey: invalid keyId '${keyId}'`);
       if (keys.has(keyId) || reserved.has(keyId)) throw new Error(`createForeignKey: keyId '${keyId}' is taken`);
-      const key = makeKey(keyId, { displayName: spec.displayName ?? "made by hand", annotations: spec.annotations, restrictions: spec.restrictions });
+      const key = makeKey(keyId, {
+        displayName: spec.displayName ?? "made by hand",
+        annotations: spec.annotations,
+        restrictions: spec.restrictions,
+      });
       keys.set(keyId, key);
       return structuredClone(key);
     },

@@ -25,7 +25,13 @@
  * that lands after the client gave up) come from the shared JSON fake harness.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { type JsonFakeAnswer, type JsonFakeControl, type JsonFakeRequest, page, startJsonFake } from "../shared/json-fake.js";
+import {
+  type JsonFakeAnswer,
+  type JsonFakeControl,
+  type JsonFakeRequest,
+  page,
+  startJsonFake,
+} from "../shared/json-fake.js";
 
 /** Options of {@link startKongFake}. */
 export interface KongFakeOptions {
@@ -116,7 +122,15 @@ const unique = (fields: Record<string, string>): JsonFakeAnswer => {
   const shown = Object.entries(fields)
     .map(([k, v]) => `${k}="${v}"`)
     .join(",");
-  return { status: 409, body: { code: 5, name: "unique constraint violation", message: `UNIQUE violation detected on '{${shown}}'`, fields } };
+  return {
+    status: 409,
+    body: {
+      code: 5,
+      name: "unique constraint violation",
+      message: `UNIQUE violation detected on '{${shown}}'`,
+      fields,
+    },
+  };
 };
 
 /** Starts the Kong Admin API fake on 127.0.0.1, port 0. */
@@ -127,13 +141,17 @@ export async function startKongFake(options: KongFakeOptions = {}): Promise<Kong
   const plugins = new Map<string, KongPlugin>();
   const window: number[] = [];
 
-  const consumerOf = (idOrName: string) => consumers.get(idOrName) ?? [...consumers.values()].find((c) => c.username === idOrName);
+  const consumerOf = (idOrName: string) =>
+    consumers.get(idOrName) ?? [...consumers.values()].find((c) => c.username === idOrName);
 
   function tagsOf(body: Record<string, unknown>): { tags: string[] | null } | JsonFakeAnswer {
     const tags = body.tags;
     if (tags === undefined || tags === null) return { tags: null };
     if (!Array.isArray(tags) || tags.some((t) => typeof t !== "string" || !TAG.test(t))) {
-      return schemaViolation({ tags: "invalid tag" }, "tags: invalid value: tags must be printable ASCII without ',' or '/'");
+      return schemaViolation(
+        { tags: "invalid tag" },
+        "tags: invalid value: tags must be printable ASCII without ',' or '/'",
+      );
     }
     return { tags: [...new Set(tags as string[])] };
   }
@@ -141,20 +159,44 @@ export async function startKongFake(options: KongFakeOptions = {}): Promise<Kong
   function list<T extends Entity>(items: T[], q: URLSearchParams, path: string): JsonFakeAnswer {
     const sizeText = q.get("size");
     const size = sizeText === null ? 100 : Number(sizeText);
-    if (!Number.isInteger(size) || size < 1 || size > 1000) return { status: 400, body: { code: 9, name: "invalid size", message: "size must be an integer between 1 and 1000" } };
+    if (!Number.isInteger(size) || size < 1 || size > 1000)
+      return {
+        status: 400,
+        body: { code: 9, name: "invalid size", message: "size must be an integer between 1 and 1000" },
+      };
     const offset = q.get("offset");
-    if (offset !== null && !/^[A-Za-z0-9_-]+$/.test(offset)) return { status: 400, body: { code: 7, name: "invalid offset", message: `'${offset}' is not a valid offset: bad base64 encoding` } };
+    if (offset !== null && !/^[A-Za-z0-9_-]+$/.test(offset))
+      return {
+        status: 400,
+        body: { code: 7, name: "invalid offset", message: `'${offset}' is not a valid offset: bad base64 encoding` },
+      };
     let filtered = items;
     const tags = q.get("tags");
     if (tags) {
-      if (tags.includes(",") && tags.includes("/")) return { status: 400, body: { code: 11, name: "invalid options", message: "invalid option (tags: cannot mix the 'or' and 'and' operators)" } };
+      if (tags.includes(",") && tags.includes("/"))
+        return {
+          status: 400,
+          body: {
+            code: 11,
+            name: "invalid options",
+            message: "invalid option (tags: cannot mix the 'or' and 'and' operators)",
+          },
+        };
       const any = tags.includes("/");
       const wanted = tags.split(any ? "/" : ",");
-      if (wanted.length > 5) return { status: 400, body: { code: 11, name: "invalid options", message: "invalid option (tags: cannot query more than 5 tags)" } };
-      filtered = items.filter((e) => (any ? wanted.some((t) => e.tags?.includes(t)) : wanted.every((t) => e.tags?.includes(t))));
+      if (wanted.length > 5)
+        return {
+          status: 400,
+          body: { code: 11, name: "invalid options", message: "invalid option (tags: cannot query more than 5 tags)" },
+        };
+      filtered = items.filter((e) =>
+        any ? wanted.some((t) => e.tags?.includes(t)) : wanted.every((t) => e.tags?.includes(t)),
+      );
     }
     const p = page(filtered, offset, Math.min(size, options.maxPageSize ?? size));
-    const next = p.next ? `${path}?${new URLSearchParams({ ...(tags ? { tags } : {}), size: String(size), offset: p.next })}` : null;
+    const next = p.next
+      ? `${path}?${new URLSearchParams({ ...(tags ? { tags } : {}), size: String(size), offset: p.next })}`
+      : null;
     return { status: 200, body: { data: p.items, next, ...(p.next ? { offset: p.next } : {}) } };
   }
 
@@ -170,10 +212,22 @@ export async function startKongFake(options: KongFakeOptions = {}): Promise<Kong
     if ("status" in t) return t;
     const username = typeof body.username === "string" ? body.username : null;
     const customId = typeof body.custom_id === "string" ? body.custom_id : null;
-    if (!username && !customId) return schemaViolation({ "@entity": ["at least one of these fields must be non-empty: 'custom_id', 'username'"] }, "at least one of these fields must be non-empty: 'custom_id', 'username'");
+    if (!username && !customId)
+      return schemaViolation(
+        { "@entity": ["at least one of these fields must be non-empty: 'custom_id', 'username'"] },
+        "at least one of these fields must be non-empty: 'custom_id', 'username'",
+      );
     if (username && [...consumers.values()].some((c) => c.username === username)) return unique({ username });
-    if (customId && [...consumers.values()].some((c) => c.custom_id === customId)) return unique({ custom_id: customId });
-    const c: KongConsumer = { id: randomUUID(), username, custom_id: customId, tags: t.tags, created_at: now(), updated_at: now() };
+    if (customId && [...consumers.values()].some((c) => c.custom_id === customId))
+      return unique({ custom_id: customId });
+    const c: KongConsumer = {
+      id: randomUUID(),
+      username,
+      custom_id: customId,
+      tags: t.tags,
+      created_at: now(),
+      updated_at: now(),
+    };
     consumers.set(c.id, c);
     return { status: 201, body: c };
   }
@@ -183,7 +237,14 @@ export async function startKongFake(options: KongFakeOptions = {}): Promise<Kong
     if ("status" in t) return t;
     const key = typeof body.key === "string" ? body.key : randomBytes(16).toString("hex");
     if ([...keyAuths.values()].some((k) => k.key === key)) return unique({ key });
-    const k: KongKeyAuth = { id: randomUUID(), consumer: { id: c.id }, key, ttl: null, tags: t.tags, created_at: now() };
+    const k: KongKeyAuth = {
+      id: randomUUID(),
+      consumer: { id: c.id },
+      key,
+      ttl: null,
+      tags: t.tags,
+      created_at: now(),
+    };
     keyAuths.set(k.id, k);
     return { status: 201, body: k };
   }
@@ -191,9 +252,11 @@ export async function startKongFake(options: KongFakeOptions = {}): Promise<Kong
   function createAcl(c: KongConsumer, body: Record<string, unknown>): JsonFakeAnswer {
     const t = tagsOf(body);
     if ("status" in t) return t;
-    if (typeof body.group !== "string" || body.group.length === 0) return schemaViolation({ group: "required field missing" }, "group: required field missing");
+    if (typeof body.group !== "string" || body.group.length === 0)
+      return schemaViolation({ group: "required field missing" }, "group: required field missing");
     const group = body.group;
-    if ([...acls.values()].some((a) => a.consumer.id === c.id && a.group === group)) return unique({ cache_key: `acls:${c.id}:${group}::::` });
+    if ([...acls.values()].some((a) => a.consumer.id === c.id && a.group === group))
+      return unique({ cache_key: `acls:${c.id}:${group}::::` });
     const a: KongAcl = { id: randomUUID(), consumer: { id: c.id }, group, tags: t.tags, created_at: now() };
     acls.set(a.id, a);
     return { status: 201, body: a };
@@ -202,10 +265,21 @@ export async function startKongFake(options: KongFakeOptions = {}): Promise<Kong
   function checkRateConfig(config: Record<string, unknown>): JsonFakeAnswer | undefined {
     for (const f of RATE_FIELDS) {
       const v = config[f];
-      if (v !== undefined && v !== null && (typeof v !== "number" || v <= 0)) return schemaViolation({ config: { [f]: "value must be greater than 0" } }, `config.${f}: value must be greater than 0`);
+      if (v !== undefined && v !== null && (typeof v !== "number" || v <= 0))
+        return schemaViolation(
+          { config: { [f]: "value must be greater than 0" } },
+          `config.${f}: value must be greater than 0`,
+        );
     }
     if (!RATE_FIELDS.some((f) => typeof config[f] === "number")) {
-      return schemaViolation({ "@entity": ["at least one of these fields must be non-empty: 'config.second', 'config.minute', 'config.hour', 'config.day', 'config.month', 'config.year'"] }, "at least one of these fields must be non-empty: 'config.second', 'config.minute', 'config.hour', 'config.day', 'config.month', 'config.year'");
+      return schemaViolation(
+        {
+          "@entity": [
+            "at least one of these fields must be non-empty: 'config.second', 'config.minute', 'config.hour', 'config.day', 'config.month', 'config.year'",
+          ],
+        },
+        "at least one of these fields must be non-empty: 'config.second', 'config.minute', 'config.hour', 'config.day', 'config.month', 'config.year'",
+      );
     }
     return undefined;
   }
@@ -214,16 +288,27 @@ export async function startKongFake(options: KongFakeOptions = {}): Promise<Kong
     const t = tagsOf(body);
     if ("status" in t) return t;
     const name = body.name;
-    if (typeof name !== "string") return schemaViolation({ name: "required field missing" }, "name: required field missing");
+    if (typeof name !== "string")
+      return schemaViolation({ name: "required field missing" }, "name: required field missing");
     const config = (body.config ?? {}) as Record<string, unknown>;
     if (name === "rate-limiting") {
       const bad = checkRateConfig(config);
       if (bad) return bad;
     }
-    if ([...plugins.values()].some((p) => p.consumer?.id === c.id && p.name === name)) return unique({ cache_key: `plugins:${name}::::${c.id}:` });
+    if ([...plugins.values()].some((p) => p.consumer?.id === c.id && p.name === name))
+      return unique({ cache_key: `plugins:${name}::::${c.id}:` });
     const p: KongPlugin = {
-      id: randomUUID(), name, consumer: { id: c.id }, service: null, route: null, config: { policy: "local", limit_by: "consumer", ...config },
-      enabled: body.enabled !== false, protocols: ["grpc", "grpcs", "http", "https"], tags: t.tags, created_at: now(), updated_at: now(),
+      id: randomUUID(),
+      name,
+      consumer: { id: c.id },
+      service: null,
+      route: null,
+      config: { policy: "local", limit_by: "consumer", ...config },
+      enabled: body.enabled !== false,
+      protocols: ["grpc", "grpcs", "http", "https"],
+      tags: t.tags,
+      created_at: now(),
+      updated_at: now(),
     };
     plugins.set(p.id, p);
     return { status: 201, body: p };
@@ -256,7 +341,8 @@ export async function startKongFake(options: KongFakeOptions = {}): Promise<Kong
       return { status: 401, body: { status: 401, title: "Unauthorized", detail: "Invalid credentials" } };
     }
     if (options.denied?.some((d) => d.method === req.method && req.path.startsWith(d.path))) {
-      const action = { GET: "read", POST: "create", PUT: "update", PATCH: "update", DELETE: "delete" }[req.method] ?? "access";
+      const action =
+        { GET: "read", POST: "create", PUT: "update", PATCH: "update", DELETE: "delete" }[req.method] ?? "access";
       return { status: 403, body: { message: `you do not have permissions to ${action} this resource` } };
     }
     if (options.throttle) {
@@ -264,7 +350,11 @@ export async function startKongFake(options: KongFakeOptions = {}): Promise<Kong
       while (window.length > 0 && window[0]! <= t - options.throttle.windowMs) window.shift();
       if (window.length >= options.throttle.requests) {
         const retryAfterS = Math.max(1, Math.ceil((window[0]! + options.throttle.windowMs - t) / 1000));
-        return { status: 429, body: { status: 429, title: "Too Many Requests", detail: "API rate limit exceeded" }, headers: { "retry-after": String(retryAfterS) } };
+        return {
+          status: 429,
+          body: { status: 429, title: "Too Many Requests", detail: "API rate limit exceeded" },
+          headers: { "retry-after": String(retryAfterS) },
+        };
       }
       window.push(t);
     }
@@ -294,13 +384,16 @@ export async function startKongFake(options: KongFakeOptions = {}): Promise<Kong
       }
       if (!c) return notFound();
       const kind = parts[2];
-      const byConsumer = <T extends { consumer: { id: string } | null }>(m: Map<string, T>) => [...m.values()].filter((e) => e.consumer?.id === c.id);
+      const byConsumer = <T extends { consumer: { id: string } | null }>(m: Map<string, T>) =>
+        [...m.values()].filter((e) => e.consumer?.id === c.id);
       if (kind === "key-auth") {
         if (parts.length === 3) {
           if (method === "GET") return list(byConsumer(keyAuths), query, `/consumers/${c.id}/key-auth`);
           if (method === "POST") return createKeyAuth(c, body);
         }
-        const k = [...keyAuths.values()].find((x) => x.consumer.id === c.id && (x.id === parts[3] || x.key === parts[3]));
+        const k = [...keyAuths.values()].find(
+          (x) => x.consumer.id === c.id && (x.id === parts[3] || x.key === parts[3]),
+        );
         if (method === "DELETE") {
           if (k) keyAuths.delete(k.id);
           return { status: 204 };
@@ -338,7 +431,8 @@ export async function startKongFake(options: KongFakeOptions = {}): Promise<Kong
       if (method === "GET") return { status: 200, body: p };
       if (method === "PATCH") return patchPlugin(p, body);
     }
-    if (parts.length === 0 && method === "GET") return { status: 200, body: { version: "3.9.1", tagline: "Welcome to kong" } };
+    if (parts.length === 0 && method === "GET")
+      return { status: 200, body: { version: "3.9.1", tagline: "Welcome to kong" } };
     return { status: 405, body: { message: "Method not allowed" } };
   }
 
@@ -348,7 +442,14 @@ export async function startKongFake(options: KongFakeOptions = {}): Promise<Kong
     faultBody: (status) =>
       status === 429
         ? { status: 429, title: "Too Many Requests", detail: "API rate limit exceeded" }
-        : { message: status >= 500 ? "An unexpected error occurred" : status === 403 ? "you do not have permissions to access this resource" : `injected ${status}` },
+        : {
+            message:
+              status >= 500
+                ? "An unexpected error occurred"
+                : status === 403
+                  ? "you do not have permissions to access this resource"
+                  : `injected ${status}`,
+          },
   });
 
   return {
@@ -358,7 +459,14 @@ export async function startKongFake(options: KongFakeOptions = {}): Promise<Kong
     acls: () => [...acls.values()],
     plugins: () => [...plugins.values()],
     addForeignConsumer(spec) {
-      const c: KongConsumer = { id: randomUUID(), username: spec.username, custom_id: null, tags: spec.tags ?? null, created_at: now(), updated_at: now() };
+      const c: KongConsumer = {
+        id: randomUUID(),
+        username: spec.username,
+        custom_id: null,
+        tags: spec.tags ?? null,
+        created_at: now(),
+        updated_at: now(),
+      };
       consumers.set(c.id, c);
       if (spec.key !== undefined) {
         const id = randomUUID();

@@ -119,7 +119,12 @@ export async function startJsonFake(handlers: JsonFakeHandlers): Promise<JsonFak
     }
     const request: JsonFakeRequest = { method, path, query: url.searchParams, headers: req.headers, body };
     if (latencyMs > 0) await new Promise((r) => setTimeout(r, latencyMs));
-    const fault = faults.find((f) => f.left > 0 && (!f.method || f.method === method) && (!f.path || (typeof f.path === "string" ? rec.path.includes(f.path) : f.path.test(rec.path))));
+    const fault = faults.find(
+      (f) =>
+        f.left > 0 &&
+        (!f.method || f.method === method) &&
+        (!f.path || (typeof f.path === "string" ? rec.path.includes(f.path) : f.path.test(rec.path))),
+    );
     if (fault) {
       fault.left -= 1;
       if (fault.left <= 0) faults.splice(faults.indexOf(fault), 1);
@@ -136,7 +141,12 @@ export async function startJsonFake(handlers: JsonFakeHandlers): Promise<JsonFak
     }
     rec.status = fault.status;
     if (res.destroyed) return;
-    sendJson(res, fault.status, handlers.faultBody(fault.status, request), fault.retryAfterS !== undefined ? { "retry-after": String(fault.retryAfterS) } : {});
+    sendJson(
+      res,
+      fault.status,
+      handlers.faultBody(fault.status, request),
+      fault.retryAfterS !== undefined ? { "retry-after": String(fault.retryAfterS) } : {},
+    );
   }
 
   const server = await startFakeServer(async (req, res) => {

@@ -168,7 +168,11 @@ export const embeddedGatewaySchema = {
         scopes: {
           type: "object",
           default: {},
-          additionalProperties: { type: "array", minItems: 1, items: { type: "string", pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]+$" } },
+          additionalProperties: {
+            type: "array",
+            minItems: 1,
+            items: { type: "string", pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]+$" },
+          },
         },
         signing: {
           type: "object",
@@ -197,10 +201,13 @@ export const embeddedGatewaySchema = {
  */
 export function checkEmbeddedGatewayConfig(config: EmbeddedGatewayConfig, at = "embeddedGateway"): string[] {
   const problems: string[] = [];
-  if (config.listen && config.pathPrefix) problems.push(`${at}: set either listen (own port) or pathPrefix (on the webhook's port), not both`);
+  if (config.listen && config.pathPrefix)
+    problems.push(`${at}: set either listen (own port) or pathPrefix (on the webhook's port), not both`);
   if (!config.listen && !config.pathPrefix) config.listen = { port: 8081, host: "0.0.0.0" };
   if (config.pathPrefix && /^\/(v1|metrics)(\/|$)/.test(config.pathPrefix)) {
-    problems.push(`${at}.pathPrefix '${config.pathPrefix}' would shadow the webhook's endpoints; choose another, e.g. /gateway`);
+    problems.push(
+      `${at}.pathPrefix '${config.pathPrefix}' would shadow the webhook's endpoints; choose another, e.g. /gateway`,
+    );
   }
   const seen = new Set<string>();
   config.keyCheck.apis.forEach((r, i) => {
@@ -209,17 +216,24 @@ export function checkEmbeddedGatewayConfig(config: EmbeddedGatewayConfig, at = "
   });
   const s = config.oauth.signing;
   if (s.rotateAfterDays > 0 && s.publishAheadS >= s.rotateAfterDays * 86400) {
-    problems.push(`${at}.oauth.signing.publishAheadS (${s.publishAheadS} s) must be shorter than rotateAfterDays (${s.rotateAfterDays} days)`);
+    problems.push(
+      `${at}.oauth.signing.publishAheadS (${s.publishAheadS} s) must be shorter than rotateAfterDays (${s.rotateAfterDays} days)`,
+    );
   }
   if (s.encryptionKey && Buffer.from(s.encryptionKey, "base64").length !== 32) {
-    problems.push(`${at}.oauth.signing.encryptionKey must be base64 of exactly 32 bytes (e.g. the output of: openssl rand -base64 32)`);
+    problems.push(
+      `${at}.oauth.signing.encryptionKey must be base64 of exactly 32 bytes (e.g. the output of: openssl rand -base64 32)`,
+    );
   }
   for (const k of ["header", "apiHeader", "originalUriHeader", "responseHeaderPrefix"] as const) {
     const v = config.keyCheck[k];
     if (v !== undefined) config.keyCheck[k] = v.toLowerCase();
   }
   const k = config.keyCheck;
-  if (k.apiHeader !== undefined && (!k.apiHeader.startsWith(k.responseHeaderPrefix) || k.apiHeader === k.responseHeaderPrefix)) {
+  if (
+    k.apiHeader !== undefined &&
+    (!k.apiHeader.startsWith(k.responseHeaderPrefix) || k.apiHeader === k.responseHeaderPrefix)
+  ) {
     problems.push(
       `${at}.keyCheck.apiHeader '${k.apiHeader}' would let a client choose the API: it must begin with keyCheck.responseHeaderPrefix ` +
         `'${k.responseHeaderPrefix}' (e.g. ${k.responseHeaderPrefix}api), the prefix whose client-sent headers the proxy removes before it sets its own`,
@@ -237,7 +251,9 @@ export function checkEmbeddedGatewayConfig(config: EmbeddedGatewayConfig, at = "
  */
 export function parseEmbeddedGatewayConfig(raw: unknown, at = "embeddedGateway"): EmbeddedGatewayConfig {
   const validate = compileSchema(embeddedGatewaySchema as object, { coerceTypes: true, useDefaults: true });
-  const copy = structuredClone(raw ?? {}) as Record<string, unknown> & { oauth?: { signing?: Record<string, unknown> } };
+  const copy = structuredClone(raw ?? {}) as Record<string, unknown> & {
+    oauth?: { signing?: Record<string, unknown> };
+  };
   // An empty `${VAR:-}` means "not set".
   if (copy.publicUrl === "") delete copy.publicUrl;
   if (copy.oauth?.signing?.encryptionKey === "") delete copy.oauth.signing.encryptionKey;

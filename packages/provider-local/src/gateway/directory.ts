@@ -136,7 +136,10 @@ export class CredentialDirectory {
       }
       if (moved) this.clear();
     } catch (err) {
-      this.options.logger.warn({ err: { message: (err as Error).message } }, "embedded gateway: cannot read the store's change stamps; cached credentials kept");
+      this.options.logger.warn(
+        { err: { message: (err as Error).message } },
+        "embedded gateway: cannot read the store's change stamps; cached credentials kept",
+      );
     } finally {
       this.polling = false;
     }

@@ -8,9 +8,18 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { errorResponse } from "@credhook/core";
 
 /** Sends `body` as JSON with `status` and `headers`. */
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { ...headers, "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text) });
+  res.writeHead(status, {
+    ...headers,
+    "content-type": "application/json; charset=utf-8",
+    "content-length": Buffer.byteLength(text),
+  });
   res.end(text);
 }
 
@@ -24,7 +33,13 @@ export function asciiJson(value: unknown): string {
 }
 
 /** Sends an ErrorResponse `{ timestamp, status, error, messages, path }`. */
-export function sendProblem(res: ServerResponse, status: number, path: string, messages: string[], headers: Record<string, string> = {}): void {
+export function sendProblem(
+  res: ServerResponse,
+  status: number,
+  path: string,
+  messages: string[],
+  headers: Record<string, string> = {},
+): void {
   sendJson(res, status, errorResponse(status, messages, path), headers);
 }
 
@@ -43,7 +58,12 @@ export function sendOAuthError(
   headers: Record<string, string> = {},
 ): void {
   const base = errorResponse(status, [description], path);
-  sendJson(res, status, { ...base, error, error_description: description }, { "cache-control": "no-store", pragma: "no-cache", ...headers });
+  sendJson(
+    res,
+    status,
+    { ...base, error, error_description: description },
+    { "cache-control": "no-store", pragma: "no-cache", ...headers },
+  );
 }
 
 /** A request body that could not be read as a form, and what to answer. */
@@ -64,9 +84,15 @@ export class FormError extends Error {
  * @throws FormError 413 for a larger body, 400 for another content type or a repeated parameter
  */
 export async function readForm(req: IncomingMessage, limitBytes: number): Promise<Map<string, string>> {
-  const type = String(req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+  const type = String(req.headers["content-type"] ?? "")
+    .split(";")[0]!
+    .trim()
+    .toLowerCase();
   if (type !== "application/x-www-form-urlencoded") {
-    throw new FormError(400, `the body must be application/x-www-form-urlencoded (got ${type ? `'${type.slice(0, 60)}'` : "no Content-Type"})`);
+    throw new FormError(
+      400,
+      `the body must be application/x-www-form-urlencoded (got ${type ? `'${type.slice(0, 60)}'` : "no Content-Type"})`,
+    );
   }
   const chunks: Buffer[] = [];
   let size = 0;

@@ -32,7 +32,15 @@ import { OAUTH_PATHS, OAuthServer } from "./oauth.js";
 import { EncryptedStoreKeyStorage, FileKeyStorage, SigningKeys, type SigningKeyStorage } from "./signing-keys.js";
 
 export { parseEmbeddedGatewayConfig, embeddedGatewaySchema, checkEmbeddedGatewayConfig } from "./config.js";
-export type { EmbeddedGatewayConfig, KeyCheckConfig, LimitsConfig, OAuthConfig, SigningConfig, SigningAlg, ApiPathRule } from "./config.js";
+export type {
+  EmbeddedGatewayConfig,
+  KeyCheckConfig,
+  LimitsConfig,
+  OAuthConfig,
+  SigningConfig,
+  SigningAlg,
+  ApiPathRule,
+} from "./config.js";
 export { CredentialDirectory } from "./directory.js";
 export type { CredentialGrant, DirectoryOptions } from "./directory.js";
 export { PlanLimiter } from "./limits.js";
@@ -122,7 +130,14 @@ export class EmbeddedGateway {
     });
     this.signingKeys = signingKeys;
     this.oauth = signingKeys
-      ? new OAuthServer({ config: config.oauth, directory: this.directory, limiter: this.limiter, keys: signingKeys, issuer: () => this.issuer, logger })
+      ? new OAuthServer({
+          config: config.oauth,
+          directory: this.directory,
+          limiter: this.limiter,
+          keys: signingKeys,
+          issuer: () => this.issuer,
+          logger,
+        })
       : undefined;
     this.keyCheck = new KeyCheck({
       config: config.keyCheck,
@@ -166,7 +181,11 @@ export class EmbeddedGateway {
       });
       await keys.init();
     }
-    if (config.keyCheck.apis.length === 0 && !config.keyCheck.apiHeader && providers.some((p) => p.credentialType === "API_KEY")) {
+    if (
+      config.keyCheck.apis.length === 0 &&
+      !config.keyCheck.apiHeader &&
+      providers.some((p) => p.credentialType === "API_KEY")
+    ) {
       logger.warn(
         { apis: 0 },
         "embedded gateway: embeddedGateway.keyCheck.apis is empty and no apiHeader is set, so every key check answers 403 (no API for the path); add { pathPrefix, api } rules",
@@ -174,12 +193,20 @@ export class EmbeddedGateway {
     }
     const limiter = new PlanLimiter(options.sharedLimits);
     await limiter.init();
-    if (providers.some((p) => p.limitedPlans().size > 0)) logger.info({ counters: limiter.description }, "embedded gateway: usage-plan limits enforced");
+    if (providers.some((p) => p.limitedPlans().size > 0))
+      logger.info({ counters: limiter.description }, "embedded gateway: usage-plan limits enforced");
     const gateway = new EmbeddedGateway(options, keys, limiter);
     await gateway.directory.start();
     if (keys) {
       gateway.keyTimer = setInterval(() => {
-        keys.tick().catch((err: unknown) => logger.error({ err: { message: (err as Error).message } }, "embedded gateway: signing-key rotation failed; the current key keeps signing"));
+        keys
+          .tick()
+          .catch((err: unknown) =>
+            logger.error(
+              { err: { message: (err as Error).message } },
+              "embedded gateway: signing-key rotation failed; the current key keeps signing",
+            ),
+          );
       }, 60_000);
       gateway.keyTimer.unref();
     }
@@ -198,7 +225,8 @@ export class EmbeddedGateway {
    */
   setPublicUrl(url: string): void {
     this.issuer = url.replace(/\/+$/, "");
-    for (const p of this.options.providers) if (p.credentialType === "CLIENT_CREDENTIALS") p.useTokenUrl(this.issuer + OAUTH_PATHS.token);
+    for (const p of this.options.providers)
+      if (p.credentialType === "CLIENT_CREDENTIALS") p.useTokenUrl(this.issuer + OAUTH_PATHS.token);
   }
 
   /**
@@ -210,8 +238,12 @@ export class EmbeddedGateway {
     const { path, query } = splitTarget(req.url ?? "/");
     const base = this.options.config.pathPrefix ?? "";
     const fail = (err: unknown) => {
-      this.options.logger.error({ err: { type: (err as Error)?.name, message: (err as Error)?.message }, path: base + path }, "embedded gateway: unexpected error");
-      if (!res.headersSent) sendProblem(res, 500, base + path, ["internal error of the embedded gateway; see credhook's log"]);
+      this.options.logger.error(
+        { err: { type: (err as Error)?.name, message: (err as Error)?.message }, path: base + path },
+        "embedded gateway: unexpected error",
+      );
+      if (!res.headersSent)
+        sendProblem(res, 500, base + path, ["internal error of the embedded gateway; see credhook's log"]);
       else res.destroy();
     };
     try {
@@ -225,16 +257,30 @@ export class EmbeddedGateway {
       const oauth = this.oauth;
       if (endpoint === "other") {
         return sendProblem(res, 404, base + path, [
-          `no endpoint at ${base + path}; the embedded gateway serves ${base}${KEY_CHECK_PATH}${oauth ? `, ${Object.values(OAUTH_PATHS).map((p) => base + p).join(", ")}` : ""}`,
+          `no endpoint at ${base + path}; the embedded gateway serves ${base}${KEY_CHECK_PATH}${
+            oauth
+              ? `, ${Object.values(OAUTH_PATHS)
+                  .map((p) => base + p)
+                  .join(", ")}`
+              : ""
+          }`,
         ]);
       }
       if (!oauth) {
-        return sendProblem(res, 404, base + path, [`${base + path}: no provider: local gateway issues CLIENT_CREDENTIALS, so the OAuth endpoints are off`]);
+        return sendProblem(res, 404, base + path, [
+          `${base + path}: no provider: local gateway issues CLIENT_CREDENTIALS, so the OAuth endpoints are off`,
+        ]);
       }
       const post = endpoint === "token" || endpoint === "introspection";
       const allowed = post ? ["POST"] : ["GET", "HEAD"];
       if (!allowed.includes(req.method ?? "")) {
-        return sendProblem(res, 405, base + path, [`${req.method} is not allowed on ${base + path}; use ${allowed[0]}`], { allow: allowed.join(", ") });
+        return sendProblem(
+          res,
+          405,
+          base + path,
+          [`${req.method} is not allowed on ${base + path}; use ${allowed[0]}`],
+          { allow: allowed.join(", ") },
+        );
       }
       if (endpoint === "token") oauth.token(req, res, base + path).catch(fail);
       else if (endpoint === "introspection") oauth.introspect(req, res, base + path).catch(fail);
@@ -269,7 +315,10 @@ export class EmbeddedGateway {
    */
   async listen(): Promise<string> {
     const l = this.options.config.listen;
-    if (!l) throw new Error("embeddedGateway has pathPrefix, not listen: mount EmbeddedGateway.handler on the webhook's server instead");
+    if (!l)
+      throw new Error(
+        "embeddedGateway has pathPrefix, not listen: mount EmbeddedGateway.handler on the webhook's server instead",
+      );
     const server = createServer(this.handler);
     // Longer than a proxy's idle upstream connections (NGINX keepalive_timeout 60 s), so the proxy closes them first.
     server.keepAliveTimeout = 65_000;

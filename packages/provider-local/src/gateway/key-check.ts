@@ -89,12 +89,28 @@ export interface KeyCheckOptions {
 export class KeyCheck {
   private readonly rules: Array<{ prefix: string; api: string }>;
   private readonly challenges: string[];
-  private readonly h: { app: string; developer: string; credentialId: string; keyId: string; clientId: string; api: string; plans: string; scopes: string; error: string; cacheKey: string };
+  private readonly h: {
+    app: string;
+    developer: string;
+    credentialId: string;
+    keyId: string;
+    clientId: string;
+    api: string;
+    plans: string;
+    scopes: string;
+    error: string;
+    cacheKey: string;
+  };
 
   constructor(private readonly options: KeyCheckOptions) {
     const c = options.config;
-    this.rules = [...c.apis].map((r) => ({ prefix: r.pathPrefix, api: r.api })).sort((a, b) => b.prefix.length - a.prefix.length);
-    this.challenges = [`APIKey realm="credhook", header="${c.header}"`, ...(options.oauth ? ['Bearer realm="credhook"'] : [])];
+    this.rules = [...c.apis]
+      .map((r) => ({ prefix: r.pathPrefix, api: r.api }))
+      .sort((a, b) => b.prefix.length - a.prefix.length);
+    this.challenges = [
+      `APIKey realm="credhook", header="${c.header}"`,
+      ...(options.oauth ? ['Bearer realm="credhook"'] : []),
+    ];
     const p = c.responseHeaderPrefix;
     this.h = {
       app: `${p}app`,
@@ -133,19 +149,32 @@ export class KeyCheck {
   handle(req: IncomingMessage, res: ServerResponse, path: string, query: string): void | Promise<void> {
     const c = this.options.config;
     const given = req.headers[c.originalUriHeader];
-    const original = typeof given === "string" && given !== "" ? splitTarget(given) : { path: path.slice(KEY_CHECK_PATH.length) || "/", query };
+    const original =
+      typeof given === "string" && given !== ""
+        ? splitTarget(given)
+        : { path: path.slice(KEY_CHECK_PATH.length) || "/", query };
     const raw = req.headers[c.header];
     let key = Array.isArray(raw) ? raw[0] : raw;
     const at: Refusal = {
       res,
       where: (typeof given === "string" && given !== "" ? original.path : this.options.basePath + path).slice(0, 200),
-      cacheKeyInput: typeof given === "string" && given !== "" ? `${key ?? ""}\n${req.headers.authorization ?? ""}\n${given}` : undefined,
+      cacheKeyInput:
+        typeof given === "string" && given !== ""
+          ? `${key ?? ""}\n${req.headers.authorization ?? ""}\n${given}`
+          : undefined,
     };
-    if (!key && c.queryParam && original.query) key = new URLSearchParams(original.query).get(c.queryParam) ?? undefined;
+    if (!key && c.queryParam && original.query)
+      key = new URLSearchParams(original.query).get(c.queryParam) ?? undefined;
     if (!key) {
       const auth = req.headers.authorization;
-      if (this.options.oauth && auth && /^bearer /i.test(auth)) return this.bearer(req, at, original.path, auth.slice(7).trim());
-      return this.deny(at, 401, `no API key: send it in the ${c.header} header${c.queryParam ? ` or the ${c.queryParam} query parameter` : ""}`, this.challenges);
+      if (this.options.oauth && auth && /^bearer /i.test(auth))
+        return this.bearer(req, at, original.path, auth.slice(7).trim());
+      return this.deny(
+        at,
+        401,
+        `no API key: send it in the ${c.header} header${c.queryParam ? ` or the ${c.queryParam} query parameter` : ""}`,
+        this.challenges,
+      );
     }
     const digest = createHash("sha256").update(key, "utf8").digest("hex");
     const cached = this.options.directory.peekKey(digest);
@@ -156,8 +185,14 @@ export class KeyCheck {
     );
   }
 
-  private decide(req: IncomingMessage, at: Refusal, originalPath: string, grant: CredentialGrant | null): void | Promise<void> {
-    if (!grant || !grant.enabled) return this.deny(at, 401, "the API key is not valid (unknown or revoked)", this.challenges);
+  private decide(
+    req: IncomingMessage,
+    at: Refusal,
+    originalPath: string,
+    grant: CredentialGrant | null,
+  ): void | Promise<void> {
+    if (!grant || !grant.enabled)
+      return this.deny(at, 401, "the API key is not valid (unknown or revoked)", this.challenges);
     return this.admit(req, at, originalPath, grant);
   }
 
@@ -168,10 +203,15 @@ export class KeyCheck {
     } catch (err) {
       return this.unavailable(at, err);
     }
-    if (!v) return this.deny(at, 401, "the access token is not valid (expired, not issued here, or its client was revoked)", ['Bearer realm="credhook", error="invalid_token"']);
+    if (!v)
+      return this.deny(at, 401, "the access token is not valid (expired, not issued here, or its client was revoked)", [
+        'Bearer realm="credhook", error="invalid_token"',
+      ]);
     const api = this.apiOf(req, originalPath);
     if (api !== undefined && !this.options.oauth!.scopesOf(api).some((s) => v.scopes.includes(s))) {
-      return this.deny(at, 403, `the access token has no scope of API '${api}'`, [`Bearer realm="credhook", error="insufficient_scope", scope="${this.options.oauth!.scopesOf(api).join(" ")}"`]);
+      return this.deny(at, 403, `the access token has no scope of API '${api}'`, [
+        `Bearer realm="credhook", error="insufficient_scope", scope="${this.options.oauth!.scopesOf(api).join(" ")}"`,
+      ]);
     }
     return this.admit(req, at, originalPath, v.client, v.scopes);
   }
@@ -183,7 +223,13 @@ export class KeyCheck {
    * answer's headers then overwrites every one of them.
    * @param scopes the bearer token's scopes; undefined for an API key
    */
-  private admit(req: IncomingMessage, at: Refusal, originalPath: string, grant: CredentialGrant, scopes?: string[]): void | Promise<void> {
+  private admit(
+    req: IncomingMessage,
+    at: Refusal,
+    originalPath: string,
+    grant: CredentialGrant,
+    scopes?: string[],
+  ): void | Promise<void> {
     const api = this.apiOf(req, originalPath);
     if (api === undefined) {
       const c = this.options.config;
@@ -223,7 +269,8 @@ export class KeyCheck {
       ];
       grant.memo.set(memoKey, headers);
     }
-    if (!this.options.limiter.hasLimits(grant.provider, plans)) return this.allow(at.res, headers, this.cacheable(req, at));
+    if (!this.options.limiter.hasLimits(grant.provider, plans))
+      return this.allow(at.res, headers, this.cacheable(req, at));
     const ok = headers;
     return this.options.limiter.admit(grant.provider, grant.credentialId, plans).then((refusal) => {
       // Counted: never cached, or the proxy would admit requests the plan does not count.
@@ -269,7 +316,10 @@ export class KeyCheck {
   }
 
   private unavailable(at: Refusal, err: unknown): void {
-    this.options.logger.error({ err: { message: (err as Error)?.message } }, "key check: the credential store cannot be read");
+    this.options.logger.error(
+      { err: { message: (err as Error)?.message } },
+      "key check: the credential store cannot be read",
+    );
     this.refuse(at, 503, "the credential store cannot be read right now; try again shortly", { "retry-after": "1" });
   }
 

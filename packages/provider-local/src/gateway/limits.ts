@@ -26,7 +26,12 @@ export interface LimitRefusal {
 
 type Kind = "perSecond" | "perMinute" | "perDay" | "perMonth";
 const WINDOW_S: Record<"perSecond" | "perMinute", number> = { perSecond: 1, perMinute: 60 };
-const UNIT: Record<Kind, string> = { perSecond: "second", perMinute: "minute", perDay: "day (UTC)", perMonth: "month (UTC)" };
+const UNIT: Record<Kind, string> = {
+  perSecond: "second",
+  perMinute: "minute",
+  perDay: "day (UTC)",
+  perMonth: "month (UTC)",
+};
 
 /** The UTC period a quota counts in now, and the seconds left in it. */
 function period(kind: "perDay" | "perMonth", now: Date): { label: string; secondsLeft: number } {
@@ -89,7 +94,15 @@ export class PlanLimiter {
     if (!shared) return;
     await new Promise<void>((resolve, reject) => {
       new RateLimiterPostgres(
-        { storeClient: shared.storeClient, storeType: "pool", schemaName: shared.schemaName, tableName: this.tableName, points: 1, duration: 1, keyPrefix: "init" },
+        {
+          storeClient: shared.storeClient,
+          storeType: "pool",
+          schemaName: shared.schemaName,
+          tableName: this.tableName,
+          points: 1,
+          duration: 1,
+          keyPrefix: "init",
+        },
         (err?: unknown) => (err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve()),
       );
     });
@@ -124,7 +137,12 @@ export class PlanLimiter {
     const planKey = plan.length > 64 ? createHash("sha256").update(plan).digest("hex").slice(0, 32) : plan;
     const add = (kind: Kind, points: number | undefined, duration: number) => {
       if (points === undefined) return;
-      list!.push({ kind, points, plan, limiter: this.limiter(points, duration, `${provider.gatewayName}${SEP}${planKey}${SEP}${kind}`) });
+      list!.push({
+        kind,
+        points,
+        plan,
+        limiter: this.limiter(points, duration, `${provider.gatewayName}${SEP}${planKey}${SEP}${kind}`),
+      });
     };
     add("perSecond", def?.rate?.perSecond, WINDOW_S.perSecond);
     add("perMinute", def?.rate?.perMinute, WINDOW_S.perMinute);
@@ -145,7 +163,11 @@ export class PlanLimiter {
    * in `plans`.
    * @returns undefined when every limit admits it, else the refusal
    */
-  async admit(provider: LocalProvider, credentialId: string, plans: readonly string[]): Promise<LimitRefusal | undefined> {
+  async admit(
+    provider: LocalProvider,
+    credentialId: string,
+    plans: readonly string[],
+  ): Promise<LimitRefusal | undefined> {
     const taken: Array<{ limit: Limit; key: string; options: { customDuration?: number } }> = [];
     const now = new Date();
     for (const plan of plans) {
@@ -174,7 +196,9 @@ export class PlanLimiter {
   }
 
   /** Gives back the points a refused request took from the limits that admitted it (unless their window ended meanwhile). */
-  private async giveBack(taken: Array<{ limit: Limit; key: string; options: { customDuration?: number } }>): Promise<void> {
+  private async giveBack(
+    taken: Array<{ limit: Limit; key: string; options: { customDuration?: number } }>,
+  ): Promise<void> {
     for (const t of taken) {
       const res = await t.limit.limiter.get(t.key);
       if (res && res.msBeforeNext > 0) await t.limit.limiter.reward(t.key, 1, t.options);

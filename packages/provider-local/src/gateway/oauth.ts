@@ -101,7 +101,9 @@ export class OAuthServer {
       response_types_supported: [],
       token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
       introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
-      ...(Object.keys(this.options.config.scopes).length > 0 ? { scopes_supported: [...new Set(Object.values(this.options.config.scopes).flat())] } : {}),
+      ...(Object.keys(this.options.config.scopes).length > 0
+        ? { scopes_supported: [...new Set(Object.values(this.options.config.scopes).flat())] }
+        : {}),
     };
   }
 
@@ -126,42 +128,81 @@ export class OAuthServer {
     let clientId: string | undefined;
     let secret: string | undefined;
     if (header !== undefined) {
-      if (bodySecret !== undefined) return { status: 400, error: "invalid_request", description: "client authentication must use one method: HTTP Basic or client_secret in the body, not both" };
+      if (bodySecret !== undefined)
+        return {
+          status: 400,
+          error: "invalid_request",
+          description: "client authentication must use one method: HTTP Basic or client_secret in the body, not both",
+        };
       const m = /^Basic ([A-Za-z0-9+/]+={0,2})$/i.exec(header.trim());
       const decoded = m ? Buffer.from(m[1]!, "base64").toString("utf8") : "";
       const colon = decoded.indexOf(":");
-      if (colon < 0) return { status: 401, error: "invalid_client", description: "the Authorization header must be Basic base64(client_id:client_secret)" };
+      if (colon < 0)
+        return {
+          status: 401,
+          error: "invalid_client",
+          description: "the Authorization header must be Basic base64(client_id:client_secret)",
+        };
       try {
         clientId = formDecode(decoded.slice(0, colon));
         secret = formDecode(decoded.slice(colon + 1));
       } catch {
-        return { status: 400, error: "invalid_request", description: "client_id and client_secret in the Authorization header must be form-urlencoded (RFC 6749 §2.3.1)" };
+        return {
+          status: 400,
+          error: "invalid_request",
+          description:
+            "client_id and client_secret in the Authorization header must be form-urlencoded (RFC 6749 §2.3.1)",
+        };
       }
       const bodyId = form.get("client_id");
-      if (bodyId !== undefined && bodyId !== clientId) return { status: 400, error: "invalid_request", description: "client_id in the body differs from the one in the Authorization header" };
+      if (bodyId !== undefined && bodyId !== clientId)
+        return {
+          status: 400,
+          error: "invalid_request",
+          description: "client_id in the body differs from the one in the Authorization header",
+        };
     } else if (bodySecret !== undefined) {
       clientId = form.get("client_id");
       secret = bodySecret;
-      if (clientId === undefined) return { status: 400, error: "invalid_request", description: "client_secret in the body needs client_id" };
+      if (clientId === undefined)
+        return { status: 400, error: "invalid_request", description: "client_secret in the body needs client_id" };
     } else {
-      return { status: 401, error: "invalid_client", description: "client authentication is required: HTTP Basic (client_secret_basic) or client_id and client_secret in the body (client_secret_post)" };
+      return {
+        status: 401,
+        error: "invalid_client",
+        description:
+          "client authentication is required: HTTP Basic (client_secret_basic) or client_id and client_secret in the body (client_secret_post)",
+      };
     }
     const client = await this.options.directory.findClient(clientId);
     // One answer for unknown, revoked and wrong-secret clients: which one is no business of the caller.
     if (!client || !client.enabled || !verifySecretHash(secret, client.secretHash)) {
-      return { status: 401, error: "invalid_client", description: "client authentication failed: unknown client, revoked client, or wrong secret" };
+      return {
+        status: 401,
+        error: "invalid_client",
+        description: "client authentication failed: unknown client, revoked client, or wrong secret",
+      };
     }
     return { client };
   }
 
-  private sendAuthError(res: ServerResponse, path: string, auth: Exclude<ClientAuth, { client: CredentialGrant }>): void {
+  private sendAuthError(
+    res: ServerResponse,
+    path: string,
+    auth: Exclude<ClientAuth, { client: CredentialGrant }>,
+  ): void {
     // RFC 6749 §5.2: a 401 invalid_client carries WWW-Authenticate with the scheme the client may use.
-    const headers: Record<string, string> = auth.status === 401 ? { "www-authenticate": `Basic realm="${this.options.issuer()}", charset="UTF-8"` } : {};
+    const headers: Record<string, string> =
+      auth.status === 401 ? { "www-authenticate": `Basic realm="${this.options.issuer()}", charset="UTF-8"` } : {};
     sendOAuthError(res, auth.status, path, auth.error, auth.description, headers);
   }
 
   /** Reads the form body, answering the error itself when it cannot. @returns undefined when answered */
-  private async form(req: IncomingMessage, res: ServerResponse, path: string): Promise<Map<string, string> | undefined> {
+  private async form(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+  ): Promise<Map<string, string> | undefined> {
     try {
       return await readForm(req, FORM_LIMIT_BYTES);
     } catch (err) {
@@ -177,9 +218,16 @@ export class OAuthServer {
     const form = await this.form(req, res, path);
     if (!form) return;
     const grantType = form.get("grant_type");
-    if (grantType === undefined) return sendOAuthError(res, 400, path, "invalid_request", "grant_type is required (client_credentials)");
+    if (grantType === undefined)
+      return sendOAuthError(res, 400, path, "invalid_request", "grant_type is required (client_credentials)");
     if (grantType !== "client_credentials") {
-      return sendOAuthError(res, 400, path, "unsupported_grant_type", `grant_type '${grantType.slice(0, 60)}' is not supported; this server issues tokens for grant_type=client_credentials only`);
+      return sendOAuthError(
+        res,
+        400,
+        path,
+        "unsupported_grant_type",
+        `grant_type '${grantType.slice(0, 60)}' is not supported; this server issues tokens for grant_type=client_credentials only`,
+      );
     }
     const auth = await this.authenticate(req, form);
     if (!("client" in auth)) return this.sendAuthError(res, path, auth);
@@ -190,18 +238,28 @@ export class OAuthServer {
     if (requested) {
       const unknown = requested.filter((s) => !available.has(s));
       if (unknown.length > 0) {
-        return sendOAuthError(res, 400, path, "invalid_scope", `scope ${unknown.map((s) => `'${s.slice(0, 60)}'`).join(", ")} is not granted to this client (it may request: ${[...available.keys()].join(" ") || "nothing"})`);
+        return sendOAuthError(
+          res,
+          400,
+          path,
+          "invalid_scope",
+          `scope ${unknown.map((s) => `'${s.slice(0, 60)}'`).join(", ")} is not granted to this client (it may request: ${[...available.keys()].join(" ") || "nothing"})`,
+        );
       }
       granted = [...new Set(requested)];
     } else {
       granted = [...available.keys()];
     }
-    if (granted.length === 0) return sendOAuthError(res, 400, path, "invalid_scope", "the client holds no API, so no scope can be granted");
+    if (granted.length === 0)
+      return sendOAuthError(res, 400, path, "invalid_scope", "the client holds no API, so no scope can be granted");
     const apis = [...new Set(granted.flatMap((s) => available.get(s)!))];
     const plans = [...new Set(apis.flatMap((a) => client.apis.get(a) ?? []))];
     const refusal = await this.options.limiter.admit(client.provider, client.credentialId, plans);
     if (refusal) {
-      return sendProblem(res, 429, path, [refusal.message], { "retry-after": String(refusal.retryAfterS), "cache-control": "no-store" });
+      return sendProblem(res, 429, path, [refusal.message], {
+        "retry-after": String(refusal.retryAfterS),
+        "cache-control": "no-store",
+      });
     }
     const { config, keys } = this.options;
     const signer = keys.signer();
@@ -215,7 +273,15 @@ export class OAuthServer {
       .setExpirationTime(now + config.tokenTtlS)
       .setJti(randomUUID())
       .sign(signer.key);
-    this.options.logger.info({ clientId: client.nativeId, credentialId: client.credentialId, gateway: client.gateway, scope: granted.join(" ") }, "access token issued");
+    this.options.logger.info(
+      {
+        clientId: client.nativeId,
+        credentialId: client.credentialId,
+        gateway: client.gateway,
+        scope: granted.join(" "),
+      },
+      "access token issued",
+    );
     sendJson(
       res,
       200,

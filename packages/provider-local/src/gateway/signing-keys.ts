@@ -70,7 +70,15 @@ export class EncryptedStoreKeyStorage implements SigningKeyStorage {
   async load(): Promise<SigningKeyRecord[]> {
     const out: SigningKeyRecord[] = [];
     for (const e of await this.state.list(STORE_PREFIX)) {
-      const v = e.value as { kid: string; alg: SigningAlg; createdAt: number; activeFrom: number; iv: string; tag: string; ciphertext: string };
+      const v = e.value as {
+        kid: string;
+        alg: SigningAlg;
+        createdAt: number;
+        activeFrom: number;
+        iv: string;
+        tag: string;
+        ciphertext: string;
+      };
       const decipher = createDecipheriv("aes-256-gcm", this.kek, Buffer.from(v.iv, "base64url"));
       decipher.setAAD(Buffer.from(v.kid, "utf8"));
       decipher.setAuthTag(Buffer.from(v.tag, "base64url"));
@@ -78,9 +86,18 @@ export class EncryptedStoreKeyStorage implements SigningKeyStorage {
       try {
         plain = Buffer.concat([decipher.update(Buffer.from(v.ciphertext, "base64url")), decipher.final()]);
       } catch (cause) {
-        throw new Error(`signing key ${v.kid} in the store cannot be decrypted: embeddedGateway.oauth.signing.encryptionKey is not the key it was stored with`, { cause });
+        throw new Error(
+          `signing key ${v.kid} in the store cannot be decrypted: embeddedGateway.oauth.signing.encryptionKey is not the key it was stored with`,
+          { cause },
+        );
       }
-      out.push({ kid: v.kid, alg: v.alg, createdAt: v.createdAt, activeFrom: v.activeFrom, privateJwk: JSON.parse(plain.toString("utf8")) as JWK });
+      out.push({
+        kid: v.kid,
+        alg: v.alg,
+        createdAt: v.createdAt,
+        activeFrom: v.activeFrom,
+        privateJwk: JSON.parse(plain.toString("utf8")) as JWK,
+      });
     }
     return out;
   }
@@ -135,7 +152,8 @@ export class FileKeyStorage implements SigningKeyStorage {
       throw new Error(`cannot read the signing key file ${this.path}: ${(err as Error).message}`, { cause: err });
     }
     const parsed = JSON.parse(text) as { keys?: unknown };
-    if (!Array.isArray(parsed.keys)) throw new Error(`the signing key file ${this.path} is not a JWKS ({ "keys": [...] })`);
+    if (!Array.isArray(parsed.keys))
+      throw new Error(`the signing key file ${this.path} is not a JWKS ({ "keys": [...] })`);
     return parsed.keys as JWK[];
   }
 
@@ -150,7 +168,10 @@ export class FileKeyStorage implements SigningKeyStorage {
   async load(): Promise<SigningKeyRecord[]> {
     const out: SigningKeyRecord[] = [];
     for (const jwk of this.read()) {
-      if (!jwk.d) throw new Error(`the signing key file ${this.path} holds a key without its private part (kid ${jwk.kid ?? "none"})`);
+      if (!jwk.d)
+        throw new Error(
+          `the signing key file ${this.path} holds a key without its private part (kid ${jwk.kid ?? "none"})`,
+        );
       const { createdAt, activeFrom, ...key } = jwk as JWK & { createdAt?: number; activeFrom?: number };
       const alg = (key.alg as SigningAlg | undefined) ?? this.defaultAlg;
       out.push({
@@ -166,7 +187,14 @@ export class FileKeyStorage implements SigningKeyStorage {
 
   async add(key: SigningKeyRecord): Promise<void> {
     const keys = this.read();
-    keys.push({ ...key.privateJwk, kid: key.kid, alg: key.alg, use: "sig", createdAt: Math.floor(key.createdAt / 1000), activeFrom: Math.floor(key.activeFrom / 1000) } as JWK);
+    keys.push({
+      ...key.privateJwk,
+      kid: key.kid,
+      alg: key.alg,
+      use: "sig",
+      createdAt: Math.floor(key.createdAt / 1000),
+      activeFrom: Math.floor(key.activeFrom / 1000),
+    } as JWK);
     this.write(keys);
   }
 
@@ -208,7 +236,8 @@ export interface SigningKeysOptions {
   now?: () => number;
 }
 
-const byActivation = (a: LoadedKey, b: LoadedKey) => a.record.activeFrom - b.record.activeFrom || (a.record.kid < b.record.kid ? -1 : 1);
+const byActivation = (a: LoadedKey, b: LoadedKey) =>
+  a.record.activeFrom - b.record.activeFrom || (a.record.kid < b.record.kid ? -1 : 1);
 
 /** The signing keys in memory, kept in step with their storage. */
 export class SigningKeys {
@@ -283,12 +312,22 @@ export class SigningKeys {
   /** Every published key's id and times (for tests and logs). */
   describe(): Array<{ kid: string; activeFrom: number; signing: boolean }> {
     const signer = this.signerAt(this.now());
-    return [...this.keys].sort(byActivation).map((k) => ({ kid: k.record.kid, activeFrom: k.record.activeFrom, signing: k === signer }));
+    return [...this.keys]
+      .sort(byActivation)
+      .map((k) => ({ kid: k.record.kid, activeFrom: k.record.activeFrom, signing: k === signer }));
   }
 
   private signerAt(now: number): LoadedKey | undefined {
-    const active = this.keys.filter((k) => k.record.activeFrom <= now && k.record.alg === this.options.alg).sort(byActivation);
-    return active[active.length - 1] ?? this.keys.filter((k) => k.record.activeFrom <= now).sort(byActivation).at(-1);
+    const active = this.keys
+      .filter((k) => k.record.activeFrom <= now && k.record.alg === this.options.alg)
+      .sort(byActivation);
+    return (
+      active[active.length - 1] ??
+      this.keys
+        .filter((k) => k.record.activeFrom <= now)
+        .sort(byActivation)
+        .at(-1)
+    );
   }
 
   private async reload(): Promise<void> {
@@ -315,13 +354,27 @@ export class SigningKeys {
   }
 
   private async generate(activeFrom: number): Promise<void> {
-    const { privateKey } = await generateKeyPair(this.options.alg, { extractable: true, ...(this.options.alg === "RS256" ? { modulusLength: 2048 } : {}) });
+    const { privateKey } = await generateKeyPair(this.options.alg, {
+      extractable: true,
+      ...(this.options.alg === "RS256" ? { modulusLength: 2048 } : {}),
+    });
     const privateJwk = await exportJWK(privateKey);
     const kid = await calculateJwkThumbprint(publicJwk(privateJwk));
-    const record: SigningKeyRecord = { kid, alg: this.options.alg, createdAt: this.now(), activeFrom, privateJwk: { ...privateJwk, kid, alg: this.options.alg } };
+    const record: SigningKeyRecord = {
+      kid,
+      alg: this.options.alg,
+      createdAt: this.now(),
+      activeFrom,
+      privateJwk: { ...privateJwk, kid, alg: this.options.alg },
+    };
     await this.options.storage.add(record);
     this.options.logger.info(
-      { kid, alg: this.options.alg, activeFrom: new Date(activeFrom).toISOString(), in: this.options.storage.description },
+      {
+        kid,
+        alg: this.options.alg,
+        activeFrom: new Date(activeFrom).toISOString(),
+        in: this.options.storage.description,
+      },
       "new access-token signing key generated",
     );
     await this.reload();
