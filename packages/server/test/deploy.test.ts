@@ -153,8 +153,8 @@ describe("Dockerfile", () => {
       expect(gitignore.some((l) => l.replace(/^\/|\/$/g, "") === left), `.gitignore ${left}`).toBe(true);
       expect(dockerignore, `.dockerignore ${left}`).toContain(left);
     }
-    const readme = readFileSync(repo("README.md"), "utf8");
-    expect(readme).toContain("node scripts/pack.mjs pack ./packs");
-    expect(readme).toContain("lambda:bundle");
+    const deployDoc = readFileSync(repo("docs/deploy.md"), "utf8");
+    expect(deployDoc).toContain("node scripts/pack.mjs pack ./packs");
+    expect(deployDoc).toContain("lambda:bundle");
   });
 });
