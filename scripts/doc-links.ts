@@ -54,9 +54,10 @@ const URLS = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'`)<>\]]+/gi;
 
 /**
  * The repository's files, relative to `root`: every file under it except `.git` and the folders
- * the root `.gitignore` names (`node_modules/`, `dist/`, or `/packs/` for the root's only; the
- * file patterns there name no Markdown or source). No `git` process is started, so the check
- * runs in the unit tier.
+ * the root `.gitignore` names by a folder pattern (`node_modules/`, `dist/`, or `/packs/` for the
+ * root's only; a `*` in a pattern stands for any characters but a slash, as in the pattern for
+ * the scratch folders of precompiled-options.test.ts). Its file patterns name no Markdown or
+ * source. No `git` process is started, so the check runs in the unit tier.
  */
 export function repositoryFiles(root: string): string[] {
   const ignoreFile = join(root, ".gitignore");
@@ -65,9 +66,15 @@ export function repositoryFiles(root: string): string[] {
         .split("\n")
         .map((l) => l.trim())
     : [];
-  const folders = lines.filter((l) => /^\/?[\w.-]+\/$/.test(l));
-  const anywhere = new Set([".git", ...folders.filter((l) => !l.startsWith("/")).map((l) => l.slice(0, -1))]);
-  const atRoot = new Set(folders.filter((l) => l.startsWith("/")).map((l) => l.slice(1, -1)));
+  const folders = lines.filter((l) => /^\/?[\w.*-]+\/$/.test(l));
+  // A folder pattern as a whole-name regular expression; `*` matches any run of characters but `/`.
+  const pattern = (name: string) => new RegExp(`^${name.replace(/[.-]/g, "\\$&").replace(/\*/g, "[^/]*")}$`);
+  const anywherePatterns = [".git", ...folders.filter((l) => !l.startsWith("/")).map((l) => l.slice(0, -1))].map(
+    pattern,
+  );
+  const atRootPatterns = folders.filter((l) => l.startsWith("/")).map((l) => pattern(l.slice(1, -1)));
+  const anywhere = { has: (name: string) => anywherePatterns.some((p) => p.test(name)) };
+  const atRoot = { has: (name: string) => atRootPatterns.some((p) => p.test(name)) };
   const files: string[] = [];
   const visit = (dir: string): void => {
     for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {

@@ -203,8 +203,8 @@ describe("Dockerfile", () => {
       ).toBe(true);
       expect(dockerignore, `.dockerignore ${left}`).toContain(left);
     }
-    const readme = readFileSync(repo("README.md"), "utf8");
-    expect(readme).toContain("node scripts/pack.mjs pack ./packs");
-    expect(readme).toContain("lambda:bundle");
+    const deployDoc = readFileSync(repo("docs/deploy.md"), "utf8");
+    expect(deployDoc).toContain("node scripts/pack.mjs pack ./packs");
+    expect(deployDoc).toContain("lambda:bundle");
   });
 });

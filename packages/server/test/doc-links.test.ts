@@ -14,12 +14,10 @@ import { findDanglingReferences, repositoryFiles } from "../../../scripts/doc-li
 const REPO = fileURLToPath(new URL("../../..", import.meta.url));
 
 /**
- * References waiting for another branch of issue 23 (the README rewrite replaces README.md's
- * line 12). An entry that no longer matches fails the test, so it is removed once that lands.
+ * Known dangling references awaiting a change on another branch (none now). An entry that no
+ * longer matches fails the test, so an entry is removed as soon as its fix lands.
  */
-const PENDING: Array<{ file: string; reference: string }> = [
-  { file: "README.md", reference: "shared/spec/credential-webhook-contract.md" },
-];
+const PENDING: Array<{ file: string; reference: string }> = [];
 
 describe("the repository's documentation references", () => {
   it("all resolve inside the repository", () => {
@@ -40,6 +38,19 @@ describe("the repository's documentation references", () => {
     expect(files).toContain("packages/core/src/provider.ts");
     expect(files).toContain("packages/core/openapi/credential-webhook.openapi.yaml");
     expect(files.some((f) => f.includes("node_modules/") || f.startsWith(".git/"))).toBe(false);
+  });
+
+  it("leaves out folders a .gitignore folder pattern with `*` names, wherever they are (a test's scratch folder)", () => {
+    const root = mkdtempSync(join(tmpdir(), "credhook-doc-links-glob-"));
+    try {
+      writeFileSync(join(root, ".gitignore"), "node_modules/\n.scratch-*/\n");
+      for (const dir of ["a/.scratch-x1", "a/.scratchy", "b"]) mkdirSync(join(root, dir), { recursive: true });
+      for (const file of ["a/.scratch-x1/gen.ts", "a/.scratchy/kept.ts", "b/kept.md"])
+        writeFileSync(join(root, file), "// see gone.md\n");
+      expect(repositoryFiles(root)).toEqual([".gitignore", "a/.scratchy/kept.ts", "b/kept.md"]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });
 

@@ -64,8 +64,8 @@ describe("the Lambda bundle", () => {
     expect(run.status, run.body).toBe(204);
   }, 120_000);
 
-  it("the README's line, run as written from the repository, writes ./credhook-lambda.zip with the AWS provider and prints its size", () => {
-    const line = readFileSync(join(REPO, "README.md"), "utf8")
+  it("docs/deploy.md's line, run as written from the repository, writes ./credhook-lambda.zip with the AWS provider and prints its size", () => {
+    const line = readFileSync(join(REPO, "docs", "deploy.md"), "utf8")
       .split("\n")
       .filter((l) => l.startsWith("npx --yes pnpm@10 lambda:bundle"));
     expect(line).toHaveLength(1);

@@ -19,7 +19,8 @@ import { spawnCredhook } from "./helpers.js";
 
 /** scripts/pack.mjs: the same steps the Dockerfile runs. */
 const PACK_SCRIPT = fileURLToPath(new URL("../../../scripts/pack.mjs", import.meta.url));
-const README = fileURLToPath(new URL("../../../README.md", import.meta.url));
+/** docs/deploy.md ("A package operators install", linked from the README). */
+const DEPLOY_DOC = fileURLToPath(new URL("../../../docs/deploy.md", import.meta.url));
 const PASSWORD = "packed-install-password";
 
 let work: string;
@@ -148,10 +149,10 @@ describe("the packed install", () => {
   });
 });
 
-describe("the README's global install line", () => {
-  /** The README's `npm install -g …` line, exactly as written. */
+describe("docs/deploy.md's global install line", () => {
+  /** docs/deploy.md's `npm install -g …` line, exactly as written. */
   const line = () => {
-    const found = readFileSync(README, "utf8")
+    const found = readFileSync(DEPLOY_DOC, "utf8")
       .split("\n")
       .filter((l) => l.startsWith("npm install -g "));
     expect(found).toHaveLength(1);

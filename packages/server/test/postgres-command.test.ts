@@ -1,4 +1,4 @@
-// The README's one-command PostgreSQL for trying several instances (`pnpm postgres`), run as written.
+// docs/deploy.md's one-command PostgreSQL for trying several instances (`pnpm postgres`), run as written.
 import { expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -9,7 +9,7 @@ import { until } from "./helpers.js";
 const REPO = fileURLToPath(new URL("../../../", import.meta.url));
 
 it("`npx --yes pnpm@10 postgres` prints a DATABASE_URL that a client connects to, and stops on SIGTERM", async () => {
-  const lines = readFileSync(`${REPO}README.md`, "utf8")
+  const lines = readFileSync(`${REPO}docs/deploy.md`, "utf8")
     .split("\n")
     .filter((l) => l.startsWith("npx --yes pnpm@10 postgres"));
   expect(lines).toEqual(["npx --yes pnpm@10 postgres"]);

@@ -1,7 +1,7 @@
 /**
- * Every snippet of the README's "Protect an API with the embedded gateway"
- * section, as written (only addresses, and the placeholders a reader fills in,
- * replaced): the configuration block starts `serve` and passes `check-config`;
+ * Every snippet of docs/embedded-gateway.md ("Protect an API with the embedded
+ * gateway", linked from the README), as written (only addresses, and the
+ * placeholders a reader fills in, replaced): the configuration block starts `serve` and passes `check-config`;
  * the shell snippets run with bash and curl; the openid-client snippet runs; the
  * JSON bodies shown are what credhook answers (but the timestamp).
  */
@@ -14,22 +14,18 @@ import { importProviderModule, loadConfigFile } from "../src/index.js";
 import { execFileTracked } from "./children.js";
 import { PASSWORD, startTestServer, SERVER_YAML, type TestServer } from "./helpers.js";
 
-const README = readFileSync(fileURLToPath(new URL("../../../README.md", import.meta.url)), "utf8");
-const SECTION = README.slice(
-  README.indexOf("## Protect an API with the embedded gateway"),
-  README.indexOf("## Repository layout"),
-);
+const SECTION = readFileSync(fileURLToPath(new URL("../../../docs/embedded-gateway.md", import.meta.url)), "utf8");
 /** The section's fenced blocks, in order: { lang, text }. */
 const BLOCKS = [...SECTION.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1]!, text: m[2]! }));
 const block = (lang: string, containing: string) => {
   const found = BLOCKS.find((b) => b.lang === lang && b.text.includes(containing));
-  if (!found) throw new Error(`no ${lang} block with '${containing}' in the README's gateway section`);
+  if (!found) throw new Error(`no ${lang} block with '${containing}' in docs/embedded-gateway.md`);
   return found.text;
 };
 
 const GATEWAY_BLOCK = block("yaml", "embeddedGateway:");
 const PLANS_BLOCK = block("yaml", "usagePlans:");
-/** The README's blocks as one config: its usage plans' gateways, a client-credentials gateway for m2m-*, its embeddedGateway block on a free port. */
+/** The page's blocks as one config: its usage plans' gateways, a client-credentials gateway for m2m-*, its embeddedGateway block on a free port. */
 const YAML = `${SERVER_YAML}${PLANS_BLOCK}  m2m: { provider: local, credentialType: CLIENT_CREDENTIALS }
 routes:
   - { apis: ["m2m-*"], gateway: m2m }
@@ -45,7 +41,7 @@ beforeAll(async () => {
 });
 afterAll(() => s?.close());
 
-/** Runs a README shell snippet with bash (and curl), its address pointed at the test's gateway; its stdout. */
+/** Runs a shell snippet of the page with bash (and curl), its address pointed at the test's gateway; its stdout. */
 const sh = async (snippet: string, env: Record<string, string> = {}) =>
   (
     await execFileTracked("bash", ["-euo", "pipefail", "-c", snippet.replaceAll("http://localhost:8081", gw)], {
@@ -53,7 +49,7 @@ const sh = async (snippet: string, env: Record<string, string> = {}) =>
     })
   ).stdout;
 
-/** The README's JSON body without its timestamp. */
+/** The page's JSON body without its timestamp. */
 const shown = (containing: string) => {
   const { timestamp, ...rest } = JSON.parse(block("json", containing)) as Record<string, unknown>;
   expect(Date.parse(timestamp as string)).not.toBeNaN();
@@ -65,7 +61,7 @@ const answered = async (res: Response) => {
   return rest;
 };
 
-describe("the README's embedded gateway section, as written", () => {
+describe("docs/embedded-gateway.md, as written", () => {
   it("its configuration blocks start `serve` (SQLite) and pass `check-config` — one validation", async () => {
     expect(GATEWAY_BLOCK).toContain("counters: memory");
     const file = join(s.dir, "readme.yaml");
