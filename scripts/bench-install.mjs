@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Figures of the package operators install (README "Deploy"), printed:
+// Figures of the package operators install (docs/deploy.md), printed:
 //   node scripts/bench-install.mjs <installDir> [starts]
 // <installDir> is what `node scripts/pack.mjs install <packDir> <installDir>` made.
 // Prints the size of its node_modules (bytes on disk and the number of packages),

@@ -15,7 +15,7 @@ import type { Logger } from "./logger.js";
 import type { AppIdentity, GatewayApi, ProviderResources, ProviderStateStore } from "./provider.js";
 
 /**
- * Lifecycle of a credential record (README, "The life of a credential record"):
+ * Lifecycle of a credential record (docs/multi-cloud.md, "The life of a credential record"):
  * - `pending`: intent recorded, cloud calls under way (or interrupted by a crash);
  * - `active`: every gateway holds it;
  * - `revoking`: revoke started and not finished on every gateway;

@@ -78,7 +78,7 @@ export interface AppOptions {
 }
 
 /**
- * Limits of the HTTP edge and of authentication (see the README, "The HTTP edge"), for
+ * Limits of the HTTP edge and of authentication (see docs/configuration.md, "The HTTP edge"), for
  * embedding: each one given here overrides the config file's (`server.*`, `server.auth.*`),
  * whose values (and defaults) are used otherwise. Not validated: the config schema is.
  */

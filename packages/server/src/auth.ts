@@ -4,7 +4,7 @@
  * a plain password or a scrypt hash, compared in constant time; 401 with
  * `WWW-Authenticate`.
  *
- * The model (documented in the README, "Authentication under attack"):
+ * The model (documented in docs/configuration.md, "Authentication under attack"):
  * 1. A credential verified once is **remembered** (by a SHA-256 digest of its
  *    header) for `rememberMs` after its last use, and passes at once, before any
  *    budget: other clients' failures never lock it out.

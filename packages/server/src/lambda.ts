@@ -7,7 +7,7 @@
  * limit), `requestContext.requestId` becomes the request id, and every answer —
  * ErrorResponse bodies included — is returned as the event format expects.
  *
- * Deploy `export { handler } from "@credhook/server/lambda"` (see README "Deploy").
+ * Deploy `export { handler } from "@credhook/server/lambda"` (see docs/deploy.md, "AWS Lambda").
  * Configuration: `CREDHOOK_CONFIG` (a file in the bundle), else the embedded
  * default; `CREDHOOK_DATA_DIR` defaults to `/tmp/credhook` (the only writable
  * directory); `CREDHOOK_BASE_PATH` strips a stage or mapping prefix from paths.
