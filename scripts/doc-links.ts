@@ -53,13 +53,11 @@ const EXTERNAL = /^(?:[a-z][a-z0-9+.-]*:|\/\/)/i;
 const URLS = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'`)<>\]]+/gi;
 
 /**
- * The repository's files, relative to `root`: every file under it except `.git` and the folders
- * the root `.gitignore` names by a folder pattern (`node_modules/`, `dist/`, or `/packs/` for the
- * root's only; a `*` in a pattern stands for any characters but a slash, as in the pattern for
- * the scratch folders of precompiled-options.test.ts). Its file patterns name no Markdown or
- * source. No `git` process is started, so the check runs in the unit tier.
+ * The folders the root `.gitignore` names by a folder pattern: `anywhere` (`dist/`, `node_modules/`,
+ * `.git`) tests a folder's name wherever it stands, `atRoot` (`/packs/`) a top-level folder's name.
+ * A `*` in a pattern stands for any characters but a slash.
  */
-export function repositoryFiles(root: string): string[] {
+function ignoredFolders(root: string): { anywhere: (name: string) => boolean; atRoot: (name: string) => boolean } {
   const ignoreFile = join(root, ".gitignore");
   const lines = existsSync(ignoreFile)
     ? readFileSync(ignoreFile, "utf8")
@@ -69,18 +67,26 @@ export function repositoryFiles(root: string): string[] {
   const folders = lines.filter((l) => /^\/?[\w.*-]+\/$/.test(l));
   // A folder pattern as a whole-name regular expression; `*` matches any run of characters but `/`.
   const pattern = (name: string) => new RegExp(`^${name.replace(/[.-]/g, "\\$&").replace(/\*/g, "[^/]*")}$`);
-  const anywherePatterns = [".git", ...folders.filter((l) => !l.startsWith("/")).map((l) => l.slice(0, -1))].map(
-    pattern,
-  );
-  const atRootPatterns = folders.filter((l) => l.startsWith("/")).map((l) => pattern(l.slice(1, -1)));
-  const anywhere = { has: (name: string) => anywherePatterns.some((p) => p.test(name)) };
-  const atRoot = { has: (name: string) => atRootPatterns.some((p) => p.test(name)) };
+  const anywhere = [".git", ...folders.filter((l) => !l.startsWith("/")).map((l) => l.slice(0, -1))].map(pattern);
+  const atRoot = folders.filter((l) => l.startsWith("/")).map((l) => pattern(l.slice(1, -1)));
+  return { anywhere: (name) => anywhere.some((p) => p.test(name)), atRoot: (name) => atRoot.some((p) => p.test(name)) };
+}
+
+/**
+ * The repository's files, relative to `root`: every file under it except `.git` and the folders
+ * the root `.gitignore` names by a folder pattern (`node_modules/`, `dist/`, or `/packs/` for the
+ * root's only; a `*` in a pattern stands for any characters but a slash, as in the pattern for
+ * the scratch folders of precompiled-options.test.ts). Its file patterns name no Markdown or
+ * source. No `git` process is started, so the check runs in the unit tier.
+ */
+export function repositoryFiles(root: string): string[] {
+  const { anywhere, atRoot } = ignoredFolders(root);
   const files: string[] = [];
   const visit = (dir: string): void => {
     for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
       const path = dir === "" ? entry.name : `${dir}/${entry.name}`;
       if (entry.isDirectory()) {
-        if (!anywhere.has(entry.name) && !(dir === "" && atRoot.has(entry.name))) visit(path);
+        if (!anywhere(entry.name) && !(dir === "" && atRoot(entry.name))) visit(path);
       } else if (entry.isFile()) files.push(path);
     }
   };
@@ -125,6 +131,9 @@ function unresolved(root: string, file: string, ref: FoundReference): string | u
   }
   const bases = path.startsWith("/") ? [root] : ref.link ? [fileDir] : [fileDir, packageDir(root, fileDir), root];
   const target = bases.map((b) => resolve(b, path.replace(/^\//, ""))).find((p) => existsSync(p));
+  // A path through a folder the .gitignore names (`docs/.vitepress/dist`) is a build's output, made by a
+  // command the text names, not a file of the repository: it exists only after that build.
+  if (target === undefined && path.split("/").some(ignoredFolders(root).anywhere)) return undefined;
   if (target === undefined) return "no such file or folder in the repository";
   if (relative(root, target).startsWith("..")) return "points outside the repository";
   if (ref.link && fragment !== undefined && target.endsWith(".md")) return headingMissing(target, fragment);

@@ -48,6 +48,9 @@ describe("the repository's documentation references", () => {
       for (const file of ["a/.scratch-x1/gen.ts", "a/.scratchy/kept.ts", "b/kept.md"])
         writeFileSync(join(root, file), "// see gone.md\n");
       expect(repositoryFiles(root)).toEqual([".gitignore", "a/.scratchy/kept.ts", "b/kept.md"]);
+      // A path through an ignored folder is a build's output, not a missing file; any other missing path dangles.
+      writeFileSync(join(root, "b/build.md"), "The build writes `b/.scratch-out/index.html` and `b/out/index.html`.\n");
+      expect(findDanglingReferences(root, ["b/build.md"]).map((d) => d.reference)).toEqual(["b/out/index.html"]);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
