@@ -1,9 +1,8 @@
 // Shared set-up of the Apigee provider tests: the management API fake, and providers pointed at it
 // through the `endpoint` option with a local credential (`static-token`).
 import { afterEach, beforeEach } from "vitest";
-import { freshPerTest } from "@credhook/provider-testkit";
+import { createApiKeyRef, freshPerTest } from "@credhook/provider-testkit";
 export { typedError } from "@credhook/provider-testkit";
-import { randomUUID } from "node:crypto";
 import {
   type CredentialType,
   type CredhookError,
@@ -49,29 +48,9 @@ export function useFake(fakeOptions: ApigeeFakeOptions = {}): ApigeeContext {
   return freshPerTest({ beforeEach, afterEach }, () => setup(fakeOptions));
 }
 
-/** Creates a credential and returns its reference with the key. */
-export async function createRef(
-  provider: ApigeeProvider,
-  apis: GatewayApi[],
-  apiKeyValue?: string,
-): Promise<ProviderCredentialRef & { apiKey: string }> {
-  const credentialId = randomUUID();
-  const cred = await provider.create({
-    credentialId,
-    credentialType: "API_KEY",
-    app,
-    apis,
-    ...(apiKeyValue ? { apiKeyValue } : {}),
-  });
-  return {
-    credentialId,
-    credentialType: "API_KEY",
-    nativeId: cred.nativeId,
-    resources: cred.resources,
-    app,
-    apiKey: cred.apiKey!,
-  };
-}
+/** Creates an API key for `app` under a fresh credential id and returns its reference with the key. */
+export const createRef = (provider: ApigeeProvider, apis: GatewayApi[], apiKeyValue?: string) =>
+  createApiKeyRef(provider, app, apis, apiKeyValue);
 
 /** What core does after a failed create: revoke the error's `partial`, then what the search by the mark finds. */
 export async function compensate(

@@ -1,6 +1,6 @@
 // Shared set-up of the provider tests: an APIM fake and a provider pointed at it through the `endpoint` option.
 import { afterEach, beforeEach } from "vitest";
-import { randomUUID } from "node:crypto";
+import { createApiKeyRef } from "@credhook/provider-testkit";
 import {
   isCredhookError,
   memoryStateStore,
@@ -59,29 +59,9 @@ export async function setup(
   return { fake, provider: make(), make, state: stateOf(GATEWAY) };
 }
 
-/** Creates a credential for `apis` and returns its reference with the returned key. */
-export async function createRef(
-  provider: AzureApimProvider,
-  apis: GatewayApi[],
-  apiKeyValue?: string,
-): Promise<ProviderCredentialRef & { apiKey: string }> {
-  const credentialId = randomUUID();
-  const cred = await provider.create({
-    credentialId,
-    credentialType: "API_KEY",
-    app,
-    apis,
-    ...(apiKeyValue ? { apiKeyValue } : {}),
-  });
-  return {
-    credentialId,
-    credentialType: "API_KEY",
-    nativeId: cred.nativeId,
-    resources: cred.resources,
-    app,
-    apiKey: cred.apiKey!,
-  };
-}
+/** Creates an API key for `app` under a fresh credential id and returns its reference with the key. */
+export const createRef = (provider: AzureApimProvider, apis: GatewayApi[], apiKeyValue?: string) =>
+  createApiKeyRef(provider, app, apis, apiKeyValue);
 
 /** The subscriptions of a credential in the fake. */
 export function subsOf(fake: ApimFake, nativeId: string) {

@@ -1,9 +1,8 @@
 // Shared set-up of the Kong provider tests: a Kong Admin API fake and providers pointed at it through `adminUrl`.
 import { afterEach, beforeEach } from "vitest";
-import { freshPerTest } from "@credhook/provider-testkit";
+import { createApiKeyRef, freshPerTest } from "@credhook/provider-testkit";
 export { typedError } from "@credhook/provider-testkit";
-import { randomUUID } from "node:crypto";
-import { silentLogger, type CredhookError, type GatewayApi, type ProviderCredentialRef } from "@credhook/core";
+import { silentLogger, type CredhookError, type GatewayApi } from "@credhook/core";
 import { startKongFake, type KongFake, type KongFakeOptions } from "@credhook/fakes/kong";
 import { createKongProvider, type KongProvider, type KongProviderOptions } from "../src/index.js";
 
@@ -39,29 +38,9 @@ export function useFake(fakeOptions: KongFakeOptions = {}): KongContext {
   return freshPerTest({ beforeEach, afterEach }, () => setup(fakeOptions));
 }
 
-/** Creates a credential and returns its reference with the key. */
-export async function createRef(
-  provider: KongProvider,
-  apis: GatewayApi[],
-  apiKeyValue?: string,
-): Promise<ProviderCredentialRef & { apiKey: string }> {
-  const credentialId = randomUUID();
-  const cred = await provider.create({
-    credentialId,
-    credentialType: "API_KEY",
-    app,
-    apis,
-    ...(apiKeyValue ? { apiKeyValue } : {}),
-  });
-  return {
-    credentialId,
-    credentialType: "API_KEY",
-    nativeId: cred.nativeId,
-    resources: cred.resources,
-    app,
-    apiKey: cred.apiKey!,
-  };
-}
+/** Creates an API key for `app` under a fresh credential id and returns its reference with the key. */
+export const createRef = (provider: KongProvider, apis: GatewayApi[], apiKeyValue?: string) =>
+  createApiKeyRef(provider, app, apis, apiKeyValue);
 
 /**
  * What core does after a failed create: revoke what the error's `partial` reports,

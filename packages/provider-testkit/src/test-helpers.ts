@@ -1,5 +1,14 @@
 /** Small helpers the provider packages' own tests share. */
-import { type CredhookError, isCredhookError, SlidingWindowLimiter } from "@credhook/core";
+import { randomUUID } from "node:crypto";
+import {
+  type AppIdentity,
+  type CredhookError,
+  type GatewayApi,
+  isCredhookError,
+  type Provider,
+  type ProviderCredentialRef,
+  SlidingWindowLimiter,
+} from "@credhook/core";
 
 /**
  * Awaits a promise expected to reject with a typed credhook error, and returns that error.
@@ -57,4 +66,34 @@ export async function countLimiterSlots<T>(name: string, fn: () => Promise<T>): 
   } finally {
     proto.acquire = original;
   }
+}
+
+/**
+ * Creates an API key for `app` on `provider` under a fresh credential id (a UUID), as core would,
+ * and returns the reference core would record, with the key the provider returned.
+ * @param apiKeyValue the value to import; absent, the provider (or its cloud) generates one
+ * @throws whatever `provider.create` throws (core's typed errors)
+ */
+export async function createApiKeyRef(
+  provider: Pick<Provider, "create">,
+  app: AppIdentity,
+  apis: GatewayApi[],
+  apiKeyValue?: string,
+): Promise<ProviderCredentialRef & { apiKey: string }> {
+  const credentialId = randomUUID();
+  const cred = await provider.create({
+    credentialId,
+    credentialType: "API_KEY",
+    app,
+    apis,
+    ...(apiKeyValue ? { apiKeyValue } : {}),
+  });
+  return {
+    credentialId,
+    credentialType: "API_KEY",
+    nativeId: cred.nativeId,
+    resources: cred.resources,
+    app,
+    apiKey: cred.apiKey!,
+  };
 }
