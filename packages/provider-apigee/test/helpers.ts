@@ -1,15 +1,9 @@
 // Shared set-up of the Apigee provider tests: the management API fake, and providers pointed at it
 // through the `endpoint` option with a local credential (`static-token`).
 import { afterEach, beforeEach } from "vitest";
-import { createApiKeyRef, freshPerTest } from "@credhook/provider-testkit";
+import { compensateCreate, createApiKeyRef, freshPerTest } from "@credhook/provider-testkit";
 export { typedError } from "@credhook/provider-testkit";
-import {
-  type CredentialType,
-  type CredhookError,
-  type GatewayApi,
-  type ProviderCredentialRef,
-  silentLogger,
-} from "@credhook/core";
+import { type CredentialType, type CredhookError, type GatewayApi, silentLogger } from "@credhook/core";
 import { startApigeeFake, type ApigeeFake, type ApigeeFakeOptions } from "@credhook/fakes/apigee";
 import { createApigeeProvider, type ApigeeProvider, type ApigeeProviderOptions } from "../src/index.js";
 
@@ -53,26 +47,8 @@ export const createRef = (provider: ApigeeProvider, apis: GatewayApi[], apiKeyVa
   createApiKeyRef(provider, app, apis, apiKeyValue);
 
 /** What core does after a failed create: revoke the error's `partial`, then what the search by the mark finds. */
-export async function compensate(
-  provider: ApigeeProvider,
-  credentialId: string,
-  err: CredhookError,
-  apis: GatewayApi[],
-): Promise<string[]> {
-  const outcomes: string[] = [];
-  const ref = { credentialId, credentialType: "API_KEY" as const, app };
-  if (err.partial)
-    outcomes.push(
-      await provider.revoke({
-        ...ref,
-        nativeId: err.partial.nativeId,
-        resources: err.partial.resources as ProviderCredentialRef["resources"],
-      }),
-    );
-  for (const found of await provider.findByCredential({ ...ref, apis }))
-    outcomes.push(await provider.revoke({ ...ref, nativeId: found.nativeId, resources: {} }));
-  return outcomes;
-}
+export const compensate = (provider: ApigeeProvider, credentialId: string, err: CredhookError, apis: GatewayApi[]) =>
+  compensateCreate(provider, app, credentialId, err, apis);
 
 /** Consumer keys that hold at least one API product (what grants access), across the organisation. */
 export function liveKeys(fake: ApigeeFake): string[] {

@@ -1,13 +1,12 @@
 // Shared set-up of the provider tests: an APIM fake and a provider pointed at it through the `endpoint` option.
 import { afterEach, beforeEach } from "vitest";
-import { createApiKeyRef } from "@credhook/provider-testkit";
+import { compensateCreate, createApiKeyRef } from "@credhook/provider-testkit";
 import {
   isCredhookError,
   memoryStateStore,
   silentLogger,
   type CredhookError,
   type GatewayApi,
-  type ProviderCredentialRef,
   type ProviderStateStore,
 } from "@credhook/core";
 import { createAzureProvider, type AzureApimProvider, type AzureProviderOptions } from "../src/index.js";
@@ -123,26 +122,8 @@ export function useFake(
  * reports, then — the outcome may be unknown — find the credential by its mark and
  * revoke what is found. Returns the revoke outcomes, in order.
  */
-export async function compensate(
-  provider: AzureApimProvider,
-  credentialId: string,
-  err: CredhookError,
-  apis: GatewayApi[],
-): Promise<string[]> {
-  const outcomes: string[] = [];
-  const ref = { credentialId, credentialType: "API_KEY" as const, app };
-  if (err.partial)
-    outcomes.push(
-      await provider.revoke({
-        ...ref,
-        nativeId: err.partial.nativeId,
-        resources: err.partial.resources as ProviderCredentialRef["resources"],
-      }),
-    );
-  for (const found of await provider.findByCredential({ ...ref, apis }))
-    outcomes.push(await provider.revoke({ ...ref, nativeId: found.nativeId, resources: {} }));
-  return outcomes;
-}
+export const compensate = (provider: AzureApimProvider, credentialId: string, err: CredhookError, apis: GatewayApi[]) =>
+  compensateCreate(provider, app, credentialId, err, apis);
 
 /** Subscriptions that still grant access (not cancelled/expired/rejected). */
 export function liveSubs(fake: ApimFake) {

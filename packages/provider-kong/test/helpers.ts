@@ -1,6 +1,6 @@
 // Shared set-up of the Kong provider tests: a Kong Admin API fake and providers pointed at it through `adminUrl`.
 import { afterEach, beforeEach } from "vitest";
-import { createApiKeyRef, freshPerTest } from "@credhook/provider-testkit";
+import { compensateCreate, createApiKeyRef, freshPerTest } from "@credhook/provider-testkit";
 export { typedError } from "@credhook/provider-testkit";
 import { silentLogger, type CredhookError, type GatewayApi } from "@credhook/core";
 import { startKongFake, type KongFake, type KongFakeOptions } from "@credhook/fakes/kong";
@@ -46,19 +46,8 @@ export const createRef = (provider: KongProvider, apis: GatewayApi[], apiKeyValu
  * What core does after a failed create: revoke what the error's `partial` reports,
  * then find the credential by its mark and revoke what is found. Returns the outcomes.
  */
-export async function compensate(
-  provider: KongProvider,
-  credentialId: string,
-  err: CredhookError,
-  apis: GatewayApi[],
-): Promise<string[]> {
-  const outcomes: string[] = [];
-  const ref = { credentialId, credentialType: "API_KEY" as const, app };
-  if (err.partial) outcomes.push(await provider.revoke({ ...ref, nativeId: err.partial.nativeId, resources: {} }));
-  for (const found of await provider.findByCredential({ ...ref, apis }))
-    outcomes.push(await provider.revoke({ ...ref, nativeId: found.nativeId, resources: {} }));
-  return outcomes;
-}
+export const compensate = (provider: KongProvider, credentialId: string, err: CredhookError, apis: GatewayApi[]) =>
+  compensateCreate(provider, app, credentialId, err, apis);
 
 /** The ACL groups and rate-limit plan tags of a consumer in the fake. */
 export function accessOf(fake: KongFake, consumerId: string) {

@@ -29,4 +29,4 @@ export {
   type ScriptedProviderOptions,
   type ScriptedResource,
 } from "./scripted-provider.js";
-export { countLimiterSlots, createApiKeyRef, typedError, freshPerTest } from "./test-helpers.js";
+export { compensateCreate, countLimiterSlots, createApiKeyRef, typedError, freshPerTest } from "./test-helpers.js";

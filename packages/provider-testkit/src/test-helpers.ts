@@ -97,3 +97,31 @@ export async function createApiKeyRef(
     apiKey: cred.apiKey!,
   };
 }
+
+/**
+ * What core does after an API-key create failed: revokes what the error's `partial` reports, then
+ * finds the credential by its mark (`findByCredential`) and revokes what is found.
+ * @returns each revoke's outcome, in order
+ * @throws whatever the provider's `revoke` or `findByCredential` throws
+ */
+export async function compensateCreate<Outcome>(
+  provider: Pick<Provider, "findByCredential"> & { revoke(ref: ProviderCredentialRef): Promise<Outcome> },
+  app: AppIdentity,
+  credentialId: string,
+  err: CredhookError,
+  apis: GatewayApi[],
+): Promise<Outcome[]> {
+  const outcomes: Outcome[] = [];
+  const ref = { credentialId, credentialType: "API_KEY" as const, app };
+  if (err.partial)
+    outcomes.push(
+      await provider.revoke({
+        ...ref,
+        nativeId: err.partial.nativeId,
+        resources: err.partial.resources as ProviderCredentialRef["resources"],
+      }),
+    );
+  for (const found of (await provider.findByCredential?.({ ...ref, apis })) ?? [])
+    outcomes.push(await provider.revoke({ ...ref, nativeId: found.nativeId, resources: {} }));
+  return outcomes;
+}
