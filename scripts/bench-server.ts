@@ -43,6 +43,7 @@ import { parseArgs, promisify } from "node:util";
 import { createLogger, loadConfigFile, startServer } from "../packages/server/src/index.js";
 import { startDemoClouds } from "../packages/server/src/demo.js";
 import { proxyBench } from "./bench-proxy.js";
+import { freePort } from "./ports.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -74,15 +75,6 @@ dataDir: "\${CREDHOOK_DATA_DIR}"
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
-
-/** A free TCP port on 127.0.0.1. */
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 /** Resident memory of a process, bytes (Linux /proc). */
 function rssOf(pid: number): number {

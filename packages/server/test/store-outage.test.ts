@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
 import { createLogger, loadConfigFile, startServer, type RunningServer } from "../src/index.js";
-import { AUTH, errorOf, freePort, PASSWORD, until } from "./helpers.js";
+import { AUTH, errorOf, freePort, PASSWORD, restartablePort, until } from "./helpers.js";
 
 const url = new URL(inject("databaseUrl"));
 const schema = `outage_${randomUUID().replace(/-/g, "").slice(0, 12)}`;
@@ -40,7 +40,10 @@ class DbSwitch {
       }
       client.pipe(upstream).pipe(client);
     });
-    await new Promise<void>((resolve) => server.listen(this.port, "127.0.0.1", resolve));
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(this.port, "127.0.0.1", resolve);
+    });
     this.server = server;
   }
 
@@ -102,7 +105,8 @@ beforeAll(async () => {
     name: "Orders Gold",
     apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }],
   });
-  db = new DbSwitch(await freePort());
+  // Below the kernel's ephemeral range: while the switch is off, no other test's connection can take its port.
+  db = new DbSwitch(await restartablePort());
   dir = mkdtempSync(join(tmpdir(), "credhook-outage-"));
 });
 afterAll(async () => {
