@@ -8,13 +8,16 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startApiKeysFake, type ApiKeysFake, type FakeKey } from "@credhook/fakes/gcp";
+import { ManualClock } from "@credhook/fakes/clock";
 import { ANNOTATIONS, keyIdFor, type GcpApiKeysProvider, type GcpProviderOptions } from "../src/index.js";
 import { compensate, eventually, liveOrphans, makeProvider, rejection, sweep } from "./helpers.js";
 
 let fake: ApiKeysFake;
+/** The fake's clock: a slow or delayed write lands when the test advances it, never while the client still waits. */
+const clock = new ManualClock();
 let foreign: FakeKey;
 beforeAll(async () => {
-  fake = await startApiKeysFake();
+  fake = await startApiKeysFake({ clock });
 });
 afterAll(() => fake.close());
 beforeEach(() => {
@@ -169,6 +172,8 @@ describe("a write that lands after the client gave up", () => {
     expect(await compensate(provider, credentialId, err, app, apis)).toEqual([]);
     expect(fake.key(keyId)).toBeUndefined();
     // ... then it lands; the record stays abandoned, and the sweep finds and revokes it
+    await clock.whenSleeping();
+    await clock.advance(400);
     await expectLateKeySwept(provider, credentialId, keyId);
   });
 
@@ -178,6 +183,8 @@ describe("a write that lands after the client gave up", () => {
     const credentialId = randomUUID();
     const err = await rejection(provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
     expect(err).toMatchObject({ status: 504, outcomeUnknown: true });
+    await clock.whenSleeping(3); // the three attempts are all held: the later ones meet the first one's reserved keyId
+    await clock.advance(300);
     await eventually(() => fake.requests().filter((r) => r.rpc === "CreateKey" && r.status !== 0).length === 3);
     expect(fake.keys().filter((k) => k.keyId !== foreign.keyId)).toHaveLength(1);
     await compensate(provider, credentialId, err, app, apis);
@@ -194,6 +201,7 @@ describe("a write that lands after the client gave up", () => {
     expect(err).toMatchObject({ status: 504, outcomeUnknown: true, partial: { nativeId: keyId } });
     fake.control.delayOperations(0); // writes from now on apply at once; the create accepted before still lands late
     expect(await compensate(provider, credentialId, err, app, apis)).toEqual(["gone"]);
+    await clock.advance(500);
     await expectLateKeySwept(provider, credentialId, keyId);
   });
 
@@ -206,6 +214,7 @@ describe("a write that lands after the client gave up", () => {
     expect(again).toMatchObject({ status: 503, code: "UPSTREAM_UNAVAILABLE", outcomeUnknown: true });
     expect((again as Error).message).toContain("the keyId is taken by a create that has not finished yet");
     fake.control.delayOperations(0);
+    await clock.advance(600);
     await eventually(() => fake.key(keyIdFor(credentialId, "credhook-")) !== undefined);
     expect(fake.keys().filter((k) => k.keyId !== foreign.keyId)).toHaveLength(1);
     await sweep(provider, credentialId, app, apis);
