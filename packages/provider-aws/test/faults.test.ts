@@ -110,8 +110,9 @@ const ownClients = () => fake.cognito.allClients().filter((c) => c.ClientId !== 
 describe("API_KEY create faults", () => {
   it("CreateApiKey answering after timeoutMs on every attempt: 504 outcome-unknown; the key that lands later is found by its mark and revoked", async () => {
     const clock = await onManualClock();
-    const p = await provider("API_KEY", { timeoutMs: 200, maxAttempts: 2 });
-    fake.faults.lateApply(500, { operation: "CreateApiKey", count: 2 });
+    // The held creates never answer in time (the fake's clock stands still); the calls before them have 1 s each.
+    const p = await provider("API_KEY", { timeoutMs: 1000, maxAttempts: 2 });
+    fake.faults.lateApply(3000, { operation: "CreateApiKey", count: 2 });
     const credentialId = randomUUID();
     const err = await failure(
       p.create({ credentialId, credentialType: "API_KEY", app: testApp, apis: apisA, apiKeyValue: VALUE }),
@@ -120,7 +121,7 @@ describe("API_KEY create faults", () => {
     expect(fake.stats().calls.CreateApiKey).toBe(2); // the SDK retried: values are unique, so a retry cannot make a second key
     expect(ownKeys()).toEqual([]);
     await clock.whenSleeping(2);
-    await clock.advance(500); // AWS applies the first attempt after the client gave up…
+    await clock.advance(3000); // AWS applies the first attempt after the client gave up…
     expect(fake.stats().lateWritesPending).toBe(0); // …and the second one too, refused (409) unseen
     expect(ownKeys()).toHaveLength(1);
     await compensate(p, "API_KEY", credentialId, err);
@@ -343,15 +344,15 @@ describe("non-idempotent creates are not retried after a timeout (a retry could 
     "$operation answering after timeoutMs: 504 outcome-unknown after one attempt; what lands is found by its mark and revoked",
     async ({ type, operation, live }) => {
       const clock = await onManualClock();
-      const p = await provider(type, { timeoutMs: 200, maxAttempts: 4 });
-      fake.faults.lateApply(450, { operation, count: 4 });
+      const p = await provider(type, { timeoutMs: 1000, maxAttempts: 4 });
+      fake.faults.lateApply(3000, { operation, count: 4 });
       const credentialId = randomUUID();
       const err = await failure(p.create({ credentialId, credentialType: type, app: testApp, apis: apisA })); // no imported value
       expect(err).toMatchObject({ status: 504, outcomeUnknown: true });
       expect(fake.stats().calls[operation]).toBe(1);
       expect(live()).toEqual([]);
       await clock.whenSleeping();
-      await clock.advance(450);
+      await clock.advance(3000);
       expect(live()).toHaveLength(1);
       await compensate(p, type, credentialId, err);
       expect(live()).toEqual([]);

@@ -18,12 +18,13 @@ function foreign() {
 }
 
 /**
- * A create whose PUT of `path` the fake holds for 900 ms of its clock, from a client that gives up after
- * 300 ms (real time): asserts the 504 with outcome unknown. The PUT lands on {@link land}.
+ * A create whose PUT of `path` the fake holds for 3 s of its clock, from a client that gives up after
+ * 2 s (real time; the held PUT never answers in time, the calls before it have 2 s each): asserts the
+ * 504 with outcome unknown. The PUT lands on {@link land}.
  */
 async function lateCreate(path: string) {
-  const provider = t.make({ timeoutMs: 300, maxRetries: 0 });
-  t.fake.inject({ delayMs: 900, method: "PUT", path });
+  const provider = t.make({ timeoutMs: 2000, maxRetries: 0 });
+  t.fake.inject({ delayMs: 3000, method: "PUT", path });
   const credentialId = randomUUID();
   const err = await typedError(provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
   expect(err.status).toBe(504);
@@ -31,10 +32,10 @@ async function lateCreate(path: string) {
   return { provider, credentialId, err };
 }
 
-/** Lets the held PUT land: the fake's clock passes its 900 ms, then every held write has been applied. */
+/** Lets the held PUT land: the fake's clock passes its 3 s, then every held write has been applied. */
 async function land(): Promise<void> {
   await clock.whenSleeping();
-  await clock.advance(900);
+  await clock.advance(3000);
   await t.fake.idle();
 }
 

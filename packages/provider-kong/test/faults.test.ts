@@ -29,8 +29,9 @@ function foreign() {
 describe("a write that lands after the client gave up", () => {
   it("POST /consumers held past the time-out: 504, outcome unknown; once it lands, the search by tags finds and removes it", async () => {
     const other = foreign();
-    const provider = t.make({ timeoutMs: 300, maxRetries: 0 });
-    t.fake.inject({ delayMs: 900, method: "POST", path: "/consumers" });
+    // The held create never answers in time (the fake's clock stands still); the calls before it have 2 s each.
+    const provider = t.make({ timeoutMs: 2000, maxRetries: 0 });
+    t.fake.inject({ delayMs: 3000, method: "POST", path: "/consumers" });
     const credentialId = randomUUID();
     const err = await typedError(provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
     expect(err.status).toBe(504);
@@ -38,7 +39,7 @@ describe("a write that lands after the client gave up", () => {
     expect(err.partial).toBeUndefined();
     expect(await compensate(provider, credentialId, err, apis)).toEqual([]); // nothing there yet
     await clock.whenSleeping();
-    await clock.advance(900);
+    await clock.advance(3000);
     await t.fake.idle();
     expect(t.fake.consumers().map((c) => c.username)).toContain(`credhook-kong-test-${credentialId}`);
     expect(await compensate(provider, credentialId, err, apis)).toEqual(["revoked"]);
