@@ -97,6 +97,10 @@ export class ManualClock implements FakeClock {
     return this.sleepers.length;
   }
 
+  /**
+   * Resolves when {@link ManualClock.advance} reaches now + `ms` (at once for `ms` ≤ 0); rejects with an
+   * `AbortError` when `signal` aborts first (the sleep then no longer counts as pending).
+   */
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(abortError());
     if (ms <= 0) return Promise.resolve();
