@@ -13,6 +13,7 @@
  * CreateApiKey 5 rps, DeleteApiKey 5 rps, other operations 10 rps burst 40.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { type FakeClock, systemClock } from "../clock.js";
 import {
   applyAndAnswer,
   AwsFakeError,
@@ -70,10 +71,11 @@ export interface ApiGatewayFakeOptions {
    */
   quotaModel?: "token-bucket" | "sliding-window";
   /**
-   * The quotas' clock, ms: a test that checks "5 per second" holds or advances it instead of
-   * racing the wall clock. @default performance.now
+   * The clock of the quotas, late applies (`lateApply`) and `createdDate`/`lastUpdatedDate`: a test
+   * that checks "5 per second" holds or advances a `ManualClock` instead of racing the wall clock.
+   * @default systemClock
    */
-  now?: () => number;
+  clock?: FakeClock;
 }
 
 const MAX_PLANS_PER_KEY = 10;
@@ -127,6 +129,7 @@ export class ApiGatewayFake {
   private readonly enforceQuotas: boolean;
   private readonly maxKeys: number;
   private readonly buckets: Record<"CreateApiKey" | "DeleteApiKey" | "other", { take(): number }>;
+  private readonly clock: FakeClock;
 
   constructor(
     private readonly faults: FaultInjector,
@@ -135,10 +138,10 @@ export class ApiGatewayFake {
     this.region = options.region ?? "us-east-1";
     this.enforceQuotas = options.enforceQuotas ?? true;
     this.maxKeys = options.maxKeys ?? 10_000;
-    const now = options.now ?? (() => performance.now());
+    const clock = (this.clock = options.clock ?? systemClock);
     const perSecond = () =>
-      options.quotaModel === "sliding-window" ? new SlidingWindow(5, 1000, now) : new TokenBucket(5, 5, now);
-    this.buckets = { CreateApiKey: perSecond(), DeleteApiKey: perSecond(), other: new TokenBucket(10, 40, now) };
+      options.quotaModel === "sliding-window" ? new SlidingWindow(5, 1000, clock) : new TokenBucket(5, 5, clock);
+    this.buckets = { CreateApiKey: perSecond(), DeleteApiKey: perSecond(), other: new TokenBucket(10, 40, clock) };
   }
 
   /** Creates a usage plan covering `apiStages` (id: 6 random characters unless given). */
@@ -198,6 +201,7 @@ export class ApiGatewayFake {
         );
         res.end(payload === undefined ? "" : JSON.stringify(payload));
       },
+      this.clock,
     );
   }
 
@@ -366,7 +370,7 @@ export class ApiGatewayFake {
       throw new AwsFakeError(400, "BadRequestException", "Invalid API Key description");
     const tags = (input.tags ?? {}) as Record<string, string>;
     this.validateTags(tags);
-    const now = Math.floor(Date.now() / 1000);
+    const now = Math.floor(this.clock.now() / 1000);
     const key: FakeApiKey = {
       id: randomId(10),
       value,
@@ -412,7 +416,7 @@ export class ApiGatewayFake {
           throw new AwsFakeError(400, "BadRequestException", `Invalid patch path ${o.path}`);
       }
     }
-    next.lastUpdatedDate = Math.floor(Date.now() / 1000);
+    next.lastUpdatedDate = Math.floor(this.clock.now() / 1000);
     this.keys.set(id, next);
     return next;
   }
