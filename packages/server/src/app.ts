@@ -73,6 +73,11 @@ export interface AppOptions {
   announcePassword?: (username: string, password: string, file: string) => void;
   /** How long `/readyz` trusts a gateway health check, ms. @default 15000 */
   readinessTtlMs?: number;
+  /**
+   * The clock of `/readyz`'s cached gateway checks ({@link readinessTtlMs}), ms: tests move it instead of
+   * waiting a TTL out. @default Date.now
+   */
+  readinessClock?: () => number;
   /** Limits the config file does not set; defaults in {@link ServerLimits}. */
   limits?: ServerLimits;
 }
@@ -303,6 +308,7 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
     isDraining: () => built.draining,
     logger,
     ...(options.readinessTtlMs !== undefined ? { gatewayCheckTtlMs: options.readinessTtlMs } : {}),
+    ...(options.readinessClock ? { now: options.readinessClock } : {}),
   });
   app.get("/livez", livez);
   app.get("/readyz", readyz(readiness));
