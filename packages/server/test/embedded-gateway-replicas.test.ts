@@ -86,7 +86,9 @@ async function eventually(want: number, fn: () => Promise<number>): Promise<void
     got = await fn();
   }
   expect(got).toBe(want);
-  console.log(`embedded-gateway-replicas: the other instance saw the change after ${Math.round(performance.now() - t)} ms`);
+  console.log(
+    `embedded-gateway-replicas: the other instance saw the change after ${Math.round(performance.now() - t)} ms`,
+  );
 }
 
 describe("embedded gateways of two instances sharing a PostgreSQL store", () => {
