@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger, loadConfigFile, startServer, type RunningServer } from "../src/index.js";
-import { AUTH, PASSWORD } from "./helpers.js";
+import { AUTH, PASSWORD, until } from "./helpers.js";
 
 const url = inject("databaseUrl");
 const schema = `gateway_${randomUUID().replace(/-/g, "").slice(0, 12)}`;
@@ -80,12 +80,7 @@ const check = (s: RunningServer, key: string, path: string) =>
  */
 async function eventually(want: number, fn: () => Promise<number>): Promise<void> {
   const t = performance.now();
-  let got = await fn();
-  while (got !== want && performance.now() - t < 15_000) {
-    await new Promise((r) => setTimeout(r, 20));
-    got = await fn();
-  }
-  expect(got).toBe(want);
+  await until(`the other instance to answer ${want}`, async () => (await fn()) === want, 15_000);
   console.log(
     `embedded-gateway-replicas: the other instance saw the change after ${Math.round(performance.now() - t)} ms`,
   );

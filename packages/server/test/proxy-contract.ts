@@ -7,7 +7,7 @@
  * a usage plan's limit reaches the client as 429 with Retry-After.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { AUTH, errorResponseProblem, startTestServer, SERVER_YAML, type TestServer } from "./helpers.js";
+import { AUTH, errorResponseProblem, startTestServer, SERVER_YAML, type TestServer, until } from "./helpers.js";
 import { startUpstream, type ProxyTargets, type RunningProxy, type Seen } from "./proxies.js";
 
 /** credhook with API keys (orders, weather) and client credentials (m2m-weather, under /weather/m2m/), apiHeader set. */
@@ -68,12 +68,7 @@ async function refusal(res: Response, status: number): Promise<{ messages: strin
  */
 async function eventually(get: () => Promise<Response>, status: number): Promise<void> {
   const t = performance.now();
-  let got = (await get()).status;
-  while (got !== status && performance.now() - t < 15_000) {
-    await new Promise((r) => setTimeout(r, 20));
-    got = (await get()).status;
-  }
-  expect(got).toBe(status);
+  await until(`the proxy to answer ${status}`, async () => (await get()).status === status, 15_000);
   console.log(`proxy: the change reached the proxy after ${Math.round(performance.now() - t)} ms`);
   for (let i = 0; i < 3; i++) expect((await get()).status).toBe(status); // no stale admission after it
 }
