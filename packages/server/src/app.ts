@@ -74,10 +74,11 @@ export interface AppOptions {
   /** How long `/readyz` trusts a gateway health check, ms. @default 15000 */
   readinessTtlMs?: number;
   /**
-   * The clock of `/readyz`'s cached gateway checks ({@link readinessTtlMs}), ms: tests move it instead of
-   * waiting a TTL out. @default Date.now
+   * The clock, ms since the epoch, of what credhook waits for: the orchestrator's records and settle windows
+   * (`reconcile.settleS`, `OrchestratorOptions.now` in @credhook/core) and `/readyz`'s cached gateway checks
+   * ({@link readinessTtlMs}). Tests move it instead of waiting a window out. @default Date.now
    */
-  readinessClock?: () => number;
+  now?: () => number;
   /** Limits the config file does not set; defaults in {@link ServerLimits}. */
   limits?: ServerLimits;
 }
@@ -188,6 +189,8 @@ export async function createRuntime(
     store?: CredentialStore;
     onGatewayCall?: GatewayCallObserver;
     waitForStore?: boolean;
+    /** The orchestrator's clock ({@link AppOptions.now}). @default Date.now */
+    now?: () => number;
   } = {},
 ): Promise<CredhookRuntime> {
   const logger = (options.logger ?? createLogger(config.server.logLevel)) as unknown as Logger;
@@ -215,6 +218,7 @@ export async function createRuntime(
       logger,
       abandonSettleMs: (config.reconcile?.settleS ?? 300) * 1000,
       circuitBreakers,
+      ...(options.now ? { now: options.now } : {}),
     });
     return {
       store,
@@ -245,6 +249,7 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
     onGatewayCall: metrics.observeGatewayCall,
     ...(options.store ? { store: options.store } : {}),
     ...(options.waitForStore ? { waitForStore: true } : {}),
+    ...(options.now ? { now: options.now } : {}),
   });
   const { store, orchestrator } = runtime;
   metrics.watchStore(store);
@@ -308,7 +313,7 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
     isDraining: () => built.draining,
     logger,
     ...(options.readinessTtlMs !== undefined ? { gatewayCheckTtlMs: options.readinessTtlMs } : {}),
-    ...(options.readinessClock ? { now: options.readinessClock } : {}),
+    ...(options.now ? { now: options.now } : {}),
   });
   app.get("/livez", livez);
   app.get("/readyz", readyz(readiness));

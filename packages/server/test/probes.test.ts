@@ -5,8 +5,8 @@ import { errorOf, LOCAL_YAML, startTestServer, type TestServer } from "./helpers
 
 const FAULTY = fileURLToPath(new URL("./fixtures/faulty-provider.ts", import.meta.url));
 const TTL_MS = 400;
-/** `/readyz`'s clock (AppOptions.readinessClock): a test moves it past the cached check's TTL instead of sleeping. */
-let clockMs = 0;
+/** The server's clock (AppOptions.now): a test moves it past the cached check's TTL instead of sleeping. */
+let clockMs = Date.now();
 const expireCachedCheck = () => void (clockMs += TTL_MS);
 
 let s: TestServer;
@@ -18,7 +18,7 @@ beforeAll(async () => {
     ),
     {},
     undefined,
-    { readinessTtlMs: TTL_MS, readinessClock: () => clockMs },
+    { readinessTtlMs: TTL_MS, now: () => clockMs },
   );
 });
 afterAll(() => s.close());
