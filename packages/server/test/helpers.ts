@@ -250,7 +250,7 @@ export function spawnCredhook(command: string[], options: SpawnOptions = {}): Cr
 
 /**
  * Runs the server's abandoned-create sweep until no record is `abandoned` (a
- * test config sets `reconcile.settleS` short), for at most `timeoutMs` ms (default 6000). `everyMs`, when set, spaces the sweeps:
+ * test config sets `reconcile.settleS` short), for at most `timeoutMs` ms (default 30000: generous, it returns once settled). `everyMs`, when set, spaces the sweeps:
  * each one calls the clouds, whose read quotas a tight loop would exhaust.
  */
 export async function sweepUntilSettled(
@@ -266,7 +266,7 @@ export async function sweepUntilSettled(
       await s.credhook.orchestrator.sweepAbandoned();
       return (await s.credhook.store.list()).every((r) => r.status !== "abandoned" && !r.unsettled);
     },
-    options.timeoutMs ?? 6000,
+    options.timeoutMs ?? 30_000,
   );
 }
 
