@@ -76,7 +76,8 @@ export interface AppOptions {
   /**
    * The clock, ms since the epoch, of what credhook waits for: the orchestrator's records and settle windows
    * (`reconcile.settleS`, `OrchestratorOptions.now` in @credhook/core) and `/readyz`'s cached gateway checks
-   * ({@link readinessTtlMs}). Tests move it instead of waiting a window out. @default Date.now
+   * ({@link readinessTtlMs}). Tests move it instead of waiting a window out. Not the circuit breakers' half-open
+   * delay, which cockatiel measures on `Date.now()` (a test fakes `Date`). @default Date.now
    */
   now?: () => number;
   /** Limits the config file does not set; defaults in {@link ServerLimits}. */
