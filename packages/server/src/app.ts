@@ -73,6 +73,13 @@ export interface AppOptions {
   announcePassword?: (username: string, password: string, file: string) => void;
   /** How long `/readyz` trusts a gateway health check, ms. @default 15000 */
   readinessTtlMs?: number;
+  /**
+   * The clock, ms since the epoch, of what credhook waits for: the orchestrator's records and settle windows
+   * (`reconcile.settleS`, `OrchestratorOptions.now` in @credhook/core) and `/readyz`'s cached gateway checks
+   * ({@link readinessTtlMs}). Tests move it instead of waiting a window out. Not the circuit breakers' half-open
+   * delay, which cockatiel measures on `Date.now()` (a test fakes `Date`). @default Date.now
+   */
+  now?: () => number;
   /** Limits the config file does not set; defaults in {@link ServerLimits}. */
   limits?: ServerLimits;
 }
@@ -183,6 +190,8 @@ export async function createRuntime(
     store?: CredentialStore;
     onGatewayCall?: GatewayCallObserver;
     waitForStore?: boolean;
+    /** The orchestrator's clock ({@link AppOptions.now}). @default Date.now */
+    now?: () => number;
   } = {},
 ): Promise<CredhookRuntime> {
   const logger = (options.logger ?? createLogger(config.server.logLevel)) as unknown as Logger;
@@ -210,6 +219,7 @@ export async function createRuntime(
       logger,
       abandonSettleMs: (config.reconcile?.settleS ?? 300) * 1000,
       circuitBreakers,
+      ...(options.now ? { now: options.now } : {}),
     });
     return {
       store,
@@ -240,6 +250,7 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
     onGatewayCall: metrics.observeGatewayCall,
     ...(options.store ? { store: options.store } : {}),
     ...(options.waitForStore ? { waitForStore: true } : {}),
+    ...(options.now ? { now: options.now } : {}),
   });
   const { store, orchestrator } = runtime;
   metrics.watchStore(store);
@@ -303,6 +314,7 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
     isDraining: () => built.draining,
     logger,
     ...(options.readinessTtlMs !== undefined ? { gatewayCheckTtlMs: options.readinessTtlMs } : {}),
+    ...(options.now ? { now: options.now } : {}),
   });
   app.get("/livez", livez);
   app.get("/readyz", readyz(readiness));
