@@ -412,7 +412,8 @@ export interface ProviderExtension<Config = unknown> {
   /** Lines `credhook check-config` prints about the block (what it will serve, where). */
   describe?(config: Config): string[];
   /**
-   * Starts it (not yet listening): reads its state, builds its handler.
+   * Starts it (not yet listening): reads its state, builds its handler. The server calls it
+   * only when {@link problems} found none (with the store's `sharedStore` known).
    * @throws ConfigError | Error when the store, a file or a key cannot be used; nothing is left open then
    */
   start(config: Config, context: ExtensionContext): Promise<RunningExtension>;

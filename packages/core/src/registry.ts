@@ -74,7 +74,9 @@ export async function loadExtensions(
     const factory = await loadProviderFactory(providerType, configKey, options.importModule);
     const extension = factory.extension;
     if (!extension || extension.configKey !== configKey)
-      throw new ConfigError([`${configKey}: provider package '${providerPackage(providerType)}' contributes no ${configKey}`]);
+      throw new ConfigError([
+        `${configKey}: provider package '${providerPackage(providerType)}' contributes no ${configKey}`,
+      ]);
     const parsed = extension.parseConfig(raw, configKey);
     const own = [...gateways.values()].filter((g) => providerPackage(g.providerType) === providerPackage(providerType));
     problems.push(

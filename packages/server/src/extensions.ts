@@ -91,6 +91,9 @@ export async function serveExtensions(
  * Closes the extensions, the last started first.
  * @param timeoutMs how long each one's in-flight requests get, ms
  */
-export async function closeExtensions(running: ReadonlyMap<string, RunningExtension>, timeoutMs: number): Promise<void> {
+export async function closeExtensions(
+  running: ReadonlyMap<string, RunningExtension>,
+  timeoutMs: number,
+): Promise<void> {
   for (const e of [...running.values()].reverse()) await e.close(timeoutMs);
 }

@@ -257,4 +257,3 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
   app.use(errorHandler);
   return built;
 }
-

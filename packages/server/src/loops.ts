@@ -59,4 +59,3 @@ export function startBackgroundReconcile(credhook: CredhookApp, config: Credhook
     await running;
   };
 }
-

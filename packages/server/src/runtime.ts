@@ -124,4 +124,3 @@ export async function createRuntime(
     throw err;
   }
 }
-

@@ -4,6 +4,7 @@
  * the app (its extensions, the providers, the store).
  */
 import type { Server } from "node:http";
+import { drainHttpServer } from "@credhook/core";
 import type { CredhookApp } from "./http-app.js";
 
 /**
@@ -27,13 +28,6 @@ export async function drainAndClose(
 ): Promise<void> {
   credhook.draining = true;
   await stopLoops();
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  // Keep-alive connections become idle as their last response ends: close them as they do.
-  server.closeIdleConnections();
-  const sweeper = setInterval(() => server.closeIdleConnections(), 50);
-  const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
-  await closed;
-  clearInterval(sweeper);
-  clearTimeout(timer);
+  await drainHttpServer(server, timeoutMs);
   await credhook.close();
 }
