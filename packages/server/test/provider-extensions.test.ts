@@ -5,7 +5,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { ExtensionCheckContext, ExtensionContext, ProviderExtension, RunningExtension } from "@credhook/core";
+import {
+  type CredhookConfig,
+  type ExtensionCheckContext,
+  type ExtensionContext,
+  type Gateway,
+  loadExtensions,
+  type ProviderExtension,
+  type RunningExtension,
+} from "@credhook/core";
 import localFactory from "@credhook/provider-local";
 import { bundledModules } from "../src/modules.js";
 import { AUTH, LOCAL_YAML, startTestServer, type TestServer } from "./helpers.js";
@@ -174,5 +182,55 @@ describe("a provider package's extension, through the registry and the server's 
     expect(seen.closed).toEqual([]);
     await s.close();
     expect(seen.closed).toEqual([10_000]);
+  });
+});
+
+describe("core's loadExtensions", () => {
+  const config = (extra: object) =>
+    ({ store: { sqlite: ":memory:" }, gateways: {}, routes: [], ...extra }) as unknown as CredhookConfig;
+  const gateway = (name: string, providerType: string) =>
+    ({ name, providerType, credentialType: "API_KEY", provider: {} }) as unknown as Gateway;
+  const imports: string[] = [];
+  const importModule = (factory: object) => async (specifier: string) => {
+    imports.push(specifier);
+    return { default: factory };
+  };
+
+  it("loads nothing when the block is absent", async () => {
+    imports.length = 0;
+    const out = await loadExtensions(config({}), new Map(), { importModule: importModule(localFactory) });
+    expect(out).toEqual({ extensions: [], problems: [] });
+    expect(imports).toEqual([]);
+  });
+
+  it("hands the extension the gateways of its own package, by short name or package name, and collects its problems", async () => {
+    const gateways = new Map([
+      ["a", gateway("a", "local")],
+      ["b", gateway("b", "@credhook/provider-local")],
+      ["c", gateway("c", "aws")],
+    ]);
+    const ext: ProviderExtension<string> = {
+      configKey: "embeddedGateway",
+      parseConfig: (raw) => JSON.stringify(raw),
+      problems: (parsed, context) => [`${parsed} over ${context.providers.map((p) => p.gateway).join(",")}`],
+      start: async () => ({ close: async () => undefined }),
+    };
+    const out = await loadExtensions(config({ embeddedGateway: { x: 1 } }), gateways, {
+      importModule: importModule({ ...localFactory, extension: ext }),
+      sharedStore: true,
+    });
+    expect(out.problems).toEqual(['{"x":1} over a,b']);
+    expect(out.extensions.map((e) => [e.configKey, e.providerType, e.config])).toEqual([
+      ["embeddedGateway", "local", '{"x":1}'],
+    ]);
+  });
+
+  it("refuses a block whose package contributes no extension for it", async () => {
+    const { extension: _, ...bare } = localFactory;
+    await expect(
+      loadExtensions(config({ embeddedGateway: {} }), new Map(), { importModule: importModule(bare) }),
+    ).rejects.toMatchObject({
+      messages: ["embeddedGateway: provider package '@credhook/provider-local' contributes no embeddedGateway"],
+    });
   });
 });
