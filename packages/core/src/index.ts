@@ -15,4 +15,5 @@ export * from "./availability.js";
 export * from "./orchestrator.js";
 export * from "./shared-pool.js";
 export * from "./memory-state.js";
+export * from "./drain.js";
 export * from "./provider-kit/index.js";

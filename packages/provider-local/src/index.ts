@@ -47,6 +47,7 @@ import {
   gatewayMessage,
   writeState,
 } from "@credhook/core";
+import { embeddedGatewayExtension } from "./extension.js";
 import { localOptionsSchema } from "./schema.js";
 import type {
   LocalCredentialChange,
@@ -65,6 +66,7 @@ export type {
 } from "./types.js";
 
 export { localOptionsSchema } from "./schema.js";
+export { embeddedGatewayExtension, EMBEDDED_GATEWAY_KEY } from "./extension.js";
 
 const KEY_PREFIX = "cred:";
 /** Provider-state key prefix of the API-key index: `key:<sha256 hex of the key>` → `{ nativeId }`. */
@@ -413,10 +415,15 @@ export class LocalProvider implements Provider {
   }
 }
 
-/** The `provider: local` factory: options typed from, and defaulted by, `schema.ts`. */
+/**
+ * The `provider: local` factory: options typed from, and defaulted by, `schema.ts`; its extension
+ * is the embedded gateway (`embeddedGateway:`, see `extension.ts`).
+ */
 const localProviderFactory = defineProvider({
   type: "local",
   optionsSchema: localOptionsSchema,
+  // Every provider core hands the extension is this factory's: the guard only gives them their class's type.
+  extension: embeddedGatewayExtension((p): p is LocalProvider => p instanceof LocalProvider),
   create(options, context: ProviderContext) {
     const seen = new Set<string>();
     const problems: string[] = [];

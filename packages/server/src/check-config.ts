@@ -6,8 +6,10 @@
  * and the embedded gateway's fit with the gateways and the store.
  */
 import {
+  BUILTIN_EXTENSIONS,
   ConfigError,
   createRouter,
+  loadExtensions,
   loadGateways,
   memoryStateStore,
   silentLogger,
@@ -15,45 +17,33 @@ import {
   type Gateway,
   type Logger,
 } from "@credhook/core";
-import { LocalProvider } from "@credhook/provider-local";
 import { userPasswordProblems } from "./passwords.js";
 
 /**
- * What keeps `embeddedGateway:` from working with the rest of the configuration
- * (its own block is validated when the file is loaded).
- * @param gateways the loaded gateways, by name
- * @param sharedStore whether the store is shared by instances (then counters default to `store`); unknown before it is opened
- * @returns one message per problem, naming its YAML path; empty when none
+ * What `credhook check-config` prints about the extensions (the embedded gateway): each
+ * configured one's own lines, `<key>: off` for each block that is absent.
+ * @param gateways the loaded gateways (from {@link checkConfig})
+ * @param importModule how provider packages are imported (the server's `importProviderModule`)
  */
-export function embeddedGatewayProblems(
+export async function describeExtensions(
   config: CredhookConfig,
   gateways: Map<string, Gateway>,
-  sharedStore = false,
-): string[] {
-  const gw = config.embeddedGateway as { limits?: { counters?: string } } | undefined;
-  if (!gw) return [];
-  const problems: string[] = [];
-  if (![...gateways.values()].some((g) => g.provider instanceof LocalProvider)) {
-    problems.push(
-      "embeddedGateway: no gateway uses provider: local, so the embedded gateway would have nothing to enforce; remove embeddedGateway or add a local gateway",
-    );
+  importModule: (specifier: string) => Promise<unknown>,
+): Promise<string[]> {
+  const { extensions } = await loadExtensions(config, gateways, { importModule });
+  const lines: string[] = [];
+  for (const key of Object.keys(BUILTIN_EXTENSIONS)) {
+    const e = extensions.find((x) => x.configKey === key);
+    lines.push(...(e ? (e.extension.describe?.(e.config) ?? [`${key}: on`]) : [`${key}: off (no ${key}: block)`]));
   }
-  if (
-    (gw.limits?.counters ?? (sharedStore ? "store" : "memory")) === "store" &&
-    (config.store as { postgres?: unknown }).postgres === undefined
-  ) {
-    problems.push(
-      "embeddedGateway.limits.counters: store keeps usage-plan counters on the PostgreSQL store, but store: is not postgres (one SQLite instance counts every request in memory: use counters: memory)",
-    );
-  }
-  return problems;
+  return lines;
 }
 
 /**
  * Runs every check of `config` that needs no store and no listener: loads each
  * gateway's provider (options validated, state in memory), builds the router,
- * checks the configured passwords against the password policy and the embedded gateway
- * against the gateways and the store.
+ * checks the configured passwords against the password policy and each extension's block
+ * (the embedded gateway's) against the gateways and the store, as its package says.
  * @param importModule how provider packages are imported (the server's `importProviderModule`)
  * @returns the loaded gateways (close their providers when done)
  * @throws ConfigError listing every problem with its YAML path
@@ -69,7 +59,8 @@ export async function checkConfig(
   });
   try {
     createRouter(config.routes);
-    const problems = [...userPasswordProblems(config.server.auth.users), ...embeddedGatewayProblems(config, gateways)];
+    const extensions = await loadExtensions(config, gateways, { importModule });
+    const problems = [...userPasswordProblems(config.server.auth.users), ...extensions.problems];
     if (problems.length > 0) throw new ConfigError(problems);
     return gateways;
   } catch (err) {
