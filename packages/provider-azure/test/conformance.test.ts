@@ -9,7 +9,8 @@ let fake: ApimFake;
 let make: (o?: Partial<AzureProviderOptions>, gateway?: string) => AzureApimProvider;
 
 beforeAll(async () => {
-  ({ fake, make } = await setup());
+  // Lists in pages of 2: the suite's paging check crosses pages.
+  ({ fake, make } = await setup({ pageSize: 2 }));
 });
 afterAll(async () => {
   await fake.close();
@@ -44,6 +45,19 @@ const options = {
       exists: async () => JSON.stringify(fake.getSubscription(made.sid)) === JSON.stringify(made),
     };
   },
+  // The failure rules: the product's subscription exists when the API's (the second PUT) is refused;
+  // a subscription PUT is applied and answered 500, every attempt (the SDK resends a PUT); the
+  // subscription of the added product is refused. `settled` disarms what retries did not use.
+  faults: {
+    createFailsAfterWrite: () => fake.inject({ status: 400, method: "PUT", path: /-a-echo-api/ }),
+    createAnswerLost: () => fake.inject({ status: 500, afterApply: true, method: "PUT", times: 20 }),
+    updateAddFails: () => fake.inject({ status: 400, method: "PUT", path: /-p-silver/ }),
+    settled: async () => {
+      await fake.idle();
+      fake.clearFaults();
+    },
+  },
+  paging: { pageSize: 2 },
   // Another credhook gateway on the same service, with a longer prefix that starts with this one's (issue 9, case 5).
   otherGateway: () => make({ subscriptionIdPrefix: "credhook-eu-" }, "azure-other"),
 };

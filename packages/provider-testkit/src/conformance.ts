@@ -93,8 +93,11 @@ export interface InspectedCredential {
  * Arms one fault in the (fake) cloud for the next matching call of a provider
  * issuing `credentialType` (a provider package's fake has its own fault API:
  * `inject`, `failNext`…). The suite calls it right before the call it targets.
+ * Returns a reason (a string) instead when the fault cannot happen for that
+ * credential type (e.g. a create that is one write has no "after the first
+ * write"): the test is then skipped with that reason.
  */
-export type ArmFault = (credentialType: CredentialType) => void | Promise<void>;
+export type ArmFault = (credentialType: CredentialType) => void | string | Promise<void | string>;
 
 /**
  * The faults the suite's `failure-rules` group needs, each armed by the
@@ -705,6 +708,20 @@ export function providerConformance(
       });
     }
 
+    /** Arms `arm`'s fault; a reason it returns ends the test as skipped (after revoking `made` and closing `provider`). */
+    async function armed(
+      ctx: ConformanceTestContext,
+      provider: Provider,
+      arm: ArmFault,
+      made?: ProviderCredentialRef,
+    ): Promise<void> {
+      const reason = await arm(credentialType);
+      if (typeof reason !== "string") return;
+      if (made) await provider.revoke(made);
+      await provider.close?.();
+      skip(ctx, reason);
+    }
+
     /** What carries `credentialId`'s mark: `findByCredential`, else `listOwned` filtered (as core falls back). */
     async function findMarked(provider: Provider, search: CredentialSearch): Promise<OwnedResource[]> {
       if (provider.findByCredential) return provider.findByCredential(search);
@@ -745,7 +762,7 @@ export function providerConformance(
         const provider = await make(ctx);
         const before = options.listNativeIds ? await options.listNativeIds() : undefined;
         const credentialId = randomUUID();
-        await arm(credentialType);
+        await armed(ctx, provider, arm);
         const err = await rejection(
           provider.create({ credentialId, credentialType, app: app("p"), apis: options.apis }),
           "create with a fault after its first write",
@@ -768,13 +785,17 @@ export function providerConformance(
       "failure-rules",
       "a create whose answer is lost after the write reports `outcomeUnknown`, and core finds what it made",
       async (ctx) => {
-        const arm =
+        const arm: ArmFault =
           options.faults?.createAnswerLost ??
-          skip(ctx, "no faults.createAnswerLost hook: the suite cannot lose a create's answer");
+          (() => "no faults.createAnswerLost hook: the suite cannot lose a create's answer");
         const provider = await make(ctx);
+        if (provider.capabilities.writesLandLate === false) {
+          await provider.close?.();
+          skip(ctx, "the provider declares writesLandLate: false: no write of its lands unseen");
+        }
         const before = options.listNativeIds ? await options.listNativeIds() : undefined;
         const credentialId = randomUUID();
-        await arm(credentialType);
+        await armed(ctx, provider, arm);
         const err = await rejection(
           provider.create({ credentialId, credentialType, app: app("q"), apis: options.apis }),
           "create whose answer is lost",
@@ -807,7 +828,12 @@ export function providerConformance(
         const removed = from.usagePlans[0]!;
         const provider = await make(ctx);
         const { ref } = await created(provider, "s");
-        const had = (await inspect(ref)).usagePlans ?? skip(ctx, "inspect reports no usagePlans");
+        const had = (await inspect(ref)).usagePlans;
+        if (!had) {
+          await provider.revoke(ref);
+          await provider.close?.();
+          skip(ctx, "inspect reports no usagePlans: the suite cannot see what the credential holds");
+        }
         const { apiId, planId } = options.addPlan;
         const desired: GatewayApi[] = options.apis.map((a) =>
           a.id === from.id ? { id: a.id, usagePlans: a.usagePlans.filter((p) => p !== removed) } : a,
@@ -829,7 +855,7 @@ export function providerConformance(
             ],
           };
         });
-        await arm(credentialType);
+        await armed(ctx, provider, arm, ref);
         const err = await rejection(
           provider.update(updateInput(ref, options.apis, desired, changes)),
           "update whose usage-plan add fails",
