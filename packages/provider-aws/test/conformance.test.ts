@@ -26,8 +26,12 @@ const makeProvider: typeof makeLimitedProvider = (f, s, type, extra = {}, ...res
 let fake: AwsFake;
 let seed: Seed;
 beforeAll(async () => {
-  // GetApiKeys in pages of 2 whatever `limit` asks: the suite's paging check crosses pages.
-  ({ fake, seed } = await seededFake({ enforceQuotas: false, apiGateway: { maxPageSize: 2 } }));
+  // GetApiKeys and ListUserPoolClients in pages of 2 whatever the client asks: the suite's paging check crosses pages.
+  ({ fake, seed } = await seededFake({
+    enforceQuotas: false,
+    apiGateway: { maxPageSize: 2 },
+    cognito: { maxPageSize: 2 },
+  }));
 });
 afterAll(async () => {
   await fake.close();
@@ -93,6 +97,7 @@ providerConformance(it, (type) => makeProvider(fake, seed, type), {
   inspect: async (ref) => ({ live: fake.cognito.allClients().some((c) => c.ClientId === ref.nativeId) }),
   listNativeIds: async () => fake.cognito.allClients().map((c) => c.ClientId),
   faults,
+  paging: { pageSize: 2 },
 });
 
 providerConformance(it, (type) => makeProvider(fake, seed, type, { revokeMode: "disable" }), {
