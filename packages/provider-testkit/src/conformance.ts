@@ -91,8 +91,8 @@ export interface InspectedCredential {
 
 /**
  * Arms one fault in the (fake) cloud for the next matching call of a provider
- * issuing `credentialType` (a provider package's fake has its own fault API:
- * `inject`, `failNext`…). The suite calls it right before the call it targets.
+ * issuing `credentialType` (each fake has its own fault API: `inject`,
+ * `faults.deny`, `control.fail`…). The suite calls it right before the call it targets.
  * Returns a reason (a string) instead when the fault cannot happen for that
  * credential type (e.g. a create that is one write has no "after the first
  * write"): the test is then skipped with that reason.
@@ -101,10 +101,10 @@ export type ArmFault = (credentialType: CredentialType) => void | string | Promi
 
 /**
  * The faults the suite's `failure-rules` group needs, each armed by the
- * harness in its fake. A fault the harness does not give is a skipped test
- * (with the reason); a provider whose cloud call cannot fail that way (a create
- * that is one write, an update that is one atomic call) proves the rule with a
- * fault on that one call.
+ * harness in its fake. A fault the harness does not give, or whose hook returns
+ * a reason (a create that is one write has no call after its first write), is a
+ * skipped test with that reason. A hook that arms nothing fails its test: the
+ * call it targets must fail.
  */
 export interface ConformanceFaults {
   /**
@@ -129,7 +129,11 @@ export interface ConformanceFaults {
    * before (add before remove). Needs `inspect` with `usagePlans`.
    */
   updateAddFails?: ArmFault;
-  /** Resolves once every write the fake holds back has landed (before the suite checks that nothing is left). */
+  /**
+   * Resolves once every write the fake holds back has landed, and disarms the faults the
+   * provider's retries did not use up; the suite calls it after each faulted call, before it
+   * checks what is left.
+   */
   settled?: () => Promise<void>;
 }
 

@@ -96,6 +96,18 @@ describe("each failure-rule and paging check fails a provider that breaks its ru
     });
   }
 
+  it("a fault hook that arms nothing fails its check instead of passing it", async () => {
+    const idle = new PagedCloud(PLANS);
+    const { test, registered } = recorder();
+    providerConformance(test, () => new PagedProvider(idle), {
+      ...optionsFor(idle, PagedProvider),
+      faults: { createFailsAfterWrite: () => {}, createAnswerLost: () => {}, updateAddFails: () => {} },
+      credentialTypes: ["API_KEY"],
+    });
+    for (const check of ["failing after an accepted write", "answer is lost", "adds before it removes"])
+      expect(String((await run(named(registered, check))).error)).toMatch(/expected an error, but it succeeded/);
+  });
+
   it("the correct provider passes the same checks run the same way (the failures above are the variants')", async () => {
     for (const [, , check] of cases) expect(await runCheck(PagedProvider, check)).toEqual({});
   });
