@@ -267,7 +267,8 @@ export interface Provider {
    * `search.credentialId`'s — by the deterministic ids, tags or names derived
    * from it, without listing the whole account where the cloud allows. Core
    * calls it when a create's outcome is unknown (a write that may land after
-   * the client gave up) and revokes what it returns.
+   * the client gave up) and revokes what it returns. A search that lists reads
+   * every page: a resource beyond the first one is still found.
    * Without it, core falls back to {@link listOwned} filtered by credential id.
    */
   findByCredential?(search: CredentialSearch): Promise<OwnedResource[]>;
@@ -293,7 +294,8 @@ export interface Provider {
    */
   rotateSecret?(ref: ProviderCredentialRef, apiKeyValue?: string): Promise<RotatedSecret>;
   /**
-   * Lists the cloud resources tagged as credhook's (for `credhook reconcile`'s drift report).
+   * Lists the cloud resources tagged as credhook's (for `credhook reconcile`'s drift report),
+   * every page of the cloud's list.
    */
   listOwned?(): Promise<OwnedResource[]>;
   /**

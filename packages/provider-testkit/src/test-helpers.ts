@@ -2,6 +2,7 @@
 import { randomUUID } from "node:crypto";
 import {
   type AppIdentity,
+  type CredentialType,
   type CredhookError,
   type GatewayApi,
   isCredhookError,
@@ -99,8 +100,9 @@ export async function createApiKeyRef(
 }
 
 /**
- * What core does after an API-key create failed: revokes what the error's `partial` reports, then
+ * What core does after a create failed: revokes what the error's `partial` reports, then
  * finds the credential by its mark (`findByCredential`) and revokes what is found.
+ * @param credentialType the failed create's credential type @default "API_KEY"
  * @returns each revoke's outcome, in order
  * @throws whatever the provider's `revoke` or `findByCredential` throws
  */
@@ -110,9 +112,10 @@ export async function compensateCreate<Outcome>(
   credentialId: string,
   err: CredhookError,
   apis: GatewayApi[],
+  credentialType: CredentialType = "API_KEY",
 ): Promise<Outcome[]> {
   const outcomes: Outcome[] = [];
-  const ref = { credentialId, credentialType: "API_KEY" as const, app };
+  const ref = { credentialId, credentialType, app };
   if (err.partial)
     outcomes.push(
       await provider.revoke({

@@ -76,6 +76,8 @@ export interface ApiGatewayFakeOptions {
    * @default systemClock
    */
   clock?: FakeClock;
+  /** Test control: at most this many items per GetApiKeys / GetUsagePlanKeys page whatever `limit` asks (to exercise `position` paging with few keys). */
+  maxPageSize?: number;
 }
 
 const MAX_PLANS_PER_KEY = 10;
@@ -105,10 +107,16 @@ function route(method: string, path: string): { op: string; params: string[] } |
   return undefined;
 }
 
-function pageOf<T>(items: T[], limitRaw: string | null, position: string | null): { page: T[]; position?: string } {
-  const limit = limitRaw === null ? 25 : Number(limitRaw);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 500)
+function pageOf<T>(
+  items: T[],
+  limitRaw: string | null,
+  position: string | null,
+  maxPageSize = 500,
+): { page: T[]; position?: string } {
+  const asked = limitRaw === null ? 25 : Number(limitRaw);
+  if (!Number.isInteger(asked) || asked < 1 || asked > 500)
     throw new AwsFakeError(400, "BadRequestException", "Invalid limit: must be between 1 and 500");
+  const limit = Math.min(asked, maxPageSize);
   const start = position === null ? 0 : decodeToken(position);
   if (start === undefined) throw new AwsFakeError(400, "BadRequestException", "Invalid position parameter");
   const page = items.slice(start, start + limit);
@@ -128,6 +136,7 @@ export class ApiGatewayFake {
   private readonly region: string;
   private readonly enforceQuotas: boolean;
   private readonly maxKeys: number;
+  private readonly maxPageSize: number | undefined;
   private readonly buckets: Record<"CreateApiKey" | "DeleteApiKey" | "other", { take(): number }>;
   private readonly clock: FakeClock;
 
@@ -139,6 +148,7 @@ export class ApiGatewayFake {
     this.enforceQuotas = options.enforceQuotas ?? true;
     this.maxKeys = options.maxKeys ?? 10_000;
     const clock = (this.clock = options.clock ?? systemClock);
+    this.maxPageSize = options.maxPageSize;
     const perSecond = () =>
       options.quotaModel === "sliding-window" ? new SlidingWindow(5, 1000, clock) : new TokenBucket(5, 5, clock);
     this.buckets = { CreateApiKey: perSecond(), DeleteApiKey: perSecond(), other: new TokenBucket(10, 40, clock) };
@@ -226,7 +236,7 @@ export class ApiGatewayFake {
             (k) => (name === null || k.name.startsWith(name)) && (customerId === null || k.customerId === customerId),
           )
           .sort((x, y) => x.createdDate - y.createdDate || x.id.localeCompare(y.id));
-        const { page, position } = pageOf(items, q.get("limit"), q.get("position"));
+        const { page, position } = pageOf(items, q.get("limit"), q.get("position"), this.maxPageSize);
         const includeValues = q.get("includeValues") === "true";
         return {
           status: 200,
@@ -268,7 +278,7 @@ export class ApiGatewayFake {
         const items = [...plan.keys]
           .map((id) => this.keys.get(id)!)
           .filter((k) => name === null || k.name.startsWith(name));
-        const { page, position } = pageOf(items, q.get("limit"), q.get("position"));
+        const { page, position } = pageOf(items, q.get("limit"), q.get("position"), this.maxPageSize);
         return {
           status: 200,
           payload: {

@@ -84,6 +84,8 @@ export interface CognitoFakeOptions {
    * @default systemClock
    */
   clock?: FakeClock;
+  /** Test control: at most this many app clients per ListUserPoolClients page whatever `MaxResults` asks (to exercise `NextToken` paging with few clients). */
+  maxPageSize?: number;
 }
 
 /**
@@ -137,6 +139,7 @@ export class CognitoFake {
   private readonly enforceQuotas: boolean;
   private readonly operationRps: number;
   private readonly maxClients: number;
+  private readonly maxPageSize: number;
   private readonly region: string;
   private readonly signingKey = randomId(32);
   private readonly clock: FakeClock;
@@ -148,6 +151,7 @@ export class CognitoFake {
     this.enforceQuotas = options.enforceQuotas ?? true;
     this.operationRps = options.operationRps ?? 5;
     this.maxClients = options.maxClients ?? 1000;
+    this.maxPageSize = options.maxPageSize ?? 60;
     this.region = options.region ?? "us-east-1";
     this.clock = options.clock ?? systemClock;
   }
@@ -265,11 +269,12 @@ export class CognitoFake {
       }
       case "ListUserPoolClients": {
         const pool = this.pool(input.UserPoolId);
-        const max = input.MaxResults === undefined ? 60 : Number(input.MaxResults);
-        if (!Number.isInteger(max) || max < 1 || max > 60)
+        const asked = input.MaxResults === undefined ? 60 : Number(input.MaxResults);
+        if (!Number.isInteger(asked) || asked < 1 || asked > 60)
           throw invalid(
             "1 validation error detected: Value at 'maxResults' failed to satisfy constraint: Member must have value between 1 and 60",
           );
+        const max = Math.min(asked, this.maxPageSize);
         const start = input.NextToken === undefined ? 0 : decodeToken(String(input.NextToken));
         if (start === undefined) throw invalid("Invalid pagination token");
         const all = [...pool.clients.values()];

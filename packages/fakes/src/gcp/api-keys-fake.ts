@@ -151,6 +151,8 @@ export interface ApiKeysFakeOptions {
    * @default systemClock
    */
   clock?: FakeClock;
+  /** Test control: at most this many keys per ListKeys page whatever `pageSize` asks (to exercise `pageToken` paging with few keys). */
+  maxPageSize?: number;
 }
 
 /** Control API of a running fake (JS methods, not HTTP). */
@@ -558,7 +560,7 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
             countQuota("read");
             const showDeleted = url.searchParams.get("showDeleted") === "true";
             const requested = Number(url.searchParams.get("pageSize") ?? "0");
-            const pageSize = requested > 0 ? Math.min(requested, 300) : 300;
+            const pageSize = Math.min(requested > 0 ? Math.min(requested, 300) : 300, options.maxPageSize ?? 300);
             const token = url.searchParams.get("pageToken");
             const start = token ? Number(Buffer.from(token, "base64url").toString("utf8")) : 0;
             if (!Number.isInteger(start) || start < 0)
