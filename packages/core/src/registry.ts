@@ -98,7 +98,9 @@ async function loadFactory(
     throw new ConfigError(
       [
         missing
-          ? `${at}: ${kind} package '${pkg}' is not installed (install it next to credhook, e.g. pnpm add ${pkg})`
+          ? `${at}: ${kind} package '${pkg}' is not installed (install it next to credhook, e.g. pnpm add ${pkg}; ` +
+            `a package of credhook's workspace that is not built runs from its TypeScript sources, in its folder: ` +
+            `CREDHOOK_FROM_SOURCE=1 node --conditions=dev-source <checkout>/packages/server/bin/credhook.mjs serve)`
           : `${at}: ${kind} package '${pkg}' failed to load: ${(err as Error).message}`,
       ],
       { cause: err },
