@@ -17,6 +17,8 @@ import { ConfigError, isCredhookError } from "./errors.js";
 import type { Logger } from "./logger.js";
 import type { Provider, ProviderFactory, ProviderStateStore } from "./provider.js";
 import type { CredentialStore, RateSlots, StoreFactory } from "./store.js";
+import { redactSecrets } from "./provider-kit/redact.js";
+import { redactingLogger, secretOptionValues } from "./provider-kit/secret-options.js";
 import { compileSchema } from "./validation.js";
 
 /** Short provider names and the packages they load. */
@@ -37,6 +39,8 @@ export interface Gateway {
   providerType: string;
   credentialType: CredentialType;
   provider: Provider;
+  /** The provider's options schema (where its secret options are marked, see `maskSecretOptions`); absent for a gateway built by hand. */
+  optionsSchema?: Record<string, unknown>;
 }
 
 /** Short store names and the packages they load. */
@@ -153,7 +157,10 @@ export async function loadStore(config: CredhookConfig, options: LoadStoreOption
   return factory.create(opts.value, {
     configPath: at,
     baseDir: options.baseDir,
-    logger: options.logger.child({ store: factory.type }),
+    logger: redactingLogger(
+      options.logger.child({ store: factory.type }),
+      secretOptionValues(factory.optionsSchema, opts.value),
+    ),
     ...(options.waitAtStart ? { waitAtStart: true } : {}),
   });
 }
@@ -170,6 +177,8 @@ export async function loadGateways(
   const problems: string[] = [];
   for (const [name, gw] of Object.entries(config.gateways)) {
     const at = `gateways.${name}`;
+    // the values of the options the schema marks secret (writeOnly): redacted from the provider's logs and errors
+    let secrets: string[] = [];
     try {
       const factory = await loadProviderFactory(gw.provider, `${at}.provider`, options.importModule);
       const validate = compileSchema(factory.optionsSchema, { coerceTypes: true, useDefaults: true });
@@ -180,7 +189,8 @@ export async function loadGateways(
         );
         continue;
       }
-      const logger = options.logger.child({ gateway: name });
+      secrets = secretOptionValues(factory.optionsSchema, opts);
+      const logger = redactingLogger(options.logger.child({ gateway: name }), secrets);
       const provider = await factory.create(opts, {
         gateway: name,
         configPath: `${at}.options`,
@@ -196,11 +206,18 @@ export async function loadGateways(
         await provider.close?.();
         continue;
       }
-      gateways.set(name, { name, providerType: gw.provider, credentialType: gw.credentialType, provider });
+      gateways.set(name, {
+        name,
+        providerType: gw.provider,
+        credentialType: gw.credentialType,
+        provider,
+        optionsSchema: factory.optionsSchema,
+      });
     } catch (err) {
-      if (isCredhookError(err))
-        problems.push(...err.messages.map((m) => (m.startsWith("gateways.") || m.startsWith("[") ? m : `${at}: ${m}`)));
-      else problems.push(`${at}: ${(err as Error).message}`);
+      const messages = isCredhookError(err)
+        ? err.messages.map((m) => (m.startsWith("gateways.") || m.startsWith("[") ? m : `${at}: ${m}`))
+        : [`${at}: ${(err as Error).message}`];
+      problems.push(...messages.map((m) => redactSecrets(m, secrets)));
     }
   }
   if (problems.length > 0) {

@@ -9,6 +9,7 @@ import {
   ConfigError,
   createRouter,
   loadGateways,
+  maskSecretOptions,
   memoryStateStore,
   silentLogger,
   type CredhookConfig,
@@ -16,6 +17,8 @@ import {
   type Logger,
 } from "@credhook/core";
 import { LocalProvider } from "@credhook/provider-local";
+import type { EmbeddedGatewayConfig } from "@credhook/provider-local/gateway";
+import { maskSecrets, type LoadedConfig } from "./config.js";
 import { userPasswordProblems } from "./passwords.js";
 
 /**
@@ -76,4 +79,72 @@ export async function checkConfig(
     await Promise.allSettled([...gateways.values()].map((g) => g.provider.close?.()));
     throw err;
   }
+}
+
+/** What `check-config` prints about `embeddedGateway:`. */
+function embeddedGatewaySummary(gw: EmbeddedGatewayConfig | undefined): string[] {
+  if (!gw) return ["embedded gateway: off (no embeddedGateway: block)"];
+  const base = gw.pathPrefix
+    ? `path prefix ${gw.pathPrefix} on the webhook's port`
+    : `own port ${gw.listen!.host}:${gw.listen!.port}`;
+  const k = gw.keyCheck;
+  const rules = k.apis.map((r) => `${r.pathPrefix} -> ${r.api}`).join(", ");
+  const s = gw.oauth.signing;
+  return [
+    `embedded gateway: ${base}${gw.publicUrl ? `, public URL ${gw.publicUrl}` : ""}`,
+    `  key check: ${gw.pathPrefix ?? ""}/check; key from header ${k.header}${k.queryParam ? ` or query parameter ${k.queryParam}` : ""}${k.bearer ? ", or a Bearer access token" : ""}`,
+    `  API from: ${[k.apiHeader ? `header ${k.apiHeader}` : "", rules ? `path rules ${rules}` : ""].filter(Boolean).join(", then ") || "nothing configured (every check is 403 until keyCheck.apis or keyCheck.apiHeader is set)"}`,
+    `  usage-plan counters: ${gw.limits.counters ?? "store on PostgreSQL, else memory"}`,
+    `  OAuth: token lifetime ${gw.oauth.tokenTtlS} s, ${s.alg} keys in ${s.keyFile ?? "the store (encrypted)"}, ${s.rotateAfterDays > 0 ? `rotated every ${s.rotateAfterDays} days` : "never rotated"}`,
+  ];
+}
+
+/**
+ * A gateway's options as credhook prints them: every option its provider's schema marks secret
+ * (`writeOnly: true`, see core's `maskSecretOptions`) masked, then any value whose name suggests a
+ * secret (`maskSecrets`: passwords, tokens, keys, connection strings).
+ * @param gateway the loaded gateway (its provider's `optionsSchema`); undefined: name-based masking only
+ * @param options the gateway's `options:` block as written
+ */
+export function printableOptions(gateway: Gateway | undefined, options: unknown): unknown {
+  return maskSecrets(gateway?.optionsSchema ? maskSecretOptions(gateway.optionsSchema, options) : options);
+}
+
+/**
+ * What `credhook check-config` prints for a configuration {@link checkConfig} accepted: the
+ * config file, each gateway with its provider's capabilities and its options (secrets masked,
+ * {@link printableOptions}), the routes, the embedded gateway, the server and the store.
+ * @param gateways what {@link checkConfig} returned for `config`
+ * @returns the report's lines, each ending in a line break
+ */
+export function checkConfigReport(config: LoadedConfig, gateways: Map<string, Gateway>): string {
+  const out: string[] = [
+    `config: ${config.configFile}${config.embeddedDefault ? " (embedded default: no config file found)" : ""}`,
+    "",
+    "gateways:",
+  ];
+  for (const [name, g] of Object.entries(config.gateways)) {
+    const gateway = gateways.get(name);
+    const caps = gateway!.provider.capabilities;
+    out.push(
+      `  ${name}: provider=${g.provider} credentialType=${g.credentialType} importsApiKeyValue=${caps.importsApiKeyValue} readsBackSecret=${caps.readsBackSecret}`,
+    );
+    out.push(`    options: ${JSON.stringify(printableOptions(gateway, g.options))}`);
+  }
+  out.push("", "routes (first match wins):");
+  config.routes.forEach(
+    (r, i) =>
+      void out.push(
+        `  ${i + 1}. ${"default" in r ? `* (default) -> ${r.default}` : `${r.apis.join(", ")} -> ${r.gateway}`}`,
+      ),
+  );
+  out.push("", ...embeddedGatewaySummary(config.embeddedGateway as EmbeddedGatewayConfig | undefined));
+  out.push(
+    "",
+    `server: ${JSON.stringify(maskSecrets(config.server))}`,
+    `store: ${JSON.stringify(maskSecrets(config.store))}`,
+    "",
+    "configuration is valid",
+  );
+  return `${out.join("\n")}\n`;
 }
