@@ -17,6 +17,8 @@ import { ConfigError, isCredhookError } from "./errors.js";
 import type { Logger } from "./logger.js";
 import type { Provider, ProviderExtension, ProviderFactory, ProviderStateStore } from "./provider.js";
 import type { CredentialStore, RateSlots, StoreFactory } from "./store.js";
+import { redactSecrets } from "./provider-kit/redact.js";
+import { redactingLogger, secretOptionValues } from "./provider-kit/secret-options.js";
 import { compileSchema } from "./validation.js";
 
 /** Short provider names and the packages they load. */
@@ -99,6 +101,8 @@ export interface Gateway {
   providerType: string;
   credentialType: CredentialType;
   provider: Provider;
+  /** The provider's options schema (where its secret options are marked, see `maskSecretOptions`); absent for a gateway built by hand. */
+  optionsSchema?: Record<string, unknown>;
 }
 
 /** Short store names and the packages they load. */
@@ -160,7 +164,9 @@ async function loadFactory(
     throw new ConfigError(
       [
         missing
-          ? `${at}: ${kind} package '${pkg}' is not installed (install it next to credhook, e.g. pnpm add ${pkg})`
+          ? `${at}: ${kind} package '${pkg}' is not installed (install it next to credhook, e.g. pnpm add ${pkg}; ` +
+            `a package of credhook's workspace that is not built runs from its TypeScript sources, in its folder: ` +
+            `CREDHOOK_FROM_SOURCE=1 node --conditions=dev-source <checkout>/packages/server/bin/credhook.mjs serve)`
           : `${at}: ${kind} package '${pkg}' failed to load: ${(err as Error).message}`,
       ],
       { cause: err },
@@ -213,7 +219,10 @@ export async function loadStore(config: CredhookConfig, options: LoadStoreOption
   return factory.create(opts.value, {
     configPath: at,
     baseDir: options.baseDir,
-    logger: options.logger.child({ store: factory.type }),
+    logger: redactingLogger(
+      options.logger.child({ store: factory.type }),
+      secretOptionValues(factory.optionsSchema, opts.value),
+    ),
     ...(options.waitAtStart ? { waitAtStart: true } : {}),
   });
 }
@@ -230,6 +239,8 @@ export async function loadGateways(
   const problems: string[] = [];
   for (const [name, gw] of Object.entries(config.gateways)) {
     const at = `gateways.${name}`;
+    // the values of the options the schema marks secret (writeOnly): redacted from the provider's logs and errors
+    let secrets: string[] = [];
     try {
       const factory = await loadProviderFactory(gw.provider, `${at}.provider`, options.importModule);
       const validate = compileSchema(factory.optionsSchema, { coerceTypes: true, useDefaults: true });
@@ -240,7 +251,8 @@ export async function loadGateways(
         );
         continue;
       }
-      const logger = options.logger.child({ gateway: name });
+      secrets = secretOptionValues(factory.optionsSchema, opts);
+      const logger = redactingLogger(options.logger.child({ gateway: name }), secrets);
       const provider = await factory.create(opts, {
         gateway: name,
         configPath: `${at}.options`,
@@ -256,11 +268,18 @@ export async function loadGateways(
         await provider.close?.();
         continue;
       }
-      gateways.set(name, { name, providerType: gw.provider, credentialType: gw.credentialType, provider });
+      gateways.set(name, {
+        name,
+        providerType: gw.provider,
+        credentialType: gw.credentialType,
+        provider,
+        optionsSchema: factory.optionsSchema,
+      });
     } catch (err) {
-      if (isCredhookError(err))
-        problems.push(...err.messages.map((m) => (m.startsWith("gateways.") || m.startsWith("[") ? m : `${at}: ${m}`)));
-      else problems.push(`${at}: ${(err as Error).message}`);
+      const messages = isCredhookError(err)
+        ? err.messages.map((m) => (m.startsWith("gateways.") || m.startsWith("[") ? m : `${at}: ${m}`))
+        : [`${at}: ${(err as Error).message}`];
+      problems.push(...messages.map((m) => redactSecrets(m, secrets)));
     }
   }
   if (problems.length > 0) {

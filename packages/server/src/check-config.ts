@@ -11,12 +11,14 @@ import {
   createRouter,
   loadExtensions,
   loadGateways,
+  maskSecretOptions,
   memoryStateStore,
   silentLogger,
   type CredhookConfig,
   type Gateway,
   type Logger,
 } from "@credhook/core";
+import { maskSecrets, type LoadedConfig } from "./config.js";
 import { userPasswordProblems } from "./passwords.js";
 
 /**
@@ -67,4 +69,59 @@ export async function checkConfig(
     await Promise.allSettled([...gateways.values()].map((g) => g.provider.close?.()));
     throw err;
   }
+}
+
+/**
+ * A gateway's options as credhook prints them: every option its provider's schema marks secret
+ * (`writeOnly: true`, see core's `maskSecretOptions`) masked, then any value whose name suggests a
+ * secret (`maskSecrets`: passwords, tokens, keys, connection strings).
+ * @param gateway the loaded gateway (its provider's `optionsSchema`); undefined: name-based masking only
+ * @param options the gateway's `options:` block as written
+ */
+export function printableOptions(gateway: Gateway | undefined, options: unknown): unknown {
+  return maskSecrets(gateway?.optionsSchema ? maskSecretOptions(gateway.optionsSchema, options) : options);
+}
+
+/**
+ * What `credhook check-config` prints for a configuration {@link checkConfig} accepted: the
+ * config file, each gateway with its provider's capabilities and its options (secrets masked,
+ * {@link printableOptions}), the routes, the extensions (the embedded gateway), the server and the store.
+ * @param gateways what {@link checkConfig} returned for `config`
+ * @param extensionLines what {@link describeExtensions} says of the extensions
+ * @returns the report's lines, each ending in a line break
+ */
+export function checkConfigReport(
+  config: LoadedConfig,
+  gateways: Map<string, Gateway>,
+  extensionLines: string[],
+): string {
+  const out: string[] = [
+    `config: ${config.configFile}${config.embeddedDefault ? " (embedded default: no config file found)" : ""}`,
+    "",
+    "gateways:",
+  ];
+  for (const [name, g] of Object.entries(config.gateways)) {
+    const gateway = gateways.get(name);
+    const caps = gateway!.provider.capabilities;
+    out.push(
+      `  ${name}: provider=${g.provider} credentialType=${g.credentialType} importsApiKeyValue=${caps.importsApiKeyValue} readsBackSecret=${caps.readsBackSecret}`,
+    );
+    out.push(`    options: ${JSON.stringify(printableOptions(gateway, g.options))}`);
+  }
+  out.push("", "routes (first match wins):");
+  config.routes.forEach(
+    (r, i) =>
+      void out.push(
+        `  ${i + 1}. ${"default" in r ? `* (default) -> ${r.default}` : `${r.apis.join(", ")} -> ${r.gateway}`}`,
+      ),
+  );
+  out.push("", ...extensionLines);
+  out.push(
+    "",
+    `server: ${JSON.stringify(maskSecrets(config.server))}`,
+    `store: ${JSON.stringify(maskSecrets(config.store))}`,
+    "",
+    "configuration is valid",
+  );
+  return `${out.join("\n")}\n`;
 }

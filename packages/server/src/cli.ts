@@ -20,8 +20,8 @@ import { Command } from "commander";
 import { ConfigError, isCredhookError } from "@credhook/core";
 import { destination } from "pino";
 import { createRuntime, startServer, importProviderModule, SHUTDOWN_MARGIN_MS } from "./app.js";
-import { CONFIG_SEARCH_PLACES, embeddedConfigText, loadConfigFile, maskSecrets, type LoadedConfig } from "./config.js";
-import { checkConfig, describeExtensions } from "./check-config.js";
+import { CONFIG_SEARCH_PLACES, embeddedConfigText, loadConfigFile, type LoadedConfig } from "./config.js";
+import { checkConfig, checkConfigReport, describeExtensions } from "./check-config.js";
 import { describeListenError } from "./listen-errors.js";
 import { createLogger, operatorMessage, settleLogs } from "./logging.js";
 import { hashPassword, passwordProblem } from "./passwords.js";
@@ -146,34 +146,9 @@ program
     try {
       const config = await loadConfig(opts.config);
       const gateways = await checkConfig(config, importProviderModule);
-      const out: string[] = [
-        `config: ${config.configFile}${config.embeddedDefault ? " (embedded default: no config file found)" : ""}`,
-        "",
-        "gateways:",
-      ];
-      for (const [name, g] of Object.entries(config.gateways)) {
-        const caps = gateways.get(name)!.provider.capabilities;
-        out.push(
-          `  ${name}: provider=${g.provider} credentialType=${g.credentialType} importsApiKeyValue=${caps.importsApiKeyValue} readsBackSecret=${caps.readsBackSecret}`,
-        );
-        out.push(`    options: ${JSON.stringify(maskSecrets(g.options))}`);
-      }
-      out.push("", "routes (first match wins):");
-      config.routes.forEach(
-        (r, i) =>
-          void out.push(
-            `  ${i + 1}. ${"default" in r ? `* (default) -> ${r.default}` : `${r.apis.join(", ")} -> ${r.gateway}`}`,
-          ),
+      process.stdout.write(
+        checkConfigReport(config, gateways, await describeExtensions(config, gateways, importProviderModule)),
       );
-      out.push("", ...(await describeExtensions(config, gateways, importProviderModule)));
-      out.push(
-        "",
-        `server: ${JSON.stringify(maskSecrets(config.server))}`,
-        `store: ${JSON.stringify(maskSecrets(config.store))}`,
-        "",
-        "configuration is valid",
-      );
-      process.stdout.write(`${out.join("\n")}\n`);
       await Promise.allSettled([...gateways.values()].map((g) => g.provider.close?.()));
       process.exit(0);
     } catch (err) {
