@@ -13,14 +13,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startAwsFake, type AwsFake, type ForeignResource } from "@credhook/fakes/aws";
 import { ManualClock } from "@credhook/fakes/clock";
-import {
-  apiKeyUpdate,
-  errorOf,
-  SERVER_YAML,
-  startTestServer,
-  sweepUntilSettled,
-  type TestServer,
-} from "./helpers.js";
+import { apiKeyUpdate, errorOf, SERVER_YAML, startTestServer, sweepUntilSettled, type TestServer } from "./helpers.js";
 
 const POOL = "us-east-1_Credhook1";
 

@@ -15,14 +15,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startApimFake, type ApimFake, type FakeSubscription } from "@credhook/fakes/azure";
 import { ManualClock } from "@credhook/fakes/clock";
 import { isSubscriptionOf } from "@credhook/provider-azure";
-import {
-  apiKeyUpdate,
-  errorOf,
-  SERVER_YAML,
-  startTestServer,
-  sweepUntilSettled,
-  type TestServer,
-} from "./helpers.js";
+import { apiKeyUpdate, errorOf, SERVER_YAML, startTestServer, sweepUntilSettled, type TestServer } from "./helpers.js";
 
 const yaml = (fake: ApimFake) => {
   const service = `subscriptionId: "${fake.subscriptionId}", resourceGroup: ${fake.resourceGroup}, serviceName: ${fake.serviceName}, endpoint: "${fake.url}", credential: { type: static-token, token: fake }`;
