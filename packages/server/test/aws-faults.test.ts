@@ -5,18 +5,15 @@
  * abandoned-create sweep or `reconcile` ran — zero live API keys or app
  * clients that no credential the portal holds explains, and the foreign key
  * and client made by "another tool" in the same account untouched.
+ *
+ * The fake runs on a {@link ManualClock}: a late write (`lateApply`) is held until a test
+ * advances it, never landing while the SDK still waits, so the SDK's time-out (real time)
+ * is generous: 1 s a call, which a busy machine does not reach on a local call.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startAwsFake, type AwsFake, type ForeignResource } from "@credhook/fakes/aws";
-import {
-  apiKeyUpdate,
-  errorOf,
-  SERVER_YAML,
-  startTestServer,
-  sweepUntilSettled,
-  until,
-  type TestServer,
-} from "./helpers.js";
+import { ManualClock } from "@credhook/fakes/clock";
+import { apiKeyUpdate, errorOf, SERVER_YAML, startTestServer, sweepUntilSettled, type TestServer } from "./helpers.js";
 
 const POOL = "us-east-1_Credhook1";
 
@@ -25,7 +22,7 @@ gateways:
   aws-keys:
     provider: aws
     credentialType: API_KEY
-    options: { region: us-east-1, endpoint: "${fakeUrl}", credentials: { accessKeyId: fake, secretAccessKey: fake }, timeoutMs: 300, maxAttempts: 2 }
+    options: { region: us-east-1, endpoint: "${fakeUrl}", credentials: { accessKeyId: fake, secretAccessKey: fake }, timeoutMs: 1000, maxAttempts: 2 }
   aws-m2m:
     provider: aws
     credentialType: CLIENT_CREDENTIALS
@@ -33,7 +30,7 @@ gateways:
       region: us-east-1
       endpoint: "${fakeUrl}"
       credentials: { accessKeyId: fake, secretAccessKey: fake }
-      timeoutMs: 300
+      timeoutMs: 1000
       userPoolId: ${POOL}
       resourceServer: https://api.example.com
       tokenEndpoint: "${fakeUrl}/oauth2/token"
@@ -46,9 +43,16 @@ let fake: AwsFake;
 let s: TestServer;
 let foreignKey: ForeignResource;
 let foreignClient: ForeignResource;
+/**
+ * The fake's clock: a late write lands when a test advances it. Its per-second quotas refill only
+ * as it moves: a second of it between sweeps, a minute between cases.
+ */
+const clock = new ManualClock();
+/** The sweep until settled, the fake's clock moving a second between sweeps (its quotas refill as in a real second). */
+const settle = () => sweepUntilSettled(s, { everyMs: 100, between: () => clock.advance(1000) });
 
 beforeAll(async () => {
-  fake = await startAwsFake();
+  fake = await startAwsFake({ clock });
   fake.apiGateway.addUsagePlan({
     id: "1el57v",
     name: "Orders Gold",
@@ -66,7 +70,10 @@ afterAll(async () => {
   await s?.close();
   await fake?.close();
 });
-beforeEach(() => fake.faults.clear());
+beforeEach(async () => {
+  fake.faults.clear();
+  await clock.advance(60_000); // every quota of the fake full again
+});
 
 const dev = "dev@example.com";
 const keyIds = () => [...fake.apiGateway.keys.keys()].filter((id) => id !== foreignKey.nativeId);
@@ -103,12 +110,16 @@ describe("AWS faults through HTTP", () => {
     expect(err.status).toBe(504);
     const [rec] = await recordsOf("Late");
     expect(rec).toMatchObject({ status: "abandoned" });
-    await until("the late CreateApiKey to land", () => keyIds().length === 1);
+    await clock.whenSleeping(2); // both attempts held: nothing to find or revoke yet
+    expect([keyIds(), fake.stats().lateWritesPending]).toEqual([[], 2]);
+    await clock.advance(700); // both land, in order: the first makes the key, the second meets its value (409)
+    expect(fake.stats().lateWritesPending).toBe(0);
+    expect(keyIds()).toHaveLength(1);
     expect(fake.apiGateway.keys.get(keyIds()[0]!)!.tags).toMatchObject({
       "credhook:gateway": "aws-keys",
       "credhook:credential-id": rec!.id,
     });
-    await sweepUntilSettled(s);
+    await settle();
     expect(keyIds()).toEqual([]);
     expect(await recordsOf("Late")).toEqual([]);
     await invariant();
@@ -120,13 +131,16 @@ describe("AWS faults through HTTP", () => {
       (await s.post("/v1/createCredentials", { appName: "Late2", developer: dev, apis: [{ id: "5aba4csvd4" }] }))
         .status,
     ).toBe(504);
-    await until("the late CreateApiKey to land", () => keyIds().length === 1);
-    // and the SDK's second attempt, refused (409: the value exists): once it landed, nothing more can appear
-    await until("the second attempt to land too", () => fake.stats().lateWritesPending === 0);
+    await clock.whenSleeping(2);
+    expect(keyIds()).toEqual([]);
+    // the key lands, and the SDK's second attempt is refused (409: the value exists): nothing more can appear
+    await clock.advance(700);
+    expect(fake.stats().lateWritesPending).toBe(0);
+    expect(keyIds()).toHaveLength(1);
     const report = await s.credhook.orchestrator.reconcile({ olderThanMs: 0 });
     expect(report.abandoned).toHaveLength(1);
     expect(keyIds()).toEqual([]);
-    await sweepUntilSettled(s);
+    await settle();
     await invariant();
   });
 
@@ -142,7 +156,7 @@ describe("AWS faults through HTTP", () => {
     );
     expect(err.status).toBe(502);
     expect(err.messages.join(" ")).toContain("AccessDeniedException");
-    await sweepUntilSettled(s);
+    await settle();
     expect(keyIds()).toEqual([]);
     expect(fake.stats().calls.DeleteApiKey).toBeGreaterThanOrEqual(5);
     await invariant();
@@ -164,7 +178,7 @@ describe("AWS faults through HTTP", () => {
     const [rec] = await recordsOf("Stuck");
     expect(rec).toMatchObject({ status: "abandoned", bindings: [{ gateway: "aws-keys", nativeId: key }] });
     fake.faults.clear();
-    await sweepUntilSettled(s);
+    await settle();
     expect(keyIds()).toEqual([]);
     await invariant();
   });
@@ -246,9 +260,12 @@ describe("AWS faults through HTTP", () => {
         )
       ).status,
     ).toBe(504);
-    await until("the late CreateUserPoolClient to land", () => clientIds().length === 1);
     expect(fake.stats().calls.CreateUserPoolClient).toBe(1);
-    await sweepUntilSettled(s);
+    await clock.whenSleeping(1);
+    expect(clientIds()).toEqual([]);
+    await clock.advance(700);
+    expect(clientIds()).toHaveLength(1);
+    await settle();
     expect(clientIds()).toEqual([]);
     await invariant();
   });

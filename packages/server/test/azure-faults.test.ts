@@ -6,19 +6,16 @@
  * writes landed and the abandoned-create sweep or `reconcile` ran — zero live
  * subscriptions that no credential the portal holds explains, and the
  * subscription "another tool" made on the service untouched.
+ *
+ * The fake runs on a {@link ManualClock}: a PUT it holds (`delayMs`) lands when a test advances
+ * it, never while the client still waits, so the client's time limit (real time, the SDK's
+ * retries included) is generous: 3 s, which a busy machine does not reach on local calls.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startApimFake, type ApimFake, type FakeSubscription } from "@credhook/fakes/azure";
+import { ManualClock } from "@credhook/fakes/clock";
 import { isSubscriptionOf } from "@credhook/provider-azure";
-import {
-  apiKeyUpdate,
-  errorOf,
-  SERVER_YAML,
-  startTestServer,
-  sweepUntilSettled,
-  until,
-  type TestServer,
-} from "./helpers.js";
+import { apiKeyUpdate, errorOf, SERVER_YAML, startTestServer, sweepUntilSettled, type TestServer } from "./helpers.js";
 
 const yaml = (fake: ApimFake) => {
   const service = `subscriptionId: "${fake.subscriptionId}", resourceGroup: ${fake.resourceGroup}, serviceName: ${fake.serviceName}, endpoint: "${fake.url}", credential: { type: static-token, token: fake }`;
@@ -27,7 +24,7 @@ gateways:
   azure:
     provider: azure
     credentialType: API_KEY
-    options: { ${service}, timeoutMs: 1000, maxRetries: 1, productMap: { 1el57v: gold, 2plan2: silver } }
+    options: { ${service}, timeoutMs: 3000, maxRetries: 1, productMap: { 1el57v: gold, 2plan2: silver } }
   azure-eu:
     provider: azure
     credentialType: API_KEY
@@ -41,9 +38,14 @@ routes:
 let fake: ApimFake;
 let s: TestServer;
 let foreign: FakeSubscription;
+/**
+ * The fake's clock: a held PUT lands when a test advances it. ARM's buckets refill only as it
+ * moves: 200 ms of it between sweeps (as many as between real ones), a minute between cases.
+ */
+const clock = new ManualClock();
 
 beforeAll(async () => {
-  fake = await startApimFake({ products: ["gold", "silver"], apis: ["orders"] });
+  fake = await startApimFake({ products: ["gold", "silver"], apis: ["orders"], clock });
   // Another tool's subscription on the same service: never touched.
   foreign = fake.addForeignSubscription({
     scope: "/products/gold",
@@ -56,7 +58,10 @@ afterAll(async () => {
   await s?.close();
   await fake?.close();
 });
-beforeEach(() => fake.clearFaults());
+beforeEach(async () => {
+  fake.clearFaults();
+  await clock.advance(60_000); // ARM's read and write buckets full again
+});
 
 const dev = "dev@example.com";
 const gold = [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }];
@@ -98,16 +103,21 @@ async function invariant(): Promise<void> {
 }
 
 /** The sweep until nothing is abandoned, at most 5 a second (each reads ARM, whose read bucket is 25/s). */
-const settle = () => sweepUntilSettled(s, { everyMs: 200 });
+const settle = () => sweepUntilSettled(s, { everyMs: 200, between: () => clock.advance(200) });
 
 describe("Azure API Management faults through HTTP", () => {
   it("a subscription PUT slower than timeoutMs: 504, the record is abandoned (no DELETE races the PUT), the subscription that lands later is revoked by the sweep", async () => {
-    fake.inject({ delayMs: 1300, method: "PUT", times: 2 });
+    // held on the fake's clock (a retry of the SDK, were the time limit to leave room for one, too)
+    fake.inject({ delayMs: 5000, method: "PUT", times: 2 });
     const err = await errorOf(await s.post("/v1/createCredentials", { appName: "Late", developer: dev, apis: gold }));
     expect(err.status).toBe(504);
     const [rec] = await recordsOf("Late");
     expect(rec).toMatchObject({ status: "abandoned" });
-    await until("the late PUT to land", () => live().length === 1);
+    await clock.whenSleeping(); // the fake still holds the PUT …
+    expect(live()).toEqual([]); // … past the client's time limit
+    await clock.advance(5000);
+    await fake.idle();
+    expect(live()).toHaveLength(1); // landed after the client gave up
     expect(live()[0]!.sid).toBe(`credhook-${rec!.id}-p-gold`);
     await settle();
     expect(live()).toEqual([]);
@@ -120,9 +130,13 @@ describe("Azure API Management faults through HTTP", () => {
   });
 
   it("the same late PUT cleaned up by `credhook reconcile` instead of the sweep", async () => {
-    fake.inject({ delayMs: 1300, method: "PUT", times: 2 });
+    fake.inject({ delayMs: 5000, method: "PUT", times: 2 });
     expect((await s.post("/v1/createCredentials", { appName: "Late2", developer: dev, apis: gold })).status).toBe(504);
-    await until("the late PUT to land", () => live().length === 1);
+    await clock.whenSleeping();
+    expect(live()).toEqual([]);
+    await clock.advance(5000);
+    await fake.idle();
+    expect(live()).toHaveLength(1);
     const report = await s.credhook.orchestrator.reconcile({ olderThanMs: 0 });
     expect(report.abandoned).toHaveLength(1);
     expect(live()).toEqual([]);
@@ -134,9 +148,12 @@ describe("Azure API Management faults through HTTP", () => {
     const created = await s.call("/v1/createCredentials", { appName: "LateUpdate", developer: dev, apis: gold });
     expect(created.status).toBe(200);
     const apiKeyId = created.json!.apiKeyId as string;
-    // Both attempts (the SDK retries once) time out after 1 s; ARM applies each 2.5 s after receiving it, after the rollback ran.
-    fake.inject({ delayMs: 2500, method: "PUT", path: "-p-silver", times: 2 });
+    // The PUT is held on the fake's clock past the client's time limit; it lands when advanced, after the rollback ran.
+    fake.inject({ delayMs: 5000, method: "PUT", path: "-p-silver", times: 2 });
     expect((await errorOf(await s.post("/v1/updateCredentials", addSilver("LateUpdate", apiKeyId)))).status).toBe(504);
+    await clock.whenSleeping();
+    expect(live().map((x) => x.scope)).toEqual(["/products/gold"]); // rolled back, silver not landed yet
+    await clock.advance(5000);
     await fake.idle();
     expect(
       live()

@@ -7,14 +7,19 @@
  * After each case — once late writes landed and the abandoned-create sweep ran —
  * zero live keys that no credential the portal holds explains, and the foreign
  * key untouched.
+ *
+ * The fake of `gcp`/`gcp2` runs on a {@link ManualClock}: a slow createKey (`setLatency`) or a
+ * delayed operation (`delayOperations`) lands when a test advances it, never while the client
+ * still waits, so the client's time-outs (real time) are generous: 1 s a call, 2 s an operation.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startApiKeysFake, type ApiKeysFake, type FakeKey } from "@credhook/fakes/gcp";
+import { ManualClock } from "@credhook/fakes/clock";
 import { errorOf, LOCAL_YAML, startTestServer, type TestServer, until } from "./helpers.js";
 
 /**
- * Gateway options of the GCP gateways: fast polls, short time-outs and a small
- * retry budget so faults resolve quickly. `gcp` and `gcp2` share one project
+ * Gateway options of the GCP gateways: fast polls and a small retry budget so
+ * faults resolve quickly, time-outs a busy machine does not reach on local calls. `gcp` and `gcp2` share one project
  * (and its rate limiter); `burst` has a project of its own on a second fake,
  * with the default 10 s retry budget (and room for more reads than Google's quota).
  */
@@ -28,8 +33,8 @@ const gcpOptions = (name: string, endpoint = "FAKE_URL", projectId = "fake-proje
       credentials: { type: static-token }
       serviceTemplate: "{apiId}.apigateway.fake-project.cloud.goog"
       pollInitialDelayMs: 10
-      requestTimeoutMs: 300
-      operationTimeoutMs: 400
+      requestTimeoutMs: 1000
+      operationTimeoutMs: 2000
       retry: { initialDelayMs: 5, maxDelayMs: 20, throttleInitialDelayMs: 20, budgetMs: 400 }
       rateLimit: { writesPerMinute: 100, writeBurst: 100, readsPerMinute: 200, readBurst: 200 }`;
 
@@ -38,8 +43,8 @@ const YAML = LOCAL_YAML.replace(
   "routes:\n",
   `${gcpOptions("gcp")}${gcpOptions("gcp2")}${gcpOptions("burst", "BURST_FAKE_URL", "burst-project")
     .replace("budgetMs: 400", "budgetMs: 10000")
-    .replace("requestTimeoutMs: 300", "requestTimeoutMs: 5000")
-    .replace("operationTimeoutMs: 400", "operationTimeoutMs: 20000")
+    .replace("requestTimeoutMs: 1000", "requestTimeoutMs: 5000")
+    .replace("operationTimeoutMs: 2000", "operationTimeoutMs: 20000")
     .replace("readsPerMinute: 200, readBurst: 200", "readsPerMinute: 1000, readBurst: 400")}
 reconcile: { abandonedIntervalS: 0, settleS: 1 }
 routes:
@@ -53,8 +58,13 @@ let fake: ApiKeysFake;
 let burstFake: ApiKeysFake;
 let s: TestServer;
 let foreign: FakeKey;
+/**
+ * The clock of `fake`: held writes land when a test advances it. Its per-minute quotas move
+ * only with it: as much as the test waits between sweeps, a minute between cases.
+ */
+const clock = new ManualClock();
 beforeAll(async () => {
-  fake = await startApiKeysFake();
+  fake = await startApiKeysFake({ clock });
   // the burst and its cleanup (40 creates, 40 revokes) need ~300 reads: more than Google's 240 a minute, which is not under test here
   burstFake = await startApiKeysFake({ projectId: "burst-project", readsPerMinute: 2000 });
   s = await startTestServer(YAML, { FAKE_URL: fake.url, BURST_FAKE_URL: burstFake.url });
@@ -64,7 +74,8 @@ afterAll(async () => {
   await fake?.close();
   await burstFake?.close();
 });
-beforeEach(() => {
+beforeEach(async () => {
+  await clock.advance(60_000); // the quotas' minute has passed
   foreign = fake.createForeignKey({ restrictions: { apiTargets: [{ service: "maps.googleapis.com" }] } });
 });
 afterEach(async () => {
@@ -105,6 +116,7 @@ async function unexplainedKeys(): Promise<string[]> {
 async function settle(): Promise<void> {
   for (let i = 0; i < 10 && (await s.credhook.store.listAbandoned()).length > 0; i++) {
     await sleep(1100); // settleS: 1
+    await clock.advance(1100);
     await s.credhook.orchestrator.sweepAbandoned();
   }
   expect(await s.credhook.store.listAbandoned()).toEqual([]);
@@ -170,23 +182,31 @@ describe("a failed read after an accepted create (issue 9, case 1)", () => {
 
 describe("writes that land after credhook gave up (issue 9, case 2)", () => {
   it("a createKey slower than requestTimeoutMs → 504; the key lands later and the sweep revokes it", async () => {
-    fake.control.setLatency(900, { rpcs: ["CreateKey"] });
+    fake.control.setLatency(5000, { rpcs: ["CreateKey"] });
     const err = await errorOf(await create("Late write"));
     expect(err.status).toBe(504);
     const [rec] = (await s.credhook.store.list()).filter((r) => r.app.appName === "Late write");
     expect(rec).toMatchObject({ status: "abandoned", abandoned: { uncertain: ["gcp"] } });
-    // the late write lands (core's bounded cleanup in the request may already have caught and revoked it)
-    await until("the late createKey to land", () => fake.keys().some((k) => k.keyId !== foreign.keyId));
+    // the fake holds all three attempts (maxAttempts 3): nothing has landed while the client waited
+    await clock.whenSleeping(3);
+    expect(fake.keys().filter((k) => k.keyId !== foreign.keyId)).toEqual([]);
     fake.control.clearFaults();
+    await clock.advance(5000); // they land in order: the first makes the key, the retries meet its keyId
+    await until("the three createKey attempts to be answered", () =>
+      fake.requests().every((r) => r.rpc !== "CreateKey" || r.status !== 0),
+    );
+    expect(liveKeys()).toHaveLength(1); // one key, not one per attempt
     await settle();
     expect(liveKeys()).toEqual([]);
   });
 
   it("a create operation that finishes after operationTimeoutMs → 504; the sweep revokes the key once it appears", async () => {
-    fake.control.delayOperations(800);
+    fake.control.delayOperations(5000);
     expect((await create("Late operation")).status).toBe(504);
     fake.control.delayOperations(0); // later writes (the revoke) apply at once; the accepted create still lands late
-    await until("the create operation to land", () => fake.keys().some((k) => k.keyId !== foreign.keyId));
+    expect(fake.keys().filter((k) => k.keyId !== foreign.keyId)).toEqual([]); // held past operationTimeoutMs
+    await clock.advance(5000);
+    expect(liveKeys()).toHaveLength(1); // landed after the client gave up
     await settle();
     expect(liveKeys()).toEqual([]);
   });

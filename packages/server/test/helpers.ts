@@ -251,17 +251,20 @@ export function spawnCredhook(command: string[], options: SpawnOptions = {}): Cr
 /**
  * Runs the server's abandoned-create sweep until no record is `abandoned` (a
  * test config sets `reconcile.settleS` short), for at most `timeoutMs` ms (default 30000: generous, it returns once settled). `everyMs`, when set, spaces the sweeps:
- * each one calls the clouds, whose read quotas a tight loop would exhaust.
+ * each one calls the clouds, whose read quotas a tight loop would exhaust. `between`, when set, runs before each sweep
+ * but the first: a test whose fakes run on a `ManualClock` advances it there, so that their quotas refill as
+ * between real sweeps.
  */
 export async function sweepUntilSettled(
   s: TestServer,
-  options: { timeoutMs?: number; everyMs?: number } = {},
+  options: { timeoutMs?: number; everyMs?: number; between?: () => Promise<void> } = {},
 ): Promise<void> {
   let first = true;
   await until(
     "abandoned records and unsettled updates to settle",
     async () => {
       if (!first && options.everyMs) await new Promise((r) => setTimeout(r, options.everyMs));
+      if (!first) await options.between?.();
       first = false;
       await s.credhook.orchestrator.sweepAbandoned();
       return (await s.credhook.store.list()).every((r) => r.status !== "abandoned" && !r.unsettled);

@@ -2,10 +2,15 @@
  * Kong and Apigee behind the real server (SQLite store, the embedded gateway beside them):
  * `credhook adopt` of an existing Kong consumer and Apigee app, and no orphan after a
  * write that lands late or a gateway that fails in the middle of a multi-gateway create.
+ *
+ * Both fakes run on one {@link ManualClock}: a write they hold lands when a test advances it,
+ * never while the client still waits, so the client's time-out (real time) is generous: 2 s
+ * a call, which a busy machine does not reach on a local call.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startApigeeFake, type ApigeeFake } from "@credhook/fakes/apigee";
 import { startKongFake, type KongFake } from "@credhook/fakes/kong";
+import { ManualClock } from "@credhook/fakes/clock";
 import { errorOf, LOCAL_YAML, startTestServer, type TestServer } from "./helpers.js";
 
 const YAML = LOCAL_YAML.replace(
@@ -13,11 +18,11 @@ const YAML = LOCAL_YAML.replace(
   `  kong:
     provider: kong
     credentialType: API_KEY
-    options: { adminUrl: "\${KONG_URL}", plans: { k-gold: { minute: 100 } }, timeoutMs: 300, maxRetries: 0 }
+    options: { adminUrl: "\${KONG_URL}", plans: { k-gold: { minute: 100 } }, timeoutMs: 2000, maxRetries: 0 }
   apigee:
     provider: apigee
     credentialType: API_KEY
-    options: { organization: fake-org, endpoint: "\${APIGEE_URL}", credentials: { type: static-token }, timeoutMs: 300, maxRetries: 0 }
+    options: { organization: fake-org, endpoint: "\${APIGEE_URL}", credentials: { type: static-token }, timeoutMs: 2000, maxRetries: 0 }
 reconcile: { abandonedIntervalS: 0, settleS: 1 }
 routes:
   - { apis: ["k-*"], gateway: kong }
@@ -30,10 +35,12 @@ let apigee: ApigeeFake;
 let s: TestServer;
 const dev = "kong-apigee@example.com";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The fakes' clock: a held write lands when a test advances it. */
+const clock = new ManualClock();
 
 beforeAll(async () => {
-  kong = await startKongFake();
-  apigee = await startApigeeFake({ apiProducts: ["a-orders", "a-pay"] });
+  kong = await startKongFake({ clock });
+  apigee = await startApigeeFake({ apiProducts: ["a-orders", "a-pay"], clock });
   s = await startTestServer(YAML, { KONG_URL: kong.url, APIGEE_URL: apigee.url });
 });
 afterAll(async () => {
@@ -132,7 +139,8 @@ describe("credhook adopt", () => {
 
 describe("never an orphan", () => {
   it("Kong's consumer create lands after the request gave up: 504, the record is kept abandoned, and the sweep removes the late consumer", async () => {
-    kong.inject({ delayMs: 700, method: "POST", path: "/consumers" });
+    // held on the fakes' clock, which stands still: it cannot land before the client's 2 s time-out
+    kong.inject({ delayMs: 5000, method: "POST", path: "/consumers" });
     const err = await errorOf(
       await s.post("/v1/createCredentials", {
         appName: "Late Kong",
@@ -142,8 +150,11 @@ describe("never an orphan", () => {
     );
     expect(err.status).toBe(504);
     expect((await s.credhook.store.listAbandoned()).length).toBe(1);
+    await clock.whenSleeping(); // the fake still holds the create …
+    expect(kong.consumers()).toEqual([]); // … so nothing to find yet: the record stays abandoned
+    await clock.advance(5000);
     await kong.idle();
-    expect(kong.consumers()).toHaveLength(1); // landed: a key nobody holds…
+    expect(kong.consumers()).toHaveLength(1); // landed after the client gave up: a key nobody holds…
     await settle();
     expect(kong.consumers()).toEqual([]); // …found by its tags and revoked
     expect(await s.credhook.store.stateFor("local").list("cred:")).toEqual([]);
