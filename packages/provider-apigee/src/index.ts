@@ -17,8 +17,8 @@ import {
   type OptionsOf,
   type ProviderContext,
   type ResolvedOptionsOf,
-  SlidingWindowLimiter,
-} from "@credhook/core";
+} from "@credhook/core/provider";
+import { SlidingWindowLimiter } from "@credhook/core/provider-kit";
 import { ApigeeClient } from "./client.js";
 import { ApigeeProvider } from "./provider.js";
 import { optionsSchema } from "./schema.js";

@@ -11,7 +11,8 @@
  * ```
  */
 import { createHash } from "node:crypto";
-import { applyOptionDefaults, ConfigError, defineProvider, type ProviderContext } from "@credhook/core";
+import { applyOptionDefaults, defineProvider, type ProviderContext } from "@credhook/core/provider";
+import { ConfigError } from "@credhook/core/errors";
 import { buildArmClient, buildCredential } from "./client.js";
 import { AzureApimProvider } from "./provider.js";
 import { Adoptions, claimPrefix, otherGatewayOwning, serviceKeyOf } from "./ownership.js";

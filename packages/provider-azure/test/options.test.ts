@@ -1,6 +1,7 @@
 // The factory: options schema (as core validates it), defaults, credential types, endpoint mapping, naming limits.
 import { describe, expect, it } from "vitest";
-import { createAjv, memoryStateStore, silentLogger } from "@credhook/core";
+import { createAjv, silentLogger } from "@credhook/core";
+import { memoryStateStore } from "@credhook/core/provider-kit";
 import factory, { displayNameOf, endpointMapping, subscriptionIdOf, createAzureProvider } from "../src/index.js";
 
 const base = {

@@ -14,7 +14,8 @@
  * ```
  */
 import { access } from "node:fs/promises";
-import { applyOptionDefaults, ConfigError, defineProvider, type ProviderContext } from "@credhook/core";
+import { applyOptionDefaults, defineProvider, type ProviderContext } from "@credhook/core/provider";
+import { ConfigError } from "@credhook/core/errors";
 import { createApiKeysClient, parseEndpoint } from "./client.js";
 import { KEY_ID_PREFIX_PATTERN } from "./mapping.js";
 import { GcpApiKeysProvider, type ResolvedGcpOptions } from "./provider.js";
@@ -32,7 +33,7 @@ export { GcpApiKeysProvider } from "./provider.js";
 export type { ResolvedGcpOptions } from "./provider.js";
 export { parseEndpoint, DEFAULT_API_HOST, DEFAULT_STATIC_TOKEN } from "./client.js";
 export type { ParsedEndpoint } from "./client.js";
-export { acquireProjectLimiters, sharedLimiterCount } from "./limits.js";
+export { acquireProjectLimiters } from "./limits.js";
 export type { QuotaRates } from "./limits.js";
 export { ANNOTATIONS, keyIdFor, apiTargetsFor, displayNameFor, NO_ACCESS_METHOD } from "./mapping.js";
 export type { ApiTarget } from "./mapping.js";

@@ -9,7 +9,7 @@
  * buckets live in core's {@link SharedResourcePool} and stop when the last
  * gateway using them closes.
  */
-import { SharedResourcePool, TokenBucketLimiter } from "@credhook/core";
+import { SharedResourcePool, TokenBucketLimiter } from "@credhook/core/provider-kit";
 
 /** Rates of one project's buckets (see `GcpRateLimitOptions` for meanings). */
 export interface QuotaRates {
@@ -70,7 +70,7 @@ export function acquireProjectLimiters(
   return { limiters: value, release };
 }
 
-/** Number of projects whose buckets are held now (for tests). */
+/** Number of projects whose buckets are held now (internal: read by test/throttling.test.ts, not exported by the package). */
 export function sharedLimiterCount(): number {
   return shared.size;
 }

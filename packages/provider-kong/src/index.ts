@@ -13,13 +13,13 @@
  */
 import {
   applyOptionDefaults,
-  ConfigError,
   defineProvider,
   type OptionsOf,
   type ProviderContext,
   type ResolvedOptionsOf,
-  SlidingWindowLimiter,
-} from "@credhook/core";
+} from "@credhook/core/provider";
+import { ConfigError } from "@credhook/core/errors";
+import { SlidingWindowLimiter } from "@credhook/core/provider-kit";
 import { KongAdmin } from "./admin.js";
 import { KongProvider } from "./provider.js";
 import { optionsSchema } from "./schema.js";

@@ -18,15 +18,9 @@
  * provider issues: key checks for NGINX/Envoy, OAuth client credentials, plan limits.
  */
 import { randomUUID } from "node:crypto";
+import { ConfigError, Conflict, InvalidReference, NotFound } from "@credhook/core/errors";
 import {
-  ConfigError,
-  Conflict,
   defineProvider,
-  hashSecret,
-  InvalidReference,
-  NotFound,
-  randomBase62,
-  verifySecretHash,
   type CredentialType,
   type GatewayApi,
   type JsonValue,
@@ -43,10 +37,9 @@ import {
   type RevokeOutcome,
   type RotatedSecret,
   type StateChange,
-  gatewayError,
-  gatewayMessage,
   writeState,
-} from "@credhook/core";
+} from "@credhook/core/provider";
+import { hashSecret, randomBase62, verifySecretHash, gatewayError, gatewayMessage } from "@credhook/core/provider-kit";
 import { localOptionsSchema } from "./schema.js";
 import type {
   LocalCredentialChange,

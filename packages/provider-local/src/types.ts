@@ -3,7 +3,7 @@
  * JSON Schema in `schema.ts` (each option's documentation is its `description` there),
  * and what the embedded provider keeps per credential.
  */
-import type { CredentialType, GatewayApi, OptionsOf } from "@credhook/core";
+import type { CredentialType, GatewayApi, OptionsOf } from "@credhook/core/provider";
 import type { localOptionsSchema } from "./schema.js";
 
 /** Options of a `provider: local` gateway (`gateways.<name>.options`) as written in YAML; see `schema.ts`. */

@@ -14,15 +14,15 @@
  * skipped test with the reason, never as a passed one.
  */
 import { randomUUID } from "node:crypto";
-import {
-  isCredhookError,
-  type CredentialType,
-  type GatewayApi,
-  type Provider,
-  type ProviderCredentialRef,
-  type ProviderUpdateInput,
-  type RevokeOutcome,
-} from "@credhook/core";
+import { isCredhookError } from "@credhook/core/errors";
+import type {
+  CredentialType,
+  GatewayApi,
+  Provider,
+  ProviderCredentialRef,
+  ProviderUpdateInput,
+  RevokeOutcome,
+} from "@credhook/core/provider";
 
 /** What the suite needs of a test's context: vitest's `TestContext.skip(note)` (reports the test as skipped, with the note). */
 export interface ConformanceTestContext {

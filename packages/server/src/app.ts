@@ -12,20 +12,18 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import type { Logger as PinoLogger } from "pino";
 import {
   compileContractValidator,
-  ConfigError,
-  isStoreFailure,
   type Gateway,
   createRouter,
   loadGateways,
   loadStore,
   Orchestrator,
   silentLogger,
-  ShuttingDown,
-  type CredentialStore,
   type CredhookConfig,
   type Logger,
   type OperationOutcome,
 } from "@credhook/core";
+import { ConfigError, isStoreFailure, ShuttingDown } from "@credhook/core/errors";
+import type { CredentialStore } from "@credhook/core/store";
 import type pg from "pg";
 import { LocalProvider } from "@credhook/provider-local";
 import {

@@ -5,16 +5,16 @@
  * reported valid: every gateway's provider loaded with its options, the routes,
  * and the embedded gateway's fit with the gateways and the store.
  */
+import { ConfigError } from "@credhook/core/errors";
 import {
-  ConfigError,
   createRouter,
   loadGateways,
-  memoryStateStore,
   silentLogger,
   type CredhookConfig,
   type Gateway,
   type Logger,
 } from "@credhook/core";
+import { memoryStateStore } from "@credhook/core/provider-kit";
 import { LocalProvider } from "@credhook/provider-local";
 import { userPasswordProblems } from "./passwords.js";
 

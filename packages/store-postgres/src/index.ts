@@ -21,15 +21,9 @@ import { Kysely, Migrator, PostgresDialect, sql, type Migration, type MigrationP
 import {
   assertFenceHeld,
   AvailabilityLog,
-  ConfigError,
-  isStoreFailure,
-  StoreUnavailable,
-  Conflict,
   CREDENTIALS_INDEXES_SQL,
   credentialsTableSql,
   currentFence,
-  LockLost,
-  NotFound,
   type AppRecords,
   type CredentialRecord,
   type CredentialStore,
@@ -40,7 +34,8 @@ import {
   type RateSlots,
   type StoreFactory,
   type StoreLocks,
-} from "@credhook/core";
+} from "@credhook/core/store";
+import { ConfigError, isStoreFailure, StoreUnavailable, Conflict, LockLost, NotFound } from "@credhook/core/errors";
 import { asStoreError, isUnavailable, reasonOf } from "./errors.js";
 import { AdvisoryLocks } from "./locks.js";
 

@@ -24,11 +24,9 @@ import Database from "better-sqlite3";
 import { asStoreError } from "./errors.js";
 import {
   appKeyOf,
-  Conflict,
   CREDENTIALS_INDEXES_SQL,
   credentialsTableSql,
   KeyedLock,
-  NotFound,
   type StoreFactory,
   type StoreLocks,
   type AppRecords,
@@ -37,7 +35,8 @@ import {
   type CredentialType,
   type JsonValue,
   type ProviderStateStore,
-} from "@credhook/core";
+} from "@credhook/core/store";
+import { Conflict, NotFound } from "@credhook/core/errors";
 
 /** Options of {@link SqliteCredentialStore}. */
 export interface SqliteStoreOptions {

@@ -21,7 +21,7 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import type { Logger, ProviderStateStore } from "@credhook/core";
+import type { Logger, ProviderStateStore } from "@credhook/core/provider";
 import type { LocalProvider } from "../index.js";
 import type { EmbeddedGatewayConfig } from "./config.js";
 import { CredentialDirectory } from "./directory.js";

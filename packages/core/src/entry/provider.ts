@@ -1,0 +1,39 @@
+/**
+ * `@credhook/core/provider`: the interface a provider implements (its rules are the doc
+ * comments of `provider.ts`) and `defineProvider()`, which builds a provider's factory from
+ * its options' JSON Schema. Named exports only (packages/core/README.md, "Public surface").
+ */
+export type {
+  AppIdentity,
+  CredentialSearch,
+  GatewayApi,
+  JsonValue,
+  OwnedResource,
+  Provider,
+  ProviderCapabilities,
+  ProviderContext,
+  ProviderCreateInput,
+  ProviderCredential,
+  ProviderCredentialRef,
+  ProviderFactory,
+  ProviderResources,
+  ProviderStateStore,
+  ProviderUpdateInput,
+  ProviderUpdateResult,
+  RevokeOutcome,
+  RotatedSecret,
+  StateChange,
+} from "../provider.js";
+export { writeState } from "../provider.js";
+export type {
+  DefinedProviderFactory,
+  OptionsOf,
+  OptionsSchema,
+  ProviderDefinition,
+  ResolvedOptionsOf,
+} from "../provider-kit/define-provider.js";
+export { applyOptionDefaults, defineProvider } from "../provider-kit/define-provider.js";
+/** Types the interface refers to, re-exported so that a provider needs no other entry point for them. */
+export type { CredentialType } from "../contract.js";
+export type { Logger } from "../logger.js";
+export type { RateSlots } from "../store.js";
