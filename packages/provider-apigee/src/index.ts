@@ -73,8 +73,6 @@ function buildApigeeProvider(options: ApigeeProviderOptionsWithDefaults, context
 const apigeeProviderFactory = defineProvider({ type: "apigee", optionsSchema, create: buildApigeeProvider });
 
 export default apigeeProviderFactory;
-export { ApigeeProvider, APIGEE_KEY_PATTERN } from "./provider.js";
+export { ApigeeProvider } from "./provider.js";
 export type { ResolvedApigeeOptions } from "./provider.js";
-export { ApigeeClient, authHeaders, APIGEE_PERMISSIONS, CLOUD_PLATFORM_SCOPE } from "./client.js";
-export type { ApigeeCredentials, ApigeeClientSettings } from "./client.js";
 export { optionsSchema } from "./schema.js";

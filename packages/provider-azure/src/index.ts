@@ -103,8 +103,6 @@ const azureProviderFactory = defineProvider({ type: "azure", optionsSchema, crea
 export default azureProviderFactory;
 export { AzureApimProvider } from "./provider.js";
 export type { ResolvedAzureOptions, OwnershipContext } from "./provider.js";
-export { Adoptions } from "./ownership.js";
-export type { AdoptionRecord } from "./ownership.js";
 export type {
   AzureProviderOptions,
   AzureProviderOptionsWithDefaults,
@@ -113,21 +111,5 @@ export type {
   RevokeMode,
 } from "./types.js";
 export { optionsSchema } from "./schema.js";
-export { ARM_RATE_LIMIT } from "./rate-limit.js";
-export type { ArmRateLimit } from "./rate-limit.js";
-export {
-  buildArmClient,
-  buildCredential,
-  staticTokenCredential,
-  endpointMapping,
-  DEFAULT_ARM_ENDPOINT,
-} from "./client.js";
-export {
-  scopesOf,
-  subscriptionIdOf,
-  displayNameOf,
-  nativeIdOf,
-  credentialIdOfNativeId,
-  parseSubscriptionId,
-  isSubscriptionOf,
-} from "./naming.js";
+/** True when an APIM subscription id is one of the subscriptions (`<nativeId>-p-<product>`, `<nativeId>-a-<api>`) of the credential whose native id is given. */
+export { isSubscriptionOf } from "./naming.js";

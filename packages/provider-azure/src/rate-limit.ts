@@ -10,7 +10,7 @@
  * Gateways of one process that share an endpoint, Azure subscription and
  * credential share one set of buckets (ARM counts them together).
  */
-import type { PipelinePolicy, PipelineRequest } from "@azure/core-rest-pipeline";
+import type { PipelinePolicy } from "@azure/core-rest-pipeline";
 import { RateLimitQueueFull, SharedResourcePool, TokenBucketLimiter } from "@credhook/core/provider-kit";
 import type { RateSlots } from "@credhook/core/provider";
 import { optionsSchema } from "./schema.js";

@@ -2,7 +2,9 @@
 import { describe, expect, it } from "vitest";
 import { createAjv, silentLogger } from "@credhook/core";
 import { memoryStateStore } from "@credhook/core/provider-kit";
-import factory, { displayNameOf, endpointMapping, subscriptionIdOf, createAzureProvider } from "../src/index.js";
+import { displayNameOf, subscriptionIdOf } from "../src/naming.js";
+import { endpointMapping } from "../src/client.js";
+import factory, { createAzureProvider } from "../src/index.js";
 
 const base = {
   subscriptionId: "11111111-2222-3333-4444-555555555555",

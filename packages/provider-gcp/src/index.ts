@@ -31,12 +31,6 @@ export type {
 } from "./types.js";
 export { GcpApiKeysProvider } from "./provider.js";
 export type { ResolvedGcpOptions } from "./provider.js";
-export { parseEndpoint, DEFAULT_API_HOST, DEFAULT_STATIC_TOKEN } from "./client.js";
-export type { ParsedEndpoint } from "./client.js";
-export { acquireProjectLimiters } from "./limits.js";
-export type { QuotaRates } from "./limits.js";
-export { ANNOTATIONS, keyIdFor, apiTargetsFor, displayNameFor, NO_ACCESS_METHOD } from "./mapping.js";
-export type { ApiTarget } from "./mapping.js";
 
 export { optionsSchema } from "./schema.js";
 

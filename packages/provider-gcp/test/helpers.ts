@@ -8,7 +8,8 @@ import type {
   RevokeOutcome,
 } from "@credhook/core/provider";
 import { memoryStateStore } from "@credhook/provider-testkit";
-import factory, { ANNOTATIONS, type GcpApiKeysProvider, type GcpProviderOptions } from "../src/index.js";
+import { ANNOTATIONS } from "../src/mapping.js";
+import factory, { type GcpApiKeysProvider, type GcpProviderOptions } from "../src/index.js";
 import type { ApiKeysFake } from "@credhook/fakes/gcp";
 
 /** Gateway name the tests use. */

@@ -80,8 +80,6 @@ function buildKongProvider(options: KongProviderOptionsWithDefaults, context: Ko
 const kongProviderFactory = defineProvider({ type: "kong", optionsSchema, create: buildKongProvider });
 
 export default kongProviderFactory;
-export { KongProvider, markOf, tagValue, WINDOWS } from "./provider.js";
-export type { PlanLimits, ResolvedKongOptions } from "./provider.js";
-export { KongAdmin, KONG_PERMISSIONS } from "./admin.js";
-export type { KongAuth, KongAdminSettings, KongEntity } from "./admin.js";
+export { KongProvider } from "./provider.js";
+export type { ResolvedKongOptions } from "./provider.js";
 export { optionsSchema } from "./schema.js";

@@ -39,9 +39,6 @@ import { ConfigError, isStoreFailure, StoreUnavailable, Conflict, LockLost, NotF
 import { asStoreError, isUnavailable, reasonOf } from "./errors.js";
 import { AdvisoryLocks } from "./locks.js";
 
-export { AdvisoryLocks } from "./locks.js";
-export { asStoreError, isUnavailable } from "./errors.js";
-
 /** Options of {@link PostgresCredentialStore} (`store.postgres` as an object). */
 export interface PostgresStoreOptions {
   /**

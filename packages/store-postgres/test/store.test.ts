@@ -3,7 +3,8 @@ import { describe, expect, inject, it } from "vitest";
 import { assertFenceHeld, runFenced } from "@credhook/core/store";
 import { LockLost, StoreUnavailable } from "@credhook/core/errors";
 import { storeConformance } from "@credhook/provider-testkit";
-import { asStoreError, openPostgresStore, PostgresCredentialStore } from "../src/index.js";
+import { asStoreError } from "../src/errors.js";
+import { openPostgresStore, PostgresCredentialStore } from "../src/index.js";
 import { terminateLockSession as terminateSession } from "./lock-sessions.js";
 
 const url = inject("databaseUrl");
