@@ -118,14 +118,7 @@ const EXPORTED_NAMES: Record<string, string[]> = {
   ],
   "@credhook/provider-gcp": ["GcpApiKeysProvider", "default", "optionsSchema", "resolveOptions"],
   "@credhook/provider-kong": ["KongProvider", "createKongProvider", "default", "optionsSchema"],
-  "@credhook/provider-local": [
-    "CHANGE_STAMP_KEY",
-    "KEY_INDEX_PREFIX",
-    "LocalProvider",
-    "default",
-    "localOptionsSchema",
-    "newNativeId",
-  ],
+  "@credhook/provider-local": ["LocalProvider", "default", "optionsSchema"],
   "@credhook/provider-local/gateway": [
     "CredentialDirectory",
     "EMBEDDED_GATEWAY_STATE",
@@ -197,7 +190,7 @@ const EXPORTED_NAMES: Record<string, string[]> = {
   ],
   "@credhook/server/lambda": ["createLambdaHandler", "handler", "reconcileHandler"],
   "@credhook/store-postgres": ["PostgresCredentialStore", "default", "openPostgresStore"],
-  "@credhook/store-sqlite": ["SqliteCredentialStore", "default", "migrateLegacyAppKey", "openSqliteStore"],
+  "@credhook/store-sqlite": ["SqliteCredentialStore", "default", "openSqliteStore"],
 };
 
 /** Every entry point of the workspace's packages that is a module (not a file like core's `./openapi.yaml`). */

@@ -7,7 +7,8 @@ import { appKeyOf, type CredentialRecord } from "@credhook/core/store";
 import { Conflict, NotFound, StoreUnavailable } from "@credhook/core/errors";
 import { hashSecret } from "@credhook/core/provider-kit";
 import { storeConformance } from "@credhook/provider-testkit";
-import { migrateLegacyAppKey, openSqliteStore } from "../src/index.js";
+import { openSqliteStore } from "../src/index.js";
+import { migrateLegacyAppKey } from "../src/legacy-app-key.js";
 
 const rec = (over: Partial<CredentialRecord> = {}): CredentialRecord => ({
   id: crypto.randomUUID(),
