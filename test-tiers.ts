@@ -24,6 +24,7 @@ export const E2E_FILES = [
   "packages/server/test/conventions.test.ts",
   "packages/server/test/crash-reconcile.test.ts",
   "packages/server/test/demo.test.ts",
+  "packages/server/test/dev-source-provider.test.ts",
   "packages/server/test/failures.test.ts",
   "packages/server/test/never-orphan.test.ts",
   "packages/server/test/process-leaks.test.ts",

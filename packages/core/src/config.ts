@@ -134,10 +134,10 @@ export interface CredhookConfig {
   routes: RouteRule[];
   /**
    * The embedded gateway's endpoints (key check, OAuth token endpoint, plan
-   * limits) for the `provider: local` gateways; off when absent. Validated by
-   * `@credhook/provider-local/gateway` (the server names its YAML path).
+   * limits) for the `provider: local` gateways; off when absent. The block as written: its
+   * owner, provider-local's extension ({@link BUILTIN_EXTENSIONS}), parses it into its own type.
    */
-  embeddedGateway?: Record<string, unknown>;
+  embeddedGateway?: object;
 }
 
 /**

@@ -15,8 +15,10 @@ import type { CredhookConfig } from "./config.js";
 import { formatConfigErrors } from "./config.js";
 import { ConfigError, isCredhookError } from "./errors.js";
 import type { Logger } from "./logger.js";
-import type { Provider, ProviderFactory, ProviderStateStore } from "./provider.js";
+import type { Provider, ProviderExtension, ProviderFactory, ProviderStateStore } from "./provider.js";
 import type { CredentialStore, RateSlots, StoreFactory } from "./store.js";
+import { redactSecrets } from "./provider-kit/redact.js";
+import { redactingLogger, secretOptionValues } from "./provider-kit/secret-options.js";
 import { compileSchema } from "./validation.js";
 
 /** Short provider names and the packages they load. */
@@ -29,6 +31,68 @@ export const BUILTIN_PROVIDERS: Readonly<Record<string, string>> = {
   apigee: "@credhook/provider-apigee",
 };
 
+/**
+ * Top-level config blocks that turn on a provider package's {@link ProviderExtension}, and the
+ * `provider:` name of the package that owns each: `embeddedGateway:` is provider-local's
+ * embedded gateway. The config schema knows each key; the package is loaded for its block even
+ * when no gateway uses it (its `problems` then say so).
+ */
+export const BUILTIN_EXTENSIONS: Readonly<Record<string, string>> = {
+  embeddedGateway: "local",
+};
+
+/** An extension the config turns on, with its parsed block and the gateways of its package. */
+export interface ConfiguredExtension {
+  /** The config block's key (`embeddedGateway`). */
+  configKey: string;
+  /** The `provider:` name of the package that contributes it (`local`). */
+  providerType: string;
+  extension: ProviderExtension;
+  /** The block, parsed by {@link ProviderExtension.parseConfig} (defaults applied): pass it on as it is. */
+  config: unknown;
+  /** The configured gateways whose provider this package made (possibly none). */
+  gateways: Gateway[];
+}
+
+/**
+ * The extensions `config` turns on (each key of {@link BUILTIN_EXTENSIONS} present in it), their
+ * blocks parsed, and the problems each reports against the gateways and the store.
+ * @param gateways the loaded gateways, by name
+ * @param sharedStore whether the store is shared by instances; false before it is opened
+ * @returns the extensions and one message per problem (each naming its YAML path)
+ * @throws ConfigError when a block is invalid, or its package cannot be loaded or contributes no extension for it
+ */
+export async function loadExtensions(
+  config: CredhookConfig,
+  gateways: ReadonlyMap<string, Gateway>,
+  options: { importModule: LoadGatewaysOptions["importModule"]; sharedStore?: boolean },
+): Promise<{ extensions: ConfiguredExtension[]; problems: string[] }> {
+  const extensions: ConfiguredExtension[] = [];
+  const problems: string[] = [];
+  const blocks = config as unknown as Record<string, unknown>;
+  for (const [configKey, providerType] of Object.entries(BUILTIN_EXTENSIONS)) {
+    const raw = blocks[configKey];
+    if (raw === undefined) continue;
+    const factory = await loadProviderFactory(providerType, configKey, options.importModule);
+    const extension = factory.extension;
+    if (!extension || extension.configKey !== configKey)
+      throw new ConfigError([
+        `${configKey}: provider package '${providerPackage(providerType)}' contributes no ${configKey}`,
+      ]);
+    const parsed = extension.parseConfig(raw, configKey);
+    const own = [...gateways.values()].filter((g) => providerPackage(g.providerType) === providerPackage(providerType));
+    problems.push(
+      ...(extension.problems?.(parsed, {
+        providers: own.map((g) => ({ gateway: g.name, provider: g.provider })),
+        store: config.store,
+        sharedStore: options.sharedStore ?? false,
+      }) ?? []),
+    );
+    extensions.push({ configKey, providerType, extension, config: parsed, gateways: own });
+  }
+  return { extensions, problems };
+}
+
 /** A configured gateway: its name, type, credential type and provider. */
 export interface Gateway {
   /** Key under `gateways:`. */
@@ -37,6 +101,8 @@ export interface Gateway {
   providerType: string;
   credentialType: CredentialType;
   provider: Provider;
+  /** The provider's options schema (where its secret options are marked, see `maskSecretOptions`); absent for a gateway built by hand. */
+  optionsSchema?: Record<string, unknown>;
 }
 
 /** Short store names and the packages they load. */
@@ -98,7 +164,9 @@ async function loadFactory(
     throw new ConfigError(
       [
         missing
-          ? `${at}: ${kind} package '${pkg}' is not installed (install it next to credhook, e.g. pnpm add ${pkg})`
+          ? `${at}: ${kind} package '${pkg}' is not installed (install it next to credhook, e.g. pnpm add ${pkg}; ` +
+            `a package of credhook's workspace that is not built runs from its TypeScript sources, in its folder: ` +
+            `CREDHOOK_FROM_SOURCE=1 node --conditions=dev-source <checkout>/packages/server/bin/credhook.mjs serve)`
           : `${at}: ${kind} package '${pkg}' failed to load: ${(err as Error).message}`,
       ],
       { cause: err },
@@ -151,7 +219,10 @@ export async function loadStore(config: CredhookConfig, options: LoadStoreOption
   return factory.create(opts.value, {
     configPath: at,
     baseDir: options.baseDir,
-    logger: options.logger.child({ store: factory.type }),
+    logger: redactingLogger(
+      options.logger.child({ store: factory.type }),
+      secretOptionValues(factory.optionsSchema, opts.value),
+    ),
     ...(options.waitAtStart ? { waitAtStart: true } : {}),
   });
 }
@@ -168,6 +239,8 @@ export async function loadGateways(
   const problems: string[] = [];
   for (const [name, gw] of Object.entries(config.gateways)) {
     const at = `gateways.${name}`;
+    // the values of the options the schema marks secret (writeOnly): redacted from the provider's logs and errors
+    let secrets: string[] = [];
     try {
       const factory = await loadProviderFactory(gw.provider, `${at}.provider`, options.importModule);
       const validate = compileSchema(factory.optionsSchema, { coerceTypes: true, useDefaults: true });
@@ -178,7 +251,8 @@ export async function loadGateways(
         );
         continue;
       }
-      const logger = options.logger.child({ gateway: name });
+      secrets = secretOptionValues(factory.optionsSchema, opts);
+      const logger = redactingLogger(options.logger.child({ gateway: name }), secrets);
       const provider = await factory.create(opts, {
         gateway: name,
         configPath: `${at}.options`,
@@ -194,11 +268,18 @@ export async function loadGateways(
         await provider.close?.();
         continue;
       }
-      gateways.set(name, { name, providerType: gw.provider, credentialType: gw.credentialType, provider });
+      gateways.set(name, {
+        name,
+        providerType: gw.provider,
+        credentialType: gw.credentialType,
+        provider,
+        optionsSchema: factory.optionsSchema,
+      });
     } catch (err) {
-      if (isCredhookError(err))
-        problems.push(...err.messages.map((m) => (m.startsWith("gateways.") || m.startsWith("[") ? m : `${at}: ${m}`)));
-      else problems.push(`${at}: ${(err as Error).message}`);
+      const messages = isCredhookError(err)
+        ? err.messages.map((m) => (m.startsWith("gateways.") || m.startsWith("[") ? m : `${at}: ${m}`))
+        : [`${at}: ${(err as Error).message}`];
+      problems.push(...messages.map((m) => redactSecrets(m, secrets)));
     }
   }
   if (problems.length > 0) {

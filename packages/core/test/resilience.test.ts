@@ -2,7 +2,7 @@
  * The pieces that keep a dependency's failure contained: the per-gateway circuit breaker, the
  * bounded outage log, and the fence checked before every cloud attempt.
  */
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { AvailabilityLog, runFenced } from "../src/entry/store.js";
 import {
   CircuitOpen,
@@ -40,7 +40,11 @@ describe("circuit breaker per gateway", () => {
     provider: { capabilities: {}, health } as unknown as Provider,
   });
 
+  afterEach(() => vi.useRealTimers());
+
   it("opens after `threshold` failures in a row that say the cloud is down; then refuses without calling, and a trial after halfOpenAfterMs closes it", async () => {
+    // The breaker (and cockatiel under it) reads Date.now: the test moves that clock instead of waiting out the delay.
+    vi.useFakeTimers({ toFake: ["Date"] });
     const logger = recordingLogger();
     const circuits = new GatewayCircuits(["aws", "azure"], () => ({ threshold: 3, halfOpenAfterMs: 200 }), logger);
     let calls = 0;
@@ -69,7 +73,11 @@ describe("circuit breaker per gateway", () => {
     expect(refused.outcomeUnknown).toBe(false); // nothing was sent: nothing can have landed
     expect(circuits.openGateways()).toEqual(["aws"]);
     down = false;
-    await new Promise((r) => setTimeout(r, 250));
+    vi.advanceTimersByTime(199);
+    expect(() => circuits.assertClosed(["aws"])).toThrow(CircuitOpen); // still open 1 ms before halfOpenAfterMs
+    await expect(gw.provider.health()).rejects.toBeInstanceOf(CircuitOpen);
+    expect(calls).toBe(3);
+    vi.advanceTimersByTime(1);
     expect(() => circuits.assertClosed(["aws"])).not.toThrow(); // a trial is due
     await gw.provider.health(); // the trial
     expect(calls).toBe(4);

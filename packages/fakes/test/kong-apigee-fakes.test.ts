@@ -1,6 +1,7 @@
 // The Kong and Apigee fakes answer as their public API references document (status codes, error shapes, paging).
 import { describe, expect, it } from "vitest";
 import { startApigeeFake } from "../src/apigee/index.js";
+import { ManualClock } from "../src/clock.js";
 import { startKongFake } from "../src/kong/index.js";
 
 const send = async (url: string, method: string, body?: unknown, headers: Record<string, string> = {}) => {
@@ -77,6 +78,36 @@ describe("Kong Admin API fake", () => {
       await konnect.close();
     }
   });
+
+  it("Konnect's rate limit counts on the fake's clock: 429 with the seconds until the window frees, open again once it has; held requests and created_at follow the clock", async () => {
+    const clock = new ManualClock(Date.UTC(2026, 0, 1));
+    const kong = await startKongFake({ clock, throttle: { requests: 2, windowMs: 2000 } });
+    try {
+      const made = await send(`${kong.url}/consumers`, "POST", { username: "a" });
+      expect(made.json.created_at).toBe(Date.UTC(2026, 0, 1) / 1000);
+      await clock.advance(500);
+      expect((await send(`${kong.url}/consumers`, "GET")).status).toBe(200);
+      const refused = await send(`${kong.url}/consumers`, "GET");
+      expect([refused.status, refused.headers.get("retry-after")]).toEqual([429, "2"]); // 1.5 s, rounded up
+      await clock.advance(1499); // 1 ms before the first request leaves the window
+      expect((await send(`${kong.url}/consumers`, "GET")).headers.get("retry-after")).toBe("1");
+      await clock.advance(1);
+      expect((await send(`${kong.url}/consumers`, "GET")).status).toBe(200);
+
+      await clock.advance(2000); // the window is empty again
+      kong.setLatency(300);
+      const held = send(`${kong.url}/consumers/a`, "GET");
+      await clock.whenSleeping();
+      let answered = false;
+      void held.then(() => (answered = true));
+      await clock.advance(299);
+      expect(answered).toBe(false);
+      await clock.advance(1);
+      expect((await held).json.username).toBe("a");
+    } finally {
+      await kong.close();
+    }
+  });
 });
 
 describe("Apigee management API fake", () => {
@@ -140,7 +171,9 @@ describe("Apigee management API fake", () => {
   });
 
   it("IAM: a denied permission is 403 PERMISSION_DENIED naming it; the quota is 429 RESOURCE_EXHAUSTED", async () => {
+    const clock = new ManualClock();
     const apigee = await startApigeeFake({
+      clock,
       denied: ["apigee.developers.create"],
       throttle: { requests: 2, windowMs: 60_000 },
     });
@@ -155,6 +188,8 @@ describe("Apigee management API fake", () => {
         code: 429,
         status: "RESOURCE_EXHAUSTED",
       });
+      await clock.advance(60_000); // the window has passed the first request
+      expect((await send(org, "GET", undefined, auth)).status).toBe(200);
     } finally {
       await apigee.close();
     }

@@ -52,7 +52,7 @@ export const optionsSchema = {
           additionalProperties: false,
           properties: {
             type: { const: "static-token" },
-            token: { type: "string", minLength: 1, description: "The Bearer token. Default `fake`." },
+            token: { type: "string", minLength: 1, writeOnly: true, description: "The Bearer token. Default `fake`." },
           },
         },
       ],

@@ -9,7 +9,8 @@ import { setup } from "./helpers.js";
 let fake: ApigeeFake;
 let make: ApigeeContext["make"];
 beforeAll(async () => {
-  ({ fake, make } = await setup());
+  // apps.list in pages of 2 whatever `rows` asks: the suite's paging check crosses pages.
+  ({ fake, make } = await setup({ maxRows: 2 }));
 });
 afterAll(async () => {
   await fake.close();
@@ -55,4 +56,16 @@ providerConformance(it, (type) => make({}, "apigee-test", type), {
     };
   },
   otherGateway: (type) => make({}, "apigee-other", type),
+  // The failure rules: the app exists when importing its key fails (a client-credentials app is
+  // one POST, products included: nothing follows it); the app's POST is applied and answered 500
+  // (a POST is not resent); associating the new API product with the key fails.
+  faults: {
+    createFailsAfterWrite: (type) =>
+      type === "API_KEY"
+        ? fake.inject({ status: 400, method: "POST", path: /\/keys$/ })
+        : "a client-credentials app is one POST (its API products included): no write follows it",
+    createAnswerLost: () => fake.inject({ status: 500, afterApply: true, method: "POST", path: /\/apps$/ }),
+    updateAddFails: () => fake.inject({ status: 400, method: "POST", path: /\/keys\/[^/]+$/ }),
+  },
+  paging: { pageSize: 2 },
 });

@@ -3,9 +3,12 @@
 import { describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import { countLimiterSlots } from "@credhook/provider-testkit";
+import { ManualClock } from "@credhook/fakes/clock";
 import { app, compensate, createRef, liveKeys, setup, typedError, useFake } from "./helpers.js";
 
-const t = useFake();
+/** The fake's clock: a held write lands when the test advances it, never while the client is still waiting. */
+const clock = new ManualClock();
+const t = useFake({ clock });
 const apis = [
   { id: "orders", usagePlans: ["gold"] },
   { id: "echo", usagePlans: [] },
@@ -25,12 +28,15 @@ function foreign() {
 describe("a write that lands after the client gave up", () => {
   it("the app create held past the time-out: 504, outcome unknown; once it lands, the search by its name finds and removes it", async () => {
     const other = foreign();
-    const provider = t.make({ timeoutMs: 300, maxRetries: 0 });
-    t.fake.inject({ delayMs: 900, method: "POST", path: "/developers/dev%40example.com/apps" });
+    // The held create never answers in time (the fake's clock stands still); the calls before it have 2 s each.
+    const provider = t.make({ timeoutMs: 2000, maxRetries: 0 });
+    t.fake.inject({ delayMs: 3000, method: "POST", path: "/developers/dev%40example.com/apps" });
     const credentialId = randomUUID();
     const err = await typedError(provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
     expect([err.status, err.outcomeUnknown, err.partial]).toEqual([504, true, undefined]);
-    expect(await compensate(provider, credentialId, err, apis)).toEqual([]);
+    expect(await compensate(provider, credentialId, err, apis)).toEqual([]); // nothing there yet
+    await clock.whenSleeping();
+    await clock.advance(3000);
     await t.fake.idle();
     expect(t.fake.apps()).toHaveLength(2); // landed: an app with a generated key nobody holds
     expect(await compensate(provider, credentialId, err, apis)).toEqual(["revoked"]);

@@ -72,9 +72,10 @@ export const optionsSchema = {
         secretAccessKey: {
           type: "string",
           minLength: 1,
+          writeOnly: true,
           description: "Secret access key: write `${VAR}`, never the value.",
         },
-        sessionToken: { type: "string", description: "Session token of temporary credentials." },
+        sessionToken: { type: "string", writeOnly: true, description: "Session token of temporary credentials." },
       },
     },
     timeoutMs: {

@@ -26,7 +26,12 @@ const makeProvider: typeof makeLimitedProvider = (f, s, type, extra = {}, ...res
 let fake: AwsFake;
 let seed: Seed;
 beforeAll(async () => {
-  ({ fake, seed } = await seededFake({ enforceQuotas: false }));
+  // GetApiKeys and ListUserPoolClients in pages of 2 whatever the client asks: the suite's paging check crosses pages.
+  ({ fake, seed } = await seededFake({
+    enforceQuotas: false,
+    apiGateway: { maxPageSize: 2 },
+    cognito: { maxPageSize: 2 },
+  }));
 });
 afterAll(async () => {
   await fake.close();
@@ -50,6 +55,24 @@ const apiKeyOptions = {
   },
 };
 
+/**
+ * The failure rules: an API key exists when attaching it to a plan is denied (403); CreateApiKey is
+ * applied and answered 500 (a generated key's create is not resent); attaching the new plan is denied.
+ * A Cognito app client is one CreateUserPoolClient and its update one UpdateUserPoolClient.
+ */
+const faults = {
+  createFailsAfterWrite: (type: CredentialType) =>
+    type === "API_KEY"
+      ? fake.faults.deny({ operation: "CreateUsagePlanKey" })
+      : "a Cognito app client is one CreateUserPoolClient: no write follows it",
+  createAnswerLost: (type: CredentialType) =>
+    fake.faults.failAfterApply({ operation: type === "API_KEY" ? "CreateApiKey" : "CreateUserPoolClient" }),
+  updateAddFails: (type: CredentialType) =>
+    type === "API_KEY"
+      ? fake.faults.deny({ operation: "CreateUsagePlanKey" })
+      : "a Cognito app client's scopes change in one UpdateUserPoolClient",
+};
+
 /** Ownership: a resource made by hand in the same account, and a second gateway on the same account. */
 const ownershipOptions = {
   createForeign: async (type: CredentialType) => fake.createForeign(type, { usagePlanIds: ["pl4naa"] }),
@@ -61,6 +84,8 @@ providerConformance(it, (type) => makeProvider(fake, seed, type), {
   ...ownershipOptions,
   name: "aws conformance",
   listNativeIds: async () => [...fake.apiGateway.keys.keys()],
+  faults,
+  paging: { pageSize: 2 },
 });
 
 providerConformance(it, (type) => makeProvider(fake, seed, type), {
@@ -71,10 +96,14 @@ providerConformance(it, (type) => makeProvider(fake, seed, type), {
   addPlan: { apiId: "k1l2m3n4o5", planId: "pl4ncc" },
   inspect: async (ref) => ({ live: fake.cognito.allClients().some((c) => c.ClientId === ref.nativeId) }),
   listNativeIds: async () => fake.cognito.allClients().map((c) => c.ClientId),
+  faults,
+  paging: { pageSize: 2 },
 });
 
 providerConformance(it, (type) => makeProvider(fake, seed, type, { revokeMode: "disable" }), {
   ...apiKeyOptions,
   ...ownershipOptions,
   name: "aws conformance (revokeMode disable)",
+  faults,
+  paging: { pageSize: 2 },
 });

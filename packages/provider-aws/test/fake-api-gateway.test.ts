@@ -13,14 +13,18 @@ import {
 } from "@aws-sdk/client-api-gateway";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AwsFake } from "@credhook/fakes/aws";
+import { ManualClock } from "@credhook/fakes/clock";
 import { dummyCredentials, seededFake, sdkClients, type Seed } from "./helpers.js";
 
 let fake: AwsFake;
 let seed: Seed;
 let apigw: APIGatewayClient;
+/** The fake's clock: quotas refill, latency and late applies end only when a test advances it. */
+let clock: ManualClock;
 
 beforeEach(async () => {
-  ({ fake, seed } = await seededFake({ enforceQuotas: false }));
+  clock = new ManualClock();
+  ({ fake, seed } = await seededFake({ enforceQuotas: false, clock }));
   ({ apigw } = sdkClients(fake));
 });
 afterEach(async () => {
@@ -208,14 +212,14 @@ describe("API Gateway fake: faults and quotas", () => {
     await expect(impatient.send(new GetApiKeysCommand({}))).rejects.toMatchObject({ name: "TimeoutError" });
   });
 
-  it("enforces CreateApiKey at 5 rps: a burst of 10 unthrottled calls is partly refused", async () => {
-    const strict = await seededFake();
+  it("enforces CreateApiKey at 5 rps: of a burst of 10 calls, the 5 past the bucket's burst are refused", async () => {
+    const strict = await seededFake({ clock }); // held still: the bucket does not refill however slowly the burst arrives
     const { apigw: c } = sdkClients(strict.fake);
     const results = await Promise.allSettled(
       Array.from({ length: 10 }, (_, i) => c.send(new CreateApiKeyCommand({ name: `b${i}` }))),
     );
     const refused = results.filter((r) => r.status === "rejected");
-    expect(refused.length).toBeGreaterThan(0);
+    expect(refused).toHaveLength(5);
     for (const r of refused)
       expect((r as PromiseRejectedResult).reason).toMatchObject({
         name: "TooManyRequestsException",
@@ -235,16 +239,24 @@ describe("API Gateway fake: faults and quotas", () => {
 
 describe("API Gateway fake: issue-9 faults and the strict quota", () => {
   it("sliding-window quota: 5 CreateApiKey calls pass, the 6th within the same second is 429 with Retry-After, and a slot frees a second after the first", async () => {
-    const strict = await seededFake({ apiGateway: { quotaModel: "sliding-window" } });
+    const strict = await seededFake({ clock, apiGateway: { quotaModel: "sliding-window" } });
     const { apigw: c } = sdkClients(strict.fake);
-    for (let i = 0; i < 5; i++) await c.send(new CreateApiKeyCommand({ name: `s${i}` }));
+    for (let i = 0; i < 5; i++) {
+      await c.send(new CreateApiKeyCommand({ name: `s${i}` }));
+      await clock.advance(100); // 5 calls over 400 ms of the fake's clock, however long they take
+    }
     await expect(c.send(new CreateApiKeyCommand({ name: "s5" }))).rejects.toMatchObject({
       name: "TooManyRequestsException",
+      retryAfterSeconds: "1",
       $metadata: { httpStatusCode: 429 },
     });
-    await new Promise((r) => setTimeout(r, 1050));
+    await clock.advance(500); // exactly a second after the first: both ends of the window count, still refused
+    await expect(c.send(new CreateApiKeyCommand({ name: "s5" }))).rejects.toMatchObject({
+      $metadata: { httpStatusCode: 429 },
+    });
+    await clock.advance(1);
     await c.send(new CreateApiKeyCommand({ name: "s6" }));
-    expect(strict.fake.stats().throttled.CreateApiKey).toBe(1);
+    expect(strict.fake.stats().throttled.CreateApiKey).toBe(2);
     c.destroy();
     await strict.fake.close();
   });
@@ -260,8 +272,12 @@ describe("API Gateway fake: issue-9 faults and the strict quota", () => {
     fake.faults.lateApply(300, { operation: "CreateApiKey" });
     await expect(slow.send(new CreateApiKeyCommand({ name: "late" }))).rejects.toMatchObject({ name: "TimeoutError" });
     expect(fake.apiGateway.keys.size).toBe(0);
-    await new Promise((r) => setTimeout(r, 400));
+    await clock.whenSleeping();
+    await clock.advance(299);
+    expect(fake.apiGateway.keys.size).toBe(0); // not before its delay on the fake's clock
+    await clock.advance(1);
     expect([...fake.apiGateway.keys.values()].map((k) => k.name)).toEqual(["late"]);
+    expect(fake.stats().lateWritesPending).toBe(0);
     slow.destroy();
     fake.faults.failAfterApply({ operation: "CreateApiKey", status: 500 });
     await expect(apigw.send(new CreateApiKeyCommand({ name: "applied" }))).rejects.toMatchObject({

@@ -15,7 +15,8 @@ import type {
   ProviderCredentialRef,
   ProviderUpdateInput,
 } from "@credhook/core/provider";
-import type { AwsFake, ForeignResource } from "@credhook/fakes/aws";
+import type { AwsFake, AwsFakeOptions, ForeignResource } from "@credhook/fakes/aws";
+import { ManualClock } from "@credhook/fakes/clock";
 import { clientMark } from "../src/naming.js";
 import { makeProvider, seededFake, testApp, type Seed } from "./helpers.js";
 
@@ -25,15 +26,30 @@ let foreignKey: ForeignResource;
 let foreignClient: ForeignResource;
 const open: Provider[] = [];
 
-beforeEach(async () => {
-  ({ fake, seed } = await seededFake());
+/** Starts the test's fake with someone else's resources in it. */
+async function startFake(options: AwsFakeOptions = {}): Promise<void> {
+  ({ fake, seed } = await seededFake(options));
   // Someone else's resources in the same account: credhook must never touch them.
   foreignKey = fake.createForeign("API_KEY", {
     name: "credhook/dev@example.com/590d83b5c05f",
     usagePlanIds: [seed.planA],
   });
   foreignClient = fake.createForeign("CLIENT_CREDENTIALS", { name: "credhook-dev@example.com-590d83b5c05f" });
-});
+}
+
+beforeEach(() => startFake());
+
+/**
+ * Replaces the test's fake by one on a {@link ManualClock}: a late write lands when the test advances
+ * it, never while the client still waits or compensation still runs. (Its quotas do not refill
+ * meanwhile either: only the few calls of a late-write test run on it.)
+ */
+async function onManualClock(): Promise<ManualClock> {
+  await fake.close();
+  const clock = new ManualClock();
+  await startFake({ clock });
+  return clock;
+}
 afterEach(async () => {
   // Resources a test adopts on purpose change; the two made above never do.
   expect(fake.foreignTouched().filter((id) => id === foreignKey.nativeId || id === foreignClient.nativeId)).toEqual([]);
@@ -64,14 +80,6 @@ async function failure(p: Promise<unknown>): Promise<CredhookError> {
   return err;
 }
 
-async function until(cond: () => boolean, ms = 5_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /** What core does after a failed create: revoke the partial, then revoke whatever carries the credential's mark. */
 async function compensate(
   p: Provider,
@@ -100,8 +108,10 @@ const ownClients = () => fake.cognito.allClients().filter((c) => c.ClientId !== 
 
 describe("API_KEY create faults", () => {
   it("CreateApiKey answering after timeoutMs on every attempt: 504 outcome-unknown; the key that lands later is found by its mark and revoked", async () => {
-    const p = await provider("API_KEY", { timeoutMs: 200, maxAttempts: 2 });
-    fake.faults.lateApply(500, { operation: "CreateApiKey", count: 2 });
+    const clock = await onManualClock();
+    // The held creates never answer in time (the fake's clock stands still); the calls before them have 1 s each.
+    const p = await provider("API_KEY", { timeoutMs: 1000, maxAttempts: 2 });
+    fake.faults.lateApply(3000, { operation: "CreateApiKey", count: 2 });
     const credentialId = randomUUID();
     const err = await failure(
       p.create({ credentialId, credentialType: "API_KEY", app: testApp, apis: apisA, apiKeyValue: VALUE }),
@@ -109,8 +119,9 @@ describe("API_KEY create faults", () => {
     expect(err).toMatchObject({ status: 504, code: "UPSTREAM_TIMEOUT", outcomeUnknown: true, partial: undefined });
     expect(fake.stats().calls.CreateApiKey).toBe(2); // the SDK retried: values are unique, so a retry cannot make a second key
     expect(ownKeys()).toEqual([]);
-    await until(() => ownKeys().length === 1); // AWS applies the first attempt after the client gave up
-    await until(() => fake.stats().lateWritesPending === 0); // the second attempt lands too, and is refused (409) unseen
+    await clock.whenSleeping(2);
+    await clock.advance(3000); // AWS applies the first attempt after the client gave up…
+    expect(fake.stats().lateWritesPending).toBe(0); // …and the second one too, refused (409) unseen
     expect(ownKeys()).toHaveLength(1);
     await compensate(p, "API_KEY", credentialId, err);
     expect(ownKeys()).toEqual([]);
@@ -331,13 +342,17 @@ describe("non-idempotent creates are not retried after a timeout (a retry could 
   ])(
     "$operation answering after timeoutMs: 504 outcome-unknown after one attempt; what lands is found by its mark and revoked",
     async ({ type, operation, live }) => {
-      const p = await provider(type, { timeoutMs: 200, maxAttempts: 4 });
-      fake.faults.lateApply(450, { operation, count: 4 });
+      const clock = await onManualClock();
+      const p = await provider(type, { timeoutMs: 1000, maxAttempts: 4 });
+      fake.faults.lateApply(3000, { operation, count: 4 });
       const credentialId = randomUUID();
       const err = await failure(p.create({ credentialId, credentialType: type, app: testApp, apis: apisA })); // no imported value
       expect(err).toMatchObject({ status: 504, outcomeUnknown: true });
       expect(fake.stats().calls[operation]).toBe(1);
-      await until(() => live().length === 1);
+      expect(live()).toEqual([]);
+      await clock.whenSleeping();
+      await clock.advance(3000);
+      expect(live()).toHaveLength(1);
       await compensate(p, type, credentialId, err);
       expect(live()).toEqual([]);
     },

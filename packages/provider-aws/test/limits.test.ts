@@ -11,6 +11,7 @@ import { SlidingWindowLimiter } from "@credhook/core/provider-kit";
 import { countLimiterSlots } from "@credhook/provider-testkit";
 import { acquireAttempt } from "../src/limits.js";
 import type { AwsFake } from "@credhook/fakes/aws";
+import { ManualClock } from "@credhook/fakes/clock";
 import { makeProvider, seededFake, testApp, type Seed } from "./helpers.js";
 
 describe("SlidingWindowLimiter", () => {
@@ -86,8 +87,8 @@ describe("every SDK attempt passes through the limiter", () => {
   });
 
   it("the strict quota itself refuses a 6th CreateApiKey within one second (the fake is strict)", async () => {
-    // The fake's quota clock stands still: the six calls fall in one window however slowly they arrive.
-    ({ fake, seed } = await seededFake({ apiGateway: { quotaModel: "sliding-window", now: () => 0 } }));
+    // The fake's clock stands still: the six calls fall in one window however slowly they arrive.
+    ({ fake, seed } = await seededFake({ clock: new ManualClock(), apiGateway: { quotaModel: "sliding-window" } }));
     const provider = await makeProvider(fake, seed, "API_KEY", { rateLimits: { createApiKey: 1000 }, maxAttempts: 1 });
     const results = await Promise.allSettled(
       Array.from({ length: 6 }, (_, i) =>

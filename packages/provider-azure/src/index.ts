@@ -11,7 +11,7 @@
  * ```
  */
 import { createHash } from "node:crypto";
-import { applyOptionDefaults, defineProvider, type ProviderContext } from "@credhook/core/provider";
+import { defineProvider, type ProviderContext } from "@credhook/core/provider";
 import { ConfigError } from "@credhook/core/errors";
 import { buildArmClient, buildCredential } from "./client.js";
 import { AzureApimProvider } from "./provider.js";
@@ -20,39 +20,26 @@ import { acquireBuckets } from "./rate-limit.js";
 import { optionsSchema } from "./schema.js";
 import type { AzureProviderOptions, AzureProviderOptionsWithDefaults } from "./types.js";
 
-/** What {@link createAzureProvider} needs of core's {@link ProviderContext}. */
-type AzureContext = Pick<
-  ProviderContext,
-  "gateway" | "configPath" | "credentialType" | "logger" | "state" | "rateSlots"
->;
-
 /**
- * Builds the provider of one gateway from options as written (the schema's defaults
- * are applied here). `context.state` keeps its adoption records (`credhook adopt`);
- * core passes the store's persistent one.
- * @throws ConfigError the gateway issues CLIENT_CREDENTIALS, the endpoint is not an http(s) URL,
+ * Builds the provider of one gateway from its options as core hands them over: schema-valid
+ * (the ids' and the endpoint's patterns, every number's bounds are the schema's) and with every
+ * default applied. `context.state` keeps its adoption records (`credhook adopt`); core passes
+ * the store's persistent one. What is checked here is what a JSON Schema cannot check: the
+ * gateway's credential type (not part of the options), that the endpoint parses as a URL (the
+ * schema's pattern checks only its scheme and host's shape), and that no other gateway of this
+ * process claims the same `subscriptionIdPrefix` on the same service.
+ * @throws ConfigError the gateway issues CLIENT_CREDENTIALS, the endpoint is not a URL,
  *   or another gateway of this process uses the same `subscriptionIdPrefix` on the same service
  */
-export function createAzureProvider(options: AzureProviderOptions, context: AzureContext): AzureApimProvider {
-  return buildAzureProvider(applyOptionDefaults(optionsSchema, options), context);
-}
-
-/** {@link createAzureProvider} once the schema's defaults are applied. */
-function buildAzureProvider(options: AzureProviderOptionsWithDefaults, context: AzureContext): AzureApimProvider {
+function buildAzureProvider(options: AzureProviderOptionsWithDefaults, context: ProviderContext): AzureApimProvider {
   if (context.credentialType !== "API_KEY") {
     throw new ConfigError([
       `[provider-azure] ${context.configPath}: Azure API Management issues API_KEY credentials only, not ${context.credentialType}`,
     ]);
   }
   const endpoint = options.endpoint;
-  let parsed: URL;
-  try {
-    parsed = new URL(endpoint);
-  } catch (cause) {
-    throw new ConfigError([`[provider-azure] ${context.configPath}.endpoint: '${endpoint}' is not a URL`], { cause });
-  }
-  if (parsed.protocol !== "https:" && parsed.protocol !== "http:") {
-    throw new ConfigError([`[provider-azure] ${context.configPath}.endpoint must be an http(s) URL`]);
+  if (!URL.canParse(endpoint)) {
+    throw new ConfigError([`[provider-azure] ${context.configPath}.endpoint: '${endpoint}' is not a URL`]);
   }
   const { maxRetryAfterS, subscriptionIdPrefix: prefix } = options;
   const serviceKey = serviceKeyOf(endpoint, options.subscriptionId, options.resourceGroup, options.serviceName);
@@ -73,17 +60,7 @@ function buildAzureProvider(options: AzureProviderOptionsWithDefaults, context: 
   });
   return new AzureApimProvider(
     client,
-    {
-      resourceGroup: options.resourceGroup,
-      serviceName: options.serviceName,
-      timeoutMs: options.timeoutMs,
-      productMap: options.productMap,
-      apiMap: options.apiMap,
-      ownerMode: options.ownerMode,
-      revokeMode: options.revokeMode,
-      subscriptionIdPrefix: prefix,
-      healthCacheMs: options.healthCacheMs,
-    },
+    options,
     context.gateway,
     context.logger,
     {
@@ -101,8 +78,20 @@ function buildAzureProvider(options: AzureProviderOptionsWithDefaults, context: 
 const azureProviderFactory = defineProvider({ type: "azure", optionsSchema, create: buildAzureProvider });
 
 export default azureProviderFactory;
+
+/**
+ * The factory's `create` (schema defaults applied to a copy of `options`, then the provider
+ * built), typed as what it is for Azure: synchronous, returning an {@link AzureApimProvider}.
+ * For tests and callers that build a provider without core's loading (which also validates
+ * the options against the schema: a caller here passes valid options).
+ * @throws ConfigError as the factory's `create`
+ */
+export const createAzureProvider = azureProviderFactory.create as (
+  options: AzureProviderOptions,
+  context: ProviderContext,
+) => AzureApimProvider;
 export { AzureApimProvider } from "./provider.js";
-export type { ResolvedAzureOptions, OwnershipContext } from "./provider.js";
+export type { OwnershipContext } from "./provider.js";
 export type {
   AzureProviderOptions,
   AzureProviderOptionsWithDefaults,

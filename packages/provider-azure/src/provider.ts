@@ -53,20 +53,7 @@ import {
   type Scope,
 } from "./naming.js";
 import type { AdoptionRecord, Adoptions } from "./ownership.js";
-import type { OwnerMode, RevokeMode } from "./types.js";
-
-/** Options after defaults, as the provider uses them. */
-export interface ResolvedAzureOptions {
-  resourceGroup: string;
-  serviceName: string;
-  timeoutMs: number;
-  productMap: Record<string, string>;
-  apiMap: Record<string, string>;
-  ownerMode: OwnerMode;
-  revokeMode: RevokeMode;
-  subscriptionIdPrefix: string;
-  healthCacheMs: number;
-}
+import type { AzureProviderOptionsWithDefaults } from "./types.js";
 
 /** One subscription of a credential as stored in `resources` (no key). */
 interface StoredSubscription {
@@ -150,7 +137,7 @@ export class AzureApimProvider implements Provider {
 
   constructor(
     private readonly client: ApiManagementClient,
-    private readonly opts: ResolvedAzureOptions,
+    private readonly opts: AzureProviderOptionsWithDefaults,
     private readonly gateway: string,
     private readonly logger: Logger,
     private readonly ownership: OwnershipContext,

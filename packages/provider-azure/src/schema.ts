@@ -72,6 +72,7 @@ export const optionsSchema = {
             clientId: { ...nonEmpty, description: "Application (client) id of the service principal." },
             clientSecret: {
               ...nonEmpty,
+              writeOnly: true,
               description: "The service principal's secret: write `${AZURE_CLIENT_SECRET}`, never the value.",
             },
             authorityHost: {
@@ -100,7 +101,10 @@ export const optionsSchema = {
           additionalProperties: false,
           required: ["type", "token"],
           description: "A fixed bearer token: tests and local fakes only (never refreshed).",
-          properties: { type: { const: "static-token" }, token: { ...nonEmpty, description: "The bearer token." } },
+          properties: {
+            type: { const: "static-token" },
+            token: { ...nonEmpty, writeOnly: true, description: "The bearer token." },
+          },
         },
       ],
     },

@@ -3,14 +3,19 @@ import type { ApiManagementClient } from "@azure/arm-apimanagement";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { buildArmClient, staticTokenCredential } from "../src/client.js";
 import { startApimFake, type ApimFake, type ApimFakeOptions } from "@credhook/fakes/azure";
+import { ManualClock } from "@credhook/fakes/clock";
 
 let fake: ApimFake;
 let client: ApiManagementClient;
+/** The fake's clock: its buckets refill and its held requests land only when a test advances it. */
+let clock: ManualClock;
 
 async function start(options: ApimFakeOptions = {}, maxRetries = 0): Promise<void> {
+  clock = new ManualClock();
   fake = await startApimFake({
     products: ["gold", "silver", { id: "one-per-user", subscriptionsLimit: 1 }],
     apis: ["orders"],
+    clock,
     ...options,
   });
   client = buildArmClient({
@@ -251,25 +256,30 @@ describe("APIM fake", () => {
     expect((await client.product.get(fake.resourceGroup, fake.serviceName, "gold")).name).toBe("gold");
   });
 
-  it("ARM write throttling: an exhausted bucket answers 429 with Retry-After and the remaining-writes header", async () => {
+  it("ARM write throttling: an exhausted bucket answers 429 with the Retry-After of its refill, and refills with time", async () => {
     await fake.close();
     await start({ throttle: { writes: { capacity: 2, refillPerSecond: 0.5 } } });
-    await client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, "s1", sub("/products/gold"));
-    await client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, "s2", sub("/products/gold"));
-    const err = await client.subscription
-      .createOrUpdate(fake.resourceGroup, fake.serviceName, "s3", sub("/products/gold"))
-      .then(
+    const put = (sid: string) =>
+      client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, sid, sub("/products/gold")).then(
         () => undefined,
         (e: unknown) =>
           e as { statusCode: number; code: string; response?: { headers: { get(n: string): string | undefined } } },
       );
+    expect(await put("s1")).toBeUndefined();
+    expect(await put("s2")).toBeUndefined();
+    const err = await put("s3");
     expect(err?.statusCode).toBe(429);
     expect(err?.code).toBe("SubscriptionRequestsThrottled");
-    expect(Number(err?.response?.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(err?.response?.headers.get("retry-after")).toBe("2"); // one token at 0.5/s
     // reads have their own bucket
     expect((await client.subscription.get(fake.resourceGroup, fake.serviceName, "s1")).name).toBe("s1");
+    await clock.advance(1000); // half a token
+    expect((await put("s3"))?.response?.headers.get("retry-after")).toBe("1");
+    await clock.advance(1000); // a whole one
+    expect(await put("s3")).toBeUndefined();
+    expect(await put("s4")).toMatchObject({ statusCode: 429 });
     fake.resetThrottle();
-    await client.subscription.createOrUpdate(fake.resourceGroup, fake.serviceName, "s3", sub("/products/gold"));
+    expect(await put("s4")).toBeUndefined();
   });
 
   it("refuses requests without a bearer token or api-version", async () => {
@@ -292,7 +302,9 @@ describe("APIM fake", () => {
         (e: unknown) => (e as Error).name,
       );
     expect(aborted).toBe("AbortError");
-    expect(fake.getSubscription("late")).toBeUndefined();
+    expect(fake.getSubscription("late")).toBeUndefined(); // held on the fake's clock, however slow the machine
+    await clock.whenSleeping();
+    await clock.advance(300);
     await fake.idle();
     expect(fake.getSubscription("late")?.state).toBe("active");
     expect(fake.requests.find((r) => r.method === "PUT")?.status).toBe(201);

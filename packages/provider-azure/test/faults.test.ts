@@ -3,9 +3,12 @@
 // subscriptions the portal does not hold, and a foreign subscription is never touched.
 import { describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
+import { ManualClock } from "@credhook/fakes/clock";
 import { app, compensate, createRef, liveSubs, noneChanges, subsOf, typedError, useFake } from "./helpers.js";
 
-const t = useFake();
+/** The fake's clock: a held PUT lands when the test advances it, never while the client is still waiting. */
+const clock = new ManualClock();
+const t = useFake({ clock });
 const apis = [{ id: "orders", usagePlans: ["gold", "silver"] }];
 
 /** A foreign subscription on the same service, and a check that it is exactly as made. */
@@ -14,15 +17,26 @@ function foreign() {
   return { made, untouched: () => JSON.stringify(t.fake.getSubscription(made.sid)) === JSON.stringify(made) };
 }
 
-/** A create whose PUT of `path` lands 900 ms later, from a client that gives up after 300 ms: asserts the 504 with outcome unknown. */
+/**
+ * A create whose PUT of `path` the fake holds for 3 s of its clock, from a client that gives up after
+ * 2 s (real time; the held PUT never answers in time, the calls before it have 2 s each): asserts the
+ * 504 with outcome unknown. The PUT lands on {@link land}.
+ */
 async function lateCreate(path: string) {
-  const provider = t.make({ timeoutMs: 300, maxRetries: 0 });
-  t.fake.inject({ delayMs: 900, method: "PUT", path });
+  const provider = t.make({ timeoutMs: 2000, maxRetries: 0 });
+  t.fake.inject({ delayMs: 3000, method: "PUT", path });
   const credentialId = randomUUID();
   const err = await typedError(provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
   expect(err.status).toBe(504);
   expect(err.outcomeUnknown).toBe(true);
   return { provider, credentialId, err };
+}
+
+/** Lets the held PUT land: the fake's clock passes its 3 s, then every held write has been applied. */
+async function land(): Promise<void> {
+  await clock.whenSleeping();
+  await clock.advance(3000);
+  await t.fake.idle();
 }
 
 describe("a PUT that lands after the client's timeout (issue 9, case 2)", () => {
@@ -34,7 +48,7 @@ describe("a PUT that lands after the client's timeout (issue 9, case 2)", () => 
     expect(await compensate(provider, credentialId, err, apis)).toEqual(["gone"]);
     expect(t.fake.requests.filter((r) => r.method === "DELETE")).toEqual([]);
     // the cloud finishes the PUT: an active subscription whose key nobody holds…
-    await t.fake.idle();
+    await land();
     expect(subsOf(t.fake, `credhook-${credentialId}`).map((s) => s.state)).toEqual(["active"]);
     // …which core's later attempt (next request, sweep, reconcile) finds by the deterministic id and revokes
     expect(await compensate(provider, credentialId, err, apis)).toEqual(["revoked"]);
@@ -48,7 +62,7 @@ describe("a PUT that lands after the client's timeout (issue 9, case 2)", () => 
       `credhook-${credentialId}-p-gold`,
     ]);
     await compensate(provider, credentialId, err, apis);
-    await t.fake.idle();
+    await land();
     expect(liveSubs(t.fake)).toHaveLength(1);
     await compensate(provider, credentialId, err, apis);
     expect(liveSubs(t.fake)).toEqual([]);

@@ -1,7 +1,8 @@
 // ARM throttling, 5xx and time limits: retried by the SDK, then mapped to 503/502/504 with Retry-After.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { randomUUID } from "node:crypto";
 import { Throttled } from "@credhook/core/errors";
+import { ManualClock } from "@credhook/fakes/clock";
 import { app, createRef, subsOf, typedError, useFake } from "./helpers.js";
 
 const apis = [{ id: "orders", usagePlans: ["gold", "silver"] }];
@@ -55,11 +56,20 @@ describe("throttling and failures", () => {
   });
 
   it("the fake's ARM write bucket running dry is absorbed by the SDK's Retry-After retries", async () => {
-    await t.restart({ throttle: { writes: { capacity: 3, refillPerSecond: 20 } } });
+    // The bucket refills on the fake's clock only: the first three of the six PUTs drain it, the next
+    // ones are refused however slowly they arrive, and it refills when the test advances the clock
+    // (to three tokens: what the three PUTs left need).
+    const clock = new ManualClock();
+    await t.restart({ clock, throttle: { writes: { capacity: 3, refillPerSecond: 20 } } });
     const provider = t.make();
-    const refs = await Promise.all([createRef(provider, apis), createRef(provider, apis), createRef(provider, apis)]);
+    const creates = Promise.all([createRef(provider, apis), createRef(provider, apis), createRef(provider, apis)]);
+    const puts = () => t.fake.requests.filter((r) => r.method === "PUT").map((r) => r.status);
+    await vi.waitFor(() => expect(puts()).toContain(429), { timeout: 20_000 });
+    await clock.advance(1000); // the Retry-After the fake sent (1 s): the bucket is full again
+    const refs = await creates;
     for (const ref of refs) expect(subsOf(t.fake, ref.nativeId)).toHaveLength(2);
-    expect(t.fake.requests.some((r) => r.status === 429)).toBe(true);
+    expect(puts().slice(0, 4)).toEqual([201, 201, 201, 429]);
+    expect(puts().filter((s) => s === 201)).toHaveLength(6);
   });
 
   it("a persistent 5xx is an UpstreamError (502); a 503 is UpstreamUnavailable", async () => {
@@ -73,12 +83,13 @@ describe("throttling and failures", () => {
   });
 
   it("a call slower than timeoutMs is an UpstreamTimeout (504)", async () => {
+    // The fake's clock stands still: the answer never comes before the client's 100 ms (real time) run out.
+    await t.restart({ clock: new ManualClock() });
     const provider = t.make({ timeoutMs: 100, maxRetries: 0 });
     t.fake.setLatency(400);
     const err = await typedError(provider.readSecret(unknownRef));
     expect(err.status).toBe(504);
     expect(err.message).toMatch(/did not finish within 100 ms/);
-    t.fake.setLatency(0);
   });
 
   it("an unreachable endpoint is an UpstreamError (502) naming no secret", async () => {

@@ -14,13 +14,12 @@
  * ```
  */
 import { access } from "node:fs/promises";
-import { applyOptionDefaults, defineProvider, type ProviderContext } from "@credhook/core/provider";
+import { defineProvider, type ProviderContext } from "@credhook/core/provider";
 import { ConfigError } from "@credhook/core/errors";
 import { createApiKeysClient, parseEndpoint } from "./client.js";
-import { KEY_ID_PREFIX_PATTERN } from "./mapping.js";
-import { GcpApiKeysProvider, type ResolvedGcpOptions } from "./provider.js";
+import { GcpApiKeysProvider } from "./provider.js";
 import { optionsSchema } from "./schema.js";
-import type { GcpProviderOptions, GcpProviderOptionsWithDefaults } from "./types.js";
+import type { GcpProviderOptionsWithDefaults } from "./types.js";
 
 export type {
   GcpCredentialsOption,
@@ -30,61 +29,17 @@ export type {
   GcpRetryOptions,
 } from "./types.js";
 export { GcpApiKeysProvider } from "./provider.js";
-export type { ResolvedGcpOptions } from "./provider.js";
 
 export { optionsSchema } from "./schema.js";
 
 /**
- * Applies the schema's defaults (for callers that skip core's loading, which applies
- * them too) and checks what the schema cannot. `endpointKey` is left empty (the
- * factory sets it from the parsed endpoint). @throws ConfigError naming the option
- */
-export function resolveOptions(given: GcpProviderOptions, configPath: string): ResolvedGcpOptions {
-  const options = applyOptionDefaults(optionsSchema, given);
-  const problems: string[] = [];
-  if (typeof options.projectId !== "string" || options.projectId.length === 0)
-    problems.push(`${configPath}.projectId: required`);
-  const prefix = options.keyIdPrefix;
-  if (!KEY_ID_PREFIX_PATTERN.test(prefix))
-    problems.push(`${configPath}.keyIdPrefix: must match ${KEY_ID_PREFIX_PATTERN.source}`);
-  if (options.serviceTemplate !== undefined && !options.serviceTemplate.includes("{apiId}")) {
-    problems.push(`${configPath}.serviceTemplate: must contain {apiId}`);
-  }
-  const { rateLimit: rl, retry } = options;
-  const resolved: ResolvedGcpOptions = {
-    projectId: options.projectId,
-    services: options.services,
-    serviceTemplate: options.serviceTemplate,
-    usagePlans: options.usagePlans,
-    keyIdPrefix: prefix,
-    operationTimeoutMs: options.operationTimeoutMs,
-    pollInitialDelayMs: options.pollInitialDelayMs,
-    requestTimeoutMs: options.requestTimeoutMs,
-    writesPerMinute: rl.writesPerMinute,
-    writeBurst: rl.writeBurst,
-    readsPerMinute: rl.readsPerMinute,
-    readBurst: rl.readBurst,
-    maxQueueWaitMs: rl.maxQueueWaitMs,
-    maxAttempts: retry.maxAttempts,
-    retryInitialDelayMs: retry.initialDelayMs,
-    retryMaxDelayMs: retry.maxDelayMs,
-    throttleInitialDelayMs: retry.throttleInitialDelayMs,
-    retryBudgetMs: retry.budgetMs,
-    healthCacheMs: options.healthCacheMs,
-    endpointKey: "",
-  };
-  if (!options.services && !options.serviceTemplate) {
-    problems.push(
-      `${configPath}: set services (API id -> Google service name) or serviceTemplate, else no API can be mapped`,
-    );
-  }
-  if (problems.length > 0) throw new ConfigError(problems.map((p) => `[provider-gcp] ${p}`));
-  return resolved;
-}
-
-/**
- * Creates the provider of one gateway.
- * @throws ConfigError an unusable option (endpoint, keyIdPrefix, a missing key file, CLIENT_CREDENTIALS), naming its YAML path
+ * Creates the provider of one gateway from its options as core hands them over: schema-valid
+ * (`projectId`, the `keyIdPrefix` and `serviceTemplate` patterns, every number's bounds are the
+ * schema's) and with every default applied. What remains here is what a JSON Schema cannot check:
+ * the gateway's credential type (not part of the options), the endpoint's parts, that a key file
+ * exists, and that the block maps an API at all (`services` or `serviceTemplate`: a cross-option
+ * rule, kept here so that its message names the two options rather than ajv's `anyOf` failure).
+ * @throws ConfigError an unusable option (endpoint, a missing key file, no API mapping, CLIENT_CREDENTIALS), naming its YAML path
  */
 async function create(options: GcpProviderOptionsWithDefaults, context: ProviderContext): Promise<GcpApiKeysProvider> {
   const at = context.configPath;
@@ -93,9 +48,12 @@ async function create(options: GcpProviderOptionsWithDefaults, context: Provider
       `[provider-gcp] ${at.replace(/\.options$/, "")}.credentialType: Google Cloud API Keys issue API_KEY credentials only`,
     ]);
   }
-  const resolved = resolveOptions(options, at);
+  if (!options.services && !options.serviceTemplate) {
+    throw new ConfigError([
+      `[provider-gcp] ${at}: set services (API id -> Google service name) or serviceTemplate, else no API can be mapped`,
+    ]);
+  }
   const endpoint = parseEndpoint(options.endpoint, `[provider-gcp] ${at}.endpoint`);
-  resolved.endpointKey = `${endpoint.host}:${endpoint.port}`;
   const { credentials } = options;
   if (credentials.type === "key-file") {
     try {
@@ -110,8 +68,8 @@ async function create(options: GcpProviderOptionsWithDefaults, context: Provider
       "gcp provider uses a static token: for local emulators only",
     );
   }
-  const client = createApiKeysClient(endpoint, credentials, resolved.projectId);
-  return new GcpApiKeysProvider(client, resolved, context);
+  const client = createApiKeysClient(endpoint, credentials, options.projectId);
+  return new GcpApiKeysProvider(client, options, `${endpoint.host}:${endpoint.port}`, context);
 }
 
 /** The `gcp` provider factory (default export): options typed from, and defaulted by, `schema.ts`. */

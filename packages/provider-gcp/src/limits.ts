@@ -10,20 +10,10 @@
  * gateway using them closes.
  */
 import { SharedResourcePool, TokenBucketLimiter } from "@credhook/core/provider-kit";
+import type { GcpProviderOptionsWithDefaults } from "./types.js";
 
-/** Rates of one project's buckets (see `GcpRateLimitOptions` for meanings). */
-export interface QuotaRates {
-  /** Sustained writes per minute. */
-  writesPerMinute: number;
-  /** Writes that may start at once after an idle period. */
-  writeBurst: number;
-  /** Sustained reads per minute (operation polls and getKeyString included). */
-  readsPerMinute: number;
-  /** Reads that may start at once after an idle period. */
-  readBurst: number;
-  /** Longest wait for a token (ms); a call that would wait longer is refused at once. */
-  maxQueueWaitMs: number;
-}
+/** Rates of one project's buckets: the `rateLimit` options with their defaults applied (meanings: `schema.ts`). */
+export type QuotaRates = GcpProviderOptionsWithDefaults["rateLimit"];
 
 /** One quota's token bucket (core's {@link TokenBucketLimiter}) and its rate per minute, for messages. */
 export interface QuotaBucket {

@@ -73,40 +73,14 @@ import {
   type ApiTarget,
   type TargetMapping,
 } from "./mapping.js";
-import { RetryBudget, retryPolicyFor, type RetryHooks, type RetrySettings } from "./retry.js";
+import { RetryBudget, retryPolicyFor, type RetryHooks } from "./retry.js";
+import type { GcpProviderOptionsWithDefaults } from "./types.js";
 
 type IKey = protos.google.api.apikeys.v2.IKey;
 type IRestrictions = protos.google.api.apikeys.v2.IRestrictions;
 
 /** A gax promise: cancellable, though typed as a plain Promise by the client. */
 type Cancellable<T> = Promise<T> & { cancel?: () => void };
-
-/** The provider's options with every default applied (see {@link GcpProviderOptions} for meanings). */
-export interface ResolvedGcpOptions {
-  projectId: string;
-  services: Record<string, string> | undefined;
-  serviceTemplate: string | undefined;
-  usagePlans: Record<string, string[]> | undefined;
-  keyIdPrefix: string;
-  operationTimeoutMs: number;
-  pollInitialDelayMs: number;
-  requestTimeoutMs: number;
-  writesPerMinute: number;
-  writeBurst: number;
-  readsPerMinute: number;
-  readBurst: number;
-  maxQueueWaitMs: number;
-  maxAttempts: number;
-  retryInitialDelayMs: number;
-  retryMaxDelayMs: number;
-  /** First back-off after a 429 without a retry hint (ms). */
-  throttleInitialDelayMs: number;
-  /** Total back-off of one provider operation (ms). */
-  retryBudgetMs: number;
-  healthCacheMs: number;
-  /** Where the client connects (`host:port`): with `projectId`, the scope of the shared rate limiter. */
-  endpointKey: string;
-}
 
 /** Longest delay between two operation polls (ms). */
 const POLL_MAX_DELAY_MS = 5000;
@@ -139,14 +113,15 @@ export class GcpApiKeysProvider implements Provider {
   private readonly parent: string;
   private readonly limiters: ProjectLimiters;
   private readonly releaseLimiters: () => Promise<void>;
-  private readonly retrySettings: RetrySettings;
   private readonly timeoutPolicy: TimeoutPolicy;
   private readonly healthProbe: CachedHealthProbe;
   private closed = false;
 
   constructor(
     private readonly client: ApiKeysClient,
-    private readonly o: ResolvedGcpOptions,
+    private readonly o: GcpProviderOptionsWithDefaults,
+    /** Where the client connects (`host:port`): with `projectId`, the scope of the shared rate limiter. */
+    private readonly endpointKey: string,
     private readonly ctx: ProviderContext,
   ) {
     this.errors = new GatewayErrors(ctx.gateway);
@@ -160,22 +135,9 @@ export class GcpApiKeysProvider implements Provider {
       gateway: ctx.gateway,
       configPath: ctx.configPath,
     };
-    const { limiters, release } = acquireProjectLimiters(`${o.endpointKey}|${o.projectId}`, {
-      writesPerMinute: o.writesPerMinute,
-      writeBurst: o.writeBurst,
-      readsPerMinute: o.readsPerMinute,
-      readBurst: o.readBurst,
-      maxQueueWaitMs: o.maxQueueWaitMs,
-    });
+    const { limiters, release } = acquireProjectLimiters(`${endpointKey}|${o.projectId}`, o.rateLimit);
     this.limiters = limiters;
     this.releaseLimiters = release;
-    this.retrySettings = {
-      maxAttempts: o.maxAttempts,
-      initialDelayMs: o.retryInitialDelayMs,
-      maxDelayMs: o.retryMaxDelayMs,
-      throttleInitialDelayMs: o.throttleInitialDelayMs,
-      budgetMs: o.retryBudgetMs,
-    };
     this.timeoutPolicy = timeout(o.requestTimeoutMs, TimeoutStrategy.Aggressive);
   }
 
@@ -191,7 +153,7 @@ export class GcpApiKeysProvider implements Provider {
 
   /** A fresh retry budget for one provider operation. */
   private budget(): RetryBudget {
-    return new RetryBudget(this.o.retryBudgetMs);
+    return new RetryBudget(this.o.retry.budgetMs);
   }
 
   /**
@@ -206,9 +168,9 @@ export class GcpApiKeysProvider implements Provider {
     const q: QuotaBucket = kind === "read" ? this.limiters.reads : this.limiters.writes;
     try {
       await q.limiter.acquire(
-        this.o.maxQueueWaitMs,
+        this.o.rateLimit.maxQueueWaitMs,
         this.ctx.rateSlots
-          ? { slots: this.ctx.rateSlots, key: `gcp|${this.o.endpointKey}|${this.o.projectId}|${kind}` }
+          ? { slots: this.ctx.rateSlots, key: `gcp|${this.endpointKey}|${this.o.projectId}|${kind}` }
           : undefined,
       );
     } catch (err) {
@@ -249,7 +211,7 @@ export class GcpApiKeysProvider implements Provider {
     budget: RetryBudget,
     hooks: RetryHooks = {},
   ): Promise<T> {
-    const policy = retryPolicyFor(this.retrySettings, kind, budget, {
+    const policy = retryPolicyFor(this.o.retry, kind, budget, {
       ...hooks,
       onRetry: (status, delayMs) =>
         this.log.debug(

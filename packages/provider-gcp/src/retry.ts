@@ -22,21 +22,11 @@
  */
 import { DelegateBackoff, ExponentialBackoff, handleWhen, retry, type IBackoff, type RetryPolicy } from "cockatiel";
 import { CredhookError } from "@credhook/core/errors";
+import type { GcpProviderOptionsWithDefaults } from "./types.js";
 import { isTransient, NotRetriable, readFailure, type GoogleFailure } from "./google-errors.js";
 
-/** Retry settings (resolved options; see `GcpRetryOptions` for meanings). */
-export interface RetrySettings {
-  /** Attempts in all for a transient failure (1 = none). */
-  maxAttempts: number;
-  /** First back-off delay after a transient failure (ms). */
-  initialDelayMs: number;
-  /** Longest back-off delay after a transient failure (ms). */
-  maxDelayMs: number;
-  /** First back-off delay after a 429 without a retry hint (ms). */
-  throttleInitialDelayMs: number;
-  /** Total back-off per provider operation (ms). */
-  budgetMs: number;
-}
+/** Retry settings: the `retry` options with their defaults applied (each one's meaning is its `description` in `schema.ts`). */
+export type RetrySettings = GcpProviderOptionsWithDefaults["retry"];
 
 /** Longest back-off after one 429 without a retry hint (ms). */
 const THROTTLE_MAX_DELAY_MS = 5000;

@@ -56,7 +56,12 @@ export const optionsSchema = {
           additionalProperties: false,
           properties: {
             type: { const: "static-token" },
-            token: { type: "string", minLength: 1, description: "The Bearer token. Default `emulator`." },
+            token: {
+              type: "string",
+              minLength: 1,
+              writeOnly: true,
+              description: "The Bearer token. Default `emulator`.",
+            },
           },
           description: "A fixed Bearer token: local emulators and fakes only.",
         },

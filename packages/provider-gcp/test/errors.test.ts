@@ -3,11 +3,13 @@ import { createServer } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { isCredhookError } from "@credhook/core/errors";
 import { startApiKeysFake, type ApiKeysFake } from "@credhook/fakes/gcp";
+import { ManualClock } from "@credhook/fakes/clock";
 import { makeProvider, rejection } from "./helpers.js";
 
 let fake: ApiKeysFake;
 beforeAll(async () => {
-  fake = await startApiKeysFake({ token: "the-right-token" });
+  // The fake's clock stands still: a request it delays (setLatency) is never answered in time.
+  fake = await startApiKeysFake({ token: "the-right-token", clock: new ManualClock() });
 });
 afterAll(() => fake.close());
 beforeEach(() => fake.control.reset());

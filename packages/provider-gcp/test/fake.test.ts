@@ -1,14 +1,17 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startApiKeysFake, type ApiKeysFake } from "@credhook/fakes/gcp";
+import { ManualClock } from "@credhook/fakes/clock";
 import { googleErrorOf, httpStatusOf, rawClient } from "./fake-client.js";
 
 let fake: ApiKeysFake;
 let client: ReturnType<typeof rawClient>;
+/** The fake's clock: quotas' windows pass and delayed operations land only when a test advances it. */
+const clock = new ManualClock();
 const parent = "projects/fake-project/locations/global";
 const nameOf = (id: string) => `${parent}/keys/${id}`;
 
 beforeAll(async () => {
-  fake = await startApiKeysFake();
+  fake = await startApiKeysFake({ clock });
   client = rawClient(fake);
 });
 afterAll(async () => {
@@ -154,7 +157,7 @@ describe("API Keys fake, driven by the unmodified client", () => {
     expect(((await res.json()) as { error: { status: string } }).error.status).toBe("UNAUTHENTICATED");
   });
 
-  it("enforces the per-minute write quota with 429 RESOURCE_EXHAUSTED", async () => {
+  it("enforces the per-minute write quota with 429 RESOURCE_EXHAUSTED, over a sliding minute", async () => {
     fake.control.setQuotas({ writesPerMinute: 2 });
     await create("q-1");
     await create("q-2");
@@ -164,6 +167,9 @@ describe("API Keys fake, driven by the unmodified client", () => {
     // reads have their own quota
     await client.getKey({ name: nameOf("q-1") });
     expect(fake.key("q-3")).toBeUndefined();
+    await clock.advance(60_000); // the two writes have left the window
+    await create("q-3");
+    expect(fake.key("q-3")).toBeDefined();
   });
 
   it("injects 429 with Retry-After and RetryInfo, and 5xx on chosen RPCs only", async () => {
@@ -259,7 +265,9 @@ describe("API Keys fake, driven by the unmodified client", () => {
     );
     const poll = await fetch(`${fake.url}/v2/${op.name}`, { headers: { authorization: "Bearer t" } });
     expect(((await poll.json()) as { done: boolean }).done).toBe(false);
-    await new Promise((r) => setTimeout(r, 400));
+    await clock.advance(299);
+    expect(fake.key("late")).toBeUndefined(); // however long the requests above took
+    await clock.advance(1);
     expect(fake.key("late")).toBeDefined();
     const [key] = await op.promise();
     expect(key.name).toBe("projects/123456789012/locations/global/keys/late");

@@ -8,14 +8,17 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startApiKeysFake, type ApiKeysFake, type FakeKey } from "@credhook/fakes/gcp";
+import { ManualClock } from "@credhook/fakes/clock";
 import { ANNOTATIONS, keyIdFor } from "../src/mapping.js";
 import type { GcpApiKeysProvider, GcpProviderOptions } from "../src/index.js";
 import { compensate, eventually, liveOrphans, makeProvider, rejection, sweep } from "./helpers.js";
 
 let fake: ApiKeysFake;
+/** The fake's clock: a slow or delayed write lands when the test advances it, never while the client still waits. */
+const clock = new ManualClock();
 let foreign: FakeKey;
 beforeAll(async () => {
-  fake = await startApiKeysFake();
+  fake = await startApiKeysFake({ clock });
 });
 afterAll(() => fake.close());
 beforeEach(() => {
@@ -160,8 +163,9 @@ describe("a refused createKey: outcome known, nothing to clean", () => {
 
 describe("a write that lands after the client gave up", () => {
   it("createKey slower than requestTimeoutMs: 504 outcome unknown; the key appears later and the sweep revokes it", async () => {
-    const provider = await makeProvider(fake, { requestTimeoutMs: 100, retry: { maxAttempts: 1 } });
-    fake.control.setLatency(400, { rpcs: ["CreateKey"] });
+    // The held createKey never answers in time (the fake's clock stands still); the calls after it have 1 s each.
+    const provider = await makeProvider(fake, { requestTimeoutMs: 1000, retry: { maxAttempts: 1 } });
+    fake.control.setLatency(2000, { rpcs: ["CreateKey"] });
     const credentialId = randomUUID();
     const keyId = keyIdFor(credentialId, "credhook-");
     const err = await rejection(provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
@@ -170,15 +174,19 @@ describe("a write that lands after the client gave up", () => {
     expect(await compensate(provider, credentialId, err, app, apis)).toEqual([]);
     expect(fake.key(keyId)).toBeUndefined();
     // ... then it lands; the record stays abandoned, and the sweep finds and revokes it
+    await clock.whenSleeping();
+    await clock.advance(2000);
     await expectLateKeySwept(provider, credentialId, keyId);
   });
 
   it("createKey slower than requestTimeoutMs, retried: the retry meets the reserved keyId or the landed key — never a second key", async () => {
-    const provider = await makeProvider(fake, { requestTimeoutMs: 150, retry: { initialDelayMs: 5, maxDelayMs: 10 } });
-    fake.control.setLatency(300, { rpcs: ["CreateKey"] });
+    const provider = await makeProvider(fake, { requestTimeoutMs: 500, retry: { initialDelayMs: 5, maxDelayMs: 10 } });
+    fake.control.setLatency(1000, { rpcs: ["CreateKey"] });
     const credentialId = randomUUID();
     const err = await rejection(provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
     expect(err).toMatchObject({ status: 504, outcomeUnknown: true });
+    await clock.whenSleeping(3); // the three attempts are all held: the later ones meet the first one's reserved keyId
+    await clock.advance(1000);
     await eventually(() => fake.requests().filter((r) => r.rpc === "CreateKey" && r.status !== 0).length === 3);
     expect(fake.keys().filter((k) => k.keyId !== foreign.keyId)).toHaveLength(1);
     await compensate(provider, credentialId, err, app, apis);
@@ -187,26 +195,29 @@ describe("a write that lands after the client gave up", () => {
   });
 
   it("a create operation that lands after operationTimeoutMs: 504 with the keyId as partial; revoke finds it 'gone' at first, the sweep revokes it once it lands", async () => {
-    const provider = await makeProvider(fake, { operationTimeoutMs: 150 });
-    fake.control.delayOperations(500);
+    // The delayed create never lands in time (the fake's clock stands still); the revoke's operation has 1 s.
+    const provider = await makeProvider(fake, { operationTimeoutMs: 1000 });
+    fake.control.delayOperations(5000);
     const credentialId = randomUUID();
     const keyId = keyIdFor(credentialId, "credhook-");
     const err = await rejection(provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
     expect(err).toMatchObject({ status: 504, outcomeUnknown: true, partial: { nativeId: keyId } });
     fake.control.delayOperations(0); // writes from now on apply at once; the create accepted before still lands late
     expect(await compensate(provider, credentialId, err, app, apis)).toEqual(["gone"]);
+    await clock.advance(5000);
     await expectLateKeySwept(provider, credentialId, keyId);
   });
 
   it("a replayed create while the first create's operation is still landing answers 503 (outcome unknown), not a second key", async () => {
-    const provider = await makeProvider(fake, { operationTimeoutMs: 100 });
-    fake.control.delayOperations(600);
+    const provider = await makeProvider(fake, { operationTimeoutMs: 1000 });
+    fake.control.delayOperations(5000);
     const credentialId = randomUUID();
     await rejection(provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
     const again = await rejection(provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
     expect(again).toMatchObject({ status: 503, code: "UPSTREAM_UNAVAILABLE", outcomeUnknown: true });
     expect((again as Error).message).toContain("the keyId is taken by a create that has not finished yet");
     fake.control.delayOperations(0);
+    await clock.advance(5000);
     await eventually(() => fake.key(keyIdFor(credentialId, "credhook-")) !== undefined);
     expect(fake.keys().filter((k) => k.keyId !== foreign.keyId)).toHaveLength(1);
     await sweep(provider, credentialId, app, apis);

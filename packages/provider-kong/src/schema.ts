@@ -32,7 +32,7 @@ export const optionsSchema = {
           required: ["type", "token"],
           properties: {
             type: { const: "rbac-token" },
-            token: { type: "string", minLength: 1, description: "The RBAC user's token." },
+            token: { type: "string", minLength: 1, writeOnly: true, description: "The RBAC user's token." },
           },
         },
         {
@@ -41,7 +41,7 @@ export const optionsSchema = {
           required: ["type", "token"],
           properties: {
             type: { const: "bearer" },
-            token: { type: "string", minLength: 1, description: "The Konnect access token." },
+            token: { type: "string", minLength: 1, writeOnly: true, description: "The Konnect access token." },
           },
         },
       ],

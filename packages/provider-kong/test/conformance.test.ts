@@ -24,7 +24,8 @@ for (const v of variants) {
     let fake: KongFake;
     let make: (o?: Partial<KongProviderOptions>, gateway?: string) => KongProvider;
     beforeAll(async () => {
-      ({ fake, make } = await setup(v.fake));
+      // Lists in pages of 2 whatever `size` asks: the suite's paging check crosses pages.
+      ({ fake, make } = await setup({ ...v.fake, maxPageSize: 2 }));
     });
     afterAll(async () => {
       await fake.close();
@@ -68,6 +69,14 @@ for (const v of variants) {
         };
       },
       otherGateway: () => make({ auth: v.auth }, "kong-other"),
+      // The failure rules: the consumer exists when adding its key fails; the consumer's POST is
+      // applied and answered 500 (a POST is not resent); setting the plan's rate-limiting plugin fails.
+      faults: {
+        createFailsAfterWrite: () => fake.inject({ status: 400, method: "POST", path: /\/key-auth$/ }),
+        createAnswerLost: () => fake.inject({ status: 500, afterApply: true, method: "POST", path: /^\/consumers$/ }),
+        updateAddFails: () => fake.inject({ status: 400, method: "PATCH", path: "/plugins/" }),
+      },
+      paging: { pageSize: 2 },
     });
   });
 }

@@ -4,9 +4,12 @@
 import { describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import { countLimiterSlots } from "@credhook/provider-testkit";
+import { ManualClock } from "@credhook/fakes/clock";
 import { app, compensate, createRef, typedError, useFake } from "./helpers.js";
 
-const t = useFake();
+/** The fake's clock: a held write lands when the test advances it, never while the client is still waiting. */
+const clock = new ManualClock();
+const t = useFake({ clock });
 const apis = [
   { id: "orders-api", usagePlans: ["gold"] },
   { id: "echo", usagePlans: [] },
@@ -26,14 +29,17 @@ function foreign() {
 describe("a write that lands after the client gave up", () => {
   it("POST /consumers held past the time-out: 504, outcome unknown; once it lands, the search by tags finds and removes it", async () => {
     const other = foreign();
-    const provider = t.make({ timeoutMs: 300, maxRetries: 0 });
-    t.fake.inject({ delayMs: 900, method: "POST", path: "/consumers" });
+    // The held create never answers in time (the fake's clock stands still); the calls before it have 2 s each.
+    const provider = t.make({ timeoutMs: 2000, maxRetries: 0 });
+    t.fake.inject({ delayMs: 3000, method: "POST", path: "/consumers" });
     const credentialId = randomUUID();
     const err = await typedError(provider.create({ credentialId, credentialType: "API_KEY", app, apis }));
     expect(err.status).toBe(504);
     expect(err.outcomeUnknown).toBe(true);
     expect(err.partial).toBeUndefined();
     expect(await compensate(provider, credentialId, err, apis)).toEqual([]); // nothing there yet
+    await clock.whenSleeping();
+    await clock.advance(3000);
     await t.fake.idle();
     expect(t.fake.consumers().map((c) => c.username)).toContain(`credhook-kong-test-${credentialId}`);
     expect(await compensate(provider, credentialId, err, apis)).toEqual(["revoked"]);
@@ -111,11 +117,11 @@ describe("throttling (Konnect) and RBAC", () => {
     expect((await t.provider.readSecret(ref)).apiKey).toBe(ref.apiKey);
     const provider = t.make({ maxRetryAfterS: 2 });
     t.fake.inject({ status: 429, retryAfterS: 30, method: "GET" });
-    const started = Date.now();
+    const before = t.fake.requests.length;
     const err = await typedError(provider.readSecret(ref));
     expect([err.status, (err as unknown as { retryAfterS: number }).retryAfterS]).toEqual([503, 30]);
-    // Not waited for: well under the 30 s it asked for (a bound a busy machine cannot reach, not a latency check).
-    expect(Date.now() - started).toBeLessThan(15_000);
+    // Not waited for: the one GET answered 429 was not retried (a wait of 30 s would also outlast the test's time-out).
+    expect(t.fake.requests.slice(before).map((r) => [r.method, r.status])).toEqual([["GET", 429]]);
   });
 
   it("the client-side limiter keeps a burst under the fake's Konnect-style rate limit: every request, retries included, takes a slot of it", async () => {

@@ -40,6 +40,7 @@ import {
   writeState,
 } from "@credhook/core/provider";
 import { hashSecret, randomBase62, verifySecretHash, gatewayError, gatewayMessage } from "@credhook/core/provider-kit";
+import { embeddedGatewayExtension } from "./extension.js";
 import { newNativeId } from "./native-id.js";
 import { optionsSchema } from "./schema.js";
 import type {
@@ -394,10 +395,15 @@ export class LocalProvider implements Provider {
   }
 }
 
-/** The `provider: local` factory: options typed from, and defaulted by, `schema.ts`. */
+/**
+ * The `provider: local` factory: options typed from, and defaulted by, `schema.ts`; its extension
+ * is the embedded gateway (`embeddedGateway:`, see `extension.ts`).
+ */
 const localProviderFactory = defineProvider({
   type: "local",
   optionsSchema,
+  // Every provider core hands the extension is this factory's: the guard only gives them their class's type.
+  extension: embeddedGatewayExtension((p): p is LocalProvider => p instanceof LocalProvider),
   create(options, context: ProviderContext) {
     const seen = new Set<string>();
     const problems: string[] = [];

@@ -33,4 +33,11 @@ providerConformance(it, make, {
     return { live: !!s?.enabled, usagePlans: s ? s.apis.flatMap((a) => a.usagePlans) : [] };
   },
   listNativeIds: async () => (await store.stateFor("local").list("cred:")).map((e) => e.key),
+  // The embedded provider writes credhook's own store, each create and update in one transaction:
+  // no write follows a create's, none lands unseen, no update removes before it adds. Its state is
+  // listed whole (ProviderStateStore.list has no pages): no paging option.
+  faults: {
+    createFailsAfterWrite: () => "a create is one atomic write of credhook's store: no write follows it",
+    updateAddFails: () => "an update is one atomic write of credhook's store: nothing is removed before the add",
+  },
 });

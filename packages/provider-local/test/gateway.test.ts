@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -227,6 +227,8 @@ describe("credential directory: lookup by key digest, coherent cache", () => {
     stores.push(storeA, storeB);
     const a = await provider(storeA.stateFor("local"));
     const b = await provider(storeB.stateFor("local"));
+    // The directories' change-stamp checks run on a faked setInterval: the test moves time by the interval.
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
     const dirA = new CredentialDirectory([a], {
       maxEntries: 100,
       ttlMs: 3_600_000,
@@ -264,14 +266,18 @@ describe("credential directory: lookup by key digest, coherent cache", () => {
       expect(await a.revoke(ref)).toBe("revoked");
       expect(dirA.peekKey(digest)).toBeUndefined();
       expect(await dirA.findKey(digest)).toBeNull();
-      const t = Date.now();
-      while (dirB.peekKey(digest) !== undefined && Date.now() - t < 1000) await new Promise((r) => setTimeout(r, 10));
+      // B learns of it only at its next change-stamp check: not before the interval has passed, then at once.
+      await vi.advanceTimersByTimeAsync(49);
+      expect(dirB.peekKey(digest)).toBeTruthy();
+      await vi.advanceTimersByTimeAsync(1);
+      // The check reads the shared SQLite file (real I/O): wait for its end, with a generous bound.
+      for (let i = 0; i < 500 && dirB.peekKey(digest) !== undefined; i++) await new Promise((r) => setTimeout(r, 10));
       expect(dirB.peekKey(digest)).toBeUndefined();
       expect(await dirB.findKey(digest)).toBeNull();
-      expect(Date.now() - t).toBeLessThan(1000);
     } finally {
       dirA.close();
       dirB.close();
+      vi.useRealTimers();
     }
   });
 

@@ -7,22 +7,37 @@
  * secret in stored resources, NotFound after revoke, InvalidReference with
  * nothing left behind).
  *
+ * The failure rules of `core/src/provider.ts` ("Never an orphan"): a create that
+ * fails after an accepted write reports `partial` and deletes nothing, a lost
+ * answer is `outcomeUnknown`, an update adds before it removes — each proven by
+ * a fault the harness arms in the fake (`options.faults`); and paging: what
+ * lies beyond a list's first page is found (`options.paging`).
+ *
+ * The credential types tested are the ones the provider declares
+ * (`capabilities.credentialTypes`); `options.credentialTypes` narrows them and
+ * fails a type the provider does not declare.
+ *
  * The suite is composed of groups ({@link CONFORMANCE_GROUPS}); a provider may
  * run some of them (`options.groups`). A capability the provider lacks
- * (importing API key values, reading secrets back) or a hook the options do
- * not give (createForeign, otherGateway, unknownPlan) is reported as a
- * skipped test with the reason, never as a passed one.
+ * (importing API key values, reading secrets back, a credential type) or a
+ * hook the options do not give (createForeign, otherGateway, unknownPlan, a
+ * fault, paging) is reported as a skipped test with the reason, never as a
+ * passed one.
  */
 import { randomUUID } from "node:crypto";
-import { isCredhookError } from "@credhook/core/errors";
-import type {
-  CredentialType,
-  GatewayApi,
-  Provider,
-  ProviderCredentialRef,
-  ProviderUpdateInput,
-  RevokeOutcome,
+import { type CredhookError, isCredhookError } from "@credhook/core/errors";
+import {
+  CREDENTIAL_TYPES,
+  type CredentialSearch,
+  type CredentialType,
+  type GatewayApi,
+  type OwnedResource,
+  type Provider,
+  type ProviderCredentialRef,
+  type ProviderUpdateInput,
+  type RevokeOutcome,
 } from "@credhook/core/provider";
+import { compensateCreate } from "./test-helpers.js";
 
 /** What the suite needs of a test's context: vitest's `TestContext.skip(note)` (reports the test as skipped, with the note). */
 export interface ConformanceTestContext {
@@ -43,7 +58,11 @@ export type ConformanceTest = (name: string, fn: (ctx: ConformanceTestContext) =
  * - `revoke`: revoke and revoke again, `revoked` / `gone` outcomes, update after revoke is 404;
  * - `find`: `findByCredential` finds what create made by the credential id alone;
  * - `ownership`: another credential's id, a resource made outside credhook, another gateway — never touched;
- * - `invalid-reference`: an unknown usage plan is 422 on create and update, nothing left behind.
+ * - `invalid-reference`: an unknown usage plan is 422 on create and update, nothing left behind;
+ * - `failure-rules`: with faults armed in the fake (`options.faults`), a create failing after a write
+ *   reports `partial` and deletes nothing, a lost answer is `outcomeUnknown`, an update adds before it removes;
+ * - `paging`: with the fake's lists paged small (`options.paging`), `findByCredential` and `listOwned`
+ *   find what lies beyond the first page.
  */
 export const CONFORMANCE_GROUPS = [
   "basics",
@@ -54,6 +73,8 @@ export const CONFORMANCE_GROUPS = [
   "find",
   "ownership",
   "invalid-reference",
+  "failure-rules",
+  "paging",
 ] as const;
 
 /** One of {@link CONFORMANCE_GROUPS}. */
@@ -67,9 +88,61 @@ export interface InspectedCredential {
   usagePlans?: string[];
 }
 
+/**
+ * Arms one fault in the (fake) cloud for the next matching call of a provider
+ * issuing `credentialType` (each fake has its own fault API: `inject`,
+ * `faults.deny`, `control.fail`…). The suite calls it right before the call it targets.
+ * Returns a reason (a string) instead when the fault cannot happen for that
+ * credential type (e.g. a create that is one write has no "after the first
+ * write"): the test is then skipped with that reason.
+ */
+export type ArmFault = (credentialType: CredentialType) => void | string | Promise<void | string>;
+
+/**
+ * The faults the suite's `failure-rules` group needs, each armed by the
+ * harness in its fake. A fault the harness does not give, or whose hook returns
+ * a reason (a create that is one write has no call after its first write), is a
+ * skipped test with that reason. A hook that arms nothing fails its test: the
+ * call it targets must fail.
+ */
+export interface ConformanceFaults {
+  /**
+   * The next create fails with a definite error (an answered 4xx/5xx that
+   * applied nothing of that call) at a call AFTER its first write was
+   * accepted: the key exists, attaching it to a usage plan fails. The
+   * provider must throw a typed error with `partial` and leave what it made
+   * (core compensates).
+   */
+  createFailsAfterWrite?: ArmFault;
+  /**
+   * The next create's write is applied but its answer is lost — a 5xx after
+   * the apply, a dropped connection or an answer held past the provider's
+   * time-out — on every attempt the provider (or its SDK) makes, so that the
+   * create fails. The provider must throw with `outcomeUnknown: true`.
+   */
+  createAnswerLost?: ArmFault;
+  /**
+   * The next call that attaches a usage plan (product, ACL group, scope) to an
+   * existing credential fails with a definite error, applying nothing, on every
+   * attempt. An update that swaps plans must then still hold every plan it had
+   * before (add before remove). Needs `inspect` with `usagePlans`.
+   */
+  updateAddFails?: ArmFault;
+  /**
+   * Resolves once every write the fake holds back has landed, and disarms the faults the
+   * provider's retries did not use up; the suite calls it after each faulted call, before it
+   * checks what is left.
+   */
+  settled?: () => Promise<void>;
+}
+
 /** Options of {@link providerConformance}. */
 export interface ProviderConformanceOptions {
-  /** Credential types to exercise. @default the provider's capabilities.credentialTypes */
+  /**
+   * Narrows the credential types to exercise. A type the provider does not
+   * declare in `capabilities.credentialTypes` fails ("narrows, never widens").
+   * @default every credential type; those the provider does not declare are skipped, with the reason
+   */
   credentialTypes?: CredentialType[];
   /** APIs (with usage plans) that exist on the gateway; the suite's app uses them. */
   apis: GatewayApi[];
@@ -95,6 +168,14 @@ export interface ProviderConformanceOptions {
    * gateway never revokes or updates what another gateway made.
    */
   otherGateway?: (credentialType: CredentialType) => Provider | Promise<Provider>;
+  /** Faults the harness arms in its fake for the `failure-rules` group (see {@link ConformanceFaults}). */
+  faults?: ConformanceFaults;
+  /**
+   * The fake answers every list (by tag, by name prefix, of all credentials) in
+   * pages of at most `pageSize` items — the harness set it small (≤ 20). The
+   * `paging` group creates `2 × pageSize + 1` credentials and finds each of them.
+   */
+  paging?: { pageSize: number };
   /** Prefix of every test name. @default "provider conformance" */
   name?: string;
   /** The groups to register (see {@link CONFORMANCE_GROUPS}). @default every group */
@@ -130,16 +211,20 @@ function expectEqual(actual: unknown, expected: unknown, what: string): void {
   if (a !== e) fail(`${what}: expected ${e}, got ${a}`);
 }
 
-async function expectTyped(promise: Promise<unknown>, status: number, what: string): Promise<void> {
+/** The typed credhook error `promise` rejects with; fails when it resolves or rejects with anything else. */
+async function rejection(promise: Promise<unknown>, what: string): Promise<CredhookError> {
   try {
     await promise;
   } catch (err) {
-    if (!isCredhookError(err))
-      fail(`${what}: expected a typed credhook error with status ${status}, got ${String(err)}`);
-    if (err.status !== status) fail(`${what}: expected status ${status}, got ${err.status} (${err.message})`);
-    return;
+    if (!isCredhookError(err)) fail(`${what}: expected a typed credhook error, got ${String(err)}`);
+    return err;
   }
-  fail(`${what}: expected an error with status ${status}, but it succeeded`);
+  fail(`${what}: expected an error, but it succeeded`);
+}
+
+async function expectTyped(promise: Promise<unknown>, status: number, what: string): Promise<void> {
+  const err = await rejection(promise, `${what} (status ${status})`);
+  if (err.status !== status) fail(`${what}: expected status ${status}, got ${err.status} (${err.message})`);
 }
 
 /**
@@ -155,10 +240,16 @@ export function providerConformance(
   options: ProviderConformanceOptions,
 ): void {
   const prefix = options.name ?? "provider conformance";
-  const types: CredentialType[] = options.credentialTypes ?? ["API_KEY", "CLIENT_CREDENTIALS"];
+  const explicitTypes = options.credentialTypes !== undefined;
+  const types: readonly CredentialType[] = options.credentialTypes ?? CREDENTIAL_TYPES;
   const groups = new Set<ConformanceGroup>(options.groups ?? CONFORMANCE_GROUPS);
   for (const g of groups)
     if (!CONFORMANCE_GROUPS.includes(g)) fail(`unknown group '${g}' (groups: ${CONFORMANCE_GROUPS.join(", ")})`);
+  if (
+    options.paging &&
+    !(Number.isInteger(options.paging.pageSize) && options.paging.pageSize >= 1 && options.paging.pageSize <= 20)
+  )
+    fail(`paging.pageSize must be an integer from 1 to 20, got ${options.paging.pageSize}`);
   const app = (suffix: string) => ({
     appName: `Conformance App ${suffix}`,
     developer: "conformance@example.com",
@@ -169,6 +260,26 @@ export function providerConformance(
     const t = (group: ConformanceGroup, name: string, fn: (ctx: ConformanceTestContext) => Promise<void>) => {
       if (groups.has(group)) test(`${prefix} [${credentialType}] ${name}`, fn);
     };
+
+    /**
+     * A fresh provider for this test. A credential type the provider does not
+     * declare is skipped when the suite chose it (every type, by default) and
+     * fails when `options.credentialTypes` named it: the option narrows, never widens.
+     */
+    async function make(ctx: ConformanceTestContext): Promise<Provider> {
+      const provider = await factory(credentialType);
+      const declared = provider.capabilities.credentialTypes;
+      if (declared.includes(credentialType)) return provider;
+      await provider.close?.();
+      if (explicitTypes)
+        fail(
+          `options.credentialTypes names ${credentialType}, but capabilities.credentialTypes is ${JSON.stringify(declared)}`,
+        );
+      skip(
+        ctx,
+        `the provider does not declare ${credentialType} (capabilities.credentialTypes: ${JSON.stringify(declared)})`,
+      );
+    }
 
     async function created(provider: Provider, suffix: string) {
       const credentialId = randomUUID();
@@ -192,24 +303,19 @@ export function providerConformance(
       return { ...ref, previous, desired, changes };
     }
 
-    t("basics", "declares the credential type it is tested for", async (_ctx) => {
-      const provider = await factory(credentialType);
-      if (!provider.capabilities.credentialTypes.includes(credentialType)) {
-        fail(
-          `capabilities.credentialTypes ${JSON.stringify(provider.capabilities.credentialTypes)} lacks ${credentialType}`,
-        );
-      }
+    t("basics", "declares the credential type it is tested for", async (ctx) => {
+      const provider = await make(ctx);
       await provider.close?.();
     });
 
-    t("basics", "health() resolves when the gateway is reachable", async (_ctx) => {
-      const provider = await factory(credentialType);
+    t("basics", "health() resolves when the gateway is reachable", async (ctx) => {
+      const provider = await make(ctx);
       await provider.health();
       await provider.close?.();
     });
 
-    t("create", "create returns a native id and a secret, and stores no secret in resources", async (_ctx) => {
-      const provider = await factory(credentialType);
+    t("create", "create returns a native id and a secret, and stores no secret in resources", async (ctx) => {
+      const provider = await make(ctx);
       const { cred, ref } = await created(provider, "a");
       if (typeof cred.nativeId !== "string" || cred.nativeId.length === 0) fail("nativeId must be a non-empty string");
       const secret = credentialType === "API_KEY" ? cred.apiKey : cred.clientSecret;
@@ -239,7 +345,7 @@ export function providerConformance(
 
     if (credentialType === "API_KEY") {
       t("create", "create imports the caller's API key value when the provider accepts one", async (ctx) => {
-        const provider = await factory(credentialType);
+        const provider = await make(ctx);
         if (!provider.capabilities.importsApiKeyValue) {
           await provider.close?.();
           skip(ctx, "the provider does not import API key values (capabilities.importsApiKeyValue is false)");
@@ -266,7 +372,7 @@ export function providerConformance(
     }
 
     t("read-back", "readSecret returns the live secret when the provider reads back", async (ctx) => {
-      const provider = await factory(credentialType);
+      const provider = await make(ctx);
       if (!provider.capabilities.readsBackSecret) {
         await provider.close?.();
         if (provider.readSecret) fail("readsBackSecret is false but readSecret is implemented");
@@ -282,8 +388,8 @@ export function providerConformance(
       await provider.close?.();
     });
 
-    t("update", "update applies ADDED, then REMOVED, then NONE to the usage-plan set", async (_ctx) => {
-      const provider = await factory(credentialType);
+    t("update", "update applies ADDED, then REMOVED, then NONE to the usage-plan set", async (ctx) => {
+      const provider = await make(ctx);
       const { ref } = await created(provider, "u");
       const { apiId, planId } = options.addPlan;
       const before = options.apis;
@@ -348,8 +454,8 @@ export function providerConformance(
       await provider.close?.();
     });
 
-    t("update", "update of a renamed app succeeds", async (_ctx) => {
-      const provider = await factory(credentialType);
+    t("update", "update of a renamed app succeeds", async (ctx) => {
+      const provider = await make(ctx);
       const { ref } = await created(provider, "n");
       const renamed = { ...ref, app: { ...ref.app, appName: `${ref.app.appName} Renamed` } };
       const res = await provider.update({
@@ -367,8 +473,8 @@ export function providerConformance(
       await provider.close?.();
     });
 
-    t("revoke", "revoke removes the credential, and revoking again succeeds", async (_ctx) => {
-      const provider = await factory(credentialType);
+    t("revoke", "revoke removes the credential, and revoking again succeeds", async (ctx) => {
+      const provider = await make(ctx);
       const { ref } = await created(provider, "x");
       await provider.revoke(ref);
       if (options.inspect) {
@@ -379,8 +485,8 @@ export function providerConformance(
       await provider.close?.();
     });
 
-    t("revoke", "revoke of a credential that never existed succeeds ('gone')", async (_ctx) => {
-      const provider = await factory(credentialType);
+    t("revoke", "revoke of a credential that never existed succeeds ('gone')", async (ctx) => {
+      const provider = await make(ctx);
       const outcome = await revokeOutcome(provider, {
         credentialId: randomUUID(),
         credentialType,
@@ -392,8 +498,8 @@ export function providerConformance(
       await provider.close?.();
     });
 
-    t("revoke", "update after revoke throws NotFound (404)", async (_ctx) => {
-      const provider = await factory(credentialType);
+    t("revoke", "update after revoke throws NotFound (404)", async (ctx) => {
+      const provider = await make(ctx);
       const { ref } = await created(provider, "g");
       await provider.revoke(ref);
       const noop = options.apis.map((a) => ({
@@ -409,8 +515,8 @@ export function providerConformance(
       await provider.close?.();
     });
 
-    t("revoke", "revoke reports 'gone' for a credential that is gone, and 'revoked' before", async (_ctx) => {
-      const provider = await factory(credentialType);
+    t("revoke", "revoke reports 'gone' for a credential that is gone, and 'revoked' before", async (ctx) => {
+      const provider = await make(ctx);
       const { ref } = await created(provider, "o");
       const first = await revokeOutcome(provider, ref);
       if (first !== "revoked") fail(`first revoke reported '${first}', expected 'revoked'`);
@@ -422,8 +528,8 @@ export function providerConformance(
     t(
       "find",
       "findByCredential finds what create made by the credential id alone, and nothing after revoke",
-      async (_ctx) => {
-        const provider = await factory(credentialType);
+      async (ctx) => {
+        const provider = await make(ctx);
         if (!provider.findByCredential)
           fail("findByCredential is missing: core cannot find a create whose outcome is unknown");
         const { ref } = await created(provider, "f");
@@ -464,8 +570,8 @@ export function providerConformance(
       },
     );
 
-    t("ownership", "revoke naming another credential id leaves the resource alone ('not-owned')", async (_ctx) => {
-      const provider = await factory(credentialType);
+    t("ownership", "revoke naming another credential id leaves the resource alone ('not-owned')", async (ctx) => {
+      const provider = await make(ctx);
       const { ref } = await created(provider, "c");
       const outcome = await revokeOutcome(provider, { ...ref, credentialId: randomUUID() });
       if (outcome !== "not-owned")
@@ -479,7 +585,7 @@ export function providerConformance(
       const createForeign =
         options.createForeign ??
         skip(ctx, "no createForeign hook: the suite cannot make a resource outside credhook on this gateway");
-      const provider = await factory(credentialType);
+      const provider = await make(ctx);
       const foreign = await createForeign(credentialType);
       for (const credentialId of ["", randomUUID()]) {
         const ref: ProviderCredentialRef = {
@@ -515,7 +621,7 @@ export function providerConformance(
         const otherGateway =
           options.otherGateway ??
           skip(ctx, "no otherGateway hook: the suite cannot build a second gateway on the same cloud");
-        const provider = await factory(credentialType);
+        const provider = await make(ctx);
         const other = await otherGateway(credentialType);
         const { ref } = await created(provider, "w");
         for (const credentialId of ["", ref.credentialId]) {
@@ -560,43 +666,21 @@ export function providerConformance(
         "create with an unknown usage plan throws InvalidReference (422) and reports whatever it left behind",
         async (ctx) => {
           const unknown = options.unknownPlan ?? skip(ctx, noUnknownPlan);
-          const provider = await factory(credentialType);
+          const provider = await make(ctx);
           const before = options.listNativeIds ? await options.listNativeIds() : undefined;
           const apis: GatewayApi[] = [
             ...options.apis.filter((a) => a.id !== unknown.apiId),
             { id: unknown.apiId, usagePlans: [unknown.planId] },
           ];
           const credentialId = randomUUID();
-          let partial: { nativeId: string; resources: Record<string, unknown> } | undefined;
-          await expectTyped(
-            provider.create({ credentialId, credentialType, app: app("i"), apis }).catch((err: unknown) => {
-              partial = isCredhookError(err) ? err.partial : undefined;
-              throw err;
-            }),
-            422,
+          const err = await rejection(
+            provider.create({ credentialId, credentialType, app: app("i"), apis }),
             "create with an unknown usage plan",
           );
+          if (err.status !== 422)
+            fail(`create with an unknown usage plan: expected status 422, got ${err.status} (${err.message})`);
           // Providers never clean up alone: what the failed create made is reported, and core (here: the suite) revokes it.
-          if (partial) {
-            await provider.revoke({
-              credentialId,
-              credentialType,
-              nativeId: partial.nativeId,
-              resources: partial.resources as ProviderCredentialRef["resources"],
-              app: app("i"),
-            });
-          }
-          if (provider.findByCredential) {
-            for (const r of await provider.findByCredential({ credentialId, credentialType, app: app("i"), apis })) {
-              await provider.revoke({
-                credentialId,
-                credentialType,
-                nativeId: r.nativeId,
-                resources: {},
-                app: app("i"),
-              });
-            }
-          }
+          await compensateCreate(provider, app("i"), credentialId, err, apis, credentialType);
           if (options.listNativeIds && before) {
             const after = await options.listNativeIds();
             expectEqual([...after].sort(), [...before].sort(), "native credentials after a failed create");
@@ -607,7 +691,7 @@ export function providerConformance(
 
       t("invalid-reference", "update ADDing an unknown usage plan throws InvalidReference (422)", async (ctx) => {
         const unknown = options.unknownPlan ?? skip(ctx, noUnknownPlan);
-        const provider = await factory(credentialType);
+        const provider = await make(ctx);
         const { ref } = await created(provider, "j");
         const desired: GatewayApi[] = [
           ...options.apis.filter((a) => a.id !== unknown.apiId),
@@ -626,5 +710,211 @@ export function providerConformance(
         await provider.close?.();
       });
     }
+
+    /** Arms `arm`'s fault; a reason it returns ends the test as skipped (after revoking `made` and closing `provider`). */
+    async function armed(
+      ctx: ConformanceTestContext,
+      provider: Provider,
+      arm: ArmFault,
+      made?: ProviderCredentialRef,
+    ): Promise<void> {
+      const reason = await arm(credentialType);
+      if (typeof reason !== "string") return;
+      if (made) await provider.revoke(made);
+      await provider.close?.();
+      skip(ctx, reason);
+    }
+
+    /** What carries `credentialId`'s mark: `findByCredential`, else `listOwned` filtered (as core falls back). */
+    async function findMarked(provider: Provider, search: CredentialSearch): Promise<OwnedResource[]> {
+      if (provider.findByCredential) return provider.findByCredential(search);
+      if (provider.listOwned) return (await provider.listOwned()).filter((r) => r.credentialId === search.credentialId);
+      fail("neither findByCredential nor listOwned: core cannot find what a failed create left");
+    }
+
+    /**
+     * Compensates a failed create as core does, then proves nothing is left:
+     * nothing carries the credential's mark, and (with `listNativeIds`) the
+     * gateway holds what it held `before`.
+     */
+    async function compensatedCleanly(
+      provider: Provider,
+      credentialId: string,
+      suffix: string,
+      err: CredhookError,
+      before: string[] | undefined,
+    ): Promise<void> {
+      await options.faults?.settled?.();
+      await compensateCreate(provider, app(suffix), credentialId, err, options.apis, credentialType);
+      const left = await findMarked(provider, { credentialId, credentialType, app: app(suffix), apis: options.apis });
+      if (left.length > 0)
+        fail(`after core's compensation the failed create still left ${JSON.stringify(left.map((r) => r.nativeId))}`);
+      if (options.listNativeIds && before) {
+        const after = await options.listNativeIds();
+        expectEqual([...after].sort(), [...before].sort(), "native credentials after a compensated create");
+      }
+    }
+
+    t(
+      "failure-rules",
+      "a create failing after an accepted write reports `partial` and deletes nothing: core compensates",
+      async (ctx) => {
+        const arm =
+          options.faults?.createFailsAfterWrite ??
+          skip(ctx, "no faults.createFailsAfterWrite hook: the suite cannot fail a create after its first write");
+        const provider = await make(ctx);
+        const before = options.listNativeIds ? await options.listNativeIds() : undefined;
+        const credentialId = randomUUID();
+        await armed(ctx, provider, arm);
+        const err = await rejection(
+          provider.create({ credentialId, credentialType, app: app("p"), apis: options.apis }),
+          "create with a fault after its first write",
+        );
+        if (!err.partial)
+          fail(
+            `a create that failed after an accepted write threw without \`partial\` (${err.message}): core cannot compensate what it made`,
+          );
+        const found = await findMarked(provider, { credentialId, credentialType, app: app("p"), apis: options.apis });
+        if (found.length === 0)
+          fail(
+            `the provider deleted what its failing create made (partial ${err.partial.nativeId} carries no mark any more): providers never clean up alone`,
+          );
+        await compensatedCleanly(provider, credentialId, "p", err, before);
+        await provider.close?.();
+      },
+    );
+
+    t(
+      "failure-rules",
+      "a create whose answer is lost after the write reports `outcomeUnknown`, and core finds what it made",
+      async (ctx) => {
+        const arm: ArmFault =
+          options.faults?.createAnswerLost ??
+          (() => "no faults.createAnswerLost hook: the suite cannot lose a create's answer");
+        const provider = await make(ctx);
+        if (provider.capabilities.writesLandLate === false) {
+          await provider.close?.();
+          skip(ctx, "the provider declares writesLandLate: false: no write of its lands unseen");
+        }
+        const before = options.listNativeIds ? await options.listNativeIds() : undefined;
+        const credentialId = randomUUID();
+        await armed(ctx, provider, arm);
+        const err = await rejection(
+          provider.create({ credentialId, credentialType, app: app("q"), apis: options.apis }),
+          "create whose answer is lost",
+        );
+        if (err.outcomeUnknown !== true)
+          fail(
+            `a create whose write was applied but whose answer was lost threw without \`outcomeUnknown: true\` (${err.message}): core would trust that nothing exists`,
+          );
+        await options.faults?.settled?.();
+        const found = await findMarked(provider, { credentialId, credentialType, app: app("q"), apis: options.apis });
+        if (found.length === 0 && !err.partial)
+          fail("the create's write landed, but findByCredential does not find it and the error carries no `partial`");
+        await compensatedCleanly(provider, credentialId, "q", err, before);
+        await provider.close?.();
+      },
+    );
+
+    t(
+      "failure-rules",
+      "an update that swaps usage plans adds before it removes: a failing add leaves every plan it had",
+      async (ctx) => {
+        const arm =
+          options.faults?.updateAddFails ??
+          skip(ctx, "no faults.updateAddFails hook: the suite cannot fail the attaching of a usage plan");
+        const inspect =
+          options.inspect ?? skip(ctx, "no inspect hook: the suite cannot see the credential's usage plans");
+        const from =
+          options.apis.find((a) => a.usagePlans.length > 0) ??
+          skip(ctx, "no usage plan in options.apis to swap for addPlan");
+        const removed = from.usagePlans[0]!;
+        const provider = await make(ctx);
+        const { ref } = await created(provider, "s");
+        const had = (await inspect(ref)).usagePlans;
+        if (!had) {
+          await provider.revoke(ref);
+          await provider.close?.();
+          skip(ctx, "inspect reports no usagePlans: the suite cannot see what the credential holds");
+        }
+        const { apiId, planId } = options.addPlan;
+        const desired: GatewayApi[] = options.apis.map((a) =>
+          a.id === from.id ? { id: a.id, usagePlans: a.usagePlans.filter((p) => p !== removed) } : a,
+        );
+        const target = desired.find((a) => a.id === apiId);
+        if (target) target.usagePlans = [...target.usagePlans, planId];
+        else desired.push({ id: apiId, usagePlans: [planId] });
+        const changes: ProviderUpdateInput["changes"] = desired.map((a) => {
+          const prior = options.apis.find((p) => p.id === a.id);
+          return {
+            id: a.id,
+            action: prior ? "NONE" : "ADDED",
+            usagePlans: [
+              ...a.usagePlans.map((p) => ({
+                id: p,
+                action: prior?.usagePlans.includes(p) ? ("NONE" as const) : ("ADDED" as const),
+              })),
+              ...(a.id === from.id ? [{ id: removed, action: "REMOVED" as const }] : []),
+            ],
+          };
+        });
+        await armed(ctx, provider, arm, ref);
+        const err = await rejection(
+          provider.update(updateInput(ref, options.apis, desired, changes)),
+          "update whose usage-plan add fails",
+        );
+        const seen = await inspect(ref);
+        if (!seen.live) fail(`the credential is not live after a failing update (${err.message})`);
+        const lost = had.filter((p) => !(seen.usagePlans ?? []).includes(p));
+        if (lost.length > 0)
+          fail(
+            `after an update whose add failed the credential lost ${JSON.stringify(lost)}: the provider removed before it added (never less access than before)`,
+          );
+        await options.faults?.settled?.();
+        await provider.revoke({
+          ...ref,
+          resources: (err.partial?.resources as ProviderCredentialRef["resources"]) ?? ref.resources,
+        });
+        await provider.close?.();
+      },
+    );
+
+    t("paging", "findByCredential and listOwned find credentials beyond a list's first page", async (ctx) => {
+      const { pageSize } =
+        options.paging ?? skip(ctx, "no paging option: the harness does not page the fake's lists small");
+      const provider = await make(ctx);
+      if (!provider.findByCredential && !provider.listOwned) {
+        await provider.close?.();
+        fail("neither findByCredential nor listOwned: core cannot find a credential by its mark");
+      }
+      const refs: ProviderCredentialRef[] = [];
+      for (let i = 0; i < 2 * pageSize + 1; i++) refs.push((await created(provider, `pg${i}`)).ref);
+      if (provider.findByCredential) {
+        for (const ref of refs) {
+          const found = await provider.findByCredential({
+            credentialId: ref.credentialId,
+            credentialType,
+            app: ref.app,
+            apis: options.apis,
+          });
+          if (!found.some((r) => r.nativeId === ref.nativeId))
+            fail(
+              `findByCredential did not find ${ref.nativeId}, one of ${refs.length} credentials in lists of pages of ${pageSize}: it reads only part of the pages`,
+            );
+        }
+      }
+      if (provider.listOwned) {
+        const owned = await provider.listOwned();
+        const missing = refs.filter(
+          (ref) => !owned.some((r) => r.nativeId === ref.nativeId || r.credentialId === ref.credentialId),
+        );
+        if (missing.length > 0)
+          fail(
+            `listOwned misses ${missing.length} of ${refs.length} credentials in lists of pages of ${pageSize}: it reads only part of the pages`,
+          );
+      }
+      for (const ref of refs) await provider.revoke(ref);
+      await provider.close?.();
+    });
   }
 }

@@ -16,6 +16,8 @@ export type {
   ConformanceTestContext,
   ConformanceGroup,
   InspectedCredential,
+  ConformanceFaults,
+  ArmFault,
 } from "./conformance.js";
 export { startFakeServer, readJsonBody, sendJson } from "./fake-server.js";
 export type { FakeServer, FakeHandler } from "./fake-server.js";

@@ -1,6 +1,6 @@
 /** Small helpers the provider packages' own tests share. */
 import { randomUUID } from "node:crypto";
-import type { AppIdentity, GatewayApi, Provider, ProviderCredentialRef } from "@credhook/core/provider";
+import type { AppIdentity, CredentialType, GatewayApi, Provider, ProviderCredentialRef } from "@credhook/core/provider";
 import { type CredhookError, isCredhookError } from "@credhook/core/errors";
 import { SlidingWindowLimiter } from "@credhook/core/provider-kit";
 
@@ -93,8 +93,9 @@ export async function createApiKeyRef(
 }
 
 /**
- * What core does after an API-key create failed: revokes what the error's `partial` reports, then
+ * What core does after a create failed: revokes what the error's `partial` reports, then
  * finds the credential by its mark (`findByCredential`) and revokes what is found.
+ * @param credentialType the failed create's credential type @default "API_KEY"
  * @returns each revoke's outcome, in order
  * @throws whatever the provider's `revoke` or `findByCredential` throws
  */
@@ -104,9 +105,10 @@ export async function compensateCreate<Outcome>(
   credentialId: string,
   err: CredhookError,
   apis: GatewayApi[],
+  credentialType: CredentialType = "API_KEY",
 ): Promise<Outcome[]> {
   const outcomes: Outcome[] = [];
-  const ref = { credentialId, credentialType: "API_KEY" as const, app };
+  const ref = { credentialId, credentialType, app };
   if (err.partial)
     outcomes.push(
       await provider.revoke({

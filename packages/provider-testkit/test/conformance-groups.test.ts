@@ -4,17 +4,8 @@
 // end before any cloud call.
 import { describe, expect, it } from "vitest";
 import type { CredentialType, Provider, ProviderCapabilities } from "@credhook/core/provider";
-import {
-  CONFORMANCE_GROUPS,
-  providerConformance,
-  type ConformanceTestContext,
-  type ProviderConformanceOptions,
-} from "@credhook/provider-testkit";
-
-interface Registered {
-  name: string;
-  fn: (ctx: ConformanceTestContext) => Promise<void>;
-}
+import { CONFORMANCE_GROUPS, providerConformance, type ProviderConformanceOptions } from "@credhook/provider-testkit";
+import { named, type Registered, run } from "./recorded.js";
 
 const baseOptions: ProviderConformanceOptions = {
   credentialTypes: ["API_KEY"],
@@ -36,26 +27,6 @@ function register(options: Partial<ProviderConformanceOptions>, capabilities: Pa
   providerConformance((name, fn) => registered.push({ name, fn }), factory, { ...baseOptions, ...options });
   return { registered, closed: () => closed };
 }
-
-/** Runs one registered test with a context whose skip records its note (and throws, as vitest's does). */
-async function run(test: Registered | undefined): Promise<{ skipped?: string; error?: unknown }> {
-  if (!test) throw new Error("test not registered");
-  const marker = new Error("skip");
-  let skipped: string | undefined;
-  try {
-    await test.fn({
-      skip: (note?: string) => {
-        skipped = note ?? "";
-        throw marker;
-      },
-    });
-  } catch (err) {
-    if (err !== marker) return { error: err };
-  }
-  return skipped === undefined ? {} : { skipped };
-}
-
-const named = (r: Registered[], part: string) => r.find((t) => t.name.includes(part));
 
 describe("providerConformance groups", () => {
   it("registers every group by default, and only the chosen groups when asked", () => {
@@ -87,6 +58,8 @@ describe("providerConformance groups", () => {
       "find",
       "ownership",
       "invalid-reference",
+      "failure-rules",
+      "paging",
     ]);
   });
 
@@ -131,11 +104,56 @@ describe("a capability the provider lacks is skipped with the reason, not passed
     expect((await run(named(registered, "update ADDing an unknown usage plan"))).skipped).toMatch(/no unknownPlan/);
   });
 
+  it("faults and paging the options do not give", async () => {
+    const { registered } = register({ groups: ["failure-rules", "paging"] });
+    expect((await run(named(registered, "failing after an accepted write"))).skipped).toMatch(
+      /no faults.createFailsAfterWrite hook/,
+    );
+    expect((await run(named(registered, "answer is lost"))).skipped).toMatch(/no faults.createAnswerLost hook/);
+    expect((await run(named(registered, "adds before it removes"))).skipped).toMatch(/no faults.updateAddFails hook/);
+    expect((await run(named(registered, "beyond a list's first page"))).skipped).toMatch(/no paging option/);
+  });
+
+  it("refuses a page size the suite cannot afford", () => {
+    expect(() => register({ paging: { pageSize: 100 } })).toThrow(/pageSize must be an integer from 1 to 20/);
+  });
+
   it("a runner whose skip returns does not see the test pass", async () => {
     const { registered } = register({ groups: ["create"] });
     const test = named(registered, "imports the caller's API key value")!;
     await expect(test.fn({ skip: () => undefined })).rejects.toThrow(
       /skipped: the provider does not import API key values/,
+    );
+  });
+});
+
+describe("the credential types tested follow the provider's declared capabilities", () => {
+  const apiKeyOnly = { credentialTypes: ["API_KEY" as CredentialType] };
+
+  it("by default every type is registered, and a type the provider does not declare is skipped, not failed", async () => {
+    const { registered, closed } = register({ credentialTypes: undefined, groups: ["basics", "create"] }, apiKeyOnly);
+    const client = registered.filter((t) => t.name.includes("[CLIENT_CREDENTIALS]"));
+    expect(client.map((t) => t.name)).toContain(
+      "stub [CLIENT_CREDENTIALS] health() resolves when the gateway is reachable",
+    );
+    for (const t of client)
+      expect((await run(t)).skipped).toMatch(
+        /does not declare CLIENT_CREDENTIALS \(capabilities.credentialTypes: \["API_KEY"\]\)/,
+      );
+    expect(closed()).toBe(client.length);
+    expect(await run(named(registered, "[API_KEY] declares the credential type"))).toEqual({});
+  });
+
+  it("credentialTypes narrows: only the types it names are registered", () => {
+    const names = register({ credentialTypes: ["API_KEY"] }).registered.map((t) => t.name);
+    expect(names.length).toBeGreaterThan(0);
+    expect(names.every((n) => n.startsWith("stub [API_KEY]"))).toBe(true);
+  });
+
+  it("credentialTypes never widens: a type the provider does not declare fails", async () => {
+    const { registered } = register({ credentialTypes: ["CLIENT_CREDENTIALS"], groups: ["basics"] }, apiKeyOnly);
+    expect(String((await run(registered[0])).error)).toMatch(
+      /options.credentialTypes names CLIENT_CREDENTIALS, but capabilities.credentialTypes is \["API_KEY"\]/,
     );
   });
 });

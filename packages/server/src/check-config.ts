@@ -7,53 +7,45 @@
  */
 import { ConfigError } from "@credhook/core/errors";
 import {
+  BUILTIN_EXTENSIONS,
   createRouter,
+  loadExtensions,
   loadGateways,
+  maskSecretOptions,
   silentLogger,
   type CredhookConfig,
   type Gateway,
   type Logger,
 } from "@credhook/core";
 import { memoryStateStore } from "@credhook/core/provider-kit";
-import { LocalProvider } from "@credhook/provider-local";
+import { maskSecrets, type LoadedConfig } from "./config.js";
 import { userPasswordProblems } from "./passwords.js";
 
 /**
- * What keeps `embeddedGateway:` from working with the rest of the configuration
- * (its own block is validated when the file is loaded).
- * @param gateways the loaded gateways, by name
- * @param sharedStore whether the store is shared by instances (then counters default to `store`); unknown before it is opened
- * @returns one message per problem, naming its YAML path; empty when none
+ * What `credhook check-config` prints about the extensions (the embedded gateway): each
+ * configured one's own lines, `<key>: off` for each block that is absent.
+ * @param gateways the loaded gateways (from {@link checkConfig})
+ * @param importModule how provider packages are imported (the server's `importProviderModule`)
  */
-export function embeddedGatewayProblems(
+export async function describeExtensions(
   config: CredhookConfig,
   gateways: Map<string, Gateway>,
-  sharedStore = false,
-): string[] {
-  const gw = config.embeddedGateway as { limits?: { counters?: string } } | undefined;
-  if (!gw) return [];
-  const problems: string[] = [];
-  if (![...gateways.values()].some((g) => g.provider instanceof LocalProvider)) {
-    problems.push(
-      "embeddedGateway: no gateway uses provider: local, so the embedded gateway would have nothing to enforce; remove embeddedGateway or add a local gateway",
-    );
+  importModule: (specifier: string) => Promise<unknown>,
+): Promise<string[]> {
+  const { extensions } = await loadExtensions(config, gateways, { importModule });
+  const lines: string[] = [];
+  for (const key of Object.keys(BUILTIN_EXTENSIONS)) {
+    const e = extensions.find((x) => x.configKey === key);
+    lines.push(...(e ? (e.extension.describe?.(e.config) ?? [`${key}: on`]) : [`${key}: off (no ${key}: block)`]));
   }
-  if (
-    (gw.limits?.counters ?? (sharedStore ? "store" : "memory")) === "store" &&
-    (config.store as { postgres?: unknown }).postgres === undefined
-  ) {
-    problems.push(
-      "embeddedGateway.limits.counters: store keeps usage-plan counters on the PostgreSQL store, but store: is not postgres (one SQLite instance counts every request in memory: use counters: memory)",
-    );
-  }
-  return problems;
+  return lines;
 }
 
 /**
  * Runs every check of `config` that needs no store and no listener: loads each
  * gateway's provider (options validated, state in memory), builds the router,
- * checks the configured passwords against the password policy and the embedded gateway
- * against the gateways and the store.
+ * checks the configured passwords against the password policy and each extension's block
+ * (the embedded gateway's) against the gateways and the store, as its package says.
  * @param importModule how provider packages are imported (the server's `importProviderModule`)
  * @returns the loaded gateways (close their providers when done)
  * @throws ConfigError listing every problem with its YAML path
@@ -69,11 +61,67 @@ export async function checkConfig(
   });
   try {
     createRouter(config.routes);
-    const problems = [...userPasswordProblems(config.server.auth.users), ...embeddedGatewayProblems(config, gateways)];
+    const extensions = await loadExtensions(config, gateways, { importModule });
+    const problems = [...userPasswordProblems(config.server.auth.users), ...extensions.problems];
     if (problems.length > 0) throw new ConfigError(problems);
     return gateways;
   } catch (err) {
     await Promise.allSettled([...gateways.values()].map((g) => g.provider.close?.()));
     throw err;
   }
+}
+
+/**
+ * A gateway's options as credhook prints them: every option its provider's schema marks secret
+ * (`writeOnly: true`, see core's `maskSecretOptions`) masked, then any value whose name suggests a
+ * secret (`maskSecrets`: passwords, tokens, keys, connection strings).
+ * @param gateway the loaded gateway (its provider's `optionsSchema`); undefined: name-based masking only
+ * @param options the gateway's `options:` block as written
+ */
+export function printableOptions(gateway: Gateway | undefined, options: unknown): unknown {
+  return maskSecrets(gateway?.optionsSchema ? maskSecretOptions(gateway.optionsSchema, options) : options);
+}
+
+/**
+ * What `credhook check-config` prints for a configuration {@link checkConfig} accepted: the
+ * config file, each gateway with its provider's capabilities and its options (secrets masked,
+ * {@link printableOptions}), the routes, the extensions (the embedded gateway), the server and the store.
+ * @param gateways what {@link checkConfig} returned for `config`
+ * @param extensionLines what {@link describeExtensions} says of the extensions
+ * @returns the report's lines, each ending in a line break
+ */
+export function checkConfigReport(
+  config: LoadedConfig,
+  gateways: Map<string, Gateway>,
+  extensionLines: string[],
+): string {
+  const out: string[] = [
+    `config: ${config.configFile}${config.embeddedDefault ? " (embedded default: no config file found)" : ""}`,
+    "",
+    "gateways:",
+  ];
+  for (const [name, g] of Object.entries(config.gateways)) {
+    const gateway = gateways.get(name);
+    const caps = gateway!.provider.capabilities;
+    out.push(
+      `  ${name}: provider=${g.provider} credentialType=${g.credentialType} importsApiKeyValue=${caps.importsApiKeyValue} readsBackSecret=${caps.readsBackSecret}`,
+    );
+    out.push(`    options: ${JSON.stringify(printableOptions(gateway, g.options))}`);
+  }
+  out.push("", "routes (first match wins):");
+  config.routes.forEach(
+    (r, i) =>
+      void out.push(
+        `  ${i + 1}. ${"default" in r ? `* (default) -> ${r.default}` : `${r.apis.join(", ")} -> ${r.gateway}`}`,
+      ),
+  );
+  out.push("", ...extensionLines);
+  out.push(
+    "",
+    `server: ${JSON.stringify(maskSecrets(config.server))}`,
+    `store: ${JSON.stringify(maskSecrets(config.store))}`,
+    "",
+    "configuration is valid",
+  );
+  return `${out.join("\n")}\n`;
 }

@@ -19,10 +19,9 @@ import { resolve } from "node:path";
 import { Command } from "commander";
 import { ConfigError, isCredhookError } from "@credhook/core/errors";
 import { destination } from "pino";
-import type { EmbeddedGatewayConfig } from "@credhook/provider-local/gateway";
 import { createRuntime, startServer, importProviderModule, SHUTDOWN_MARGIN_MS } from "./app.js";
-import { CONFIG_SEARCH_PLACES, embeddedConfigText, loadConfigFile, maskSecrets, type LoadedConfig } from "./config.js";
-import { checkConfig } from "./check-config.js";
+import { CONFIG_SEARCH_PLACES, embeddedConfigText, loadConfigFile, type LoadedConfig } from "./config.js";
+import { checkConfig, checkConfigReport, describeExtensions } from "./check-config.js";
 import { describeListenError } from "./listen-errors.js";
 import { createLogger, operatorMessage, settleLogs } from "./logging.js";
 import { hashPassword, passwordProblem } from "./passwords.js";
@@ -32,24 +31,6 @@ import { VERSION } from "./version.js";
 
 /** Loads `--config FILE`, `$CREDHOOK_CONFIG` or `./webhook.config.yaml`, else the embedded default. */
 const loadConfig = (file: string | undefined): Promise<LoadedConfig> => loadConfigFile(file, { embeddedDefault: true });
-
-/** What `check-config` prints about `embeddedGateway:`. */
-function embeddedGatewaySummary(gw: EmbeddedGatewayConfig | undefined): string[] {
-  if (!gw) return ["embedded gateway: off (no embeddedGateway: block)"];
-  const base = gw.pathPrefix
-    ? `path prefix ${gw.pathPrefix} on the webhook's port`
-    : `own port ${gw.listen!.host}:${gw.listen!.port}`;
-  const k = gw.keyCheck;
-  const rules = k.apis.map((r) => `${r.pathPrefix} -> ${r.api}`).join(", ");
-  const s = gw.oauth.signing;
-  return [
-    `embedded gateway: ${base}${gw.publicUrl ? `, public URL ${gw.publicUrl}` : ""}`,
-    `  key check: ${gw.pathPrefix ?? ""}/check; key from header ${k.header}${k.queryParam ? ` or query parameter ${k.queryParam}` : ""}${k.bearer ? ", or a Bearer access token" : ""}`,
-    `  API from: ${[k.apiHeader ? `header ${k.apiHeader}` : "", rules ? `path rules ${rules}` : ""].filter(Boolean).join(", then ") || "nothing configured (every check is 403 until keyCheck.apis or keyCheck.apiHeader is set)"}`,
-    `  usage-plan counters: ${gw.limits.counters ?? "store on PostgreSQL, else memory"}`,
-    `  OAuth: token lifetime ${gw.oauth.tokenTtlS} s, ${s.alg} keys in ${s.keyFile ?? "the store (encrypted)"}, ${s.rotateAfterDays > 0 ? `rotated every ${s.rotateAfterDays} days` : "never rotated"}`,
-  ];
-}
 
 /**
  * Says why the command failed on stderr and exits 1. With `json` (`credhook serve`, whose output a
@@ -125,9 +106,9 @@ program
           tracing: !!tracing,
           // CREDHOOK_MEMORY, which the `credhook` command (bin/credhook.mjs) applies at start
           memory: process.env.CREDHOOK_MEMORY === "lean" ? "lean" : "default",
-          ...(running.gatewayUrl
-            ? { embeddedGateway: running.gatewayUrl, issuer: running.credhook.embeddedGateway!.publicUrl }
-            : {}),
+          // Each serving extension's URL under its config key (embeddedGateway), and what it tells (the issuer).
+          ...Object.fromEntries(running.extensionUrls),
+          ...Object.assign({}, ...[...running.credhook.extensions.values()].map((e) => e.describe?.() ?? {})),
         },
         "credhook listening",
       );
@@ -165,34 +146,9 @@ program
     try {
       const config = await loadConfig(opts.config);
       const gateways = await checkConfig(config, importProviderModule);
-      const out: string[] = [
-        `config: ${config.configFile}${config.embeddedDefault ? " (embedded default: no config file found)" : ""}`,
-        "",
-        "gateways:",
-      ];
-      for (const [name, g] of Object.entries(config.gateways)) {
-        const caps = gateways.get(name)!.provider.capabilities;
-        out.push(
-          `  ${name}: provider=${g.provider} credentialType=${g.credentialType} importsApiKeyValue=${caps.importsApiKeyValue} readsBackSecret=${caps.readsBackSecret}`,
-        );
-        out.push(`    options: ${JSON.stringify(maskSecrets(g.options))}`);
-      }
-      out.push("", "routes (first match wins):");
-      config.routes.forEach(
-        (r, i) =>
-          void out.push(
-            `  ${i + 1}. ${"default" in r ? `* (default) -> ${r.default}` : `${r.apis.join(", ")} -> ${r.gateway}`}`,
-          ),
+      process.stdout.write(
+        checkConfigReport(config, gateways, await describeExtensions(config, gateways, importProviderModule)),
       );
-      out.push("", ...embeddedGatewaySummary(config.embeddedGateway as EmbeddedGatewayConfig | undefined));
-      out.push(
-        "",
-        `server: ${JSON.stringify(maskSecrets(config.server))}`,
-        `store: ${JSON.stringify(maskSecrets(config.store))}`,
-        "",
-        "configuration is valid",
-      );
-      process.stdout.write(`${out.join("\n")}\n`);
       await Promise.allSettled([...gateways.values()].map((g) => g.provider.close?.()));
       process.exit(0);
     } catch (err) {

@@ -14,7 +14,7 @@ import { cosmiconfig } from "cosmiconfig";
 import { parse as parseYaml } from "yaml";
 import { ConfigError } from "@credhook/core/errors";
 import { validateConfig, type CredhookConfig } from "@credhook/core";
-import { parseEmbeddedGatewayConfig } from "@credhook/provider-local/gateway";
+import { type EmbeddedGatewayConfig, parseEmbeddedGatewayConfig } from "@credhook/provider-local/gateway";
 
 /** File names searched (in the working directory) when no `--config` is given. */
 export const CONFIG_SEARCH_PLACES = ["webhook.config.yaml", "webhook.config.yml"];
@@ -34,6 +34,8 @@ export interface LoadedConfig extends CredhookConfig {
   readonly configFile: string;
   /** True when no config file was found and the embedded default was loaded (relative paths then resolve against the working directory). */
   readonly embeddedDefault: boolean;
+  /** The `embeddedGateway:` block, parsed (defaults applied, `oauth.signing.keyFile` absolute). */
+  embeddedGateway?: EmbeddedGatewayConfig;
 }
 
 /** Options of {@link loadConfigFile}. */
@@ -202,12 +204,18 @@ export async function loadConfigFile(file?: string, options: LoadConfigOptions =
   const abs = (p: string) => (p === ":memory:" || isAbsolute(p) ? p : resolve(base, p));
   if (typeof config.store.sqlite === "string") config.store = { sqlite: abs(config.store.sqlite) };
   config.dataDir = abs(config.dataDir);
+  // Parsed once here, into its type (the server's start parses it again through the extension: idempotent).
+  let embeddedGateway: EmbeddedGatewayConfig | undefined;
   if (config.embeddedGateway) {
-    const gw = parseEmbeddedGatewayConfig(config.embeddedGateway);
-    if (gw.oauth.signing.keyFile) gw.oauth.signing.keyFile = abs(gw.oauth.signing.keyFile);
-    config.embeddedGateway = gw as unknown as Record<string, unknown>;
+    embeddedGateway = parseEmbeddedGatewayConfig(config.embeddedGateway);
+    const keyFile = embeddedGateway.oauth.signing.keyFile;
+    if (keyFile) embeddedGateway.oauth.signing.keyFile = abs(keyFile);
   }
-  return Object.assign(config, { configFile: result.filepath, embeddedDefault: embedded });
+  return Object.assign(config, {
+    configFile: result.filepath,
+    embeddedDefault: embedded,
+    ...(embeddedGateway ? { embeddedGateway } : {}),
+  });
 }
 
 /** The JSON Schema of webhook.config.yaml shipped with this package (written by `pnpm schema`). */

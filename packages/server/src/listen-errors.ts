@@ -47,7 +47,7 @@ export function describeListenError(
 ): Error | undefined {
   const e = err as ListenError;
   if ((e?.code !== "EADDRINUSE" && e?.code !== "EACCES") || typeof e.port !== "number") return undefined;
-  const gatewayPort = (config.embeddedGateway as { listen?: { port?: number } } | undefined)?.listen?.port;
+  const gatewayPort = config.embeddedGateway?.listen?.port;
   const gateway = gatewayPort === e.port && config.server.port !== e.port;
   const path = gateway ? ["embeddedGateway", "listen", "port"] : ["server", "port"];
   const source = portSource(config.configFile, path);

@@ -34,6 +34,8 @@ export interface ReadinessOptions {
   gatewayFailureTtlMs?: number;
   /** Longest wait for the store or one gateway check, ms; slower is "not ready". @default 5000 */
   checkTimeoutMs?: number;
+  /** The clock the cached gateway check's age is read on, ms (tests move it instead of waiting). @default Date.now */
+  now?: () => number;
 }
 
 /** Readiness state, as {@link Readiness.check} reports it (logged, never sent). */
@@ -88,12 +90,13 @@ export function createReadiness(options: ReadinessOptions): Readiness {
   const ttl = options.gatewayCheckTtlMs ?? 15_000;
   const failureTtl = Math.min(ttl, options.gatewayFailureTtlMs ?? 2_000);
   const timeoutMs = options.checkTimeoutMs ?? 5_000;
+  const now = options.now ?? Date.now;
   let gatewayCheck: { at: number; problems: string[]; storeProblems: string[] } | undefined;
   let refreshing: Promise<{ problems: string[]; storeProblems: string[] }> | undefined;
   let lastReady: boolean | undefined;
 
   const checkGateways = (): Promise<{ problems: string[]; storeProblems: string[] }> => {
-    if (gatewayCheck && Date.now() - gatewayCheck.at < (gatewayCheck.problems.length > 0 ? failureTtl : ttl))
+    if (gatewayCheck && now() - gatewayCheck.at < (gatewayCheck.problems.length > 0 ? failureTtl : ttl))
       return Promise.resolve(gatewayCheck);
     refreshing ??= (async () => {
       const names = [...options.gateways.keys()];
@@ -111,7 +114,7 @@ export function createReadiness(options: ReadinessOptions): Readiness {
       // A check that failed because of the store (a shared rate-limit slot) says nothing of the gateway: not cached.
       const storeProblems = failures.flatMap((f) => (f?.store ? [f.reason] : []));
       const result = { problems, storeProblems };
-      if (storeProblems.length === 0) gatewayCheck = { at: Date.now(), ...result };
+      if (storeProblems.length === 0) gatewayCheck = { at: now(), ...result };
       return result;
     })().finally(() => {
       refreshing = undefined;

@@ -116,7 +116,9 @@ describe("config loading", () => {
   it("a provider package that is not installed stops start-up naming the YAML path", async () => {
     const messages = await configErrors(BASE.replace("provider: local", "provider: credhook-provider-doesnotexist"));
     expect(messages).toEqual([
-      "gateways.local.provider: provider package 'credhook-provider-doesnotexist' is not installed (install it next to credhook, e.g. pnpm add credhook-provider-doesnotexist)",
+      "gateways.local.provider: provider package 'credhook-provider-doesnotexist' is not installed (install it next to credhook, e.g. pnpm add credhook-provider-doesnotexist; " +
+        "a package of credhook's workspace that is not built runs from its TypeScript sources, in its folder: " +
+        "CREDHOOK_FROM_SOURCE=1 node --conditions=dev-source <checkout>/packages/server/bin/credhook.mjs serve)",
     ]);
   });
 

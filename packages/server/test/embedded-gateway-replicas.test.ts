@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger, loadConfigFile, startServer, type RunningServer } from "../src/index.js";
-import { AUTH, PASSWORD } from "./helpers.js";
+import { AUTH, PASSWORD, until } from "./helpers.js";
 
 const url = inject("databaseUrl");
 const schema = `gateway_${randomUUID().replace(/-/g, "").slice(0, 12)}`;
@@ -72,20 +72,22 @@ const post = (s: RunningServer, path: string, body: unknown) =>
 const check = (s: RunningServer, key: string, path: string) =>
   fetch(`${s.gatewayUrl}/check`, { headers: { "x-api-key": key, "x-original-uri": path } }).then((r) => r.status);
 
-/** Polls until `fn` answers `want`; returns how long that took, ms. */
-async function within(ms: number, want: number, fn: () => Promise<number>): Promise<number> {
-  const t = Date.now();
-  let got = await fn();
-  while (got !== want && Date.now() - t < ms) {
-    await new Promise((r) => setTimeout(r, 20));
-    got = await fn();
-  }
-  expect(got).toBe(want);
-  return Date.now() - t;
+/**
+ * Polls until `fn` answers `want`. The other instance sees a change at its next change-stamp check (every
+ * `coherenceIntervalMs`, 200 ms here; that interval is tested with a moved clock in provider-local's gateway.test.ts);
+ * how long it took here is the machine's figure too: the bound is generous (a cache that never learns of the change
+ * still fails) and the time is printed, not asserted.
+ */
+async function eventually(want: number, fn: () => Promise<number>): Promise<void> {
+  const t = performance.now();
+  await until(`the other instance to answer ${want}`, async () => (await fn()) === want, 15_000);
+  console.log(
+    `embedded-gateway-replicas: the other instance saw the change after ${Math.round(performance.now() - t)} ms`,
+  );
 }
 
 describe("embedded gateways of two instances sharing a PostgreSQL store", () => {
-  it("an update and a revoke through one instance reach the other instance's key check within a second", async () => {
+  it("an update and a revoke through one instance reach the other instance's key check at its next change-stamp check", async () => {
     const created = await post(a, "/v1/createCredentials", {
       appName: "Replicated",
       developer: "d@example.com",
@@ -107,12 +109,12 @@ describe("embedded gateways of two instances sharing a PostgreSQL store", () => 
       ).status,
     ).toBe(204);
     expect(await check(a, apiKey, "/orders/1")).toBe(403);
-    expect(await within(1000, 403, () => check(b, apiKey, "/orders/1"))).toBeLessThan(1000);
+    await eventually(403, () => check(b, apiKey, "/orders/1"));
     expect(await check(b, apiKey, "/weather/1")).toBe(200);
 
     expect((await post(a, "/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId })).status).toBe(204);
     expect(await check(a, apiKey, "/weather/1")).toBe(401);
-    expect(await within(1000, 401, () => check(b, apiKey, "/weather/1"))).toBeLessThan(1000);
+    await eventually(401, () => check(b, apiKey, "/weather/1"));
   });
 
   it("share the signing keys: a token from one instance introspects as active on the other, inactive on both after revoke", async () => {
@@ -164,7 +166,7 @@ describe("embedded gateways of two instances sharing a PostgreSQL store", () => 
         .status,
     ).toBe(204);
     expect(await introspect(b)).toBe(false);
-    await within(1000, 0, async () => ((await introspect(a)) ? 1 : 0));
+    await eventually(0, async () => ((await introspect(a)) ? 1 : 0));
   });
 });
 

@@ -13,8 +13,10 @@ const PACKAGES = fileURLToPath(new URL("../..", import.meta.url));
 /** The runtime names of each entry point (`<package name><subpath>`), sorted. */
 const EXPORTED_NAMES: Record<string, string[]> = {
   "@credhook/core": [
+    "BUILTIN_EXTENSIONS",
     "BUILTIN_PROVIDERS",
     "BUILTIN_STORES",
+    "MASKED_OPTION",
     "Orchestrator",
     "addPrecompiledValidators",
     "compileContractValidator",
@@ -22,11 +24,14 @@ const EXPORTED_NAMES: Record<string, string[]> = {
     "configSchema",
     "createAjv",
     "createRouter",
+    "drainHttpServer",
     "errorResponse",
     "formatAjvErrors",
     "formatConfigErrors",
+    "loadExtensions",
     "loadGateways",
     "loadStore",
+    "maskSecretOptions",
     "openApiDocument",
     "precompiledKey",
     "silentLogger",
@@ -56,7 +61,7 @@ const EXPORTED_NAMES: Record<string, string[]> = {
     "isStoreFailure",
     "retryAfterOf",
   ],
-  "@credhook/core/provider": ["applyOptionDefaults", "defineProvider", "writeState"],
+  "@credhook/core/provider": ["CREDENTIAL_TYPES", "applyOptionDefaults", "defineProvider", "writeState"],
   "@credhook/core/provider-kit": [
     "CachedHealthProbe",
     "GatewayErrors",
@@ -103,6 +108,7 @@ const EXPORTED_NAMES: Record<string, string[]> = {
     "TokenBucket",
     "startAwsFake",
   ],
+  "@credhook/fakes/clock": ["ManualClock", "systemClock"],
   "@credhook/fakes/azure": ["FAKE_API_VERSION", "startApimFake"],
   "@credhook/fakes/gcp": ["startApiKeysFake"],
   "@credhook/fakes/kong": ["startKongFake"],
@@ -116,7 +122,7 @@ const EXPORTED_NAMES: Record<string, string[]> = {
     "isSubscriptionOf",
     "optionsSchema",
   ],
-  "@credhook/provider-gcp": ["GcpApiKeysProvider", "default", "optionsSchema", "resolveOptions"],
+  "@credhook/provider-gcp": ["GcpApiKeysProvider", "default", "optionsSchema"],
   "@credhook/provider-kong": ["KongProvider", "createKongProvider", "default", "optionsSchema"],
   "@credhook/provider-local": ["LocalProvider", "default", "optionsSchema"],
   "@credhook/provider-local/gateway": [

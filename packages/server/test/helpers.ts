@@ -200,8 +200,13 @@ export interface CredhookProcess {
   output(): string;
   /** Resolves with the URL of its "credhook listening" log line; rejects if it exits first. */
   listening(): Promise<string>;
-  /** Sends SIGTERM; resolves with the exit code and the ms it took to exit. */
-  stop(): Promise<{ code: number | null; ms: number }>;
+  /**
+   * Sends SIGTERM and resolves once the process exited: its exit code (null when a signal ended it), that signal,
+   * and the ms it took (a figure to print: a busy machine stretches it). A process still there after `killAfterMs`
+   * (default 60 000: far beyond any shutdown deadline of a test config) gets SIGKILL, and `signal` says so — assert
+   * `signal: null` (it ended by itself) and the exit code or log line that says how, not the ms.
+   */
+  stop(killAfterMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }>;
 }
 
 /**
@@ -213,7 +218,9 @@ export function spawnCredhook(command: string[], options: SpawnOptions = {}): Cr
   let out = "";
   child.stdout!.on("data", (d) => (out += String(d)));
   child.stderr!.on("data", (d) => (out += String(d)));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
   return {
     child,
     output: () => out,
@@ -226,23 +233,24 @@ export function spawnCredhook(command: string[], options: SpawnOptions = {}): Cr
             resolve(m[1]!);
           }
         }, 25);
-        void exited.then((code) => {
+        void exited.then(({ code }) => {
           clearInterval(t);
           reject(new Error(`credhook exited ${code}: ${out}`));
         });
       }),
-    async stop() {
-      const t0 = Date.now();
+    async stop(killAfterMs = 60_000) {
+      const t0 = performance.now();
       child.kill("SIGTERM");
-      const code = await exited;
-      return { code, ms: Date.now() - t0 };
+      const fallback = setTimeout(() => child.kill("SIGKILL"), killAfterMs);
+      const { code, signal } = await exited.finally(() => clearTimeout(fallback));
+      return { code, signal, ms: Math.round(performance.now() - t0) };
     },
   };
 }
 
 /**
  * Runs the server's abandoned-create sweep until no record is `abandoned` (a
- * test config sets `reconcile.settleS` short), for at most `timeoutMs` ms (default 6000). `everyMs`, when set, spaces the sweeps:
+ * test config sets `reconcile.settleS` short), for at most `timeoutMs` ms (default 30000: generous, it returns once settled). `everyMs`, when set, spaces the sweeps:
  * each one calls the clouds, whose read quotas a tight loop would exhaust.
  */
 export async function sweepUntilSettled(
@@ -258,7 +266,7 @@ export async function sweepUntilSettled(
       await s.credhook.orchestrator.sweepAbandoned();
       return (await s.credhook.store.list()).every((r) => r.status !== "abandoned" && !r.unsettled);
     },
-    options.timeoutMs ?? 6000,
+    options.timeoutMs ?? 30_000,
   );
 }
 

@@ -38,15 +38,22 @@ routes:
   );
 
 let s: TestServer;
+/**
+ * How far the server's clock (AppOptions.now) runs ahead of the wall clock: a test moves it past the settle window
+ * (settleS: 60, longer than any delay of a busy machine) instead of sleeping the window out.
+ */
+let skewMs = 0;
+const pastTheSettleWindow = () => void (skewMs += 60_000);
 beforeAll(async () => {
   // The sweep is run by hand here (interval 0) so each step is observable; a second server below runs it on its timer.
-  s = await startTestServer(yaml("{ abandonedIntervalS: 0, settleS: 1 }"));
+  s = await startTestServer(yaml("{ abandonedIntervalS: 0, settleS: 60 }"), {}, undefined, {
+    now: () => Date.now() + skewMs,
+  });
 });
 afterAll(() => s.close());
 afterEach(() => cloud.reset());
 
 const dev = "never-orphan@example.com";
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const create = (appName: string, apis: Array<{ id: string; usagePlans?: Array<{ id: string }> }>) =>
   s.post("/v1/createCredentials", { appName, developer: dev, apis });
 const recordsOf = async (appName: string) => (await s.credhook.store.list()).filter((r) => r.app.appName === appName);
@@ -78,7 +85,7 @@ describe("outcome unknown is a state, not an error path", () => {
     expect(swept).toEqual({ swept: 1, deleted: 0, revoked: 1, settled: 0 }); // within the settle window the record is kept (the first test: no other records)
     expect(cloud.live()).toEqual([]);
     expect((await recordsOf("Late"))[0]!.status).toBe("abandoned");
-    await sleep(1100); // settleS: 1
+    pastTheSettleWindow();
     expect(await s.credhook.orchestrator.sweepAbandoned()).toEqual({ swept: 1, deleted: 1, revoked: 0, settled: 0 });
     expect(await recordsOf("Late")).toEqual([]);
     expect(await unexplainedKeys()).toEqual([]);
@@ -128,7 +135,7 @@ describe("outcome unknown is a state, not an error path", () => {
     cloud.script.findFailures = 10;
     expect((await create("Blind", [{ id: "mc-a" }])).status).toBe(504);
     await until("the late write to land", () => cloud.live().length === 1);
-    await sleep(1100);
+    pastTheSettleWindow(); // past it, a search that fails still deletes nothing
     expect(await s.credhook.orchestrator.sweepAbandoned()).toMatchObject({ deleted: 0 });
     expect((await recordsOf("Blind"))[0]!.abandoned!.lastErrors).toEqual([
       expect.stringContaining("ListKeys answered 500"),
@@ -330,7 +337,7 @@ describe("reconcile", () => {
     const rec = (await s.credhook.store.findByPublicId("API_KEY", apiKeyId))!;
     // Earlier cases of this file may have left recent unfinished records of their own: count this one on top.
     const earlier = (await s.credhook.orchestrator.reconcile({ dryRun: true })).skippedRecent;
-    await s.credhook.store.save({ ...rec, status: "revoking", updatedAt: new Date().toISOString() });
+    await s.credhook.store.save({ ...rec, status: "revoking", updatedAt: new Date(Date.now() + skewMs).toISOString() }); // now, on the server's clock
     const report = await s.credhook.orchestrator.reconcile({ dryRun: true });
     expect(report.skippedRecent).toBe(earlier + 1);
     expect(formatReconcileReport(report, 60)).toContain(
@@ -375,10 +382,10 @@ describe("the sweep of credhook serve", () => {
           .status,
       ).toBe(504);
       await until("the late write to land", () => cloud.live().length === 1);
-      await until("the sweep to revoke it", () => cloud.live().length === 0, 4000);
-      await until("the record to settle", async () => (await timed.credhook.store.list()).length === 0, 4000);
+      await until("the sweep to revoke it", () => cloud.live().length === 0, 30_000);
+      await until("the record to settle", async () => (await timed.credhook.store.list()).length === 0, 30_000);
       // The pass logs once it has finished, a moment after the record is gone.
-      await until("the sweep's log line", () => timed.logs.some((l) => l.includes("abandoned creates swept")), 4000);
+      await until("the sweep's log line", () => timed.logs.some((l) => l.includes("abandoned creates swept")), 30_000);
     } finally {
       await timed.close();
     }

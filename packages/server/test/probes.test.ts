@@ -5,6 +5,9 @@ import { errorOf, LOCAL_YAML, startTestServer, type TestServer } from "./helpers
 
 const FAULTY = fileURLToPath(new URL("./fixtures/faulty-provider.ts", import.meta.url));
 const TTL_MS = 400;
+/** The server's clock (AppOptions.now): a test moves it past the cached check's TTL instead of sleeping. */
+let clockMs = Date.now();
+const expireCachedCheck = () => void (clockMs += TTL_MS);
 
 let s: TestServer;
 beforeAll(async () => {
@@ -15,7 +18,7 @@ beforeAll(async () => {
     ),
     {},
     undefined,
-    { readinessTtlMs: TTL_MS },
+    { readinessTtlMs: TTL_MS, now: () => clockMs },
   );
 });
 afterAll(() => s.close());
@@ -37,7 +40,7 @@ describe("probes", () => {
 
   it("GET /readyz answers 204 when the store and every gateway are healthy, without credentials", async () => {
     controls.healthy = true;
-    await new Promise((r) => setTimeout(r, TTL_MS + 50));
+    expireCachedCheck();
     const res = await probe("/readyz");
     expect(res.status).toBe(204);
     expect(await res.text()).toBe("");
@@ -45,7 +48,7 @@ describe("probes", () => {
 
   it("a failing gateway makes /readyz 503 'not ready' with no detail, logged with the reason; checks are cached, not repeated per probe", async () => {
     controls.healthy = false;
-    await new Promise((r) => setTimeout(r, TTL_MS + 50));
+    expireCachedCheck();
     const before = controls.healthChecks;
     const answers = await Promise.all([probe("/readyz"), probe("/readyz"), probe("/readyz")]);
     for (const res of answers) {
@@ -71,8 +74,9 @@ describe("probes", () => {
 
     // recovered: ready again once the cached check expires
     controls.healthy = true;
-    expect((await probe("/readyz")).status).toBe(503);
-    await new Promise((r) => setTimeout(r, TTL_MS + 50));
+    clockMs += TTL_MS - 1;
+    expect((await probe("/readyz")).status).toBe(503); // the failed check is still fresh 1 ms before its TTL
+    clockMs += 1;
     expect((await probe("/readyz")).status).toBe(204);
     expect(s.logs.some((l) => l.includes('"msg":"ready"'))).toBe(true);
   });

@@ -7,7 +7,7 @@
  * a usage plan's limit reaches the client as 429 with Retry-After.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { AUTH, errorResponseProblem, startTestServer, SERVER_YAML, type TestServer } from "./helpers.js";
+import { AUTH, errorResponseProblem, startTestServer, SERVER_YAML, type TestServer, until } from "./helpers.js";
 import { startUpstream, type ProxyTargets, type RunningProxy, type Seen } from "./proxies.js";
 
 /** credhook with API keys (orders, weather) and client credentials (m2m-weather, under /weather/m2m/), apiHeader set. */
@@ -60,13 +60,17 @@ async function refusal(res: Response, status: number): Promise<{ messages: strin
   return JSON.parse(text) as { messages: string[]; path: string };
 }
 
-/** Polls `get` until it answers `status`; asserts that happened within 1 s. */
-async function within1s(get: () => Promise<Response>, status: number): Promise<void> {
-  const t = Date.now();
-  let got = (await get()).status;
-  while (got !== status && Date.now() - t < 1000) got = (await get()).status;
-  expect(got).toBe(status);
-  expect(Date.now() - t).toBeLessThan(1000);
+/**
+ * Polls `get` until it answers `status` (a change reaching the proxy's cached admission), then asserts it stays so.
+ * The proxy keeps an admission to the end of the current second (X-Accel-Expires, asserted in
+ * embedded-gateway.test.ts); how long the change took here is the machine's figure too, so the bound is generous
+ * (a proxy that cached for minutes still fails) and the time is logged, not asserted.
+ */
+async function eventually(get: () => Promise<Response>, status: number): Promise<void> {
+  const t = performance.now();
+  await until(`the proxy to answer ${status}`, async () => (await get()).status === status, 15_000);
+  console.log(`proxy: the change reached the proxy after ${Math.round(performance.now() - t)} ms`);
+  for (let i = 0; i < 3; i++) expect((await get()).status).toBe(status); // no stale admission after it
 }
 
 /** What differs between the proxies. */
@@ -246,7 +250,7 @@ export function proxyContract(start: (t: ProxyTargets) => Promise<RunningProxy>,
     else expect(asked).toBe(20);
   });
 
-  it("a key created through the webhook passes; after an update removing that API 403; after revoke 401 — within one second, nothing restarted", async () => {
+  it("a key created through the webhook passes; after an update removing that API 403; after revoke 401 — as soon as the cached admission expires (end of its second), nothing restarted", async () => {
     const { apiKeyId, apiKey } = await createKey("Changing App", [
       { id: "orders", usagePlans: [{ id: "free" }] },
       { id: "weather" },
@@ -263,10 +267,10 @@ export function proxyContract(start: (t: ProxyTargets) => Promise<RunningProxy>,
       ],
     });
     expect(updated.status).toBe(204);
-    await within1s(() => get("/orders/42", { "x-api-key": apiKey }), 403);
+    await eventually(() => get("/orders/42", { "x-api-key": apiKey }), 403);
     expect((await get("/weather/today", { "x-api-key": apiKey })).status).toBe(200);
     expect((await credhook.call("/v1/revokeCredentials", { credentialType: "API_KEY", apiKeyId })).status).toBe(204);
-    await within1s(() => get("/weather/today", { "x-api-key": apiKey }), 401);
+    await eventually(() => get("/weather/today", { "x-api-key": apiKey }), 401);
     expect(proxy.process.exitCode).toBeNull();
   });
 
@@ -274,7 +278,7 @@ export function proxyContract(start: (t: ProxyTargets) => Promise<RunningProxy>,
     const key = await createKey("Outage App", [{ id: "orders" }]);
     const before = seen.length;
     // The embedded gateway's listener goes away (credhook's webhook keeps running; afterAll closes it).
-    await credhook.credhook.embeddedGateway!.close(1000);
+    await credhook.credhook.extensions.get("embeddedGateway")!.close(1000);
     const res = await get("/orders/1", { "x-api-key": key.apiKey });
     expect(res.status).toBeGreaterThanOrEqual(500);
     const text = await res.text();

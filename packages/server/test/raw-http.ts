@@ -21,10 +21,8 @@ export interface RawExchange {
   interim: number[];
   /** True when the server closed the connection (FIN or reset) before `waitMs` ran out. */
   closed: boolean;
-  /** Bytes the client wrote before the connection closed. */
+  /** Bytes the client wrote before the connection closed (less than it meant to: the server cut it short). */
   bytesWritten: number;
-  /** ms from the first write to the close (or to the end of waiting). */
-  elapsedMs: number;
 }
 
 /** Options of {@link rawExchange}. */
@@ -104,7 +102,6 @@ export function rawExchange(port: number, head: string | Buffer, options: RawOpt
     let closed = false;
     let bytesWritten = 0;
     let finished = false;
-    const started = Date.now();
     const socket: Socket = connect({
       port,
       host: "127.0.0.1",
@@ -116,7 +113,7 @@ export function rawExchange(port: number, head: string | Buffer, options: RawOpt
       clearTimeout(timer);
       socket.destroy();
       const parsed = parseResponses(Buffer.concat(chunks));
-      resolve({ ...parsed, closed, bytesWritten, elapsedMs: Date.now() - started });
+      resolve({ ...parsed, closed, bytesWritten });
     };
     const timer = setTimeout(finish, waitMs);
     socket.on("data", (d: Buffer) => {

@@ -250,7 +250,9 @@ describe("three instances on one PostgreSQL database", () => {
     const throttled = clouds.aws.stats().throttled.CreateApiKey ?? 0;
     if (throttled > 0)
       console.log(`replicas: ${throttled} CreateApiKey call(s) throttled by the strict window and retried by the SDK`);
-    expect(throttled).toBeLessThanOrEqual(3);
+    // How many is the machine's figure (late, bunched starts); unspaced starts would see all but 5 of the first
+    // attempts throttled (QUOTA_CREATES - 5 = 25): the bound tells the two apart without a margin a busy machine meets.
+    expect(throttled).toBeLessThan(QUOTA_CREATES / 2);
     expect(clouds.aws.stats().calls.CreateApiKey).toBe(QUOTA_CREATES + throttled);
     console.log(
       `replicas: ${QUOTA_CREATES} creates over 3 instances under a strict 5/s quota took ${elapsed} ms (the quota's own limit: ${((QUOTA_CREATES - 1) * 0.2).toFixed(1)} s)`,

@@ -63,7 +63,7 @@ describe("graceful shutdown", () => {
     expect(child.output()).toContain('"memory":"default"');
   });
 
-  it("`credhook serve` whose stdout and stderr pipes were closed (a log shipper that died) still exits on SIGTERM, within the shutdown timeout", async () => {
+  it("`credhook serve` whose stdout and stderr pipes were closed (a log shipper that died) still exits 0 on SIGTERM, before the shutdown deadline", async () => {
     const dir = mkdtempSync(join(tmpdir(), "credhook-pipes-"));
     const shutdownTimeoutMs = 2000;
     writeFileSync(
@@ -82,23 +82,16 @@ describe("graceful shutdown", () => {
       },
     });
     const url = await cli.listening();
-    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
-      cli.child.once("exit", (code, signal) => resolve({ code, signal })),
-    );
     // The reading ends go away: every later write of the server fails (EPIPE).
     cli.child.stdout!.destroy();
     cli.child.stderr!.destroy();
     // Requests keep logging into the broken pipes before the signal.
     for (let i = 0; i < 5; i++) expect((await fetch(`${url}/livez`)).status).toBe(204);
     await fetch(`${url}/v1/health`, { headers: { authorization: "Basic eDp5" } });
-    const t0 = Date.now();
-    cli.child.kill("SIGTERM");
-    const bound = shutdownTimeoutMs + SHUTDOWN_MARGIN_MS;
-    const timeout = new Promise<"alive">((resolve) => setTimeout(() => resolve("alive"), bound + 3000).unref());
-    const result = await Promise.race([exited, timeout]);
-    if (result === "alive") cli.child.kill("SIGKILL");
-    expect(result).toEqual({ code: 0, signal: null });
-    expect(Date.now() - t0).toBeLessThan(bound + 3000);
+    // Exit 0 is the graceful end, before the deadline (shutdownTimeoutMs + SHUTDOWN_MARGIN_MS), which exits 1; a process
+    // the broken pipes wedged would get stop()'s SIGKILL. The order of those events is the assertion, not a time.
+    const { code, signal } = await cli.stop(shutdownTimeoutMs + SHUTDOWN_MARGIN_MS + 20_000);
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
   });
 
   it("CREDHOOK_MEMORY=lean serves with V8 sized for memory (said in the listening line); another value stops the command at once", async () => {
@@ -128,7 +121,7 @@ describe("graceful shutdown", () => {
     expect(typo.stderr).toBe("CREDHOOK_MEMORY must be 'lean' or 'default' (got 'Lean')\n");
   });
 
-  it("SIGTERM under load on the AWS fake ends the process within shutdownTimeoutMs plus the margin", async () => {
+  it("SIGTERM under load on the AWS fake ends the process by itself: drained, or at its deadline (shutdownTimeoutMs plus the margin)", async () => {
     const fake = await startAwsFake();
     try {
       fake.apiGateway.addUsagePlan({ id: "1el57v", name: "Gold", apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }] });
@@ -168,9 +161,13 @@ describe("graceful shutdown", () => {
       );
       // SIGTERM once the load reached AWS (waited for, not slept: a busy machine delays it).
       await until("the load to reach AWS", () => (fake.stats().calls.CreateApiKey ?? 0) > 0);
-      const { code, ms } = await child.stop();
-      expect(ms).toBeLessThan(1000 + SHUTDOWN_MARGIN_MS + 1000); // + 1 s for the process itself under test load
+      // It ends by itself (no SIGKILL from stop()'s generous fallback): drained (exit 0), or cut by its own deadline
+      // (exit 1, said in the log). How long it took is printed: on a busy machine it measures the machine too.
+      const { code, signal, ms } = await child.stop(1000 + SHUTDOWN_MARGIN_MS + 20_000);
+      console.log(`shutdown under load: exit ${code} after ${ms} ms (deadline ${1000 + SHUTDOWN_MARGIN_MS} ms)`);
+      expect(signal).toBeNull();
       expect([0, 1]).toContain(code);
+      if (code === 1) expect(child.output()).toContain("shutdown did not finish in time; exiting anyway");
       const statuses = await Promise.all(load);
       expect(statuses.every((st) => [0, 200, 503].includes(st))).toBe(true); // answered, refused while draining, or cut at the deadline
     } finally {
@@ -191,11 +188,13 @@ describe("graceful shutdown", () => {
       CREDHOOK_PASSWORD: "pw-hang-for-test",
       CREDHOOK_DATA_DIR: dir,
     });
-    const { code, ms } = await child.stop();
+    const { code, signal, ms } = await child.stop(300 + SHUTDOWN_MARGIN_MS + 20_000);
+    // Ended by its own deadline (exit 1, said in the log), not by stop()'s SIGKILL; and not before the deadline
+    // (a lower bound: a busy machine only makes it later).
+    expect(signal).toBeNull();
     expect(code).toBe(1);
-    expect(ms).toBeGreaterThanOrEqual(300 + SHUTDOWN_MARGIN_MS - 100);
-    expect(ms).toBeLessThan(300 + SHUTDOWN_MARGIN_MS + 1000);
     expect(child.output()).toContain("shutdown did not finish in time; exiting anyway");
+    expect(ms).toBeGreaterThanOrEqual(300 + SHUTDOWN_MARGIN_MS - 100);
   });
 
   it("`credhook check-config` prints the routing table with secrets masked, and fails on a bad config", async () => {

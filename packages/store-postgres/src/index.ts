@@ -525,13 +525,14 @@ const postgresStoreFactory: StoreFactory<PostgresStoreConfig> = {
   type: "postgres",
   optionsSchema: {
     oneOf: [
-      { type: "string", minLength: 1, pattern: "^postgres(ql)?://" },
+      // the connection string carries the password: writeOnly masks it wherever credhook prints or logs it
+      { type: "string", minLength: 1, pattern: "^postgres(ql)?://", writeOnly: true },
       {
         type: "object",
         additionalProperties: false,
         required: ["url"],
         properties: {
-          url: { type: "string", minLength: 1, pattern: "^postgres(ql)?://" },
+          url: { type: "string", minLength: 1, pattern: "^postgres(ql)?://", writeOnly: true },
           poolMax: { type: "integer", minimum: 1, maximum: 1000 },
           lockPoolMax: { type: "integer", minimum: 1, maximum: 1000 },
           schema: { type: "string", pattern: SCHEMA_NAME.source },

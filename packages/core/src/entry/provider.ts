@@ -6,6 +6,8 @@
 export type {
   AppIdentity,
   CredentialSearch,
+  ExtensionCheckContext,
+  ExtensionContext,
   GatewayApi,
   JsonValue,
   OwnedResource,
@@ -15,13 +17,16 @@ export type {
   ProviderCreateInput,
   ProviderCredential,
   ProviderCredentialRef,
+  ProviderExtension,
   ProviderFactory,
   ProviderResources,
   ProviderStateStore,
   ProviderUpdateInput,
   ProviderUpdateResult,
+  RequestListener,
   RevokeOutcome,
   RotatedSecret,
+  RunningExtension,
   StateChange,
 } from "../provider.js";
 export { writeState } from "../provider.js";
@@ -35,5 +40,7 @@ export type {
 export { applyOptionDefaults, defineProvider } from "../provider-kit/define-provider.js";
 /** Types the interface refers to, re-exported so that a provider needs no other entry point for them. */
 export type { CredentialType } from "../contract.js";
+/** Every credential type of the contract, in its order (what a provider may declare in `capabilities.credentialTypes`). */
+export { CREDENTIAL_TYPES } from "../contract.js";
 export type { Logger } from "../logger.js";
 export type { RateSlots } from "../store.js";

@@ -9,6 +9,9 @@
  * Requests whose gateways include an open one are refused before any store or
  * cloud write ({@link GatewayCircuits.assertClosed}); other gateways' apps are
  * unaffected. Opening, half-opening and closing are logged once each.
+ * Time: the half-open delay is measured with `Date.now()`, the clock cockatiel itself reads (it
+ * takes no injected clock), so a test moves it with vitest's fake timers (`toFake: ["Date"]`)
+ * rather than an `OrchestratorOptions.now`, which would disagree with cockatiel's.
  * cockatiel: https://github.com/connor4312/cockatiel#circuitbreaker
  */
 import {

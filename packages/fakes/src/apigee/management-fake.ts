@@ -23,6 +23,7 @@
  * gave up, throttling) come from the shared JSON fake harness.
  */
 import { randomBytes, randomUUID } from "node:crypto";
+import { type FakeClock, systemClock } from "../clock.js";
 import { type JsonFakeAnswer, type JsonFakeControl, type JsonFakeRequest, startJsonFake } from "../shared/json-fake.js";
 
 /** Options of {@link startApigeeFake}. */
@@ -37,6 +38,8 @@ export interface ApigeeFakeOptions {
   throttle?: { requests: number; windowMs: number };
   /** Test control: at most this many apps per `apps.list` page whatever `rows` asks (to exercise `startKey` paging). */
   maxRows?: number;
+  /** The clock of the quota's window, latency, held requests and the timestamps (`createdAt` …): a `ManualClock` in a test that waits for them. @default systemClock */
+  clock?: FakeClock;
 }
 
 /** A name/value attribute. */
@@ -118,7 +121,6 @@ const err = (code: number, status: string, message: string): JsonFakeAnswer => (
   status: code,
   body: { error: { code, message, status } },
 });
-const ms = () => String(Date.now());
 
 /** Starts the Apigee management API fake on 127.0.0.1, port 0 (its `url` is the provider's `endpoint`). */
 export async function startApigeeFake(options: ApigeeFakeOptions = {}): Promise<ApigeeFake> {
@@ -127,6 +129,9 @@ export async function startApigeeFake(options: ApigeeFakeOptions = {}): Promise<
   const developers = new Map<string, ApigeeDeveloper>();
   const apps = new Map<string, ApigeeApp>();
   const window: number[] = [];
+  const clock = options.clock ?? systemClock;
+  /** Apigee's timestamps: ms since the epoch, as a string. */
+  const ms = () => String(Math.floor(clock.now()));
 
   const newCredential = (consumerKey: string, consumerSecret: string, apiProducts: string[]): ApigeeCredential => ({
     consumerKey,
@@ -266,7 +271,7 @@ export async function startApigeeFake(options: ApigeeFakeOptions = {}): Promise<
         "Request is missing required authentication credential. Expected OAuth 2 access token.",
       );
     if (options.throttle) {
-      const t = Date.now();
+      const t = clock.now();
       while (window.length > 0 && window[0]! <= t - options.throttle.windowMs) window.shift();
       if (window.length >= options.throttle.requests)
         return err(
@@ -367,6 +372,7 @@ export async function startApigeeFake(options: ApigeeFakeOptions = {}): Promise<
   }
 
   const control = await startJsonFake({
+    clock,
     handle,
     faultBody: (status) => {
       const name =

@@ -13,6 +13,7 @@
  * CreateApiKey 5 rps, DeleteApiKey 5 rps, other operations 10 rps burst 40.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { type FakeClock, systemClock } from "../clock.js";
 import {
   applyAndAnswer,
   AwsFakeError,
@@ -70,10 +71,13 @@ export interface ApiGatewayFakeOptions {
    */
   quotaModel?: "token-bucket" | "sliding-window";
   /**
-   * The quotas' clock, ms: a test that checks "5 per second" holds or advances it instead of
-   * racing the wall clock. @default performance.now
+   * The clock of the quotas, late applies (`lateApply`) and `createdDate`/`lastUpdatedDate`: a test
+   * that checks "5 per second" holds or advances a `ManualClock` instead of racing the wall clock.
+   * @default systemClock
    */
-  now?: () => number;
+  clock?: FakeClock;
+  /** Test control: at most this many items per GetApiKeys / GetUsagePlanKeys page whatever `limit` asks (to exercise `position` paging with few keys). */
+  maxPageSize?: number;
 }
 
 const MAX_PLANS_PER_KEY = 10;
@@ -103,10 +107,16 @@ function route(method: string, path: string): { op: string; params: string[] } |
   return undefined;
 }
 
-function pageOf<T>(items: T[], limitRaw: string | null, position: string | null): { page: T[]; position?: string } {
-  const limit = limitRaw === null ? 25 : Number(limitRaw);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 500)
+function pageOf<T>(
+  items: T[],
+  limitRaw: string | null,
+  position: string | null,
+  maxPageSize = 500,
+): { page: T[]; position?: string } {
+  const asked = limitRaw === null ? 25 : Number(limitRaw);
+  if (!Number.isInteger(asked) || asked < 1 || asked > 500)
     throw new AwsFakeError(400, "BadRequestException", "Invalid limit: must be between 1 and 500");
+  const limit = Math.min(asked, maxPageSize);
   const start = position === null ? 0 : decodeToken(position);
   if (start === undefined) throw new AwsFakeError(400, "BadRequestException", "Invalid position parameter");
   const page = items.slice(start, start + limit);
@@ -126,7 +136,9 @@ export class ApiGatewayFake {
   private readonly region: string;
   private readonly enforceQuotas: boolean;
   private readonly maxKeys: number;
+  private readonly maxPageSize: number | undefined;
   private readonly buckets: Record<"CreateApiKey" | "DeleteApiKey" | "other", { take(): number }>;
+  private readonly clock: FakeClock;
 
   constructor(
     private readonly faults: FaultInjector,
@@ -135,10 +147,11 @@ export class ApiGatewayFake {
     this.region = options.region ?? "us-east-1";
     this.enforceQuotas = options.enforceQuotas ?? true;
     this.maxKeys = options.maxKeys ?? 10_000;
-    const now = options.now ?? (() => performance.now());
+    const clock = (this.clock = options.clock ?? systemClock);
+    this.maxPageSize = options.maxPageSize;
     const perSecond = () =>
-      options.quotaModel === "sliding-window" ? new SlidingWindow(5, 1000, now) : new TokenBucket(5, 5, now);
-    this.buckets = { CreateApiKey: perSecond(), DeleteApiKey: perSecond(), other: new TokenBucket(10, 40, now) };
+      options.quotaModel === "sliding-window" ? new SlidingWindow(5, 1000, clock) : new TokenBucket(5, 5, clock);
+    this.buckets = { CreateApiKey: perSecond(), DeleteApiKey: perSecond(), other: new TokenBucket(10, 40, clock) };
   }
 
   /** Creates a usage plan covering `apiStages` (id: 6 random characters unless given). */
@@ -198,6 +211,7 @@ export class ApiGatewayFake {
         );
         res.end(payload === undefined ? "" : JSON.stringify(payload));
       },
+      this.clock,
     );
   }
 
@@ -222,7 +236,7 @@ export class ApiGatewayFake {
             (k) => (name === null || k.name.startsWith(name)) && (customerId === null || k.customerId === customerId),
           )
           .sort((x, y) => x.createdDate - y.createdDate || x.id.localeCompare(y.id));
-        const { page, position } = pageOf(items, q.get("limit"), q.get("position"));
+        const { page, position } = pageOf(items, q.get("limit"), q.get("position"), this.maxPageSize);
         const includeValues = q.get("includeValues") === "true";
         return {
           status: 200,
@@ -264,7 +278,7 @@ export class ApiGatewayFake {
         const items = [...plan.keys]
           .map((id) => this.keys.get(id)!)
           .filter((k) => name === null || k.name.startsWith(name));
-        const { page, position } = pageOf(items, q.get("limit"), q.get("position"));
+        const { page, position } = pageOf(items, q.get("limit"), q.get("position"), this.maxPageSize);
         return {
           status: 200,
           payload: {
@@ -366,7 +380,7 @@ export class ApiGatewayFake {
       throw new AwsFakeError(400, "BadRequestException", "Invalid API Key description");
     const tags = (input.tags ?? {}) as Record<string, string>;
     this.validateTags(tags);
-    const now = Math.floor(Date.now() / 1000);
+    const now = Math.floor(this.clock.now() / 1000);
     const key: FakeApiKey = {
       id: randomId(10),
       value,
@@ -412,7 +426,7 @@ export class ApiGatewayFake {
           throw new AwsFakeError(400, "BadRequestException", `Invalid patch path ${o.path}`);
       }
     }
-    next.lastUpdatedDate = Math.floor(Date.now() / 1000);
+    next.lastUpdatedDate = Math.floor(this.clock.now() / 1000);
     this.keys.set(id, next);
     return next;
   }

@@ -21,6 +21,7 @@
  */
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { type FakeClock, systemClock } from "../clock.js";
 import {
   applyAndAnswer,
   AwsFakeError,
@@ -77,6 +78,14 @@ export interface CognitoFakeOptions {
   maxClients?: number;
   /** AWS region used in pool ids. @default "us-east-1" */
   region?: string;
+  /**
+   * The clock of the rate quota, late applies, `CreationDate`/`LastModifiedDate` and the access
+   * tokens' `iat`/`exp` (and their expiry check): a `ManualClock` in a test that waits for them.
+   * @default systemClock
+   */
+  clock?: FakeClock;
+  /** Test control: at most this many app clients per ListUserPoolClients page whatever `MaxResults` asks (to exercise `NextToken` paging with few clients). */
+  maxPageSize?: number;
 }
 
 /**
@@ -130,8 +139,10 @@ export class CognitoFake {
   private readonly enforceQuotas: boolean;
   private readonly operationRps: number;
   private readonly maxClients: number;
+  private readonly maxPageSize: number;
   private readonly region: string;
   private readonly signingKey = randomId(32);
+  private readonly clock: FakeClock;
 
   constructor(
     private readonly faults: FaultInjector,
@@ -140,7 +151,9 @@ export class CognitoFake {
     this.enforceQuotas = options.enforceQuotas ?? true;
     this.operationRps = options.operationRps ?? 5;
     this.maxClients = options.maxClients ?? 1000;
+    this.maxPageSize = options.maxPageSize ?? 60;
     this.region = options.region ?? "us-east-1";
+    this.clock = options.clock ?? systemClock;
   }
 
   /** Creates a user pool (id `<region>_<9 chars>` unless given). */
@@ -192,7 +205,7 @@ export class CognitoFake {
     if (this.enforceQuotas) {
       const key = `${String(input.UserPoolId ?? "")}|${operation}`;
       let bucket = this.buckets.get(key);
-      if (!bucket) this.buckets.set(key, (bucket = new TokenBucket(this.operationRps, this.operationRps)));
+      if (!bucket) this.buckets.set(key, (bucket = new TokenBucket(this.operationRps, this.operationRps, this.clock)));
       const wait = bucket.take();
       if (wait > 0) {
         this.faults.countThrottled(operation);
@@ -209,6 +222,7 @@ export class CognitoFake {
         res.writeHead(200, { "content-type": "application/x-amz-json-1.1", "x-amzn-requestid": randomUUID() });
         res.end(JSON.stringify(out));
       },
+      this.clock,
     );
   }
 
@@ -255,11 +269,12 @@ export class CognitoFake {
       }
       case "ListUserPoolClients": {
         const pool = this.pool(input.UserPoolId);
-        const max = input.MaxResults === undefined ? 60 : Number(input.MaxResults);
-        if (!Number.isInteger(max) || max < 1 || max > 60)
+        const asked = input.MaxResults === undefined ? 60 : Number(input.MaxResults);
+        if (!Number.isInteger(asked) || asked < 1 || asked > 60)
           throw invalid(
             "1 validation error detected: Value at 'maxResults' failed to satisfy constraint: Member must have value between 1 and 60",
           );
+        const max = Math.min(asked, this.maxPageSize);
         const start = input.NextToken === undefined ? 0 : decodeToken(String(input.NextToken));
         if (start === undefined) throw invalid("Invalid pagination token");
         const all = [...pool.clients.values()];
@@ -425,7 +440,7 @@ export class CognitoFake {
       );
     const hasSecret = input.GenerateSecret === true;
     const fields = this.settable(pool, input, hasSecret);
-    const now = Date.now() / 1000;
+    const now = this.clock.now() / 1000;
     const client: FakeUserPoolClient = {
       UserPoolId: pool.Id,
       ClientId: randomId(26),
@@ -451,7 +466,7 @@ export class CognitoFake {
       ClientName: name,
       ...(old.ClientSecret !== undefined ? { ClientSecret: old.ClientSecret } : {}),
       CreationDate: old.CreationDate,
-      LastModifiedDate: Date.now() / 1000,
+      LastModifiedDate: this.clock.now() / 1000,
       ...fields,
     };
     pool.clients.set(client.ClientId, client);
@@ -509,7 +524,7 @@ export class CognitoFake {
     const requested = form.get("scope");
     const scopes = requested === null ? allowed : requested.split(" ").filter(Boolean);
     if (scopes.length === 0 || scopes.some((s) => !allowed.includes(s))) return fail("invalid_scope");
-    const now = Math.floor(Date.now() / 1000);
+    const now = Math.floor(this.clock.now() / 1000);
     const token = this.sign({
       sub: client.ClientId,
       token_use: "access",
@@ -539,6 +554,6 @@ export class CognitoFake {
     const expected = createHmac("sha256", this.signingKey).update(`${h}.${p}`).digest("base64url");
     if (expected !== s) return undefined;
     const claims = JSON.parse(Buffer.from(p, "base64url").toString("utf8")) as Record<string, unknown>;
-    return typeof claims.exp === "number" && claims.exp > Date.now() / 1000 ? claims : undefined;
+    return typeof claims.exp === "number" && claims.exp > this.clock.now() / 1000 ? claims : undefined;
   }
 }

@@ -8,6 +8,8 @@
  * and neither does the fake.
  */
 
+import { type FakeClock, systemClock } from "../clock.js";
+
 /** Which fake an operation belongs to. */
 export type FakeService = "apigateway" | "cognito";
 
@@ -62,20 +64,20 @@ export class TokenBucket {
   /**
    * @param ratePerS steady rate in requests per second
    * @param capacity burst size (tokens available at once)
-   * @param now the clock, ms (injectable: a test advances it instead of waiting) @default performance.now
+   * @param clock the refill's clock (injectable: a test advances a `ManualClock` instead of waiting) @default systemClock
    */
   constructor(
     readonly ratePerS: number,
     readonly capacity: number,
-    private readonly now: () => number = () => performance.now(),
+    private readonly clock: Pick<FakeClock, "now"> = systemClock,
   ) {
     this.tokens = capacity;
-    this.last = now();
+    this.last = clock.now();
   }
 
   /** Takes one token; returns 0 when granted, or the seconds until a token will be available. */
   take(): number {
-    const now = this.now();
+    const now = this.clock.now();
     this.tokens = Math.min(this.capacity, this.tokens + ((now - this.last) / 1000) * this.ratePerS);
     this.last = now;
     if (this.tokens >= 1) {
@@ -98,17 +100,17 @@ export class SlidingWindow {
   /**
    * @param limit requests per window
    * @param windowMs window length in milliseconds
-   * @param now the clock, ms (injectable: a test advances it instead of waiting) @default performance.now
+   * @param clock the window's clock (injectable: a test advances a `ManualClock` instead of waiting) @default systemClock
    */
   constructor(
     readonly limit: number,
     readonly windowMs = 1000,
-    private readonly now: () => number = () => performance.now(),
+    private readonly clock: Pick<FakeClock, "now"> = systemClock,
   ) {}
 
   /** Takes one slot; returns 0 when granted, or the seconds until one frees up. */
   take(): number {
-    const now = this.now();
+    const now = this.clock.now();
     while (this.accepted.length > 0 && this.accepted[0]! < now - this.windowMs) this.accepted.shift();
     if (this.accepted.length < this.limit) {
       this.accepted.push(now);
@@ -324,11 +326,6 @@ export function decodeToken(token: string): number | undefined {
   }
 }
 
-/** Sleeps `ms` milliseconds. */
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 /** Minimal response surface {@link applyAndAnswer} needs. */
 interface Answerable {
   destroyed: boolean;
@@ -336,7 +333,7 @@ interface Answerable {
 }
 
 /**
- * Applies a request as `directive` says — after its delay, then answering,
+ * Applies a request as `directive` says — after its delay on `clock`, then answering,
  * failing with a 5xx, or closing the connection unanswered — and returns
  * nothing once answered. Validation errors thrown by `apply` propagate (the
  * caller answers them; to a client that left, nothing is written).
@@ -346,8 +343,9 @@ export async function applyAndAnswer<T>(
   res: Answerable,
   apply: () => T,
   answer: (result: T) => void,
+  clock: FakeClock,
 ): Promise<void> {
-  if (directive.applyDelayMs > 0) await sleep(directive.applyDelayMs);
+  if (directive.applyDelayMs > 0) await clock.sleep(directive.applyDelayMs);
   let result: T;
   try {
     result = apply();

@@ -21,6 +21,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { startFakeServer } from "@credhook/provider-testkit";
+import { type FakeClock, systemClock } from "../clock.js";
 import { ApiGatewayFake, type ApiGatewayFakeOptions } from "./api-gateway.js";
 import { CognitoFake, type CognitoFakeOptions } from "./cognito.js";
 import {
@@ -28,7 +29,6 @@ import {
   AwsFakeError,
   FaultInjector,
   randomId,
-  sleep,
   type FakeService,
   type FakeStats,
   type OperationHook,
@@ -58,10 +58,15 @@ export interface AwsFakeOptions {
   region?: string;
   /** Enforce the documented throttling quotas of both services. @default true */
   enforceQuotas?: boolean;
+  /**
+   * The clock of both services' quotas, injected latency, late applies, timestamps and expiries
+   * (STS credentials, Cognito tokens): a `ManualClock` in a test that waits for them. @default systemClock
+   */
+  clock?: FakeClock;
   /** Extra API Gateway knobs. */
-  apiGateway?: Omit<ApiGatewayFakeOptions, "region" | "enforceQuotas">;
+  apiGateway?: Omit<ApiGatewayFakeOptions, "region" | "enforceQuotas" | "clock">;
   /** Extra Cognito knobs. */
-  cognito?: Omit<CognitoFakeOptions, "region" | "enforceQuotas">;
+  cognito?: Omit<CognitoFakeOptions, "region" | "enforceQuotas" | "clock">;
 }
 
 /** A running AWS fake. */
@@ -135,26 +140,29 @@ function writeError(res: ServerResponse, service: FakeService | "token", err: Aw
 /** Starts the AWS fake on 127.0.0.1, port 0. */
 export async function startAwsFake(options: AwsFakeOptions = {}): Promise<AwsFake> {
   const region = options.region ?? "us-east-1";
+  const clock = options.clock ?? systemClock;
   const faults = new FaultInjector();
   const apiGateway = new ApiGatewayFake(faults, {
     ...options.apiGateway,
+    clock,
     region,
     ...(options.enforceQuotas !== undefined ? { enforceQuotas: options.enforceQuotas } : {}),
   });
   const cognito = new CognitoFake(faults, {
     ...options.cognito,
+    clock,
     region,
     ...(options.enforceQuotas !== undefined ? { enforceQuotas: options.enforceQuotas } : {}),
   });
 
-  const sts = new StsFake();
+  const sts = new StsFake(clock);
   const log: Array<{ service: FakeService | "sts"; operation: string; accessKeyId: string }> = [];
   const hook =
     (service: FakeService, accessKeyId = ""): OperationHook =>
     async (operation, iam) => {
       if (accessKeyId) log.push({ service, operation, accessKeyId });
       const { delayMs, fault } = faults.take(service, operation);
-      if (delayMs > 0) await sleep(delayMs);
+      if (delayMs > 0) await clock.sleep(delayMs);
       if (!fault) return;
       if (fault.kind === "throttle") {
         faults.countThrottled(operation);
@@ -222,7 +230,7 @@ export async function startAwsFake(options: AwsFakeOptions = {}): Promise<AwsFak
     let nativeId: string;
     let snapshot: () => string;
     if (credentialType === "API_KEY") {
-      const now = Math.floor(Date.now() / 1000);
+      const now = Math.floor(clock.now() / 1000);
       nativeId = randomId(10);
       apiGateway.keys.set(nativeId, {
         id: nativeId,
@@ -239,7 +247,7 @@ export async function startAwsFake(options: AwsFakeOptions = {}): Promise<AwsFak
     } else {
       const pool = o.userPoolId ? cognito.pools.get(o.userPoolId) : [...cognito.pools.values()][0];
       if (!pool) throw new Error("createForeign: no user pool");
-      const now = Date.now() / 1000;
+      const now = clock.now() / 1000;
       nativeId = randomId(26);
       pool.clients.set(nativeId, {
         UserPoolId: pool.Id,

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { ServerResponse } from "node:http";
+import { type FakeClock, systemClock } from "../clock.js";
 import { AwsFakeError, randomId } from "./faults.js";
 
 /** One AssumeRole call the fake answered. */
@@ -25,6 +26,9 @@ export class StsFake {
   readonly assumed: FakeAssumedRole[] = [];
   /** Role ARN → the ExternalId its trust policy requires (undefined: none). */
   readonly roles = new Map<string, string | undefined>();
+
+  /** @param clock the clock of the credentials' `Expiration` (an hour after the call) @default systemClock */
+  constructor(private readonly clock: FakeClock = systemClock) {}
 
   /** Makes `roleArn` assumable, optionally only with `externalId`. */
   addRole(roleArn: string, externalId?: string): void {
@@ -54,7 +58,7 @@ export class StsFake {
       callerAccessKeyId,
       accessKeyId,
     });
-    const expiration = new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, "Z");
+    const expiration = new Date(this.clock.now() + 3600_000).toISOString().replace(/\.\d+Z$/, "Z");
     res.writeHead(200, { "content-type": "text/xml" });
     res.end(
       `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult>` +

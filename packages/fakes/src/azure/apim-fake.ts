@@ -39,6 +39,7 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { sendJson, startFakeServer, type FakeServer } from "@credhook/provider-testkit";
+import { type FakeClock, systemClock } from "../clock.js";
 
 /** Token-bucket parameters of one ARM throttling class. */
 export interface BucketOptions {
@@ -69,6 +70,11 @@ export interface ApimFakeOptions {
   rejectDuplicateKeys?: boolean;
   /** Items per list page before a `nextLink`. @default 100 */
   pageSize?: number;
+  /**
+   * The clock of the throttling buckets' refill, latency, held requests (`delayMs`) and `createdDate`:
+   * a `ManualClock` in a test that waits for them. @default systemClock
+   */
+  clock?: FakeClock;
 }
 
 /** A subscription as the fake holds it (keys included: test inspection only). */
@@ -304,6 +310,7 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
         };
   let rejectDuplicateKeys = options.rejectDuplicateKeys ?? false;
   let latencyMs = 0;
+  const clock = options.clock ?? systemClock;
   const faults: Array<FaultSpec & { left: number }> = [];
   const buckets = new Map<string, Bucket>();
   const requests: FakeRequestRecord[] = [];
@@ -340,7 +347,7 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     if (!throttleCfg) return { ok: true, remaining: 1e9 };
     const cfg = throttleCfg[kind];
     const key = `${kind}|${principal}`;
-    const now = Date.now();
+    const now = clock.now();
     const b = buckets.get(key) ?? { tokens: cfg.capacity, at: now };
     b.tokens = Math.min(cfg.capacity, b.tokens + ((now - b.at) / 1000) * cfg.refillPerSecond);
     b.at = now;
@@ -597,7 +604,7 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
         secondaryKey: secondaryKey ?? generatedKey(),
         etag: newEtag(),
         allowTracing: p.allowTracing === true,
-        createdDate: existing?.createdDate ?? new Date().toISOString(),
+        createdDate: existing?.createdDate ?? new Date(clock.now()).toISOString(),
       };
       subscriptions.set(key, sub);
       const status = existing ? 200 : 201;
@@ -802,7 +809,7 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     rawBodies.set(req, Buffer.concat(chunks).toString("utf8"));
-    if (latencyMs > 0) await new Promise((r) => setTimeout(r, latencyMs));
+    if (latencyMs > 0) await clock.sleep(latencyMs);
     const auth = req.headers.authorization;
     const fault =
       typeof auth === "string"
@@ -816,7 +823,7 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
     if (!fault) return serve(req, res, url, rec);
     fault.left -= 1;
     if (fault.left <= 0) faults.splice(faults.indexOf(fault), 1);
-    if (fault.delayMs) await new Promise((r) => setTimeout(r, fault.delayMs));
+    if (fault.delayMs) await clock.sleep(fault.delayMs);
     if (fault.status === undefined) return serve(req, res, url, rec);
     if (fault.afterApply) {
       await serve(req, sinkResponse(), url, rec);
@@ -1005,7 +1012,7 @@ export async function startApimFake(options: ApimFakeOptions = {}): Promise<Apim
           `addForeignSubscription: ${(err as HttpError).details?.[0]?.message ?? (err as Error).message}`,
         );
       }
-      const now = new Date().toISOString();
+      const now = new Date(clock.now()).toISOString();
       const sub: FakeSubscription = {
         sid,
         scope: scope.short,

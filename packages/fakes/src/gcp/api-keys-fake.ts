@@ -58,6 +58,7 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { readJsonBody, sendJson, startFakeServer, type FakeServer } from "@credhook/provider-testkit";
+import { type FakeClock, systemClock } from "../clock.js";
 
 /** An API target of a key's restrictions (REST JSON shape). */
 export interface FakeApiTarget {
@@ -144,6 +145,14 @@ export interface ApiKeysFakeOptions {
   writesPerMinute?: number;
   /** Polls answered `done: false` before an operation finishes. @default 1 */
   pollsUntilDone?: number;
+  /**
+   * The clock of the per-minute quotas' window, latency, delayed operations (`delayOperations`) and
+   * the keys' `createTime`/`updateTime`/`deleteTime`: a `ManualClock` in a test that waits for them.
+   * @default systemClock
+   */
+  clock?: FakeClock;
+  /** Test control: at most this many keys per ListKeys page whatever `pageSize` asks (to exercise `pageToken` paging with few keys). */
+  maxPageSize?: number;
 }
 
 /** Control API of a running fake (JS methods, not HTTP). */
@@ -338,12 +347,15 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
   let hold = false;
   let applyDelayMs = 0;
   let keyStringInCreateResult = true;
+  const clock = options.clock ?? systemClock;
+  const timestamp = () => new Date(clock.now()).toISOString();
 
   const keys = new Map<string, FakeKey>();
   /** keyIds of creates accepted but not applied yet (delayOperations). */
   const reserved = new Set<string>();
   const operations = new Map<string, FakeOperation>();
-  const timers = new Set<NodeJS.Timeout>();
+  /** Aborts the delayed applies not landed yet (reset, close). */
+  let delayed = new AbortController();
   let faults: Array<FakeFault & { left: number; seen: number }> = [];
   let latency: { ms: number; filter?: FakeRequestFilter | undefined } = { ms: 0 };
   let readTimes: number[] = [];
@@ -376,7 +388,7 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
   }
 
   function countQuota(kind: "read" | "write"): void {
-    const now = Date.now();
+    const now = clock.now();
     const limit = kind === "read" ? readsPerMinute : writesPerMinute;
     const times = (kind === "read" ? readTimes : writeTimes).filter((t) => now - t < 60_000);
     if (kind === "read") readTimes = times;
@@ -444,11 +456,7 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
       }
     };
     if (applyDelayMs > 0) {
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        run();
-      }, applyDelayMs);
-      timers.add(timer);
+      clock.sleep(applyDelayMs, delayed.signal).then(run, () => {}); // rejected only when reset or closed: dropped
     } else {
       run();
     }
@@ -460,12 +468,12 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
   }
 
   function touch(key: FakeKey): void {
-    key.updateTime = new Date().toISOString();
+    key.updateTime = timestamp();
     key.etag = etagOf(key);
   }
 
   function makeKey(keyId: string, body: Record<string, unknown>): FakeKey {
-    const now = new Date().toISOString();
+    const now = timestamp();
     const partial: Omit<FakeKey, "etag"> = {
       name: `projects/${projectNumber}/locations/global/keys/${keyId}`,
       keyId,
@@ -552,7 +560,7 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
             countQuota("read");
             const showDeleted = url.searchParams.get("showDeleted") === "true";
             const requested = Number(url.searchParams.get("pageSize") ?? "0");
-            const pageSize = requested > 0 ? Math.min(requested, 300) : 300;
+            const pageSize = Math.min(requested > 0 ? Math.min(requested, 300) : 300, options.maxPageSize ?? 300);
             const token = url.searchParams.get("pageToken");
             const start = token ? Number(Buffer.from(token, "base64url").toString("utf8")) : 0;
             if (!Number.isInteger(start) || start < 0)
@@ -664,7 +672,7 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
             return [
               200,
               accept(() => {
-                key.deleteTime = new Date().toISOString();
+                key.deleteTime = timestamp();
                 touch(key);
                 return operationResult(key);
               }),
@@ -717,7 +725,7 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
     const record: FakeRequestRecord = { rpc, method: req.method ?? "GET", url: url.pathname + url.search, status: 0 };
     log.push(record);
     try {
-      if (latency.ms > 0 && matches(latency.filter, rpc)) await new Promise((r) => setTimeout(r, latency.ms));
+      if (latency.ms > 0 && matches(latency.filter, rpc)) await clock.sleep(latency.ms);
       const auth = req.headers.authorization ?? "";
       const token = auth.startsWith("Bearer ") ? auth.slice(7).trim() : "";
       if (!token || (options.token !== undefined && token !== options.token)) {
@@ -755,8 +763,8 @@ export async function startApiKeysFake(options: ApiKeysFakeOptions = {}): Promis
   const server: FakeServer = await startFakeServer(handle);
 
   function clearTimers(): void {
-    for (const t of timers) clearTimeout(t);
-    timers.clear();
+    delayed.abort();
+    delayed = new AbortController();
   }
 
   const control: ApiKeysFakeControl = {

@@ -32,6 +32,7 @@ import {
   page,
   startJsonFake,
 } from "../shared/json-fake.js";
+import { type FakeClock, systemClock } from "../clock.js";
 
 /** Options of {@link startKongFake}. */
 export interface KongFakeOptions {
@@ -47,6 +48,8 @@ export interface KongFakeOptions {
   throttle?: { requests: number; windowMs: number };
   /** Test control: at most this many items per page whatever `size` asks (to exercise `offset` paging with few entities). */
   maxPageSize?: number;
+  /** The clock of the rate limit's window, latency, held requests and `created_at`/`updated_at`: a `ManualClock` in a test that waits for them. @default systemClock */
+  clock?: FakeClock;
 }
 
 /** A consumer as the fake holds it. */
@@ -112,7 +115,6 @@ type Entity = { id: string; tags: string[] | null };
 const TAG = /^[!-+\-.0-~\u0080-\uffff]+$/;
 const RATE_FIELDS = ["second", "minute", "hour", "day", "month", "year"] as const;
 
-const now = () => Math.floor(Date.now() / 1000);
 const notFound = (): JsonFakeAnswer => ({ status: 404, body: { message: "Not found" } });
 const schemaViolation = (fields: Record<string, unknown>, text: string): JsonFakeAnswer => ({
   status: 400,
@@ -140,6 +142,9 @@ export async function startKongFake(options: KongFakeOptions = {}): Promise<Kong
   const acls = new Map<string, KongAcl>();
   const plugins = new Map<string, KongPlugin>();
   const window: number[] = [];
+  const clock = options.clock ?? systemClock;
+  /** Kong's timestamps: seconds since the epoch. */
+  const now = () => Math.floor(clock.now() / 1000);
 
   const consumerOf = (idOrName: string) =>
     consumers.get(idOrName) ?? [...consumers.values()].find((c) => c.username === idOrName);
@@ -346,7 +351,7 @@ export async function startKongFake(options: KongFakeOptions = {}): Promise<Kong
       return { status: 403, body: { message: `you do not have permissions to ${action} this resource` } };
     }
     if (options.throttle) {
-      const t = Date.now();
+      const t = clock.now();
       while (window.length > 0 && window[0]! <= t - options.throttle.windowMs) window.shift();
       if (window.length >= options.throttle.requests) {
         const retryAfterS = Math.max(1, Math.ceil((window[0]! + options.throttle.windowMs - t) / 1000));
@@ -438,6 +443,7 @@ export async function startKongFake(options: KongFakeOptions = {}): Promise<Kong
 
   const control = await startJsonFake({
     basePath: options.basePath ?? "",
+    clock,
     handle,
     faultBody: (status) =>
       status === 429

@@ -8,6 +8,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { sendJson, startFakeServer } from "@credhook/provider-testkit";
+import { type FakeClock, systemClock } from "../clock.js";
 
 /** One request as a fake's handler sees it (body parsed as JSON). */
 export interface JsonFakeRequest {
@@ -89,11 +90,14 @@ export interface JsonFakeHandlers {
   handle(req: JsonFakeRequest): JsonFakeAnswer | Promise<JsonFakeAnswer>;
   /** The body of an injected fault, in the gateway's error shape. */
   faultBody(status: number, req: JsonFakeRequest): unknown;
+  /** The clock latency and held requests (`delayMs`) wait on. @default systemClock */
+  clock?: FakeClock;
 }
 
 /** Starts a JSON fake on 127.0.0.1, port 0. */
 export async function startJsonFake(handlers: JsonFakeHandlers): Promise<JsonFakeControl> {
   const basePath = handlers.basePath ?? "";
+  const clock = handlers.clock ?? systemClock;
   const requests: JsonFakeRecord[] = [];
   const faults: Array<JsonFakeFault & { left: number }> = [];
   let latencyMs = 0;
@@ -118,7 +122,7 @@ export async function startJsonFake(handlers: JsonFakeHandlers): Promise<JsonFak
       return sendJson(res, 400, { message: "Cannot parse JSON body" });
     }
     const request: JsonFakeRequest = { method, path, query: url.searchParams, headers: req.headers, body };
-    if (latencyMs > 0) await new Promise((r) => setTimeout(r, latencyMs));
+    if (latencyMs > 0) await clock.sleep(latencyMs);
     const fault = faults.find(
       (f) =>
         f.left > 0 &&
@@ -128,7 +132,7 @@ export async function startJsonFake(handlers: JsonFakeHandlers): Promise<JsonFak
     if (fault) {
       fault.left -= 1;
       if (fault.left <= 0) faults.splice(faults.indexOf(fault), 1);
-      if (fault.delayMs) await new Promise((r) => setTimeout(r, fault.delayMs));
+      if (fault.delayMs) await clock.sleep(fault.delayMs);
     }
     if (!fault || fault.status === undefined || fault.afterApply) {
       const answer = await handlers.handle(request);

@@ -21,6 +21,7 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import { drainHttpServer } from "@credhook/core";
 import type { Logger, ProviderStateStore } from "@credhook/core/provider";
 import type { LocalProvider } from "../index.js";
 import type { EmbeddedGatewayConfig } from "./config.js";
@@ -348,12 +349,6 @@ export class EmbeddedGateway {
     const server = this.server;
     if (!server) return;
     this.server = undefined;
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeIdleConnections();
-    const sweeper = setInterval(() => server.closeIdleConnections(), 50);
-    const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
-    await closed;
-    clearInterval(sweeper);
-    clearTimeout(timer);
+    await drainHttpServer(server, timeoutMs);
   }
 }
