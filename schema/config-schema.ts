@@ -11,13 +11,9 @@
  * (`${VAR}`, `${VAR:-default}`, `${file:PATH}`) is accepted too, since credhook
  * replaces it before it checks the value.
  */
-import {
-  BUILTIN_PROVIDERS,
-  BUILTIN_STORES,
-  configSchema,
-  type ProviderFactory,
-  type StoreFactory,
-} from "../packages/core/src/index.js";
+import { BUILTIN_PROVIDERS, BUILTIN_STORES, configSchema } from "../packages/core/src/index.js";
+import type { ProviderFactory } from "../packages/core/src/entry/provider.js";
+import type { StoreFactory } from "../packages/core/src/entry/store.js";
 import { embeddedGatewaySchema } from "../packages/provider-local/src/gateway/index.js";
 import { importProviderModule } from "../packages/server/src/index.js";
 

@@ -5,7 +5,8 @@
  * Lambda bundle (scripts/lambda-bundle.mjs) registers with `addPrecompiledValidators` so that its
  * cold start compiles no schema.
  */
-import type { ProviderFactory, StoreFactory } from "../packages/core/src/index.js";
+import type { ProviderFactory } from "../packages/core/src/entry/provider.js";
+import type { StoreFactory } from "../packages/core/src/entry/store.js";
 import { importProviderModule } from "../packages/server/src/index.js";
 import { OPTIONS_COMPILE_SETS, type PrecompiledModule, precompileSchema } from "./validators.js";
 

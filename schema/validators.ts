@@ -10,16 +10,8 @@
  */
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
-import {
-  type CompileOptions,
-  CONTRACT_REQUESTS,
-  configSchema,
-  contractDefs,
-  contractSchemaId,
-  createAjv,
-  META_SCHEMA_ID,
-  precompiledKey,
-} from "../packages/core/src/index.js";
+import { type CompileOptions, configSchema, createAjv, precompiledKey } from "../packages/core/src/index.js";
+import { CONTRACT_REQUESTS, contractDefs, contractSchemaId, META_SCHEMA_ID } from "../packages/core/src/validation.js";
 
 /** ajv's standalone code generator, the one of core's own ajv (a dependency of core, not of the root). */
 const standaloneCode = createRequire(fileURLToPath(new URL("../packages/core/package.json", import.meta.url)))(

@@ -29,7 +29,8 @@ const journal = mode === "journal" ? await openJournal(process.argv[4]) : undefi
 
 async function openJournal(dir) {
   const { openSqliteStore } = await import("../packages/store-sqlite/src/index.ts");
-  const { appKeyOf, newRecordId } = await import("../packages/core/src/index.ts");
+  const { appKeyOf } = await import("../packages/core/src/entry/store.ts");
+  const { newRecordId } = await import("../packages/core/src/store.ts");
   const store = await openSqliteStore({ path: `${dir}/journal.db` });
   const now = () => new Date().toISOString();
   const record = (body) => {

@@ -1,4 +1,4 @@
-import { defineProvider, type OptionsOf } from "@credhook/core";
+import { defineProvider, type OptionsOf } from "@credhook/core/provider";
 // your Provider class: create, update, revoke, findByCredential, listOwned, health (the rules below)
 import { MyCloudProvider } from "./provider.js";
 

@@ -4,7 +4,8 @@
  * UpstreamError until you write it with your cloud's SDK (then give it its real return type). A complete provider to start from is
  * packages/provider-testkit/examples/minimal-provider.ts.
  */
-import { UpstreamError, type Provider, type ProviderContext } from "@credhook/core";
+import { UpstreamError } from "@credhook/core/errors";
+import type { Provider, ProviderContext } from "@credhook/core/provider";
 
 /** The provider of one `mycloud` gateway. */
 export class MyCloudProvider implements Provider {

@@ -1,6 +1,8 @@
 // packages/provider-<cloud>/test/conformance.test.ts
 import { it } from "vitest";
-import { memoryStateStore, silentLogger, type CredentialType } from "@credhook/core";
+import { silentLogger } from "@credhook/core";
+import type { CredentialType } from "@credhook/core/provider";
+import { memoryStateStore } from "@credhook/core/provider-kit";
 import { providerConformance } from "@credhook/provider-testkit";
 import factory from "../src/index.js";
 

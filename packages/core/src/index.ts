@@ -1,19 +1,83 @@
-/** @credhook/core: the contract, error model, provider/store interfaces, routing and orchestration. */
-export * from "./errors.js";
-export * from "./contract.js";
-export * from "./provider.js";
-export * from "./logger.js";
-export * from "./validation.js";
-export * from "./config.js";
-export * from "./routing.js";
-export * from "./registry.js";
-export * from "./store.js";
-export * from "./secrets.js";
-export * from "./keyed-lock.js";
-export * from "./fence.js";
-export * from "./availability.js";
-export * from "./orchestrator.js";
-export * from "./shared-pool.js";
-export * from "./memory-state.js";
-export * from "./drain.js";
-export * from "./provider-kit/index.js";
+/**
+ * `@credhook/core`: what a host (the server, the CLI, the Lambda bundle) builds on — the
+ * contract's types and validators, the config's schema, the provider and store registry,
+ * routing, the orchestrator and the logger interface. Named exports only; every name here is
+ * in the table of packages/core/README.md ("Public surface"), and
+ * `packages/server/test/exports.test.ts` fails when the runtime names change unnoticed.
+ *
+ * The other entry points: `@credhook/core/errors` (typed errors), `/provider` (the provider
+ * interface and `defineProvider`), `/provider-kit` (helpers for provider authors), `/store`
+ * (the credential-store interface and what store packages share). Anything else in `src/`
+ * is internal to core.
+ */
+export type {
+  Action,
+  ApiChange,
+  ApiRef,
+  CreateCredentialsRequest,
+  CreateCredentialsResponse,
+  CredentialType,
+  CustomCredentials,
+  ErrorResponse,
+  RevokeCredentialsRequest,
+  UpdateCredentialsRequest,
+  UsagePlanChange,
+  UsagePlanRef,
+} from "./contract.js";
+export { errorResponse } from "./contract.js";
+export type {
+  AuthUser,
+  CredhookConfig,
+  GatewayConfig,
+  ReconcileConfig,
+  ServerConfig,
+  StoreConfig,
+} from "./config.js";
+export { configSchema, formatConfigErrors, validateConfig } from "./config.js";
+export type { CompileOptions, ContractValidator } from "./validation.js";
+export {
+  addPrecompiledValidators,
+  compileContractValidator,
+  compileSchema,
+  createAjv,
+  formatAjvErrors,
+  openApiDocument,
+  precompiledKey,
+} from "./validation.js";
+export type {
+  ConfiguredExtension,
+  Gateway,
+  LoadGatewaysOptions,
+  LoadStoreOptions,
+} from "./registry.js";
+export {
+  BUILTIN_EXTENSIONS,
+  BUILTIN_PROVIDERS,
+  BUILTIN_STORES,
+  loadExtensions,
+  loadGateways,
+  loadStore,
+} from "./registry.js";
+/** The extension interface (also `@credhook/core/provider`'s), for a host that starts and asks extensions. */
+export type { ExtensionCheckContext, ExtensionContext, ProviderExtension, RunningExtension } from "./provider.js";
+export { MASKED_OPTION, maskSecretOptions } from "./provider-kit/secret-options.js";
+export { drainHttpServer } from "./drain.js";
+export type { RouteRule, Router } from "./routing.js";
+export { createRouter } from "./routing.js";
+export type { Logger } from "./logger.js";
+export { silentLogger } from "./logger.js";
+export { Orchestrator } from "./orchestrator.js";
+export type { CircuitBreakerOptions } from "./orchestration/circuits.js";
+export type {
+  AbandonedCleanup,
+  AdoptionRequest,
+  AdoptionResult,
+  CreateOutcome,
+  OperationOutcome,
+  OrchestratorOptions,
+  ReconcileEntry,
+  ReconcileLoopResult,
+  ReconcileOptions,
+  ReconcileReport,
+  SweepResult,
+} from "./orchestration/types.js";

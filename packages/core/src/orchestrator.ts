@@ -41,12 +41,6 @@ import type {
 } from "./orchestration/types.js";
 import { updateKnown } from "./orchestration/update.js";
 
-export * from "./orchestration/types.js";
-export { appKeyOf, applyChanges, changesBetween, changesForReplay, groupByGateway } from "./orchestration/api-sets.js";
-export { planCreate, planUpdate, type CreatePlan, type UpdatePlan } from "./orchestration/plan.js";
-export type { GatewayTopology } from "./orchestration/context.js";
-export { isGatewayDown, type CircuitBreakerOptions } from "./orchestration/circuits.js";
-
 /**
  * Runs create / update / revoke / health / reconcile / adopt for the server
  * and the CLI. One instance per process. Requests for the same app are

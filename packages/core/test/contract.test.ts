@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { compileContractValidator, openApiDocument, ValidationError } from "../src/index.js";
+import { compileContractValidator, openApiDocument } from "../src/index.js";
+import { ValidationError } from "../src/entry/errors.js";
 
 describe("the OpenAPI document", () => {
   const doc = openApiDocument() as {

@@ -3,13 +3,13 @@ import { describe, expect, expectTypeOf, it } from "vitest";
 import {
   applyOptionDefaults,
   defineProvider,
-  memoryStateStore,
-  silentLogger,
   type OptionsOf,
   type Provider,
   type ProviderContext,
   type ResolvedOptionsOf,
-} from "../src/index.js";
+} from "../src/entry/provider.js";
+import { memoryStateStore } from "../src/entry/provider-kit.js";
+import { silentLogger } from "../src/index.js";
 
 const schema = {
   type: "object",

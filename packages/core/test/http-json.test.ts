@@ -9,7 +9,7 @@ import {
   JsonApiClient,
   SlidingWindowLimiter,
   httpJson,
-} from "../src/index.js";
+} from "../src/entry/provider-kit.js";
 
 let server: Server | undefined;
 afterEach(async () => {

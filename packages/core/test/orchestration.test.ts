@@ -1,13 +1,7 @@
 import { describe, expect, it } from "vitest";
-import {
-  applyChanges,
-  appKeyOf,
-  groupByGateway,
-  KeyedLock,
-  randomBase62,
-  hashSecret,
-  verifySecretHash,
-} from "../src/index.js";
+import { applyChanges, groupByGateway } from "../src/orchestration/api-sets.js";
+import { appKeyOf, KeyedLock } from "../src/entry/store.js";
+import { randomBase62, hashSecret, verifySecretHash } from "../src/entry/provider-kit.js";
 
 describe("applyChanges", () => {
   const current = [
@@ -115,7 +109,7 @@ describe("helpers", () => {
 
 describe("SharedResourcePool", () => {
   it("shares one resource per key and stops it when its last user releases it", async () => {
-    const { SharedResourcePool } = await import("../src/index.js");
+    const { SharedResourcePool } = await import("../src/entry/provider-kit.js");
     const stopped: string[] = [];
     const pool = new SharedResourcePool<{ name: string }>(async (v) => void stopped.push(v.name));
     let made = 0;

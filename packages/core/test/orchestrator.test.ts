@@ -5,18 +5,12 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MemoryCredentialStore, ScriptedProvider } from "@credhook/provider-testkit";
-import {
-  createRouter,
-  InvalidReference,
-  Orchestrator,
-  planCreate,
-  planUpdate,
-  PolicyViolation,
-  Unroutable,
-  type CredentialRecord,
-  type GatewayTopology,
-  type ProviderCapabilities,
-} from "../src/index.js";
+import { createRouter, Orchestrator } from "../src/index.js";
+import { InvalidReference, PolicyViolation, Unroutable } from "../src/entry/errors.js";
+import { planCreate, planUpdate } from "../src/orchestration/plan.js";
+import type { CredentialRecord } from "../src/entry/store.js";
+import type { GatewayTopology } from "../src/orchestration/context.js";
+import type { ProviderCapabilities } from "../src/entry/provider.js";
 
 const base: ProviderCapabilities = { credentialTypes: ["API_KEY"], importsApiKeyValue: true, readsBackSecret: true };
 

@@ -6,7 +6,6 @@ import {
   gatewayError,
   gatewayMessage,
   GatewayErrors,
-  NotFound,
   parseRetryAfter,
   RateLimitQueueFull,
   redactSecrets,
@@ -14,11 +13,10 @@ import {
   retryAfterFromHeaders,
   settleAll,
   SlidingWindowLimiter,
-  Throttled,
   TokenBucketLimiter,
-  UpstreamUnavailable,
-  type RateSlots,
-} from "@credhook/core";
+} from "@credhook/core/provider-kit";
+import { NotFound, Throttled, UpstreamUnavailable } from "@credhook/core/errors";
+import type { RateSlots } from "@credhook/core/store";
 
 describe("parseRetryAfter (RFC 9110 §10.2.3)", () => {
   const now = Date.parse("2026-11-23T12:00:00Z");

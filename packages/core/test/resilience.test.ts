@@ -3,20 +3,18 @@
  * bounded outage log, and the fence checked before every cloud attempt.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { AvailabilityLog, runFenced } from "../src/entry/store.js";
 import {
-  AvailabilityLog,
   CircuitOpen,
   InvalidReference,
   LockLost,
-  runFenced,
   StoreUnavailable,
   Throttled,
-  TokenBucketLimiter,
   UpstreamUnavailable,
-  type Gateway,
-  type Logger,
-  type Provider,
-} from "../src/index.js";
+} from "../src/entry/errors.js";
+import { TokenBucketLimiter } from "../src/entry/provider-kit.js";
+import type { Gateway, Logger } from "../src/index.js";
+import type { Provider } from "../src/entry/provider.js";
 import { GatewayCircuits, isGatewayDown } from "../src/orchestration/circuits.js";
 
 /** A logger that keeps its lines. */

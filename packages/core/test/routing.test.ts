@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createRouter, Unroutable } from "../src/index.js";
+import { createRouter } from "../src/index.js";
+import { Unroutable } from "../src/entry/errors.js";
 
 describe("createRouter", () => {
   const router = createRouter([

@@ -4,16 +4,15 @@
 import { describe, expect, it } from "vitest";
 import {
   compileSchema,
-  defineProvider,
+  type CredhookConfig,
   loadGateways,
+  type Logger,
   MASKED_OPTION,
   maskSecretOptions,
-  memoryStateStore,
-  secretOptionValues,
-  type CredhookConfig,
-  type Logger,
-  type Provider,
 } from "../src/index.js";
+import { defineProvider, type Provider } from "../src/entry/provider.js";
+import { memoryStateStore } from "../src/entry/provider-kit.js";
+import { secretOptionValues } from "../src/provider-kit/secret-options.js";
 
 const schema = {
   $schema: "https://json-schema.org/draft/2020-12/schema",

@@ -1,6 +1,8 @@
 /** writeState: one atomic write where the provider-state store has one, else the changes one by one, in order. */
 import { expect, it } from "vitest";
-import { memoryStateStore, writeState, type ProviderStateStore } from "../src/index.js";
+import { memoryStateStore } from "../src/entry/provider-kit.js";
+import { writeState } from "../src/entry/provider.js";
+import type { ProviderStateStore } from "../src/entry/store.js";
 
 const changes = [
   { key: "key:old", delete: true as const },

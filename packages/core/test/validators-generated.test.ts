@@ -13,20 +13,17 @@ import {
   CONTRACT_VALIDATORS_FILE,
   META_SCHEMA_VALIDATOR_FILE,
 } from "../../../schema/validators.js";
+import { CONTRACT_REQUESTS, contractDefs, contractSchemaId } from "../src/validation.js";
 import {
-  CONTRACT_REQUESTS,
   compileContractValidator,
   compileSchema,
   configSchema,
-  contractDefs,
-  contractSchemaId,
   createAjv,
   formatAjvErrors,
   formatConfigErrors,
   validateConfig,
-  ValidationError,
-  ConfigError,
 } from "../src/index.js";
+import { ValidationError, ConfigError } from "../src/entry/errors.js";
 
 /** Request bodies with problems of every kind the schemas check, and good ones with unknown fields. */
 const BODIES: unknown[] = [

@@ -7,7 +7,7 @@
  * Errors are Google's `{"error":{"code","message","status"}}`
  * (https://cloud.google.com/apis/design/errors).
  */
-import { JsonApiClient, type RateLimiter } from "@credhook/core";
+import { JsonApiClient, type RateLimiter } from "@credhook/core/provider-kit";
 import { GoogleAuth, OAuth2Client } from "google-auth-library";
 
 /** How the provider authenticates (the `credentials` option). */

@@ -17,8 +17,8 @@ import {
   type OptionsOf,
   type ProviderContext,
   type ResolvedOptionsOf,
-  SlidingWindowLimiter,
-} from "@credhook/core";
+} from "@credhook/core/provider";
+import { SlidingWindowLimiter } from "@credhook/core/provider-kit";
 import { ApigeeClient } from "./client.js";
 import { ApigeeProvider } from "./provider.js";
 import { optionsSchema } from "./schema.js";
@@ -73,8 +73,6 @@ function buildApigeeProvider(options: ApigeeProviderOptionsWithDefaults, context
 const apigeeProviderFactory = defineProvider({ type: "apigee", optionsSchema, create: buildApigeeProvider });
 
 export default apigeeProviderFactory;
-export { ApigeeProvider, APIGEE_KEY_PATTERN } from "./provider.js";
+export { ApigeeProvider } from "./provider.js";
 export type { ResolvedApigeeOptions } from "./provider.js";
-export { ApigeeClient, authHeaders, APIGEE_PERMISSIONS, CLOUD_PLATFORM_SCOPE } from "./client.js";
-export type { ApigeeCredentials, ApigeeClientSettings } from "./client.js";
 export { optionsSchema } from "./schema.js";

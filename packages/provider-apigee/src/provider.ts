@@ -17,33 +17,37 @@
  */
 import {
   CachedHealthProbe,
-  Conflict,
-  type CredentialSearch,
-  type CredentialType,
-  type CredhookError,
   GatewayErrors,
-  type GatewayApi,
   HttpCallFailed,
-  InvalidReference,
-  isCredhookError,
-  type Logger,
-  NotFound,
-  type OwnedResource,
-  type Provider,
-  type ProviderCapabilities,
-  type ProviderCreateInput,
-  type ProviderCredential,
-  type ProviderCredentialRef,
-  type ProviderResources,
-  type ProviderUpdateInput,
-  type ProviderUpdateResult,
-  type RevokeOutcome,
-  type RotatedSecret,
-  UpstreamUnavailable,
-  ValidationError,
   generateApiKeyValue,
   randomBase62,
-} from "@credhook/core";
+} from "@credhook/core/provider-kit";
+import {
+  Conflict,
+  type CredhookError,
+  InvalidReference,
+  isCredhookError,
+  NotFound,
+  UpstreamUnavailable,
+  ValidationError,
+} from "@credhook/core/errors";
+import type {
+  CredentialSearch,
+  CredentialType,
+  GatewayApi,
+  Logger,
+  OwnedResource,
+  Provider,
+  ProviderCapabilities,
+  ProviderCreateInput,
+  ProviderCredential,
+  ProviderCredentialRef,
+  ProviderResources,
+  ProviderUpdateInput,
+  ProviderUpdateResult,
+  RevokeOutcome,
+  RotatedSecret,
+} from "@credhook/core/provider";
 import type { ApigeeClient } from "./client.js";
 
 /** Options after defaults, as the provider uses them. */

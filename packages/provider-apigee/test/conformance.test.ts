@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, it } from "vitest";
 import { providerConformance } from "@credhook/provider-testkit";
 import type { ApigeeFake } from "@credhook/fakes/apigee";
-import type { ProviderCredentialRef } from "@credhook/core";
+import type { ProviderCredentialRef } from "@credhook/core/provider";
 import type { ApigeeContext } from "./helpers.js";
 import { setup } from "./helpers.js";
 

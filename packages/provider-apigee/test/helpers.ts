@@ -3,7 +3,9 @@
 import { afterEach, beforeEach } from "vitest";
 import { compensateCreate, createApiKeyRef, freshPerTest } from "@credhook/provider-testkit";
 export { typedError } from "@credhook/provider-testkit";
-import { type CredentialType, type CredhookError, type GatewayApi, silentLogger } from "@credhook/core";
+import type { CredentialType, GatewayApi } from "@credhook/core/provider";
+import type { CredhookError } from "@credhook/core/errors";
+import { silentLogger } from "@credhook/core";
 import { startApigeeFake, type ApigeeFake, type ApigeeFakeOptions } from "@credhook/fakes/apigee";
 import { createApigeeProvider, type ApigeeProvider, type ApigeeProviderOptions } from "../src/index.js";
 

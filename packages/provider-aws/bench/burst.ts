@@ -16,7 +16,8 @@
  *   npx tsx --conditions=dev-source packages/provider-aws/bench/burst.ts [count=50]
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { silentLogger, type CredentialType, type GatewayApi } from "@credhook/core";
+import { silentLogger } from "@credhook/core";
+import type { CredentialType, GatewayApi } from "@credhook/core/provider";
 import { memoryStateStore } from "@credhook/provider-testkit";
 import awsProviderFactory from "../src/index.js";
 import { startAwsFake } from "@credhook/fakes/aws";

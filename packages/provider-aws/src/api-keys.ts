@@ -30,20 +30,19 @@ import {
   UpstreamError,
   ValidationError,
   type CredhookError,
-  type GatewayApi,
-  type OwnedResource,
-  type ProviderCreateInput,
-  type ProviderCredential,
-  type ProviderCredentialRef,
-  type ProviderUpdateInput,
-  type ProviderUpdateResult,
-  type RevokeOutcome,
-  gatewayError,
-  gatewayMessage,
-  rejectionsOf,
-  settleAll,
-} from "@credhook/core";
-import { awsErrorName, isAwsConflict, isAwsNotFound, mapAwsError, reportPartial } from "./errors.js";
+} from "@credhook/core/errors";
+import type {
+  GatewayApi,
+  OwnedResource,
+  ProviderCreateInput,
+  ProviderCredential,
+  ProviderCredentialRef,
+  ProviderUpdateInput,
+  ProviderUpdateResult,
+  RevokeOutcome,
+} from "@credhook/core/provider";
+import { gatewayError, gatewayMessage, rejectionsOf, settleAll } from "@credhook/core/provider-kit";
+import { awsErrorName, isAwsConflict, isAwsNotFound, toTypedError, reportPartial } from "./errors.js";
 import { apiKeyName, apiKeyTags, describeCredential, ownsApiKey, TAGS, tagValue } from "./naming.js";
 import { limitEveryAttempt, mayHaveLanded, retryOnlyUnapplied, sdkConfig, type Runtime } from "./runtime.js";
 import type { ApiKeyResources } from "./types.js";
@@ -126,7 +125,7 @@ export class ApiKeyIssuer {
         // Imported values: earlier attempts (timeouts, 5xx) were retried and may land later.
         const unknown = mayHaveLanded(err) || (imported && attemptsOf(err) > 1);
         throw reportPartial(
-          mapAwsError(err, `CreateApiKey "${name}"`, this.gw, [input.apiKeyValue]),
+          toTypedError(err, `CreateApiKey "${name}"`, this.gw, [input.apiKeyValue]),
           undefined,
           unknown,
         );
@@ -171,7 +170,7 @@ export class ApiKeyIssuer {
       }
     } catch (err) {
       // Whether the value is ours is unknown: core searches by the credential's mark.
-      throw reportPartial(mapAwsError(err, `GetApiKeys "${name}"`, this.gw, [value]), undefined, true);
+      throw reportPartial(toTypedError(err, `GetApiKeys "${name}"`, this.gw, [value]), undefined, true);
     }
     if (!own) {
       throw gatewayError(
@@ -197,7 +196,7 @@ export class ApiKeyIssuer {
       const page = await this.client
         .send(new GetApiKeysCommand({ nameQuery, includeValues, limit: 500, ...(position ? { position } : {}) }))
         .catch((err: unknown) => {
-          throw mapAwsError(err, `GetApiKeys "${nameQuery}"`, this.gw);
+          throw toTypedError(err, `GetApiKeys "${nameQuery}"`, this.gw);
         });
       yield* page.items ?? [];
       position = page.position;
@@ -239,7 +238,7 @@ export class ApiKeyIssuer {
           cause: err,
         });
       }
-      throw mapAwsError(err, `CreateUsagePlanKey ${where}`, this.gw);
+      throw toTypedError(err, `CreateUsagePlanKey ${where}`, this.gw);
     }
   }
 
@@ -249,7 +248,7 @@ export class ApiKeyIssuer {
       await this.client.send(new DeleteUsagePlanKeyCommand({ usagePlanId: planId, keyId }));
     } catch (err) {
       if (isAwsNotFound(err)) return;
-      throw mapAwsError(err, `DeleteUsagePlanKey usage plan ${planId}`, this.gw);
+      throw toTypedError(err, `DeleteUsagePlanKey usage plan ${planId}`, this.gw);
     }
   }
 
@@ -260,7 +259,7 @@ export class ApiKeyIssuer {
       return true;
     } catch (err) {
       if (isAwsNotFound(err)) return false;
-      throw mapAwsError(err, `GetUsagePlanKey usage plan ${planId}`, this.gw);
+      throw toTypedError(err, `GetUsagePlanKey usage plan ${planId}`, this.gw);
     }
   }
 
@@ -271,7 +270,7 @@ export class ApiKeyIssuer {
       return new Set((plan.apiStages ?? []).map((s) => `${s.apiId}:${s.stage}`));
     } catch (err) {
       if (isAwsNotFound(err)) return undefined;
-      throw mapAwsError(err, `GetUsagePlan ${planId}`, this.gw);
+      throw toTypedError(err, `GetUsagePlan ${planId}`, this.gw);
     }
   }
 
@@ -307,7 +306,7 @@ export class ApiKeyIssuer {
       return await this.client.send(new GetApiKeyCommand({ apiKey: keyId, includeValue }));
     } catch (err) {
       if (isAwsNotFound(err)) return undefined;
-      throw mapAwsError(err, `GetApiKey ${keyId}`, this.gw);
+      throw toTypedError(err, `GetApiKey ${keyId}`, this.gw);
     }
   }
 
@@ -403,7 +402,7 @@ export class ApiKeyIssuer {
       await this.client
         .send(new UpdateApiKeyCommand({ apiKey: keyId, patchOperations: patch }))
         .catch((err: unknown) => {
-          throw mapAwsError(err, `UpdateApiKey ${keyId} (rename)`, this.gw);
+          throw toTypedError(err, `UpdateApiKey ${keyId} (rename)`, this.gw);
         });
     }
     const appTag = tagValue(input.app.appName);
@@ -424,7 +423,7 @@ export class ApiKeyIssuer {
   private async tag(keyId: string, tags: Record<string, string>): Promise<void> {
     const arn = `arn:aws:apigateway:${this.rt.options.region}::/apikeys/${keyId}`;
     await this.client.send(new TagResourceCommand({ resourceArn: arn, tags })).catch((err: unknown) => {
-      throw mapAwsError(err, `TagResource ${keyId}`, this.gw);
+      throw toTypedError(err, `TagResource ${keyId}`, this.gw);
     });
   }
 
@@ -477,7 +476,7 @@ export class ApiKeyIssuer {
       }
     } catch (err) {
       if (isAwsNotFound(err)) return "gone";
-      throw mapAwsError(err, `${mode === "disable" ? "UpdateApiKey (disable)" : "DeleteApiKey"} ${keyId}`, this.gw);
+      throw toTypedError(err, `${mode === "disable" ? "UpdateApiKey (disable)" : "DeleteApiKey"} ${keyId}`, this.gw);
     }
     this.rt.logger.info({ keyId, mode }, "API key revoked");
     return "revoked";
@@ -564,7 +563,7 @@ export class ApiKeyIssuer {
   /** One cheap read: GetApiKeys limit=1. */
   async probe(): Promise<void> {
     await this.client.send(new GetApiKeysCommand({ limit: 1 })).catch((err: unknown) => {
-      throw mapAwsError(err, "GetApiKeys (health)", this.gw);
+      throw toTypedError(err, "GetApiKeys (health)", this.gw);
     });
   }
 

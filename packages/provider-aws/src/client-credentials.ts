@@ -22,25 +22,19 @@ import {
   type UpdateUserPoolClientCommandInput,
   type UserPoolClientType,
 } from "@aws-sdk/client-cognito-identity-provider";
-import {
-  Conflict,
-  InvalidReference,
-  KeyedLock,
-  NotFound,
-  UpstreamError,
-  ValidationError,
-  type GatewayApi,
-  type OwnedResource,
-  type ProviderCreateInput,
-  type ProviderCredential,
-  type ProviderCredentialRef,
-  type ProviderUpdateInput,
-  type ProviderUpdateResult,
-  type RevokeOutcome,
-  gatewayError,
-  gatewayMessage,
-} from "@credhook/core";
-import { awsErrorName, isAwsNotFound, mapAwsError, reportPartial } from "./errors.js";
+import { Conflict, InvalidReference, NotFound, UpstreamError, ValidationError } from "@credhook/core/errors";
+import { KeyedLock, gatewayError, gatewayMessage } from "@credhook/core/provider-kit";
+import type {
+  GatewayApi,
+  OwnedResource,
+  ProviderCreateInput,
+  ProviderCredential,
+  ProviderCredentialRef,
+  ProviderUpdateInput,
+  ProviderUpdateResult,
+  RevokeOutcome,
+} from "@credhook/core/provider";
+import { awsErrorName, isAwsNotFound, toTypedError, reportPartial } from "./errors.js";
 import { clientName, gatewayMark, markedClientName, ownsClient, parseClientMark } from "./naming.js";
 import { limitEveryAttempt, mayHaveLanded, retryOnlyUnapplied, sdkConfig, type Runtime } from "./runtime.js";
 import type { ClientResources } from "./types.js";
@@ -168,7 +162,7 @@ export class ClientCredentialsIssuer {
             { cause: err },
           );
         }
-        throw mapAwsError(err, `DescribeResourceServer ${this.rs}`, this.gw);
+        throw toTypedError(err, `DescribeResourceServer ${this.rs}`, this.gw);
       }
       const existing = server?.Scopes ?? [];
       const missing = names.filter((n) => !existing.some((s) => s.ScopeName === n));
@@ -207,7 +201,7 @@ export class ClientCredentialsIssuer {
               { cause: err },
             );
           }
-          throw mapAwsError(err, `UpdateResourceServer ${this.rs}`, this.gw);
+          throw toTypedError(err, `UpdateResourceServer ${this.rs}`, this.gw);
         });
       this.rt.logger.info({ resourceServer: this.rs, added: missing }, "scopes added to the resource server");
     });
@@ -245,7 +239,7 @@ export class ClientCredentialsIssuer {
             { cause: err },
           );
         }
-        throw mapAwsError(err, what, this.gw);
+        throw toTypedError(err, what, this.gw);
       }
     }
   }
@@ -315,7 +309,7 @@ export class ClientCredentialsIssuer {
           .then((r) => ({ client: r.UserPoolClient, scopes })),
       );
     } catch (err) {
-      throw reportPartial(mapAwsError(err, `CreateUserPoolClient "${name}"`, this.gw), undefined, unanswered);
+      throw reportPartial(toTypedError(err, `CreateUserPoolClient "${name}"`, this.gw), undefined, unanswered);
     }
     const c = created.client;
     if (!c?.ClientId || !c.ClientSecret) {
@@ -357,7 +351,7 @@ export class ClientCredentialsIssuer {
       return UserPoolClient;
     } catch (err) {
       if (isAwsNotFound(err)) return undefined;
-      throw mapAwsError(err, `DescribeUserPoolClient ${clientId}`, this.gw);
+      throw toTypedError(err, `DescribeUserPoolClient ${clientId}`, this.gw);
     }
   }
 
@@ -460,7 +454,7 @@ export class ClientCredentialsIssuer {
       await this.client.send(new DeleteUserPoolClientCommand({ UserPoolId: this.poolId, ClientId: ref.nativeId }));
     } catch (err) {
       if (isAwsNotFound(err)) return "gone";
-      throw mapAwsError(err, `DeleteUserPoolClient ${ref.nativeId}`, this.gw);
+      throw toTypedError(err, `DeleteUserPoolClient ${ref.nativeId}`, this.gw);
     }
     this.rt.logger.info({ clientId: ref.nativeId }, "Cognito app client deleted");
     return "revoked";
@@ -486,7 +480,7 @@ export class ClientCredentialsIssuer {
           }),
         )
         .catch((err: unknown) => {
-          throw mapAwsError(err, `ListUserPoolClients ${this.poolId}`, this.gw);
+          throw toTypedError(err, `ListUserPoolClients ${this.poolId}`, this.gw);
         });
       yield* page.UserPoolClients ?? [];
       next = page.NextToken;
@@ -575,7 +569,7 @@ export class ClientCredentialsIssuer {
           `resource server ${this.rs} or user pool ${this.poolId} does not exist`,
           { cause: err },
         );
-      throw mapAwsError(err, "DescribeResourceServer (health)", this.gw);
+      throw toTypedError(err, "DescribeResourceServer (health)", this.gw);
     }
   }
 

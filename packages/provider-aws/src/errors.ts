@@ -5,17 +5,15 @@
  */
 import {
   Conflict,
-  GatewayErrors,
   isCredhookError,
-  parseRetryAfter,
-  redactSecrets,
   NotFound,
   Throttled,
   UpstreamError,
   UpstreamTimeout,
   UpstreamUnavailable,
   type CredhookError,
-} from "@credhook/core";
+} from "@credhook/core/errors";
+import { GatewayErrors, parseRetryAfter, redactSecrets } from "@credhook/core/provider-kit";
 
 /** The fields of an SDK error this module reads. */
 interface SdkErrorLike {
@@ -88,7 +86,7 @@ export function retryAfterSeconds(err: unknown): number | undefined {
  * @param gateway the gateway's name, prefixed to the message as `[gateway <name>]`
  * @param secrets values that must never appear in a message (the imported key value), redacted whatever their length
  */
-export function mapAwsError(
+export function toTypedError(
   err: unknown,
   what: string,
   gateway: string,

@@ -13,7 +13,7 @@
  *
  * The default export is the {@link ProviderFactory} core loads for `provider: aws`.
  */
-import { defineProvider } from "@credhook/core";
+import { defineProvider } from "@credhook/core/provider";
 import { AwsProvider } from "./provider.js";
 import { optionsSchema } from "./schema.js";
 
@@ -26,7 +26,6 @@ export type {
 } from "./types.js";
 export { AwsProvider } from "./provider.js";
 export { optionsSchema } from "./schema.js";
-export { mapAwsError } from "./errors.js";
 
 /**
  * The factory of `provider: aws` gateways: options typed from, and defaulted by,

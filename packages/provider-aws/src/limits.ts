@@ -28,11 +28,11 @@ import {
   RateLimitQueueFull,
   SharedResourcePool,
   SlidingWindowLimiter,
-  Throttled,
   TokenBucketLimiter,
   type RateLimiter,
   type SharedSlots,
-} from "@credhook/core";
+} from "@credhook/core/provider-kit";
+import { Throttled } from "@credhook/core/errors";
 
 /**
  * Waits for `limiter`'s slot for one HTTP attempt (core's limiters, see

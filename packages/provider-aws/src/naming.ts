@@ -3,7 +3,7 @@
  * credhook creates, within AWS's character sets and lengths.
  */
 import { createHash } from "node:crypto";
-import type { AppIdentity } from "@credhook/core";
+import type { AppIdentity } from "@credhook/core/provider";
 
 /** API key name limit (https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-api-usage-plans.html: "The name cannot exceed 1024 characters"). */
 const KEY_NAME_MAX = 1024;

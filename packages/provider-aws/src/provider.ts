@@ -3,29 +3,29 @@
  * CLIENT_CREDENTIALS through {@link ClientCredentialsIssuer}, chosen by the
  * gateway's `credentialType`.
  */
+import { CachedHealthProbe, gatewayError, gatewayMessage } from "@credhook/core/provider-kit";
 import {
-  CachedHealthProbe,
   ConfigError,
-  gatewayError,
-  gatewayMessage,
   isCredhookError,
   retryAfterOf,
   UpstreamUnavailable,
   ValidationError,
-  type CredentialSearch,
-  type CredentialType,
-  type GatewayApi,
-  type OwnedResource,
-  type Provider,
-  type ProviderCapabilities,
-  type ProviderContext,
-  type ProviderCreateInput,
-  type ProviderCredential,
-  type ProviderCredentialRef,
-  type ProviderUpdateInput,
-  type ProviderUpdateResult,
-  type RevokeOutcome,
-} from "@credhook/core";
+} from "@credhook/core/errors";
+import type {
+  CredentialSearch,
+  CredentialType,
+  GatewayApi,
+  OwnedResource,
+  Provider,
+  ProviderCapabilities,
+  ProviderContext,
+  ProviderCreateInput,
+  ProviderCredential,
+  ProviderCredentialRef,
+  ProviderUpdateInput,
+  ProviderUpdateResult,
+  RevokeOutcome,
+} from "@credhook/core/provider";
 import { ApiKeyIssuer } from "./api-keys.js";
 import { ClientCredentialsIssuer } from "./client-credentials.js";
 import { acquireLimiters } from "./limits.js";

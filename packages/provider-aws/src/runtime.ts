@@ -5,7 +5,9 @@
  */
 import { fromTemporaryCredentials } from "@aws-sdk/credential-providers";
 import { StandardRetryStrategy } from "@smithy/core/retry";
-import { applyOptionDefaults, isCredhookError, type Logger, type RateLimiter, type RateSlots } from "@credhook/core";
+import { applyOptionDefaults, type Logger, type RateSlots } from "@credhook/core/provider";
+import { isCredhookError } from "@credhook/core/errors";
+import type { RateLimiter } from "@credhook/core/provider-kit";
 import { acquireAttempt, type LimiterSet } from "./limits.js";
 import { optionsSchema } from "./schema.js";
 import type { AwsProviderOptions, AwsProviderOptionsWithDefaults } from "./types.js";

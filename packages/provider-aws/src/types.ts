@@ -3,7 +3,7 @@
  * JSON Schema in `schema.ts` (each option's documentation is its `description` there),
  * and what the provider stores per credential.
  */
-import type { OptionsOf, ResolvedOptionsOf } from "@credhook/core";
+import type { OptionsOf, ResolvedOptionsOf } from "@credhook/core/provider";
 import type { optionsSchema } from "./schema.js";
 
 /** Options of one `provider: aws` gateway as written in YAML (the `options:` block of a `gateways:` entry); see `schema.ts`. */

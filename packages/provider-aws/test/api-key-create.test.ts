@@ -2,7 +2,8 @@
 import { randomUUID } from "node:crypto";
 import { CreateApiKeyCommand } from "@aws-sdk/client-api-gateway";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { CredhookError, Provider, ProviderCredentialRef } from "@credhook/core";
+import type { CredhookError } from "@credhook/core/errors";
+import type { Provider, ProviderCredentialRef } from "@credhook/core/provider";
 import type { AwsFake } from "@credhook/fakes/aws";
 import { createCredential, makeProvider, sdkClients, seededFake, testApp, type Seed } from "./helpers.js";
 

@@ -1,6 +1,6 @@
 /** API_KEY update: ADDED / REMOVED / NONE (with drift repair), idempotence, unknown plans, rename. */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { GatewayApi, Provider, ProviderCredentialRef, ProviderUpdateInput } from "@credhook/core";
+import type { GatewayApi, Provider, ProviderCredentialRef, ProviderUpdateInput } from "@credhook/core/provider";
 import type { AwsFake } from "@credhook/fakes/aws";
 import { createCredential, makeProvider, seededFake, type Seed } from "./helpers.js";
 

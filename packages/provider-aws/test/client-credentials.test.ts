@@ -1,7 +1,7 @@
 /** CLIENT_CREDENTIALS on Cognito: flows, scopes (mapping, read-modify-write), token issuance, full-description updates, drift, rename. */
 import { DescribeUserPoolClientCommand, UpdateUserPoolClientCommand } from "@aws-sdk/client-cognito-identity-provider";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { GatewayApi, Provider, ProviderUpdateInput } from "@credhook/core";
+import type { GatewayApi, Provider, ProviderUpdateInput } from "@credhook/core/provider";
 import type { AwsFake } from "@credhook/fakes/aws";
 import { gatewayMark } from "../src/naming.js";
 import { createCredential, makeProvider, sdkClients, seededFake, type Seed } from "./helpers.js";

@@ -5,7 +5,7 @@
  * wide, so the suite's hundred-odd sequential creates do not wait 5 per second.
  */
 import { afterAll, beforeAll, it } from "vitest";
-import type { CredentialType } from "@credhook/core";
+import type { CredentialType } from "@credhook/core/provider";
 import { providerConformance } from "@credhook/provider-testkit";
 import type { AwsFake } from "@credhook/fakes/aws";
 import { makeProvider as makeLimitedProvider, seededFake, type Seed } from "./helpers.js";

@@ -1,6 +1,6 @@
 /** Error mapping: throttling after retries, 5xx, timeouts, unreachable AWS; every error typed, gateway-named and secret-free. */
 import { describe, expect, it } from "vitest";
-import { isCredhookError } from "@credhook/core";
+import { isCredhookError } from "@credhook/core/errors";
 import { startAwsFake } from "@credhook/fakes/aws";
 import { createCredential, makeProvider, useSeededFake } from "./helpers.js";
 

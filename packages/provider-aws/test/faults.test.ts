@@ -7,15 +7,14 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  isCredhookError,
-  type CredentialType,
-  type CredhookError,
-  type GatewayApi,
-  type Provider,
-  type ProviderCredentialRef,
-  type ProviderUpdateInput,
-} from "@credhook/core";
+import { isCredhookError, type CredhookError } from "@credhook/core/errors";
+import type {
+  CredentialType,
+  GatewayApi,
+  Provider,
+  ProviderCredentialRef,
+  ProviderUpdateInput,
+} from "@credhook/core/provider";
 import type { AwsFake, AwsFakeOptions, ForeignResource } from "@credhook/fakes/aws";
 import { ManualClock } from "@credhook/fakes/clock";
 import { clientMark } from "../src/naming.js";

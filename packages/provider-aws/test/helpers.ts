@@ -1,14 +1,8 @@
 /** Shared test fixtures: SDK clients and providers pointed at the fake, and a seeded fake. */
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach } from "vitest";
-import {
-  silentLogger,
-  type CredentialType,
-  type GatewayApi,
-  type Logger,
-  type Provider,
-  type ProviderCredentialRef,
-} from "@credhook/core";
+import { silentLogger } from "@credhook/core";
+import type { CredentialType, GatewayApi, Logger, Provider, ProviderCredentialRef } from "@credhook/core/provider";
 import { memoryStateStore } from "@credhook/provider-testkit";
 import awsProviderFactory, { type AwsProviderOptions } from "../src/index.js";
 import { APIGatewayClient } from "@aws-sdk/client-api-gateway";

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { SlidingWindowLimiter } from "@credhook/core";
+import { SlidingWindowLimiter } from "@credhook/core/provider-kit";
 import { countLimiterSlots } from "@credhook/provider-testkit";
 import { acquireAttempt } from "../src/limits.js";
 import type { AwsFake } from "@credhook/fakes/aws";

@@ -10,7 +10,9 @@
  *   npx tsx --conditions=dev-source packages/provider-azure/bench/burst.ts [apps=100]
  */
 import { randomUUID } from "node:crypto";
-import { isCredhookError, memoryStateStore, silentLogger } from "@credhook/core";
+import { isCredhookError } from "@credhook/core/errors";
+import { memoryStateStore } from "@credhook/core/provider-kit";
+import { silentLogger } from "@credhook/core";
 import { createAzureProvider } from "../src/index.js";
 import { startApimFake } from "@credhook/fakes/azure";
 

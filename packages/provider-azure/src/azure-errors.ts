@@ -13,16 +13,18 @@ import {
   UpstreamError,
   UpstreamTimeout,
   UpstreamUnavailable,
+  isCredhookError,
+  type CredhookError,
+} from "@credhook/core/errors";
+import {
   containsSecret,
   GatewayErrors,
-  isCredhookError,
+  RateLimitQueueFull,
   redactSecrets,
   retryAfterFromHeaders,
-  type CredhookError,
-} from "@credhook/core";
+} from "@credhook/core/provider-kit";
 import type { PipelineRequest } from "@azure/core-rest-pipeline";
 import { RetryAfterTooLong, attemptsOf } from "./client.js";
-import { RateLimitQueueFull } from "./rate-limit.js";
 
 /** What the SDK's RestError looks like to us. */
 interface RestErrorLike {
@@ -121,7 +123,7 @@ export interface MapContext {
  * - 503 / 408 / network errors / token acquisition failures → UpstreamUnavailable or UpstreamError
  * - anything else → UpstreamError (502) with ARM's code and (masked) message
  */
-export function toTyped(err: unknown, ctx: MapContext): CredhookError {
+export function toTypedError(err: unknown, ctx: MapContext): CredhookError {
   if (isCredhookError(err)) return err;
   const secrets = ctx.secrets ?? [];
   const g = new GatewayErrors(ctx.gateway);
@@ -136,10 +138,11 @@ export function toTyped(err: unknown, ctx: MapContext): CredhookError {
     );
   }
   if (err instanceof RateLimitQueueFull) {
+    const waitS = err.waitMs / 1000;
     return g.error(
       Throttled,
-      `${ctx.what}: too many ARM ${err.kind}s are queued to stay under ARM's ${err.perSecond}/s; try again in ${Math.ceil(err.waitS)} s`,
-      err.waitS,
+      `${ctx.what}: too many ARM ${err.limiter}s are queued to stay under ARM's ${err.perSecond}/s; try again in ${Math.ceil(waitS)} s`,
+      waitS,
       opts,
     );
   }

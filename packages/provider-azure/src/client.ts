@@ -11,8 +11,7 @@ import {
   type PipelineRequest,
 } from "@azure/core-rest-pipeline";
 import { ClientSecretCredential, DefaultAzureCredential, ManagedIdentityCredential } from "@azure/identity";
-import { retryAfterFromHeaders } from "@credhook/core";
-import { RateLimitQueueFull } from "./rate-limit.js";
+import { RateLimitQueueFull, retryAfterFromHeaders } from "@credhook/core/provider-kit";
 import { optionsSchema } from "./schema.js";
 import type { AzureCredentialOption } from "./types.js";
 

@@ -11,7 +11,8 @@
  * ```
  */
 import { createHash } from "node:crypto";
-import { ConfigError, defineProvider, type ProviderContext } from "@credhook/core";
+import { defineProvider, type ProviderContext } from "@credhook/core/provider";
+import { ConfigError } from "@credhook/core/errors";
 import { buildArmClient, buildCredential } from "./client.js";
 import { AzureApimProvider } from "./provider.js";
 import { Adoptions, claimPrefix, otherGatewayOwning, serviceKeyOf } from "./ownership.js";
@@ -91,8 +92,6 @@ export const createAzureProvider = azureProviderFactory.create as (
 ) => AzureApimProvider;
 export { AzureApimProvider } from "./provider.js";
 export type { OwnershipContext } from "./provider.js";
-export { Adoptions } from "./ownership.js";
-export type { AdoptionRecord } from "./ownership.js";
 export type {
   AzureProviderOptions,
   AzureProviderOptionsWithDefaults,
@@ -101,21 +100,5 @@ export type {
   RevokeMode,
 } from "./types.js";
 export { optionsSchema } from "./schema.js";
-export { ARM_RATE_LIMIT } from "./rate-limit.js";
-export type { ArmRateLimit } from "./rate-limit.js";
-export {
-  buildArmClient,
-  buildCredential,
-  staticTokenCredential,
-  endpointMapping,
-  DEFAULT_ARM_ENDPOINT,
-} from "./client.js";
-export {
-  scopesOf,
-  subscriptionIdOf,
-  displayNameOf,
-  nativeIdOf,
-  credentialIdOfNativeId,
-  parseSubscriptionId,
-  isSubscriptionOf,
-} from "./naming.js";
+/** True when an APIM subscription id is one of the subscriptions (`<nativeId>-p-<product>`, `<nativeId>-a-<api>`) of the credential whose native id is given. */
+export { isSubscriptionOf } from "./naming.js";

@@ -7,7 +7,7 @@
  * user id ≤ 80 characters (https://learn.microsoft.com/rest/api/apimanagement/user/create-or-update).
  */
 import { createHash } from "node:crypto";
-import type { AppIdentity, GatewayApi } from "@credhook/core";
+import type { AppIdentity, GatewayApi } from "@credhook/core/provider";
 
 /** One subscription scope the app needs: a product (from a usage plan) or an API (an API with no usage plan). */
 export interface Scope {

@@ -9,7 +9,8 @@
  *   brought under a gateway. APIM cannot rename a subscription nor tag it, so the
  *   mark is a record in the gateway's provider state (core's store).
  */
-import { ConfigError, type JsonValue, type ProviderStateStore } from "@credhook/core";
+import { ConfigError } from "@credhook/core/errors";
+import type { JsonValue, ProviderStateStore } from "@credhook/core/provider";
 import { credentialIdOfNativeId, parseSubscriptionId } from "./naming.js";
 
 /** The gateways of this process on each APIM service: service key → gateway → its prefix and how many providers hold it. */

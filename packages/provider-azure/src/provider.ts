@@ -14,29 +14,28 @@ import {
   NotFound,
   UpstreamUnavailable,
   ValidationError,
-  generateApiKeyValue,
   isCredhookError,
-  type CredentialSearch,
   type CredhookError,
-  type GatewayApi,
-  type JsonValue,
-  type Logger,
-  type OwnedResource,
-  type Provider,
-  type ProviderCapabilities,
-  type ProviderCreateInput,
-  type ProviderCredential,
-  type ProviderCredentialRef,
-  type ProviderResources,
-  type ProviderUpdateInput,
-  type ProviderUpdateResult,
-  type RevokeOutcome,
-  type RotatedSecret,
-  CachedHealthProbe,
-  GatewayErrors,
-  settleAll,
-} from "@credhook/core";
-import { armDetailsOf, armMessageOf, statusOf, toTyped, writeRefused } from "./azure-errors.js";
+} from "@credhook/core/errors";
+import { generateApiKeyValue, CachedHealthProbe, GatewayErrors, settleAll } from "@credhook/core/provider-kit";
+import type {
+  CredentialSearch,
+  GatewayApi,
+  JsonValue,
+  Logger,
+  OwnedResource,
+  Provider,
+  ProviderCapabilities,
+  ProviderCreateInput,
+  ProviderCredential,
+  ProviderCredentialRef,
+  ProviderResources,
+  ProviderUpdateInput,
+  ProviderUpdateResult,
+  RevokeOutcome,
+  RotatedSecret,
+} from "@credhook/core/provider";
+import { armDetailsOf, armMessageOf, statusOf, toTypedError, writeRefused } from "./azure-errors.js";
 import {
   credentialIdOfNativeId,
   displayNameOf,
@@ -170,7 +169,7 @@ export class AzureApimProvider implements Provider {
     try {
       return await fn(AbortSignal.timeout(this.opts.timeoutMs));
     } catch (err) {
-      throw toTyped(err, { gateway: this.gateway, what, timeoutMs: this.opts.timeoutMs, secrets });
+      throw toTypedError(err, { gateway: this.gateway, what, timeoutMs: this.opts.timeoutMs, secrets });
     }
   }
 
@@ -186,7 +185,7 @@ export class AzureApimProvider implements Provider {
   }
 
   private mapped(err: unknown, what: string, secrets: readonly string[] = []): CredhookError {
-    return toTyped(err, { gateway: this.gateway, what, timeoutMs: this.opts.timeoutMs, secrets });
+    return toTypedError(err, { gateway: this.gateway, what, timeoutMs: this.opts.timeoutMs, secrets });
   }
 
   /** What core stores for the credential: the service, each subscription (id, short scope, last ETag) and the owner. */

@@ -10,13 +10,9 @@
  * Gateways of one process that share an endpoint, Azure subscription and
  * credential share one set of buckets (ARM counts them together).
  */
-import type { PipelinePolicy, PipelineRequest } from "@azure/core-rest-pipeline";
-import {
-  RateLimitQueueFull as CoreQueueFull,
-  SharedResourcePool,
-  TokenBucketLimiter,
-  type RateSlots,
-} from "@credhook/core";
+import type { PipelinePolicy } from "@azure/core-rest-pipeline";
+import { RateLimitQueueFull, SharedResourcePool, TokenBucketLimiter } from "@credhook/core/provider-kit";
+import type { RateSlots } from "@credhook/core/provider";
 import { optionsSchema } from "./schema.js";
 import type { AzureProviderOptionsWithDefaults } from "./types.js";
 
@@ -33,25 +29,6 @@ export const ARM_RATE_LIMIT: ArmRateLimit = {
   readsPerSecond: RATE_LIMIT.readsPerSecond.default,
   readBurst: RATE_LIMIT.readBurst.default,
 };
-
-/** Thrown (inside the pipeline) when the local queue is already longer than the caller is willing to wait. */
-export class RateLimitQueueFull extends Error {
-  override readonly name = "RateLimitQueueFull";
-  /** The request refused before sending (non-enumerable: never logged). */
-  declare readonly request?: PipelineRequest;
-  constructor(
-    /** Estimated wait in the queue, seconds. */
-    readonly waitS: number,
-    /** `read` or `write`. */
-    readonly kind: "read" | "write",
-    /** The bucket's refill rate, per second. */
-    readonly perSecond: number,
-    request?: PipelineRequest,
-  ) {
-    super(`the ARM ${kind} queue would take ${Math.ceil(waitS)} s at ${perSecond} ${kind}s/s`);
-    Object.defineProperty(this, "request", { value: request, enumerable: false });
-  }
-}
 
 /** The read and write buckets of one ARM principal (core's {@link TokenBucketLimiter}s). */
 export class ArmBuckets {
@@ -70,7 +47,8 @@ export class ArmBuckets {
 
   /**
    * A pipeline policy (per retry: every attempt takes a token) that waits for a
-   * token, or throws {@link RateLimitQueueFull} when the wait would exceed `maxWaitS` seconds.
+   * token, or throws core's {@link RateLimitQueueFull} (its `limiter` is `read` or `write`, and it
+   * carries the refused `request`) when the wait would exceed `maxWaitS` seconds.
    * With `shared` (several credhook instances on one store), each attempt also
    * waits for its slot among all instances (`ProviderContext.rateSlots`), spaced
    * at the bucket's refill rate: ARM counts the principal's calls together.
@@ -89,8 +67,9 @@ export class ArmBuckets {
             shared ? { slots: shared.slots, key: `azure|${shared.key}|${kind}` } : undefined,
           );
         } catch (err) {
-          if (err instanceof CoreQueueFull)
-            throw new RateLimitQueueFull(err.waitMs / 1000, kind, bucket.perSecond, request);
+          // The request refused before sending (non-enumerable: never logged), for writeRefused's attempt count.
+          if (err instanceof RateLimitQueueFull)
+            Object.defineProperty(err, "request", { value: request, enumerable: false });
           throw err;
         }
         return next(request);

@@ -1,14 +1,10 @@
 // Shared set-up of the provider tests: an APIM fake and a provider pointed at it through the `endpoint` option.
 import { afterEach, beforeEach } from "vitest";
 import { compensateCreate, createApiKeyRef } from "@credhook/provider-testkit";
-import {
-  isCredhookError,
-  memoryStateStore,
-  silentLogger,
-  type CredhookError,
-  type GatewayApi,
-  type ProviderStateStore,
-} from "@credhook/core";
+import { isCredhookError, type CredhookError } from "@credhook/core/errors";
+import { memoryStateStore } from "@credhook/core/provider-kit";
+import { silentLogger } from "@credhook/core";
+import type { GatewayApi, ProviderStateStore } from "@credhook/core/provider";
 import { createAzureProvider, type AzureApimProvider, type AzureProviderOptions } from "../src/index.js";
 import { startApimFake, type ApimFake, type ApimFakeOptions } from "@credhook/fakes/azure";
 

@@ -1,7 +1,10 @@
 // The factory: options schema (as core validates it), defaults, credential types, endpoint mapping, naming limits.
 import { describe, expect, it } from "vitest";
-import { createAjv, memoryStateStore, silentLogger } from "@credhook/core";
-import factory, { displayNameOf, endpointMapping, subscriptionIdOf, createAzureProvider } from "../src/index.js";
+import { createAjv, silentLogger } from "@credhook/core";
+import { memoryStateStore } from "@credhook/core/provider-kit";
+import { displayNameOf, subscriptionIdOf } from "../src/naming.js";
+import { endpointMapping } from "../src/client.js";
+import factory, { createAzureProvider } from "../src/index.js";
 
 const base = {
   subscriptionId: "11111111-2222-3333-4444-555555555555",

@@ -1,7 +1,9 @@
 // Ownership before any write: only subscription ids of exactly this gateway's form are its own.
 import { describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
-import { ConfigError, memoryStateStore, silentLogger } from "@credhook/core";
+import { ConfigError } from "@credhook/core/errors";
+import { memoryStateStore } from "@credhook/core/provider-kit";
+import { silentLogger } from "@credhook/core";
 import { createAzureProvider } from "../src/index.js";
 import { app, createRef, noneChanges, subsOf, typedError, useFake } from "./helpers.js";
 

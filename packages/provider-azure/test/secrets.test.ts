@@ -1,7 +1,8 @@
 // Secrets: read back, rotated, listed as owned; never in resources, messages, causes or logs.
 import { describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
-import { memoryStateStore, type Logger } from "@credhook/core";
+import { memoryStateStore } from "@credhook/core/provider-kit";
+import type { Logger } from "@credhook/core/provider";
 import { createAzureProvider } from "../src/index.js";
 import { app, createRef, noneChanges, subsOf, typedError, useFake } from "./helpers.js";
 

@@ -1,7 +1,7 @@
 // ARM throttling, 5xx and time limits: retried by the SDK, then mapped to 503/502/504 with Retry-After.
 import { describe, expect, it, vi } from "vitest";
 import { randomUUID } from "node:crypto";
-import { Throttled } from "@credhook/core";
+import { Throttled } from "@credhook/core/errors";
 import { ManualClock } from "@credhook/fakes/clock";
 import { app, createRef, subsOf, typedError, useFake } from "./helpers.js";
 

@@ -4,7 +4,7 @@
  * is always used: the same HTTP/1.1 + JSON path the tests drive against the fake.
  */
 import { ApiKeysClient } from "@google-cloud/apikeys";
-import { ConfigError } from "@credhook/core";
+import { ConfigError } from "@credhook/core/errors";
 import { OAuth2Client } from "google-auth-library";
 import type { GcpCredentialsOption } from "./types.js";
 

@@ -11,16 +11,8 @@
  * - a system error (`ECONNREFUSED`, `ECONNRESET`, …) when the endpoint cannot be reached.
  * Google's error model: https://cloud.google.com/apis/design/errors
  */
-import {
-  Conflict,
-  CredhookError,
-  GatewayErrors,
-  NotFound,
-  parseRetryAfter,
-  Throttled,
-  UpstreamError,
-  UpstreamTimeout,
-} from "@credhook/core";
+import { Conflict, CredhookError, NotFound, Throttled, UpstreamError, UpstreamTimeout } from "@credhook/core/errors";
+import { GatewayErrors, parseRetryAfter } from "@credhook/core/provider-kit";
 
 /** gRPC status names by number (https://github.com/googleapis/googleapis/blob/master/google/rpc/code.proto). */
 const GRPC_NAMES = [

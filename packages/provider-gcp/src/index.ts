@@ -14,7 +14,8 @@
  * ```
  */
 import { access } from "node:fs/promises";
-import { ConfigError, defineProvider, type ProviderContext } from "@credhook/core";
+import { defineProvider, type ProviderContext } from "@credhook/core/provider";
+import { ConfigError } from "@credhook/core/errors";
 import { createApiKeysClient, parseEndpoint } from "./client.js";
 import { GcpApiKeysProvider } from "./provider.js";
 import { optionsSchema } from "./schema.js";
@@ -28,12 +29,6 @@ export type {
   GcpRetryOptions,
 } from "./types.js";
 export { GcpApiKeysProvider } from "./provider.js";
-export { parseEndpoint, DEFAULT_API_HOST, DEFAULT_STATIC_TOKEN } from "./client.js";
-export type { ParsedEndpoint } from "./client.js";
-export { acquireProjectLimiters, sharedLimiterCount } from "./limits.js";
-export type { QuotaRates } from "./limits.js";
-export { ANNOTATIONS, keyIdFor, apiTargetsFor, displayNameFor, NO_ACCESS_METHOD } from "./mapping.js";
-export type { ApiTarget } from "./mapping.js";
 
 export { optionsSchema } from "./schema.js";
 

@@ -9,7 +9,7 @@
  * buckets live in core's {@link SharedResourcePool} and stop when the last
  * gateway using them closes.
  */
-import { SharedResourcePool, TokenBucketLimiter } from "@credhook/core";
+import { SharedResourcePool, TokenBucketLimiter } from "@credhook/core/provider-kit";
 import type { GcpProviderOptionsWithDefaults } from "./types.js";
 
 /** Rates of one project's buckets: the `rateLimit` options with their defaults applied (meanings: `schema.ts`). */
@@ -60,7 +60,7 @@ export function acquireProjectLimiters(
   return { limiters: value, release };
 }
 
-/** Number of projects whose buckets are held now (for tests). */
+/** Number of projects whose buckets are held now (internal: read by test/throttling.test.ts, not exported by the package). */
 export function sharedLimiterCount(): number {
   return shared.size;
 }

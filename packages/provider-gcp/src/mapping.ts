@@ -5,7 +5,9 @@
  * Key fields: https://cloud.google.com/api-keys/docs/reference/rest/v2/projects.locations.keys
  */
 import { createHash } from "node:crypto";
-import { gatewayError, InvalidReference, type AppIdentity, type GatewayApi } from "@credhook/core";
+import { gatewayError } from "@credhook/core/provider-kit";
+import { InvalidReference } from "@credhook/core/errors";
+import type { AppIdentity, GatewayApi } from "@credhook/core/provider";
 
 /** A Google `keyId`: `[a-z]([a-z0-9-]{0,61}[a-z0-9])?`, unique per project (https://cloud.google.com/api-keys/docs/reference/rest/v2/projects.locations.keys/create). */
 export const KEY_ID_PATTERN = /^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/;

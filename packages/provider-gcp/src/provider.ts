@@ -39,24 +39,24 @@ import {
   NotFound,
   Throttled,
   UpstreamUnavailable,
-  type CredentialSearch,
-  type GatewayApi,
-  type Logger,
-  type OwnedResource,
-  type Provider,
-  type ProviderCapabilities,
-  type ProviderContext,
-  type ProviderCreateInput,
-  type ProviderCredential,
-  type ProviderCredentialRef,
-  type ProviderResources,
-  type ProviderUpdateInput,
-  type ProviderUpdateResult,
-  type RevokeOutcome,
-  CachedHealthProbe,
-  GatewayErrors,
-  RateLimitQueueFull,
-} from "@credhook/core";
+} from "@credhook/core/errors";
+import type {
+  CredentialSearch,
+  GatewayApi,
+  Logger,
+  OwnedResource,
+  Provider,
+  ProviderCapabilities,
+  ProviderContext,
+  ProviderCreateInput,
+  ProviderCredential,
+  ProviderCredentialRef,
+  ProviderResources,
+  ProviderUpdateInput,
+  ProviderUpdateResult,
+  RevokeOutcome,
+} from "@credhook/core/provider";
+import { CachedHealthProbe, GatewayErrors, RateLimitQueueFull } from "@credhook/core/provider-kit";
 import type { ApiKeysClient, protos } from "@google-cloud/apikeys";
 import type { Operation } from "google-gax";
 import { NotRetriable, OperationTimeout, RequestTimeout, toTypedError } from "./google-errors.js";

@@ -21,7 +21,7 @@
  * Google's guidance: https://cloud.google.com/apis/design/errors#retrying_errors
  */
 import { DelegateBackoff, ExponentialBackoff, handleWhen, retry, type IBackoff, type RetryPolicy } from "cockatiel";
-import { CredhookError } from "@credhook/core";
+import { CredhookError } from "@credhook/core/errors";
 import type { GcpProviderOptionsWithDefaults } from "./types.js";
 import { isTransient, NotRetriable, readFailure, type GoogleFailure } from "./google-errors.js";
 

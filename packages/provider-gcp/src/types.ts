@@ -2,7 +2,7 @@
  * Types of a `provider: gcp` gateway's options, derived from their one source, the
  * JSON Schema in `schema.ts` (each option's documentation is its `description` there).
  */
-import type { OptionsOf, ResolvedOptionsOf } from "@credhook/core";
+import type { OptionsOf, ResolvedOptionsOf } from "@credhook/core/provider";
 import type { optionsSchema } from "./schema.js";
 
 /** Options of the `gcp` provider as written in YAML (`gateways.<name>.options`); see `schema.ts`. */

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { isCredhookError } from "@credhook/core";
+import { isCredhookError } from "@credhook/core/errors";
 import { startApiKeysFake, type ApiKeysFake } from "@credhook/fakes/gcp";
 import { ManualClock } from "@credhook/fakes/clock";
 import { makeProvider, rejection } from "./helpers.js";

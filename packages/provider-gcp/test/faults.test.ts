@@ -9,7 +9,8 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startApiKeysFake, type ApiKeysFake, type FakeKey } from "@credhook/fakes/gcp";
 import { ManualClock } from "@credhook/fakes/clock";
-import { ANNOTATIONS, keyIdFor, type GcpApiKeysProvider, type GcpProviderOptions } from "../src/index.js";
+import { ANNOTATIONS, keyIdFor } from "../src/mapping.js";
+import type { GcpApiKeysProvider, GcpProviderOptions } from "../src/index.js";
 import { compensate, eventually, liveOrphans, makeProvider, rejection, sweep } from "./helpers.js";
 
 let fake: ApiKeysFake;

@@ -1,14 +1,15 @@
 /** Test helpers: the gcp provider built by its own factory and pointed at a running API Keys fake. */
-import {
-  silentLogger,
-  type AppIdentity,
-  type CredentialType,
-  type GatewayApi,
-  type ProviderCredentialRef,
-  type RevokeOutcome,
-} from "@credhook/core";
+import { silentLogger } from "@credhook/core";
+import type {
+  AppIdentity,
+  CredentialType,
+  GatewayApi,
+  ProviderCredentialRef,
+  RevokeOutcome,
+} from "@credhook/core/provider";
 import { memoryStateStore } from "@credhook/provider-testkit";
-import factory, { ANNOTATIONS, type GcpApiKeysProvider, type GcpProviderOptions } from "../src/index.js";
+import { ANNOTATIONS } from "../src/mapping.js";
+import factory, { type GcpApiKeysProvider, type GcpProviderOptions } from "../src/index.js";
 import type { ApiKeysFake } from "@credhook/fakes/gcp";
 
 /** Gateway name the tests use. */

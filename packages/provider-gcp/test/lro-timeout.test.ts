@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startApiKeysFake, type ApiKeysFake } from "@credhook/fakes/gcp";
-import { keyIdFor } from "../src/index.js";
+import { keyIdFor } from "../src/mapping.js";
 import { makeProvider, rejection } from "./helpers.js";
 
 let fake: ApiKeysFake;

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { createAjv, silentLogger } from "@credhook/core";
 import { memoryStateStore } from "@credhook/provider-testkit";
-import factory, { keyIdFor, parseEndpoint } from "../src/index.js";
+import factory from "../src/index.js";
+import { keyIdFor } from "../src/mapping.js";
+import { parseEndpoint } from "../src/client.js";
 
 const ctx = (credentialType: "API_KEY" | "CLIENT_CREDENTIALS" = "API_KEY") => ({
   gateway: "gcp",

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { ProviderCredentialRef } from "@credhook/core";
+import type { ProviderCredentialRef } from "@credhook/core/provider";
 import { startApiKeysFake, type ApiKeysFake } from "@credhook/fakes/gcp";
-import { ANNOTATIONS, keyIdFor } from "../src/index.js";
+import { ANNOTATIONS, keyIdFor } from "../src/mapping.js";
 import { GATEWAY, makeProvider, rejection, rpcsSince } from "./helpers.js";
 
 let fake: ApiKeysFake;

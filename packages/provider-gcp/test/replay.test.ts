@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startApiKeysFake, type ApiKeysFake } from "@credhook/fakes/gcp";
-import { ANNOTATIONS } from "../src/index.js";
+import { ANNOTATIONS } from "../src/mapping.js";
 import { makeProvider, rejection, rpcsSince } from "./helpers.js";
 
 let fake: ApiKeysFake;

@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { memoryStateStore, silentLogger, type RateSlots } from "@credhook/core";
+import { memoryStateStore } from "@credhook/core/provider-kit";
+import { silentLogger } from "@credhook/core";
+import type { RateSlots } from "@credhook/core/provider";
 import factory from "../src/index.js";
 import type { GcpApiKeysProvider } from "../src/index.js";
 import { startApiKeysFake, type ApiKeysFake } from "@credhook/fakes/gcp";

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startApiKeysFake, type ApiKeysFake } from "@credhook/fakes/gcp";
 import { ManualClock } from "@credhook/fakes/clock";
-import { sharedLimiterCount } from "../src/index.js";
+import { sharedLimiterCount } from "../src/limits.js";
 import { makeProvider, rejection } from "./helpers.js";
 
 let fake: ApiKeysFake;

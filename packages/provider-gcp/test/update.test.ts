@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { GatewayApi, ProviderCredentialRef, ProviderUpdateInput } from "@credhook/core";
+import type { GatewayApi, ProviderCredentialRef, ProviderUpdateInput } from "@credhook/core/provider";
 import { startApiKeysFake, type ApiKeysFake } from "@credhook/fakes/gcp";
-import { ANNOTATIONS, NO_ACCESS_METHOD } from "../src/index.js";
+import { ANNOTATIONS, NO_ACCESS_METHOD } from "../src/mapping.js";
 import { rawClient } from "./fake-client.js";
 import { makeProvider, rejection, rpcsSince } from "./helpers.js";
 

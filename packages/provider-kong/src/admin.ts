@@ -8,7 +8,7 @@
  * tags); errors: Kong's `kong/db/errors.lua` (code 2 schema violation → 400,
  * code 5 unique constraint violation → 409).
  */
-import { JsonApiClient, type RateLimiter } from "@credhook/core";
+import { JsonApiClient, type RateLimiter } from "@credhook/core/provider-kit";
 
 /** How the client authenticates (the `auth` option). */
 export type KongAuth = { type: "none" } | { type: "rbac-token"; token: string } | { type: "bearer"; token: string };

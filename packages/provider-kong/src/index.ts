@@ -13,13 +13,13 @@
  */
 import {
   applyOptionDefaults,
-  ConfigError,
   defineProvider,
   type OptionsOf,
   type ProviderContext,
   type ResolvedOptionsOf,
-  SlidingWindowLimiter,
-} from "@credhook/core";
+} from "@credhook/core/provider";
+import { ConfigError } from "@credhook/core/errors";
+import { SlidingWindowLimiter } from "@credhook/core/provider-kit";
 import { KongAdmin } from "./admin.js";
 import { KongProvider } from "./provider.js";
 import { optionsSchema } from "./schema.js";
@@ -80,8 +80,6 @@ function buildKongProvider(options: KongProviderOptionsWithDefaults, context: Ko
 const kongProviderFactory = defineProvider({ type: "kong", optionsSchema, create: buildKongProvider });
 
 export default kongProviderFactory;
-export { KongProvider, markOf, tagValue, WINDOWS } from "./provider.js";
-export type { PlanLimits, ResolvedKongOptions } from "./provider.js";
-export { KongAdmin, KONG_PERMISSIONS } from "./admin.js";
-export type { KongAuth, KongAdminSettings, KongEntity } from "./admin.js";
+export { KongProvider } from "./provider.js";
+export type { ResolvedKongOptions } from "./provider.js";
 export { optionsSchema } from "./schema.js";

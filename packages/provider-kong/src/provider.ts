@@ -19,27 +19,26 @@ import {
   NotFound,
   UpstreamUnavailable,
   ValidationError,
-  CachedHealthProbe,
-  GatewayErrors,
-  HttpCallFailed,
-  generateApiKeyValue,
   isCredhookError,
-  type CredentialSearch,
   type CredhookError,
-  type GatewayApi,
-  type Logger,
-  type OwnedResource,
-  type Provider,
-  type ProviderCapabilities,
-  type ProviderCreateInput,
-  type ProviderCredential,
-  type ProviderCredentialRef,
-  type ProviderResources,
-  type ProviderUpdateInput,
-  type ProviderUpdateResult,
-  type RevokeOutcome,
-  type RotatedSecret,
-} from "@credhook/core";
+} from "@credhook/core/errors";
+import { CachedHealthProbe, GatewayErrors, HttpCallFailed, generateApiKeyValue } from "@credhook/core/provider-kit";
+import type {
+  CredentialSearch,
+  GatewayApi,
+  Logger,
+  OwnedResource,
+  Provider,
+  ProviderCapabilities,
+  ProviderCreateInput,
+  ProviderCredential,
+  ProviderCredentialRef,
+  ProviderResources,
+  ProviderUpdateInput,
+  ProviderUpdateResult,
+  RevokeOutcome,
+  RotatedSecret,
+} from "@credhook/core/provider";
 import type { KongAdmin, KongEntity } from "./admin.js";
 
 /** A plan's limits: requests per window (the rate-limiting plugin's config fields). */

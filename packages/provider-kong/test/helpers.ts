@@ -2,7 +2,9 @@
 import { afterEach, beforeEach } from "vitest";
 import { compensateCreate, createApiKeyRef, freshPerTest } from "@credhook/provider-testkit";
 export { typedError } from "@credhook/provider-testkit";
-import { silentLogger, type CredhookError, type GatewayApi } from "@credhook/core";
+import { silentLogger } from "@credhook/core";
+import type { CredhookError } from "@credhook/core/errors";
+import type { GatewayApi } from "@credhook/core/provider";
 import { startKongFake, type KongFake, type KongFakeOptions } from "@credhook/fakes/kong";
 import { createKongProvider, type KongProvider, type KongProviderOptions } from "../src/index.js";
 

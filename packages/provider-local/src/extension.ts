@@ -16,7 +16,7 @@ import type {
   Provider,
   ProviderExtension,
   RunningExtension,
-} from "@credhook/core";
+} from "@credhook/core/provider";
 import type { LocalProvider } from "./index.js";
 import { type EmbeddedGatewayConfig, parseEmbeddedGatewayConfig } from "./gateway/config.js";
 import { EMBEDDED_GATEWAY_STATE, EmbeddedGateway } from "./gateway/index.js";

@@ -18,15 +18,9 @@
  * provider issues: key checks for NGINX/Envoy, OAuth client credentials, plan limits.
  */
 import { randomUUID } from "node:crypto";
+import { ConfigError, Conflict, InvalidReference, NotFound } from "@credhook/core/errors";
 import {
-  ConfigError,
-  Conflict,
   defineProvider,
-  hashSecret,
-  InvalidReference,
-  NotFound,
-  randomBase62,
-  verifySecretHash,
   type CredentialType,
   type GatewayApi,
   type JsonValue,
@@ -43,12 +37,12 @@ import {
   type RevokeOutcome,
   type RotatedSecret,
   type StateChange,
-  gatewayError,
-  gatewayMessage,
   writeState,
-} from "@credhook/core";
+} from "@credhook/core/provider";
+import { hashSecret, randomBase62, verifySecretHash, gatewayError, gatewayMessage } from "@credhook/core/provider-kit";
 import { embeddedGatewayExtension } from "./extension.js";
-import { localOptionsSchema } from "./schema.js";
+import { newNativeId } from "./native-id.js";
+import { optionsSchema } from "./schema.js";
 import type {
   LocalCredentialChange,
   LocalCredentialState,
@@ -65,27 +59,13 @@ export type {
   UsagePlanLimits,
 } from "./types.js";
 
-export { localOptionsSchema } from "./schema.js";
-export { embeddedGatewayExtension, EMBEDDED_GATEWAY_KEY } from "./extension.js";
+export { optionsSchema } from "./schema.js";
 
 const KEY_PREFIX = "cred:";
 /** Provider-state key prefix of the API-key index: `key:<sha256 hex of the key>` → `{ nativeId }`. */
-export const KEY_INDEX_PREFIX = "key:";
+const KEY_INDEX_PREFIX = "key:";
 /** Provider-state key of the change stamp (a fresh UUID after every change). */
-export const CHANGE_STAMP_KEY = "meta:changed";
-
-/**
- * A new native id (the API key id or client id the portal sees): `prefix` (`lk` or `lc`), then the
- * creation time in ms in base 36 (9 characters, sorting by time until the year 5188), then 13 random
- * base-36 characters (about 65 bits): 24 characters, as before. Time-ordered, so the indexes on it
- * (the store's public-id index, the `cred:` state keys) grow at one end and the ids created between
- * two commits share their pages (with core's time-ordered record ids, about 40 % fewer WAL frames
- * per create, measured). An id reveals when its credential was made, which its holder knows anyway;
- * it is not a secret.
- */
-export function newNativeId(prefix: "lk" | "lc"): string {
-  return prefix + Date.now().toString(36).padStart(9, "0") + randomBase62(13).toLowerCase();
-}
+const CHANGE_STAMP_KEY = "meta:changed";
 
 /** A credential as the embedded gateway sees it: its state, native id and gateway. */
 export interface LocalCredentialView extends LocalCredentialState {
@@ -421,7 +401,7 @@ export class LocalProvider implements Provider {
  */
 const localProviderFactory = defineProvider({
   type: "local",
-  optionsSchema: localOptionsSchema,
+  optionsSchema,
   // Every provider core hands the extension is this factory's: the guard only gives them their class's type.
   extension: embeddedGatewayExtension((p): p is LocalProvider => p instanceof LocalProvider),
   create(options, context: ProviderContext) {

@@ -10,7 +10,7 @@
 const positiveInt = <const T extends string>(description: T) => ({ type: "integer", minimum: 1, description }) as const;
 
 /** JSON Schema of the `options:` block of a `provider: local` gateway. */
-export const localOptionsSchema = {
+export const optionsSchema = {
   type: "object",
   additionalProperties: false,
   properties: {

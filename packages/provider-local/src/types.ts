@@ -3,11 +3,11 @@
  * JSON Schema in `schema.ts` (each option's documentation is its `description` there),
  * and what the embedded provider keeps per credential.
  */
-import type { CredentialType, GatewayApi, OptionsOf } from "@credhook/core";
-import type { localOptionsSchema } from "./schema.js";
+import type { CredentialType, GatewayApi, OptionsOf } from "@credhook/core/provider";
+import type { optionsSchema } from "./schema.js";
 
 /** Options of a `provider: local` gateway (`gateways.<name>.options`) as written in YAML; see `schema.ts`. */
-export type LocalProviderOptions = OptionsOf<typeof localOptionsSchema>;
+export type LocalProviderOptions = OptionsOf<typeof optionsSchema>;
 
 /** A usage plan of a `provider: local` gateway with its limits (an object entry of `usagePlans`; see `schema.ts`). */
 export type UsagePlanDefinition = Exclude<NonNullable<LocalProviderOptions["usagePlans"]>[number], string>;

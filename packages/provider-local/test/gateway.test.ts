@@ -4,7 +4,9 @@ import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exportJWK, generateKeyPair, jwtVerify, SignJWT, createLocalJWKSet } from "jose";
-import { hashSecret, memoryStateStore, silentLogger, type ProviderStateStore } from "@credhook/core";
+import { hashSecret, memoryStateStore } from "@credhook/core/provider-kit";
+import { silentLogger } from "@credhook/core";
+import type { ProviderStateStore } from "@credhook/core/provider";
 import { openSqliteStore, type SqliteCredentialStore } from "@credhook/store-sqlite";
 import localProviderFactory, { type LocalProvider, type LocalProviderOptions } from "../src/index.js";
 import {

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import { silentLogger } from "@credhook/core";
 import { memoryStateStore } from "@credhook/provider-testkit";
-import localProviderFactory, { newNativeId, type LocalProvider, type LocalProviderOptions } from "../src/index.js";
+import localProviderFactory, { type LocalProvider, type LocalProviderOptions } from "../src/index.js";
+import { newNativeId } from "../src/native-id.js";
 
 const make = async (options: LocalProviderOptions = {}) => {
   const state = memoryStateStore();

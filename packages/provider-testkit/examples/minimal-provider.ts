@@ -7,8 +7,6 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import {
   defineProvider,
-  InvalidReference,
-  NotFound,
   type GatewayApi,
   type OptionsOf,
   type OwnedResource,
@@ -17,7 +15,8 @@ import {
   type ProviderCredentialRef,
   type ResolvedOptionsOf,
   type RevokeOutcome,
-} from "@credhook/core";
+} from "@credhook/core/provider";
+import { InvalidReference, NotFound } from "@credhook/core/errors";
 
 /** One key as Example Cloud holds it. `tags` carry credhook's mark. */
 export interface CloudKey {

@@ -25,10 +25,9 @@
  * passed one.
  */
 import { randomUUID } from "node:crypto";
+import { type CredhookError, isCredhookError } from "@credhook/core/errors";
 import {
   CREDENTIAL_TYPES,
-  type CredhookError,
-  isCredhookError,
   type CredentialSearch,
   type CredentialType,
   type GatewayApi,
@@ -37,7 +36,7 @@ import {
   type ProviderCredentialRef,
   type ProviderUpdateInput,
   type RevokeOutcome,
-} from "@credhook/core";
+} from "@credhook/core/provider";
 import { compensateCreate } from "./test-helpers.js";
 
 /** What the suite needs of a test's context: vitest's `TestContext.skip(note)` (reports the test as skipped, with the note). */

@@ -21,7 +21,7 @@ export type {
 } from "./conformance.js";
 export { startFakeServer, readJsonBody, sendJson } from "./fake-server.js";
 export type { FakeServer, FakeHandler } from "./fake-server.js";
-export { memoryStateStore } from "@credhook/core";
+export { memoryStateStore } from "@credhook/core/provider-kit";
 export { storeConformance, type StoreConformanceOptions } from "./store-conformance.js";
 export { MemoryCredentialStore } from "./memory-store.js";
 export {

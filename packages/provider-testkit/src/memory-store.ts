@@ -5,15 +5,10 @@
  * for production: a restart loses every record — and with it what credhook
  * must revoke.
  */
-import {
-  Conflict,
-  memoryStateStore,
-  NotFound,
-  type CredentialRecord,
-  type CredentialStore,
-  type CredentialType,
-  type ProviderStateStore,
-} from "@credhook/core";
+import { Conflict, NotFound } from "@credhook/core/errors";
+import { memoryStateStore } from "@credhook/core/provider-kit";
+import type { CredentialRecord, CredentialStore } from "@credhook/core/store";
+import type { CredentialType, ProviderStateStore } from "@credhook/core/provider";
 
 /** See the module comment. Per-app locks are core's in-process ones (no `locks`). */
 export class MemoryCredentialStore implements CredentialStore {

@@ -9,24 +9,22 @@
  * later than the error.
  */
 import { randomBytes } from "node:crypto";
-import {
-  type CredhookError,
-  gatewayError,
-  NotFound,
-  UpstreamTimeout,
-  type CredentialSearch,
-  type CredentialType,
-  type GatewayApi,
-  type OwnedResource,
-  type Provider,
-  type ProviderCapabilities,
-  type ProviderCreateInput,
-  type ProviderCredential,
-  type ProviderCredentialRef,
-  type ProviderUpdateInput,
-  type ProviderUpdateResult,
-  type RevokeOutcome,
-} from "@credhook/core";
+import { type CredhookError, NotFound, UpstreamTimeout } from "@credhook/core/errors";
+import { gatewayError } from "@credhook/core/provider-kit";
+import type {
+  CredentialSearch,
+  CredentialType,
+  GatewayApi,
+  OwnedResource,
+  Provider,
+  ProviderCapabilities,
+  ProviderCreateInput,
+  ProviderCredential,
+  ProviderCredentialRef,
+  ProviderUpdateInput,
+  ProviderUpdateResult,
+  RevokeOutcome,
+} from "@credhook/core/provider";
 
 /** The operations a script can target. */
 export type ScriptedOperation = "create" | "update" | "revoke" | "findByCredential" | "readSecret" | "health";

@@ -4,7 +4,8 @@
  * third party's — runs the same cases against a real database.
  */
 import { randomUUID } from "node:crypto";
-import { Conflict, NotFound, type CredentialRecord, type CredentialStore } from "@credhook/core";
+import { Conflict, NotFound } from "@credhook/core/errors";
+import type { CredentialRecord, CredentialStore } from "@credhook/core/store";
 import type { ConformanceTest } from "./conformance.js";
 
 /** Options of {@link storeConformance}. */

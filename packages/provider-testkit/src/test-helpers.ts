@@ -1,15 +1,8 @@
 /** Small helpers the provider packages' own tests share. */
 import { randomUUID } from "node:crypto";
-import {
-  type AppIdentity,
-  type CredentialType,
-  type CredhookError,
-  type GatewayApi,
-  isCredhookError,
-  type Provider,
-  type ProviderCredentialRef,
-  SlidingWindowLimiter,
-} from "@credhook/core";
+import type { AppIdentity, CredentialType, GatewayApi, Provider, ProviderCredentialRef } from "@credhook/core/provider";
+import { type CredhookError, isCredhookError } from "@credhook/core/errors";
+import { SlidingWindowLimiter } from "@credhook/core/provider-kit";
 
 /**
  * Awaits a promise expected to reject with a typed credhook error, and returns that error.

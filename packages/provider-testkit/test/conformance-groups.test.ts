@@ -3,7 +3,7 @@
 // function and a stub provider that only declares capabilities: the skip paths
 // end before any cloud call.
 import { describe, expect, it } from "vitest";
-import type { CredentialType, Provider, ProviderCapabilities } from "@credhook/core";
+import type { CredentialType, Provider, ProviderCapabilities } from "@credhook/core/provider";
 import { CONFORMANCE_GROUPS, providerConformance, type ProviderConformanceOptions } from "@credhook/provider-testkit";
 import { named, type Registered, run } from "./recorded.js";
 

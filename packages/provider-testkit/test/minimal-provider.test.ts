@@ -4,14 +4,10 @@
 // cloud lists nothing: the failure rules and paging run in failure-rules.test.ts.) Its options come from one
 // schema (defineProvider): core's loader checks them with it and applies its defaults.
 import { describe, expect, expectTypeOf, it } from "vitest";
-import {
-  ConfigError,
-  loadGateways,
-  silentLogger,
-  memoryStateStore,
-  type CredentialType,
-  type CredhookConfig,
-} from "@credhook/core";
+import { ConfigError } from "@credhook/core/errors";
+import { loadGateways, silentLogger, type CredhookConfig } from "@credhook/core";
+import { memoryStateStore } from "@credhook/core/provider-kit";
+import type { CredentialType } from "@credhook/core/provider";
 import exampleProviderFactory, { accounts, type ExampleOptions } from "../examples/minimal-provider.js";
 import { providerConformance } from "../src/index.js";
 

@@ -6,23 +6,19 @@
  * check fails a provider that breaks its rule.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import {
-  InvalidReference,
-  NotFound,
-  UpstreamError,
-  UpstreamTimeout,
-  type CredhookError,
-  type CredentialSearch,
-  type GatewayApi,
-  type OwnedResource,
-  type Provider,
-  type ProviderCreateInput,
-  type ProviderCredential,
-  type ProviderCredentialRef,
-  type ProviderUpdateInput,
-  type ProviderUpdateResult,
-  type RevokeOutcome,
-} from "@credhook/core";
+import { InvalidReference, NotFound, UpstreamError, UpstreamTimeout, type CredhookError } from "@credhook/core/errors";
+import type {
+  CredentialSearch,
+  GatewayApi,
+  OwnedResource,
+  Provider,
+  ProviderCreateInput,
+  ProviderCredential,
+  ProviderCredentialRef,
+  ProviderUpdateInput,
+  ProviderUpdateResult,
+  RevokeOutcome,
+} from "@credhook/core/provider";
 
 /** One key in the {@link PagedCloud}. */
 interface CloudKey {

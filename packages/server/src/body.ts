@@ -11,7 +11,7 @@ import { promisify } from "node:util";
 import { brotliDecompress, gunzip, inflate } from "node:zlib";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import getRawBody from "raw-body";
-import { CredhookError, ErrorCodes } from "@credhook/core";
+import { CredhookError, ErrorCodes } from "@credhook/core/errors";
 import { continueIfAwaited, refusalOf } from "./edge.js";
 import { EdgeError } from "./http-errors.js";
 

@@ -5,19 +5,19 @@
  * reported valid: every gateway's provider loaded with its options, the routes,
  * and the embedded gateway's fit with the gateways and the store.
  */
+import { ConfigError } from "@credhook/core/errors";
 import {
   BUILTIN_EXTENSIONS,
-  ConfigError,
   createRouter,
   loadExtensions,
   loadGateways,
   maskSecretOptions,
-  memoryStateStore,
   silentLogger,
   type CredhookConfig,
   type Gateway,
   type Logger,
 } from "@credhook/core";
+import { memoryStateStore } from "@credhook/core/provider-kit";
 import { maskSecrets, type LoadedConfig } from "./config.js";
 import { userPasswordProblems } from "./passwords.js";
 

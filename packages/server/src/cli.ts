@@ -17,7 +17,7 @@
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { Command } from "commander";
-import { ConfigError, isCredhookError } from "@credhook/core";
+import { ConfigError, isCredhookError } from "@credhook/core/errors";
 import { destination } from "pino";
 import { createRuntime, startServer, importProviderModule, SHUTDOWN_MARGIN_MS } from "./app.js";
 import { CONFIG_SEARCH_PLACES, embeddedConfigText, loadConfigFile, type LoadedConfig } from "./config.js";

@@ -12,7 +12,8 @@ import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { cosmiconfig } from "cosmiconfig";
 import { parse as parseYaml } from "yaml";
-import { ConfigError, validateConfig, type CredhookConfig } from "@credhook/core";
+import { ConfigError } from "@credhook/core/errors";
+import { validateConfig, type CredhookConfig } from "@credhook/core";
 import { type EmbeddedGatewayConfig, parseEmbeddedGatewayConfig } from "@credhook/provider-local/gateway";
 
 /** File names searched (in the working directory) when no `--config` is given. */

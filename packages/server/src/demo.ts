@@ -17,7 +17,7 @@ import type { ApimFake } from "@credhook/fakes/azure";
 import type { ApiKeysFake } from "@credhook/fakes/gcp";
 import type { KongFake } from "@credhook/fakes/kong";
 import type { ApigeeFake } from "@credhook/fakes/apigee";
-import { randomBase62 } from "@credhook/core";
+import { randomBase62 } from "@credhook/core/provider-kit";
 import { startServer, type RunningServer } from "./app.js";
 import { loadConfigFile } from "./config.js";
 import { createLogger } from "./logging.js";

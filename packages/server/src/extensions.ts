@@ -7,7 +7,8 @@
  */
 import type { Express, Request, Response } from "express";
 import type { Logger as PinoLogger } from "pino";
-import { ConfigError, type CredhookConfig, loadExtensions, type Logger, type RunningExtension } from "@credhook/core";
+import { type CredhookConfig, loadExtensions, type Logger, type RunningExtension } from "@credhook/core";
+import { ConfigError } from "@credhook/core/errors";
 import type { CredhookRuntime } from "./runtime.js";
 import { importProviderModule } from "./runtime.js";
 

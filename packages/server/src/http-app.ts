@@ -7,13 +7,13 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import type { Logger as PinoLogger } from "pino";
 import {
   compileContractValidator,
-  type CredentialStore,
   type CredhookConfig,
   type OperationOutcome,
   type Orchestrator,
   type RunningExtension,
-  ShuttingDown,
 } from "@credhook/core";
+import { ShuttingDown } from "@credhook/core/errors";
+import type { CredentialStore } from "@credhook/core/store";
 import { basicAuth } from "./auth.js";
 import { jsonBody } from "./body.js";
 import { chain } from "./chain.js";

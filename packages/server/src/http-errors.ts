@@ -5,14 +5,8 @@
  */
 import type { IncomingMessage } from "node:http";
 import type { NextFunction, Request, Response } from "express";
-import {
-  CredhookError,
-  ErrorCodes,
-  errorResponse,
-  isCredhookError,
-  retryAfterOf,
-  type ErrorResponse,
-} from "@credhook/core";
+import { CredhookError, ErrorCodes, isCredhookError, retryAfterOf } from "@credhook/core/errors";
+import { errorResponse, type ErrorResponse } from "@credhook/core";
 
 /** Builds an ErrorResponse body. `path` is the request path without the query string. */
 export function errorBody(status: number, messages: string[], path: string): ErrorResponse {

@@ -33,7 +33,7 @@ import type {
 } from "aws-lambda";
 import { destination, type Logger as PinoLogger } from "pino";
 import serverless from "serverless-http";
-import { ConfigError, isCredhookError } from "@credhook/core";
+import { ConfigError, isCredhookError } from "@credhook/core/errors";
 import { createApp, type CredhookApp } from "./app.js";
 import { loadConfigFile, type LoadedConfig } from "./config.js";
 import { errorBody } from "./http-errors.js";

@@ -1,5 +1,6 @@
 /** The background loops of `credhook serve`: the reconcile loop, or the abandoned-create sweep. */
-import { type CredhookConfig, isStoreFailure } from "@credhook/core";
+import type { CredhookConfig } from "@credhook/core";
+import { isStoreFailure } from "@credhook/core/errors";
 import type { CredhookApp } from "./http-app.js";
 
 /**

@@ -20,7 +20,7 @@
  */
 import type { NextFunction, Request, Response } from "express";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { CredentialStore } from "@credhook/core";
+import type { CredentialStore } from "@credhook/core/store";
 import type { GatewayCallObserver } from "./tracing.js";
 import { VERSION } from "./version.js";
 

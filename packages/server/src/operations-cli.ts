@@ -3,13 +3,8 @@
  * print: the reconcile report in words, and the adoption file, validated.
  */
 import { readFile } from "node:fs/promises";
-import {
-  compileSchema,
-  ConfigError,
-  formatAjvErrors,
-  type AdoptionRequest,
-  type ReconcileReport,
-} from "@credhook/core";
+import { compileSchema, formatAjvErrors, type AdoptionRequest, type ReconcileReport } from "@credhook/core";
+import { ConfigError } from "@credhook/core/errors";
 
 /**
  * The reconcile report as lines for a terminal: unfinished operations, records

@@ -6,7 +6,9 @@
 import { createHash, randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ConfigError, randomBase62, type AuthUser } from "@credhook/core";
+import { ConfigError } from "@credhook/core/errors";
+import { randomBase62 } from "@credhook/core/provider-kit";
+import type { AuthUser } from "@credhook/core";
 import { operatorMessage } from "./logging.js";
 
 const scrypt = (password: string, salt: Buffer, keylen: number, options: ScryptOptions) =>

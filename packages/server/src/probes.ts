@@ -13,7 +13,9 @@
  */
 import type { Request, Response } from "express";
 import type { Logger as PinoLogger } from "pino";
-import { isCredhookError, isStoreFailure, type CredentialStore, type Gateway } from "@credhook/core";
+import { isCredhookError, isStoreFailure } from "@credhook/core/errors";
+import type { CredentialStore } from "@credhook/core/store";
+import type { Gateway } from "@credhook/core";
 import { sendError } from "./http-errors.js";
 
 /** Options of {@link createReadiness}. */

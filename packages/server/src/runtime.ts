@@ -9,7 +9,6 @@ import { pathToFileURL } from "node:url";
 import type { Logger as PinoLogger } from "pino";
 import {
   createRouter,
-  type CredentialStore,
   type CredhookConfig,
   type Gateway,
   loadGateways,
@@ -18,6 +17,7 @@ import {
   Orchestrator,
   silentLogger,
 } from "@credhook/core";
+import type { CredentialStore } from "@credhook/core/store";
 import { createLogger } from "./logging.js";
 import { bundledModules } from "./modules.js";
 import { type GatewayCallObserver, traceGateways } from "./tracing.js";

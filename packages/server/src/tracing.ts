@@ -34,7 +34,9 @@ import {
   type Span,
 } from "@opentelemetry/api";
 import type { SpanExporter } from "@opentelemetry/sdk-trace-node";
-import { ConfigError, isCredhookError, type Gateway, type Provider } from "@credhook/core";
+import { ConfigError, isCredhookError } from "@credhook/core/errors";
+import type { Gateway } from "@credhook/core";
+import type { Provider } from "@credhook/core/provider";
 import { VERSION } from "./version.js";
 
 /** Instrumentation scope name of credhook's spans. */

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { hashSecret } from "@credhook/core";
+import { hashSecret } from "@credhook/core/provider-kit";
 import { LOCAL_YAML, startTestServer, type TestServer } from "./helpers.js";
 
 let s: TestServer;

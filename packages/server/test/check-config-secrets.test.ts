@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { defineProvider, type Provider } from "@credhook/core";
+import { defineProvider, type Provider } from "@credhook/core/provider";
 import { checkConfig, checkConfigReport } from "../src/check-config.js";
 import { importProviderModule, loadConfigFile } from "../src/index.js";
 

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ConfigError } from "@credhook/core";
+import { ConfigError } from "@credhook/core/errors";
 import {
   CONFIG_SCHEMA_FILE,
   createApp,

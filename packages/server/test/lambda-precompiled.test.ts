@@ -2,7 +2,9 @@
 // under the keys core's compileSchema looks them up by (the schema text and each option set core
 // compiles options with), so that its cold start compiles no schema.
 import { describe, expect, it } from "vitest";
-import { precompiledKey, type ProviderFactory, type StoreFactory } from "@credhook/core";
+import { precompiledKey } from "@credhook/core";
+import type { ProviderFactory } from "@credhook/core/provider";
+import type { StoreFactory } from "@credhook/core/store";
 import aws from "@credhook/provider-aws";
 import postgres from "@credhook/store-postgres";
 import { precompiledOptionValidators } from "../../../scripts/lambda-bundle.mjs";

@@ -16,7 +16,7 @@ import type { AddressInfo } from "node:net";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { appKeyOf } from "@credhook/core";
+import { appKeyOf } from "@credhook/core/store";
 import { openPostgresStore, type PostgresCredentialStore } from "@credhook/store-postgres";
 import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
 import { terminateLockSession } from "../../store-postgres/test/lock-sessions.js";

@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { appKeyOf } from "@credhook/core";
+import { appKeyOf } from "@credhook/core/store";
 import { openPostgresStore, type PostgresCredentialStore } from "@credhook/store-postgres";
 import { startDemoClouds, type DemoClouds } from "../src/demo.js";
 import { PROCESS_START_MS, until } from "./helpers.js";

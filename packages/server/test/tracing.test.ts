@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-node";
-import { ConfigError, UpstreamError } from "@credhook/core";
+import { ConfigError, UpstreamError } from "@credhook/core/errors";
 import { cloudRequestId, startTracing, tracingRequested, type Tracing } from "../src/index.js";
 import { AUTH, LOCAL_YAML, startTestServer, type TestServer, until } from "./helpers.js";
 

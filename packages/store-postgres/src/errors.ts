@@ -5,7 +5,7 @@
  * unavailable"), never a raw driver error (a 500) and never a gateway's fault.
  * SQLSTATE codes: https://www.postgresql.org/docs/current/errcodes-appendix.html
  */
-import { isCredhookError, StoreUnavailable } from "@credhook/core";
+import { isCredhookError, StoreUnavailable } from "@credhook/core/errors";
 
 /** Node network errors: the database cannot be reached, or the connection broke. */
 const NETWORK = new Map([

@@ -21,15 +21,9 @@ import { Kysely, Migrator, PostgresDialect, sql, type Migration, type MigrationP
 import {
   assertFenceHeld,
   AvailabilityLog,
-  ConfigError,
-  isStoreFailure,
-  StoreUnavailable,
-  Conflict,
   CREDENTIALS_INDEXES_SQL,
   credentialsTableSql,
   currentFence,
-  LockLost,
-  NotFound,
   type AppRecords,
   type CredentialRecord,
   type CredentialStore,
@@ -40,12 +34,10 @@ import {
   type RateSlots,
   type StoreFactory,
   type StoreLocks,
-} from "@credhook/core";
+} from "@credhook/core/store";
+import { ConfigError, isStoreFailure, StoreUnavailable, Conflict, LockLost, NotFound } from "@credhook/core/errors";
 import { asStoreError, isUnavailable, reasonOf } from "./errors.js";
 import { AdvisoryLocks } from "./locks.js";
-
-export { AdvisoryLocks } from "./locks.js";
-export { asStoreError, isUnavailable } from "./errors.js";
 
 /** Options of {@link PostgresCredentialStore} (`store.postgres` as an object). */
 export interface PostgresStoreOptions {

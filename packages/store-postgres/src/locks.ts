@@ -32,15 +32,8 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 import type pg from "pg";
-import {
-  KeyedLock,
-  LockLost,
-  runFenced,
-  UpstreamUnavailable,
-  type Fence,
-  type Logger,
-  type StoreLocks,
-} from "@credhook/core";
+import { KeyedLock, runFenced, type Fence, type Logger, type StoreLocks } from "@credhook/core/store";
+import { LockLost, UpstreamUnavailable } from "@credhook/core/errors";
 import { asStoreError } from "./errors.js";
 
 /** A signed 64-bit advisory-lock key (as a decimal string) for `key` in `namespace`. */

@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, inject, it } from "vitest";
-import { assertFenceHeld, LockLost, runFenced, StoreUnavailable } from "@credhook/core";
+import { assertFenceHeld, runFenced } from "@credhook/core/store";
+import { LockLost, StoreUnavailable } from "@credhook/core/errors";
 import { storeConformance } from "@credhook/provider-testkit";
-import { asStoreError, openPostgresStore, PostgresCredentialStore } from "../src/index.js";
+import { asStoreError } from "../src/errors.js";
+import { openPostgresStore, PostgresCredentialStore } from "../src/index.js";
 import { terminateLockSession as terminateSession } from "./lock-sessions.js";
 
 const url = inject("databaseUrl");

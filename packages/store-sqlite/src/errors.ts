@@ -6,7 +6,7 @@
  * statement or transaction that fails, so nothing is half-written.
  * Result codes: https://www.sqlite.org/rescode.html
  */
-import { isCredhookError, StoreUnavailable } from "@credhook/core";
+import { isCredhookError, StoreUnavailable } from "@credhook/core/errors";
 
 /** Primary result codes of a database that cannot serve now, with what an operator should read. */
 const UNAVAILABLE: Record<string, string> = {

@@ -22,13 +22,11 @@ import { chmodSync, closeSync, mkdirSync, openSync, realpathSync } from "node:fs
 import { dirname, isAbsolute, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { asStoreError } from "./errors.js";
+import { migrateLegacyAppKey } from "./legacy-app-key.js";
 import {
-  appKeyOf,
-  Conflict,
   CREDENTIALS_INDEXES_SQL,
   credentialsTableSql,
   KeyedLock,
-  NotFound,
   type StoreFactory,
   type StoreLocks,
   type AppRecords,
@@ -37,7 +35,8 @@ import {
   type CredentialType,
   type JsonValue,
   type ProviderStateStore,
-} from "@credhook/core";
+} from "@credhook/core/store";
+import { Conflict, NotFound } from "@credhook/core/errors";
 
 /** Options of {@link SqliteCredentialStore}. */
 export interface SqliteStoreOptions {
@@ -115,24 +114,6 @@ const MIGRATIONS: Migration[] = [
   // Pages freed before secure_delete may still hold old digests: rebuild the file once.
   { version: 4, sql: "VACUUM", transaction: false },
 ];
-
-/**
- * The identity an app key written before schema version 3 stood for, in {@link appKeyOf}'s encoding:
- * `slug:<s>` → the record's developer + slug `<s>`; `app:<developer>/<name>` → that pair, split
- * after the record's own developer (or at the only `/` when the app moved to another developer).
- * A key that cannot be split unambiguously becomes `legacy:<old key>`, which no request matches.
- */
-export function migrateLegacyAppKey(appKey: string, app: { developer: string }): string {
-  if (appKey.startsWith("slug:")) return appKeyOf({ developer: app.developer, appName: "", appSlug: appKey.slice(5) });
-  if (appKey.startsWith("app:")) {
-    const rest = appKey.slice(4);
-    if (rest.startsWith(`${app.developer}/`))
-      return appKeyOf({ developer: app.developer, appName: rest.slice(app.developer.length + 1) });
-    const parts = rest.split("/");
-    if (parts.length === 2) return appKeyOf({ developer: parts[0]!, appName: parts[1]! });
-  }
-  return `legacy:${appKey}`;
-}
 
 function rewriteLegacyAppKeys(db: Database.Database): void {
   const rows = db.prepare("SELECT id, app_key, record FROM credentials").all() as Array<{

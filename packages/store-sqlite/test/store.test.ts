@@ -3,9 +3,12 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { appKeyOf, Conflict, hashSecret, NotFound, StoreUnavailable, type CredentialRecord } from "@credhook/core";
+import { appKeyOf, type CredentialRecord } from "@credhook/core/store";
+import { Conflict, NotFound, StoreUnavailable } from "@credhook/core/errors";
+import { hashSecret } from "@credhook/core/provider-kit";
 import { storeConformance } from "@credhook/provider-testkit";
-import { migrateLegacyAppKey, openSqliteStore } from "../src/index.js";
+import { openSqliteStore } from "../src/index.js";
+import { migrateLegacyAppKey } from "../src/legacy-app-key.js";
 
 const rec = (over: Partial<CredentialRecord> = {}): CredentialRecord => ({
   id: crypto.randomUUID(),

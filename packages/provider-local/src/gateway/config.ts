@@ -4,7 +4,8 @@
  * OAuth token settings and signing keys. Validated by the server with
  * {@link parseEmbeddedGatewayConfig} (messages name the YAML path); defaults applied.
  */
-import { compileSchema, ConfigError, formatConfigErrors } from "@credhook/core";
+import { compileSchema, formatConfigErrors } from "@credhook/core";
+import { ConfigError } from "@credhook/core/errors";
 
 /** Signature algorithms of access tokens: RS256 (RFC 9068 §2.1 requires every party to support it) or ES256 (P-256). */
 export type SigningAlg = "RS256" | "ES256";

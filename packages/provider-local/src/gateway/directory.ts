@@ -14,7 +14,7 @@
  *   started before an invalidation never caches its (possibly stale) result.
  */
 import { LRUCache } from "lru-cache";
-import type { GatewayApi, Logger } from "@credhook/core";
+import type { GatewayApi, Logger } from "@credhook/core/provider";
 import type { LocalCredentialView, LocalProvider } from "../index.js";
 import type { LocalCredentialChange } from "../types.js";
 

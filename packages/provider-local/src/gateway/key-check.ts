@@ -31,7 +31,8 @@
  */
 import { createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { errorResponse, type Logger } from "@credhook/core";
+import { errorResponse } from "@credhook/core";
+import type { Logger } from "@credhook/core/provider";
 import type { KeyCheckConfig } from "./config.js";
 import type { CredentialDirectory, CredentialGrant } from "./directory.js";
 import { asciiJson, headerValue, splitTarget } from "./http.js";

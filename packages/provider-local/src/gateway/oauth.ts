@@ -21,7 +21,8 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { jwtVerify, SignJWT, type JWTPayload } from "jose";
-import { verifySecretHash, type Logger } from "@credhook/core";
+import { verifySecretHash } from "@credhook/core/provider-kit";
+import type { Logger } from "@credhook/core/provider";
 import type { OAuthConfig } from "./config.js";
 import type { CredentialDirectory, CredentialGrant } from "./directory.js";
 import { FormError, readForm, sendJson, sendOAuthError, sendProblem } from "./http.js";

@@ -18,7 +18,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from "jose";
-import type { JsonValue, Logger, ProviderStateStore } from "@credhook/core";
+import type { JsonValue, Logger, ProviderStateStore } from "@credhook/core/provider";
 import type { SigningAlg } from "./config.js";
 
 /** A signing key as credhook keeps it (the private JWK only ever in memory, in an encrypted record, or in the key file). */

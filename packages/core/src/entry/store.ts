@@ -1,0 +1,32 @@
+/**
+ * `@credhook/core/store`: the credential-store interface (records intent before the cloud
+ * calls), the credentials table's DDL both SQL stores create, the app key records are found
+ * by, fencing of a store's writes by its lease, and what store packages share (`KeyedLock`,
+ * the in-process `StoreLocks`; `AvailabilityLog`). Named exports only
+ * (packages/core/README.md, "Public surface").
+ */
+export type {
+  AbandonedInfo,
+  AppRecords,
+  CredentialRecord,
+  CredentialStatus,
+  CredentialStore,
+  GatewayApiWithGateway,
+  GatewayBinding,
+  PendingOperation,
+  RateSlots,
+  StoreContext,
+  StoreFactory,
+  StoreLocks,
+  UnsettledInfo,
+} from "../store.js";
+export { CREDENTIALS_INDEXES_SQL, credentialsTableSql } from "../store.js";
+export { appKeyOf } from "../orchestration/api-sets.js";
+export type { Fence } from "../fence.js";
+export { assertFenceHeld, currentFence, runFenced } from "../fence.js";
+export { AvailabilityLog } from "../availability.js";
+export { KeyedLock } from "../keyed-lock.js";
+/** Types the interface refers to, re-exported so that a store needs no other entry point for them. */
+export type { CredentialType } from "../contract.js";
+export type { Logger } from "../logger.js";
+export type { JsonValue, ProviderStateStore } from "../provider.js";
