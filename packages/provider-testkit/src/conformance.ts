@@ -294,6 +294,14 @@ export function providerConformance(
       return { cred, ref };
     }
 
+    /**
+     * What `provider.findByCredential` returns for `ref`'s app over the suite's APIs, searching by
+     * `credentialId` (default: `ref`'s own). Call only where the provider has `findByCredential`.
+     */
+    function findFor(provider: Provider, ref: ProviderCredentialRef, credentialId = ref.credentialId) {
+      return provider.findByCredential!({ credentialId, credentialType, app: ref.app, apis: options.apis });
+    }
+
     function updateInput(
       ref: ProviderCredentialRef,
       previous: GatewayApi[],
@@ -533,23 +541,13 @@ export function providerConformance(
         if (!provider.findByCredential)
           fail("findByCredential is missing: core cannot find a create whose outcome is unknown");
         const { ref } = await created(provider, "f");
-        const found = await provider.findByCredential({
-          credentialId: ref.credentialId,
-          credentialType,
-          app: ref.app,
-          apis: options.apis,
-        });
+        const found = await findFor(provider, ref);
         if (!found.some((r) => r.nativeId === ref.nativeId))
           fail(`findByCredential did not return ${ref.nativeId} (got ${JSON.stringify(found.map((r) => r.nativeId))})`);
         for (const r of found)
           if (r.credentialId !== undefined && r.credentialId !== ref.credentialId)
             fail(`findByCredential returned another credential's resource ${r.nativeId}`);
-        const other = await provider.findByCredential({
-          credentialId: randomUUID(),
-          credentialType,
-          app: ref.app,
-          apis: options.apis,
-        });
+        const other = await findFor(provider, ref, randomUUID());
         if (other.length > 0)
           fail(`findByCredential of an unknown credential id returned ${JSON.stringify(other.map((r) => r.nativeId))}`);
         for (const r of found)
@@ -558,12 +556,7 @@ export function providerConformance(
             nativeId: r.nativeId,
             resources: r.nativeId === ref.nativeId ? ref.resources : {},
           });
-        const after = await provider.findByCredential({
-          credentialId: ref.credentialId,
-          credentialType,
-          app: ref.app,
-          apis: options.apis,
-        });
+        const after = await findFor(provider, ref);
         if (after.length > 0)
           fail(`findByCredential after revoke still returned ${JSON.stringify(after.map((r) => r.nativeId))}`);
         await provider.close?.();
@@ -642,12 +635,7 @@ export function providerConformance(
           "another gateway's update",
         );
         if (other.findByCredential) {
-          const seen = await other.findByCredential({
-            credentialId: ref.credentialId,
-            credentialType,
-            app: ref.app,
-            apis: options.apis,
-          });
+          const seen = await findFor(other, ref);
           if (seen.length > 0)
             fail(
               `another gateway's findByCredential returned this gateway's ${JSON.stringify(seen.map((r) => r.nativeId))}`,
@@ -891,12 +879,7 @@ export function providerConformance(
       for (let i = 0; i < 2 * pageSize + 1; i++) refs.push((await created(provider, `pg${i}`)).ref);
       if (provider.findByCredential) {
         for (const ref of refs) {
-          const found = await provider.findByCredential({
-            credentialId: ref.credentialId,
-            credentialType,
-            app: ref.app,
-            apis: options.apis,
-          });
+          const found = await findFor(provider, ref);
           if (!found.some((r) => r.nativeId === ref.nativeId))
             fail(
               `findByCredential did not find ${ref.nativeId}, one of ${refs.length} credentials in lists of pages of ${pageSize}: it reads only part of the pages`,
