@@ -2,8 +2,8 @@
  * A provider in a fresh workspace package — TypeScript sources, no build — runs through
  * `credhook serve` by the command CONTRIBUTING.md documents ("Run a provider from its sources"):
  * in the package's folder, `CREDHOOK_FROM_SOURCE=1 node --conditions=dev-source
- * <checkout>/packages/server/bin/credhook.mjs serve`. Without the condition, the package
- * is "not installed" and the message names that command.
+ * <checkout>/packages/server/bin/credhook.mjs serve`. A provider package that resolves nowhere is
+ * "not installed", and the message names that command.
  */
 import { cpSync, mkdtempSync, mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -54,13 +54,21 @@ it("the documented command serves a provider package that has only TypeScript so
   expect((await cli.stop()).code).toBe(0);
 });
 
-it("without the dev-source condition the package is not installed, and the message names the command", async () => {
-  const cli = spawnCredhook([process.execPath, CLI, "check-config", "--config", "webhook.config.yaml"], {
+it("a provider package that resolves nowhere is 'not installed', and the message names the command for an unbuilt one", async () => {
+  // (Whether the fresh package above resolves without --conditions=dev-source depends on the Node:
+  // on Node 24 the sources' own module hooks add the condition to CommonJS resolution too, on Node
+  // 22 they do not; the documented command passes it, so it works on both.)
+  const absent = "@example/credhook-provider-absent";
+  writeFileSync(
+    join(dir, "absent.config.yaml"),
+    `${SERVER_YAML}gateways:\n  absent:\n    provider: "${absent}"\n    credentialType: API_KEY\nroutes:\n  - default: absent\n`,
+  );
+  const cli = spawnCredhook([process.execPath, CLI, "check-config", "--config", "absent.config.yaml"], {
     cwd: dir,
     env,
   });
   const code = await new Promise((resolve) => cli.child.once("exit", resolve));
   expect(code).not.toBe(0);
-  expect(cli.output()).toContain(`provider package '${PACKAGE}' is not installed`);
+  expect(cli.output()).toContain(`provider package '${absent}' is not installed`);
   expect(cli.output()).toContain("CREDHOOK_FROM_SOURCE=1 node --conditions=dev-source");
 });
