@@ -14,6 +14,7 @@ import {
   settleAll,
   SlidingWindowLimiter,
   TokenBucketLimiter,
+  unavailableFrom,
 } from "@credhook/core/provider-kit";
 import { NotFound, Throttled, UpstreamUnavailable } from "@credhook/core/errors";
 import type { RateSlots } from "@credhook/core/store";
@@ -67,6 +68,17 @@ describe("gateway errors", () => {
     expect(err.cause).toBe(cause);
     expect(gatewayError("a", UpstreamUnavailable, "down", 5, { gateway: "b" }).gateway).toBe("b");
     expect(gatewayMessage("a", "text")).toBe("[gateway a] text");
+  });
+  it("unavailableFrom: a failed health probe is UpstreamUnavailable — kept as it is, or carrying another error's message and cause", () => {
+    const down = new UpstreamUnavailable("[gateway k] throttled", 12);
+    expect(unavailableFrom("k", down, new Error("sdk"))).toBe(down);
+    const sdkError = new Error("403 from the Admin API");
+    const forbidden = gatewayError("k", NotFound, "no such workspace");
+    const err = unavailableFrom("k", forbidden, sdkError);
+    expect(err).toBeInstanceOf(UpstreamUnavailable);
+    expect(err).toMatchObject({ status: 503, retryAfterS: 5, gateway: "k", message: "[gateway k] no such workspace" });
+    expect(err.cause).toBe(sdkError);
+    expect(unavailableFrom("k", forbidden, sdkError, 30).retryAfterS).toBe(30);
   });
 });
 

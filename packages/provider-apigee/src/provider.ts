@@ -21,6 +21,7 @@ import {
   HttpCallFailed,
   generateApiKeyValue,
   randomBase62,
+  unavailableFrom,
 } from "@credhook/core/provider-kit";
 import {
   Conflict,
@@ -28,7 +29,6 @@ import {
   InvalidReference,
   isCredhookError,
   NotFound,
-  UpstreamUnavailable,
   ValidationError,
 } from "@credhook/core/errors";
 import type {
@@ -560,10 +560,7 @@ export class ApigeeProvider implements Provider {
     try {
       await this.api.call("GET", "", "reading the Apigee organisation", { ok: [200] });
     } catch (err) {
-      const typed = this.typed(err);
-      throw typed instanceof UpstreamUnavailable
-        ? typed
-        : new UpstreamUnavailable(typed.message, 5, { cause: err, gateway: this.gateway });
+      throw unavailableFrom(this.gateway, this.typed(err), err);
     }
   }
 }

@@ -17,7 +17,13 @@ import {
   isCredhookError,
   type CredhookError,
 } from "@credhook/core/errors";
-import { generateApiKeyValue, CachedHealthProbe, GatewayErrors, settleAll } from "@credhook/core/provider-kit";
+import {
+  generateApiKeyValue,
+  CachedHealthProbe,
+  GatewayErrors,
+  settleAll,
+  unavailableFrom,
+} from "@credhook/core/provider-kit";
 import type {
   CredentialSearch,
   GatewayApi,
@@ -1005,10 +1011,7 @@ export class AzureApimProvider implements Provider {
     let error: CredhookError | undefined;
     if (!r.ok) {
       const cause = this.mapped(r.error, `reading service ${this.service}`);
-      error =
-        cause instanceof UpstreamUnavailable
-          ? cause
-          : new UpstreamUnavailable(cause.message, 5, { cause: r.error, gateway: this.gateway });
+      error = unavailableFrom(this.gateway, cause, r.error);
     } else if (r.value.provisioningState && r.value.provisioningState !== "Succeeded") {
       error = this.errors.error(
         UpstreamUnavailable,

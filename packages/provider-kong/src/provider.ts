@@ -17,12 +17,17 @@ import {
   Conflict,
   InvalidReference,
   NotFound,
-  UpstreamUnavailable,
   ValidationError,
   isCredhookError,
   type CredhookError,
 } from "@credhook/core/errors";
-import { CachedHealthProbe, GatewayErrors, HttpCallFailed, generateApiKeyValue } from "@credhook/core/provider-kit";
+import {
+  CachedHealthProbe,
+  GatewayErrors,
+  HttpCallFailed,
+  generateApiKeyValue,
+  unavailableFrom,
+} from "@credhook/core/provider-kit";
 import type {
   CredentialSearch,
   GatewayApi,
@@ -477,10 +482,7 @@ export class KongProvider implements Provider {
     try {
       await this.admin.call("GET", "/consumers?size=1", "reading the Admin API", { ok: [200] });
     } catch (err) {
-      const typed = this.typed(err);
-      throw typed instanceof UpstreamUnavailable
-        ? typed
-        : new UpstreamUnavailable(typed.message, 5, { cause: err, gateway: this.gateway });
+      throw unavailableFrom(this.gateway, this.typed(err), err);
     }
   }
 }

@@ -86,6 +86,7 @@ const EXPORTED_NAMES: Record<string, string[]> = {
     "rejectionsOf",
     "retryAfterFromHeaders",
     "settleAll",
+    "unavailableFrom",
     "verifySecretHash",
   ],
   "@credhook/core/store": [

@@ -13,7 +13,7 @@ export type { HealthCacheOptions } from "../provider-kit/health-cache.js";
 export { CachedHealthProbe } from "../provider-kit/health-cache.js";
 export { containsSecret, redactSecrets } from "../provider-kit/redact.js";
 export type { MessageErrorClass } from "../provider-kit/gateway-errors.js";
-export { gatewayError, GatewayErrors, gatewayMessage } from "../provider-kit/gateway-errors.js";
+export { gatewayError, GatewayErrors, gatewayMessage, unavailableFrom } from "../provider-kit/gateway-errors.js";
 export { rejectionsOf, settleAll } from "../provider-kit/settle.js";
 export type {
   HttpFailureContext,

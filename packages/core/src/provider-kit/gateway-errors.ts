@@ -3,7 +3,7 @@
  * `[gateway <name>]` and {@link CredhookError.gateway} is set, built in this one
  * place instead of by hand in every provider.
  */
-import type { CredhookError } from "../errors.js";
+import { UpstreamUnavailable, type CredhookError } from "../errors.js";
 
 /** `[gateway <name>]`, the prefix of every message a provider's error carries. */
 export function gatewayPrefix(gateway: string): string {
@@ -69,4 +69,25 @@ export class GatewayErrors {
   ): E {
     return gatewayError(this.gateway, ErrorClass, text, ...rest);
   }
+}
+
+/**
+ * A failed health check of `gateway` as what `Provider.health` must throw: `typed` itself when it
+ * already is an {@link UpstreamUnavailable} (a throttled or unreachable cloud keeps its own
+ * Retry-After), else an UpstreamUnavailable with `typed`'s message, Retry-After `retryAfterS`
+ * seconds, and the original failure as its cause (a 403 or 404 on the probe says the gateway
+ * cannot serve, whatever its type).
+ * @param typed the probe's failure mapped to core's typed errors (the provider's `toTypedError`)
+ * @param cause the failure as the SDK or fetch threw it
+ * @param retryAfterS seconds a readiness check waits before it asks again, default 5
+ */
+export function unavailableFrom(
+  gateway: string,
+  typed: CredhookError,
+  cause: unknown,
+  retryAfterS = 5,
+): UpstreamUnavailable {
+  return typed instanceof UpstreamUnavailable
+    ? typed
+    : new UpstreamUnavailable(typed.message, retryAfterS, { cause, gateway });
 }
