@@ -8,6 +8,7 @@ export * from "./config.js";
 export * from "./routing.js";
 export * from "./registry.js";
 export * from "./store.js";
+export * from "./events.js";
 export * from "./secrets.js";
 export * from "./keyed-lock.js";
 export * from "./fence.js";
