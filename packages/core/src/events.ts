@@ -116,7 +116,8 @@ export function credentialEvent(
       publicId: rec.publicId,
       app: { ...rec.app },
       gateways:
-        extra.gateways ?? rec.bindings.map((b) => ({ gateway: b.gateway, nativeId: b.nativeId, plans: plansOn(b.gateway) })),
+        extra.gateways ??
+        rec.bindings.map((b) => ({ gateway: b.gateway, nativeId: b.nativeId, plans: plansOn(b.gateway) })),
       apis: rec.apis.map((a) => ({ id: a.id, gateway: a.gateway, usagePlans: [...a.usagePlans] })),
       ...(fingerprint ? { keyFingerprint: fingerprint } : {}),
       ...(extra.reason ? { reason: extra.reason } : {}),
@@ -270,7 +271,9 @@ export function eventsTableSql(
 }
 
 /** The columns of one event row as both SQL stores insert it, in the order of {@link EVENT_INSERT_COLUMNS}. */
-export function eventRow(event: CredentialEvent): [string, string, string | null, string | null, string, string, string, string] {
+export function eventRow(
+  event: CredentialEvent,
+): [string, string, string | null, string | null, string, string, string, string] {
   return [
     event.id,
     event.subject,

@@ -71,7 +71,12 @@ export class MemoryOutbox implements EventOutbox {
   async settle(id: string, holder: string, s: Parameters<EventOutbox["settle"]>[2]): Promise<boolean> {
     const e = this.events.find((x) => x.event.id === id);
     if (!e || e.holder !== holder) return false;
-    Object.assign(e, { status: s.status, attempts: s.attempts, nextAttemptAt: s.nextAttemptAt, sinksDone: [...s.sinksDone] });
+    Object.assign(e, {
+      status: s.status,
+      attempts: s.attempts,
+      nextAttemptAt: s.nextAttemptAt,
+      sinksDone: [...s.sinksDone],
+    });
     if (s.lastError !== undefined) e.lastError = s.lastError;
     if (s.settledAt !== undefined) e.settledAt = s.settledAt;
     delete e.holder;

@@ -414,7 +414,11 @@ export function storeConformance(
       settledAt: later(2),
     });
     if (!ok) fail("settle by the holder returned false");
-    expectEqual(ids(await outbox.claim(later(3), later(500), "h2", 10)), [a2.id], "the app's next event, after the first");
+    expectEqual(
+      ids(await outbox.claim(later(3), later(500), "h2", 10)),
+      [a2.id],
+      "the app's next event, after the first",
+    );
     // b1 fails and waits for its next attempt; its lease ran out meanwhile
     await outbox.settle(b1.id, "h1", {
       status: "pending",
@@ -429,7 +433,9 @@ export function storeConformance(
     expectEqual([again[0]!.attempts, again[0]!.lastError], [1, "HTTP 500"], "attempts and the last error");
     // A lease that ran out is claimed by another holder; the first can no longer settle it.
     expectEqual(ids(await outbox.claim(later(600), later(660), "h4", 10)), [b1.id, a2.id], "expired leases");
-    if (await outbox.settle(a2.id, "h2", { status: "delivered", attempts: 1, nextAttemptAt: later(600), sinksDone: [] }))
+    if (
+      await outbox.settle(a2.id, "h2", { status: "delivered", attempts: 1, nextAttemptAt: later(600), sinksDone: [] })
+    )
       fail("settle after the claim was taken over returned true");
   });
 

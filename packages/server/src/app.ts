@@ -9,13 +9,14 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Response } from "express";
-import type { CredhookConfig } from "@credhook/core";
+import type { CredhookConfig, Logger } from "@credhook/core";
 import { createEdgeServer } from "./edge.js";
 import { serveExtensions } from "./extensions.js";
 import { type AppOptions, type CredhookApp, createApp } from "./http-app.js";
 import { errorBody, sendJson } from "./http-errors.js";
 import { createLogger } from "./logging.js";
 import { startBackgroundReconcile } from "./loops.js";
+import { startEventDelivery } from "./events.js";
 import { drainAndClose } from "./shutdown.js";
 
 export { createApp } from "./http-app.js";
@@ -119,7 +120,18 @@ export async function startServer(
   handler = credhook.app;
   server.keepAliveTimeout = config.server.keepAliveTimeoutMs;
   const port = (server.address() as AddressInfo).port;
-  const stopSweep = startBackgroundReconcile(credhook, config);
+  const stopReconcile = startBackgroundReconcile(credhook, config);
+  const outbox = credhook.store.outbox;
+  // A config built in code without validateConfig may lack the block (its defaults): no delivery loop then.
+  const stopEvents =
+    outbox && config.events
+      ? startEventDelivery(outbox, config.events, {
+          logger: credhook.logger as unknown as Logger,
+          ...(options.now ? { now: options.now } : {}),
+          onAttempt: (outcome) => credhook!.metrics.observeEventAttempt(outcome),
+        })
+      : async () => undefined;
+  const stopSweep = () => Promise.all([stopReconcile(), stopEvents()]).then(() => undefined);
   const shownHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
   const url = `http://${shownHost}:${port}`;
   let extensionUrls: Map<string, string>;

@@ -557,7 +557,12 @@ export class SqliteCredentialStore implements CredentialStore {
         `SELECT seq, event, status, attempts, next_attempt_at, sinks_done, last_error, settled_at FROM events
          WHERE (@app IS NULL OR subject = @app OR app_slug = @app OR app_name = @app) AND (@since IS NULL OR time >= @since)
            AND (@status IS NULL OR status = @status) ORDER BY seq DESC LIMIT @limit`,
-      ).all({ app, since: filter.since ?? null, status: filter.status ?? null, limit: filter.limit ?? 1000 }) as EventRowRead[];
+      ).all({
+        app,
+        since: filter.since ?? null,
+        status: filter.status ?? null,
+        limit: filter.limit ?? 1000,
+      }) as EventRowRead[];
       return rows.reverse().map(storedEventOf);
     },
     counts: async () => {

@@ -23,7 +23,12 @@ import type { Gateway } from "../registry.js";
 import type { Router } from "../routing.js";
 import { generateApiKeyValue } from "../secrets.js";
 import type { CredentialRecord, CredentialStore, GatewayBinding, StoreLocks } from "../store.js";
-import { credentialEvent, type CredentialEvent, type CredentialEventExtra, type CredentialEventType } from "../events.js";
+import {
+  credentialEvent,
+  type CredentialEvent,
+  type CredentialEventExtra,
+  type CredentialEventType,
+} from "../events.js";
 import { GatewayCircuits } from "./circuits.js";
 import type { OrchestratorOptions } from "./types.js";
 
