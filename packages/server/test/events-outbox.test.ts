@@ -6,7 +6,7 @@
  * - PostgreSQL: two instances deliver each event once between them, in order per app, and
  *   `credhook audit` answers the same on both instances' configs.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, describe, expect, inject, it } from "vitest";
 import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingHttpHeaders } from "node:http";
