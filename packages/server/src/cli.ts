@@ -19,7 +19,7 @@
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { Command } from "commander";
-import { ConfigError, isCredhookError } from "@credhook/core";
+import { ConfigError, isCredhookError, type Logger } from "@credhook/core";
 import { destination } from "pino";
 import { createRuntime, openStore, startServer, importProviderModule, SHUTDOWN_MARGIN_MS } from "./app.js";
 import { CONFIG_SEARCH_PLACES, embeddedConfigText, loadConfigFile, type LoadedConfig } from "./config.js";
@@ -260,7 +260,7 @@ program
           throw new Error(`--limit must be an integer ≥ 1 (got '${opts.limit}')`);
         const since = opts.since === undefined ? undefined : parseSince(opts.since, Date.now());
         const config = await loadConfig(opts.config);
-        const store = await openStore(config, createLogger("warn", destination(2)) as never);
+        const store = await openStore(config, createLogger("warn", destination(2)) as unknown as Logger);
         try {
           if (!store.outbox) throw new Error("this store keeps no events (its package has no outbox)");
           const filter = { ...(opts.app ? { app: opts.app } : {}), ...(since ? { since } : {}), limit };
