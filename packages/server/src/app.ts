@@ -16,7 +16,6 @@ import { type AppOptions, type CredhookApp, createApp } from "./http-app.js";
 import { errorBody, sendJson } from "./http-errors.js";
 import { createLogger } from "./logging.js";
 import { startBackgroundReconcile } from "./loops.js";
-import { startEventDelivery } from "./events.js";
 import { drainAndClose } from "./shutdown.js";
 
 export { createApp } from "./http-app.js";
@@ -123,9 +122,10 @@ export async function startServer(
   const stopReconcile = startBackgroundReconcile(credhook, config);
   const outbox = credhook.store.outbox;
   // A config built in code without validateConfig may lack the block (its defaults): no delivery loop then.
+  // Loaded here, not at the top: the Lambda handler (which imports this module) delivers no events and loads neither cloudevents nor standardwebhooks.
   const stopEvents =
     outbox && config.events
-      ? startEventDelivery(outbox, config.events, {
+      ? (await import("./events.js")).startEventDelivery(outbox, config.events, {
           logger: credhook.logger as unknown as Logger,
           ...(options.now ? { now: options.now } : {}),
           onAttempt: (outcome) => credhook!.metrics.observeEventAttempt(outcome),
