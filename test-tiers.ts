@@ -25,6 +25,7 @@ export const E2E_FILES = [
   "packages/server/test/crash-reconcile.test.ts",
   "packages/server/test/demo.test.ts",
   "packages/server/test/dev-source-provider.test.ts",
+  "packages/server/test/events-outbox.test.ts",
   "packages/server/test/failures.test.ts",
   "packages/server/test/never-orphan.test.ts",
   "packages/server/test/process-leaks.test.ts",

@@ -8,6 +8,7 @@ import type { ErrorObject, ValidateFunction } from "ajv";
 import type { CredentialType } from "./contract.js";
 import { validateConfigSchema } from "./config.validators.generated.js";
 import { ConfigError } from "./errors.js";
+import { CREDENTIAL_EVENT_TYPES } from "./events.js";
 import type { RouteRule } from "./routing.js";
 import { formatAjvErrors } from "./validation.js";
 
@@ -123,11 +124,47 @@ export interface ReconcileConfig {
   settleS: number;
 }
 
+/** One HTTP sink of `events.sinks`: where `credhook serve` POSTs each event. */
+export interface EventSinkConfig {
+  /** The sink's URL (`http://` or `https://`); each event is POSTed to it in CloudEvents' structured JSON mode. */
+  url: string;
+  /**
+   * The Standard Webhooks signing secret (https://www.standardwebhooks.com/): `whsec_` and base64 of 24 to
+   * 64 random bytes, as the sink's verifier expects it. Secret: give it as `${VAR}`; masked wherever credhook prints options.
+   */
+  secret: string;
+  /** Only these event types go to this sink. @default every type */
+  types?: string[];
+  /** A name for the sink in `credhook audit` and the logs. @default the URL's origin and path */
+  name?: string;
+  /** Time one POST may take, ms; then the attempt failed. 100 to 120000. @default 10000 */
+  timeoutMs: number;
+}
+
+/** `events:` block: the credential events (docs/events.md). */
+export interface EventsConfig {
+  /** HTTP sinks every event goes to (each once it accepted it). @default [] (events are kept for `credhook audit` only) */
+  sinks: EventSinkConfig[];
+  /** Days a delivered (or dead) event is kept for `credhook audit`; 0 keeps them. Pending events are never pruned. @default 90 */
+  retentionDays: number;
+  /** How often `credhook serve` looks for events to deliver, ms. 100 to 60000. @default 1000 */
+  pollIntervalMs: number;
+  /**
+   * Retries of an event a sink refused (a non-2xx answer, no answer): the n-th retry waits
+   * `min(initialDelayMs × 2^(n-1), maxDelayMs)`; after `maxAttempts` attempts the event is `dead` —
+   * kept, listed by `credhook audit --undelivered`, counted by `credhook_events{status="dead"}` — and
+   * the app's later events go on. @default { maxAttempts: 12, initialDelayMs: 1000, maxDelayMs: 3600000 }
+   */
+  retry: { maxAttempts: number; initialDelayMs: number; maxDelayMs: number };
+}
+
 /** The whole configuration, defaults applied. */
 export interface CredhookConfig {
   server: ServerConfig;
   store: StoreConfig;
   reconcile: ReconcileConfig;
+  /** The credential events: their sinks, retries and retention. */
+  events: EventsConfig;
   /** Directory for credhook's own files (the generated password's hash). @default "./data" */
   dataDir: string;
   gateways: Record<string, GatewayConfig>;
@@ -215,6 +252,41 @@ export const configSchema = {
         intervalS: { type: "integer", minimum: 0, maximum: 86400 },
         abandonedIntervalS: { type: "integer", minimum: 0, maximum: 86400, default: 30 },
         settleS: { type: "integer", minimum: 0, maximum: 604800, default: 300 },
+      },
+    },
+    events: {
+      type: "object",
+      additionalProperties: false,
+      default: {},
+      properties: {
+        sinks: {
+          type: "array",
+          default: [],
+          items: {
+            type: "object",
+            additionalProperties: false,
+            required: ["url", "secret"],
+            properties: {
+              url: { type: "string", pattern: "^https?://[^\\s]+$" },
+              secret: { type: "string", writeOnly: true, pattern: "^(whsec_)?[A-Za-z0-9+/]{32,}={0,2}$" },
+              types: { type: "array", minItems: 1, items: { enum: [...CREDENTIAL_EVENT_TYPES] } },
+              name: { type: "string", minLength: 1 },
+              timeoutMs: { type: "integer", minimum: 100, maximum: 120000, default: 10000 },
+            },
+          },
+        },
+        retentionDays: { type: "integer", minimum: 0, maximum: 36500, default: 90 },
+        pollIntervalMs: { type: "integer", minimum: 100, maximum: 60000, default: 1000 },
+        retry: {
+          type: "object",
+          additionalProperties: false,
+          default: {},
+          properties: {
+            maxAttempts: { type: "integer", minimum: 1, maximum: 1000, default: 12 },
+            initialDelayMs: { type: "integer", minimum: 10, maximum: 86400000, default: 1000 },
+            maxDelayMs: { type: "integer", minimum: 10, maximum: 86400000, default: 3600000 },
+          },
+        },
       },
     },
     gateways: {

@@ -28,6 +28,8 @@ export { errorResponse } from "./contract.js";
 export type {
   AuthUser,
   CredhookConfig,
+  EventSinkConfig,
+  EventsConfig,
   GatewayConfig,
   ReconcileConfig,
   ServerConfig,
@@ -81,3 +83,21 @@ export type {
   ReconcileReport,
   SweepResult,
 } from "./orchestration/types.js";
+/** Credential events (the transactional outbox's content): their types, how one is built, a secret's fingerprint. */
+export type {
+  CredentialEvent,
+  CredentialEventData,
+  CredentialEventExtra,
+  CredentialEventType,
+  EventFilter,
+  EventSettlement,
+  EventStatus,
+  StoredEvent,
+} from "./events.js";
+export {
+  CREDENTIAL_EVENT_SOURCE,
+  CREDENTIAL_EVENT_TYPES,
+  credentialEvent,
+  driftEvent,
+  secretFingerprint,
+} from "./events.js";

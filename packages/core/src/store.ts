@@ -13,6 +13,7 @@ import type { CredentialType } from "./contract.js";
 import { pooledRandomBytes } from "./secrets.js";
 import type { Logger } from "./logger.js";
 import type { AppIdentity, GatewayApi, ProviderResources, ProviderStateStore } from "./provider.js";
+import type { CredentialEvent, EventOutbox } from "./events.js";
 
 /**
  * Lifecycle of a credential record (docs/multi-cloud.md, "The life of a credential record"):
@@ -185,6 +186,11 @@ export interface CredentialRecord {
   abandoned?: AbandonedInfo;
   /** Set while a failed or interrupted update's writes may still land on some gateways (status `active`). */
   unsettled?: UnsettledInfo;
+  /**
+   * The fingerprint of the credential's secret (`secretFingerprint` in events.ts: a truncated SHA-256, one-way),
+   * when credhook saw the value (a create, a rotation); never the value. Events carry it.
+   */
+  keyFingerprint?: string;
   /** Non-secret extras returned to the portal at create (token endpoint, scopes), kept for replayed creates. */
   customCredentials?: Record<string, string>;
   /** ISO 8601 creation time. */
@@ -258,17 +264,24 @@ export interface CredentialStore {
   /** Creates the schema / runs migrations. Idempotent. */
   init(): Promise<void>;
   /**
+   * The event outbox (events.ts): events written with record changes, delivered by `credhook serve`,
+   * listed by `credhook audit`. Absent: the store keeps no events (its `events` arguments are ignored).
+   */
+  readonly outbox?: EventOutbox;
+  /**
    * Inserts a new record. The record is taken as it is when `insert` is called (serialised or copied
    * before it returns its promise): the caller may change its object at once, so it need not copy it.
+   * @param events written to the {@link outbox} in the same transaction as the record: both or neither
    * @throws Conflict a record with the same id, or a live (not `abandoned`) record with the same appKey + credentialType, exists
    */
-  insert(record: CredentialRecord): Promise<void>;
+  insert(record: CredentialRecord, events?: readonly CredentialEvent[]): Promise<void>;
   /**
    * Replaces an existing record (matched by id); sets nothing itself. Like {@link insert}, takes the
    * record as it is when called: the caller may go on changing its object.
+   * @param events written to the {@link outbox} in the same transaction as the record: both or neither
    * @throws NotFound no such id
    */
-  save(record: CredentialRecord): Promise<void>;
+  save(record: CredentialRecord, events?: readonly CredentialEvent[]): Promise<void>;
   /** The record with this id, or undefined. */
   get(id: string): Promise<CredentialRecord | undefined>;
   /** The record whose publicId (apiKeyId/clientId) and type match, or undefined. */
@@ -288,8 +301,11 @@ export interface CredentialStore {
    * Optional: without it core filters {@link list}.
    */
   listUnsettled?(): Promise<CredentialRecord[]>;
-  /** Deletes a record; true when it existed. */
-  delete(id: string): Promise<boolean>;
+  /**
+   * Deletes a record; true when it existed.
+   * @param events written to the {@link outbox} in the same transaction, only when the record existed
+   */
+  delete(id: string, events?: readonly CredentialEvent[]): Promise<boolean>;
   /** Records with status `pending` or `revoking` last written before `before` (ISO 8601), oldest first. */
   listUnfinished(before: string): Promise<CredentialRecord[]>;
   /** How many records are `pending` or `revoking` and were last written at or after `since` (ISO 8601): what reconcile skips as too recent. */

@@ -23,7 +23,7 @@ export { startFakeServer, readJsonBody, sendJson } from "./fake-server.js";
 export type { FakeServer, FakeHandler } from "./fake-server.js";
 export { memoryStateStore } from "@credhook/core/provider-kit";
 export { storeConformance, type StoreConformanceOptions } from "./store-conformance.js";
-export { MemoryCredentialStore } from "./memory-store.js";
+export { MemoryCredentialStore, MemoryOutbox } from "./memory-store.js";
 export {
   ScriptedProvider,
   type ScriptedFault,

@@ -7,14 +7,125 @@
  */
 import { Conflict, NotFound } from "@credhook/core/errors";
 import { memoryStateStore } from "@credhook/core/provider-kit";
-import type { CredentialRecord, CredentialStore } from "@credhook/core/store";
+import type {
+  CredentialEvent,
+  CredentialRecord,
+  CredentialStore,
+  EventOutbox,
+  EventStatus,
+  StoredEvent,
+} from "@credhook/core/store";
 import type { CredentialType, ProviderStateStore } from "@credhook/core/provider";
+
+/** The app key, slug and name an event names (what `credhook audit --app` matches). */
+export function eventAppNames(event: CredentialEvent): string[] {
+  const app = event.data.app;
+  return [event.subject, ...(app?.appSlug ? [app.appSlug] : []), ...(app?.appName ? [app.appName] : [])];
+}
+
+/**
+ * An {@link EventOutbox} in memory, with the semantics every store's outbox has (the store
+ * conformance suite checks them): claims an app's oldest pending event at a time, leases, pruning.
+ */
+export class MemoryOutbox implements EventOutbox {
+  private readonly events: Array<StoredEvent & { holder?: string; leaseUntil?: string }> = [];
+  private seq = 0;
+
+  /** Adds events (the store's writes call it after their record change succeeded). */
+  add(events: readonly CredentialEvent[]): void {
+    for (const event of events)
+      this.events.push({
+        seq: ++this.seq,
+        event: structuredClone(event),
+        status: "pending",
+        attempts: 0,
+        nextAttemptAt: event.time,
+        sinksDone: [],
+      });
+  }
+
+  /** {@inheritDoc EventOutbox.append} */
+  async append(events: readonly CredentialEvent[]): Promise<void> {
+    this.add(events);
+  }
+
+  /** {@inheritDoc EventOutbox.claim} */
+  async claim(now: string, leaseUntil: string, holder: string, limit: number): Promise<StoredEvent[]> {
+    const heads = new Map<string, (typeof this.events)[number]>();
+    for (const e of this.events)
+      if (e.status === "pending" && !heads.has(e.event.subject)) heads.set(e.event.subject, e);
+    const out: StoredEvent[] = [];
+    for (const e of [...heads.values()].sort((a, b) => a.seq - b.seq)) {
+      if (out.length >= limit) break;
+      if (e.nextAttemptAt > now || (e.leaseUntil !== undefined && e.leaseUntil > now)) continue;
+      e.holder = holder;
+      e.leaseUntil = leaseUntil;
+      out.push(copyOf(e));
+    }
+    return out;
+  }
+
+  /** {@inheritDoc EventOutbox.settle} */
+  async settle(id: string, holder: string, s: Parameters<EventOutbox["settle"]>[2]): Promise<boolean> {
+    const e = this.events.find((x) => x.event.id === id);
+    if (!e || e.holder !== holder) return false;
+    Object.assign(e, {
+      status: s.status,
+      attempts: s.attempts,
+      nextAttemptAt: s.nextAttemptAt,
+      sinksDone: [...s.sinksDone],
+    });
+    if (s.lastError !== undefined) e.lastError = s.lastError;
+    if (s.settledAt !== undefined) e.settledAt = s.settledAt;
+    delete e.holder;
+    delete e.leaseUntil;
+    return true;
+  }
+
+  /** {@inheritDoc EventOutbox.list} */
+  async list(filter: Parameters<EventOutbox["list"]>[0] = {}): Promise<StoredEvent[]> {
+    const matched = this.events.filter(
+      (e) =>
+        (filter.app === undefined || eventAppNames(e.event).includes(filter.app)) &&
+        (filter.since === undefined || e.event.time >= filter.since) &&
+        (filter.status === undefined || e.status === filter.status),
+    );
+    return matched.slice(-(filter.limit ?? 1000)).map(copyOf);
+  }
+
+  /** {@inheritDoc EventOutbox.counts} */
+  async counts(): Promise<Record<EventStatus, number>> {
+    const out: Record<EventStatus, number> = { pending: 0, delivered: 0, dead: 0 };
+    for (const e of this.events) out[e.status] += 1;
+    return out;
+  }
+
+  /** {@inheritDoc EventOutbox.prune} */
+  async prune(before: string): Promise<number> {
+    let n = 0;
+    for (let i = this.events.length - 1; i >= 0; i--) {
+      const e = this.events[i]!;
+      if (e.status !== "pending" && e.event.time < before) {
+        this.events.splice(i, 1);
+        n += 1;
+      }
+    }
+    return n;
+  }
+}
+
+function copyOf(e: StoredEvent & { holder?: string; leaseUntil?: string }): StoredEvent {
+  const { holder: _h, leaseUntil: _l, ...rest } = e;
+  return structuredClone(rest);
+}
 
 /** See the module comment. Per-app locks are core's in-process ones (no `locks`). */
 export class MemoryCredentialStore implements CredentialStore {
   private readonly records = new Map<string, CredentialRecord>();
   private readonly states = new Map<string, ProviderStateStore>();
   private closed = false;
+  /** The event outbox: events of a record write are added only when the write succeeds. */
+  readonly outbox = new MemoryOutbox();
   /** Calls per method name, for tests that count store work. */
   readonly calls: Record<string, number> = {};
 
@@ -42,21 +153,23 @@ export class MemoryCredentialStore implements CredentialStore {
   }
 
   /** {@inheritDoc CredentialStore.insert} */
-  async insert(record: CredentialRecord): Promise<void> {
+  async insert(record: CredentialRecord, events: readonly CredentialEvent[] = []): Promise<void> {
     this.use("insert");
     if (this.records.has(record.id)) throw new Conflict(`a credential record with id '${record.id}' exists`);
     if (this.liveTwin(record))
       throw new Conflict(`the app '${record.appKey}' already has a live ${record.credentialType} credential`);
     this.records.set(record.id, structuredClone(record));
+    this.outbox.add(events);
   }
 
   /** {@inheritDoc CredentialStore.save} */
-  async save(record: CredentialRecord): Promise<void> {
+  async save(record: CredentialRecord, events: readonly CredentialEvent[] = []): Promise<void> {
     this.use("save");
     if (!this.records.has(record.id)) throw new NotFound(`no credential record with id '${record.id}'`);
     if (this.liveTwin(record))
       throw new Conflict(`the app '${record.appKey}' already has a live ${record.credentialType} credential`);
     this.records.set(record.id, structuredClone(record));
+    this.outbox.add(events);
   }
 
   /** {@inheritDoc CredentialStore.get} */
@@ -97,9 +210,11 @@ export class MemoryCredentialStore implements CredentialStore {
   }
 
   /** {@inheritDoc CredentialStore.delete} */
-  async delete(id: string): Promise<boolean> {
+  async delete(id: string, events: readonly CredentialEvent[] = []): Promise<boolean> {
     this.use("delete");
-    return this.records.delete(id);
+    const existed = this.records.delete(id);
+    if (existed) this.outbox.add(events);
+    return existed;
   }
 
   /** {@inheritDoc CredentialStore.listUnfinished} */

@@ -5,7 +5,8 @@
  */
 import { randomUUID } from "node:crypto";
 import { Conflict, NotFound } from "@credhook/core/errors";
-import type { CredentialRecord, CredentialStore } from "@credhook/core/store";
+import { credentialEvent, type CredentialEventType } from "@credhook/core";
+import type { CredentialRecord, CredentialStore, EventOutbox } from "@credhook/core/store";
 import type { ConformanceTest } from "./conformance.js";
 
 /** Options of {@link storeConformance}. */
@@ -342,5 +343,118 @@ export function storeConformance(
       { ran: true, value: 1 },
       "tryRun after an error released the key",
     );
+  });
+
+  // The event outbox (events.ts): a store without one skips these.
+  const withOutbox = (name: string, fn: (store: CredentialStore, outbox: EventOutbox) => Promise<void>) =>
+    t(`outbox: ${name}`, async (store) => {
+      if (store.outbox) await fn(store, store.outbox);
+    });
+  const ev = (type: CredentialEventType, r: CredentialRecord, time = "2026-01-01T00:00:00.000Z") =>
+    credentialEvent(type, r, time);
+  const T0 = "2026-01-01T00:00:00.000Z";
+  const later = (s: number) => new Date(Date.parse(T0) + s * 1000).toISOString();
+  const ids = (events: Array<{ event: { id: string } }>) => events.map((e) => e.event.id);
+
+  withOutbox("events are committed with their record write, never without it", async (store, outbox) => {
+    const r = rec();
+    const created = ev("credential.created", r);
+    await store.insert(r, [created]);
+    const updated = ev("credential.updated", r);
+    await store.save({ ...r, status: "active" }, [updated]);
+    // Writes that change nothing write no event.
+    await expectRejects(store.save(rec(), [ev("credential.updated", rec())]), NotFound, "save of an unknown id");
+    await expectRejects(store.insert(rec(), [ev("credential.created", rec())]), Conflict, "a second live credential");
+    if (await store.delete(randomUUID(), [ev("credential.revoked", rec())])) fail("delete of an unknown id");
+    const revoked = ev("credential.revoked", r);
+    if (!(await store.delete(r.id, [revoked]))) fail("delete of the record returned false");
+    const listed = await outbox.list();
+    expectEqual(ids(listed), [created.id, updated.id, revoked.id], "events listed, oldest first");
+    expectEqual(listed[0]!.event, created, "the event read back unchanged");
+    expectEqual(
+      listed.map((e) => [e.status, e.attempts, e.sinksDone]),
+      [
+        ["pending", 0, []],
+        ["pending", 0, []],
+        ["pending", 0, []],
+      ],
+      "new events are pending",
+    );
+    expectEqual(await outbox.counts(), { pending: 3, delivered: 0, dead: 0 }, "counts");
+    expectEqual(ids(await outbox.list({ app: app.slice(5) })), ids(listed), "list by the app's slug");
+    expectEqual(ids(await outbox.list({ app: "slug:nobody" })), [], "list of another app");
+    expectEqual(ids(await outbox.list({ limit: 1 })), [revoked.id], "list with a limit: the newest");
+  });
+
+  withOutbox("claims each app's oldest pending event, once, until it is settled", async (store, outbox) => {
+    const a = rec();
+    const b = rec({ appKey: "slug:other-app", publicId: `k${randomUUID().slice(0, 8)}` });
+    const a1 = ev("credential.created", a);
+    const b1 = ev("credential.created", b);
+    await store.insert(a, [a1]);
+    await store.insert(b, [b1]);
+    const a2 = ev("credential.updated", a);
+    await store.save(a, [a2]);
+    const first = await outbox.claim(later(1), later(61), "h1", 10);
+    expectEqual(ids(first), [a1.id, b1.id], "the first claim: each app's oldest");
+    expectEqual(ids(await outbox.claim(later(2), later(62), "h2", 10)), [], "a second holder while the leases run");
+    if (await outbox.settle(a1.id, "h2", { status: "delivered", attempts: 1, nextAttemptAt: later(2), sinksDone: [] }))
+      fail("settle by a holder that does not hold the claim returned true");
+    const ok = await outbox.settle(a1.id, "h1", {
+      status: "delivered",
+      attempts: 1,
+      nextAttemptAt: later(2),
+      sinksDone: ["http://sink"],
+      settledAt: later(2),
+    });
+    if (!ok) fail("settle by the holder returned false");
+    expectEqual(
+      ids(await outbox.claim(later(3), later(500), "h2", 10)),
+      [a2.id],
+      "the app's next event, after the first",
+    );
+    // b1 fails and waits for its next attempt; its lease ran out meanwhile
+    await outbox.settle(b1.id, "h1", {
+      status: "pending",
+      attempts: 1,
+      nextAttemptAt: later(100),
+      sinksDone: [],
+      lastError: "HTTP 500",
+    });
+    expectEqual(ids(await outbox.claim(later(99), later(160), "h3", 10)), [], "before its next attempt");
+    const again = await outbox.claim(later(100), later(160), "h3", 10);
+    expectEqual(ids(again), [b1.id], "at its next attempt");
+    expectEqual([again[0]!.attempts, again[0]!.lastError], [1, "HTTP 500"], "attempts and the last error");
+    // A lease that ran out is claimed by another holder; the first can no longer settle it.
+    expectEqual(ids(await outbox.claim(later(600), later(660), "h4", 10)), [b1.id, a2.id], "expired leases");
+    if (
+      await outbox.settle(a2.id, "h2", { status: "delivered", attempts: 1, nextAttemptAt: later(600), sinksDone: [] })
+    )
+      fail("settle after the claim was taken over returned true");
+  });
+
+  withOutbox("a dead event no longer holds back its app; pruning keeps pending events", async (store, outbox) => {
+    const a = rec();
+    const a1 = ev("credential.created", a, T0);
+    const a2 = ev("credential.updated", a, later(10));
+    await store.insert(a, [a1]);
+    await store.save(a, [a2]);
+    await outbox.claim(later(20), later(80), "h", 10);
+    await outbox.settle(a1.id, "h", {
+      status: "dead",
+      attempts: 5,
+      nextAttemptAt: later(20),
+      sinksDone: [],
+      lastError: "HTTP 410",
+      settledAt: later(20),
+    });
+    expectEqual(ids(await outbox.claim(later(21), later(81), "h", 10)), [a2.id], "the next event after a dead one");
+    expectEqual(ids(await outbox.list({ status: "dead" })), [a1.id], "dead events listed");
+    expectEqual(ids(await outbox.list({ since: later(5) })), [a2.id], "events since a time");
+    expectEqual(await outbox.prune(later(30)), 1, "pruned: the dead event only (the other is pending)");
+    expectEqual(ids(await outbox.list()), [a2.id], "left after pruning");
+    const d = ev("credential.drift_found", a, later(40));
+    await outbox.append([d]);
+    expectEqual(ids(await outbox.list()), [a2.id, d.id], "appended without a record write");
   });
 }

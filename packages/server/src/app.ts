@@ -9,7 +9,7 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Response } from "express";
-import type { CredhookConfig } from "@credhook/core";
+import type { CredhookConfig, Logger } from "@credhook/core";
 import { createEdgeServer } from "./edge.js";
 import { serveExtensions } from "./extensions.js";
 import { type AppOptions, type CredhookApp, createApp } from "./http-app.js";
@@ -119,7 +119,19 @@ export async function startServer(
   handler = credhook.app;
   server.keepAliveTimeout = config.server.keepAliveTimeoutMs;
   const port = (server.address() as AddressInfo).port;
-  const stopSweep = startBackgroundReconcile(credhook, config);
+  const stopReconcile = startBackgroundReconcile(credhook, config);
+  const outbox = credhook.store.outbox;
+  // A config built in code without validateConfig may lack the block (its defaults): no delivery loop then.
+  // Loaded here, not at the top: the Lambda handler (which imports this module) delivers no events and loads neither cloudevents nor standardwebhooks.
+  const stopEvents =
+    outbox && config.events
+      ? (await import("./events.js")).startEventDelivery(outbox, config.events, {
+          logger: credhook.logger as unknown as Logger,
+          ...(options.now ? { now: options.now } : {}),
+          onAttempt: (outcome) => credhook!.metrics.observeEventAttempt(outcome),
+        })
+      : async () => undefined;
+  const stopSweep = () => Promise.all([stopReconcile(), stopEvents()]).then(() => undefined);
   const shownHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
   const url = `http://${shownHost}:${port}`;
   let extensionUrls: Map<string, string>;

@@ -9,6 +9,8 @@
  *   operations, cleans up abandoned creates, revokes garbage, reports drift;
  * - `credhook adopt FILE [--dry-run] [--json]`: brings credentials made outside
  *   credhook under it (marks them on their gateway, records them);
+ * - `credhook audit [--app A] [--since T] [--undelivered] [--json]`: lists the credential events the
+ *   store keeps (the audit trail), oldest first; `--undelivered` the pending and dead ones;
  * - `credhook demo`: the multi-cloud demo on cloud fakes (repository only);
  * - `credhook hash-password`: reads a password on stdin, prints its scrypt hash
  *   for `server.auth.users[].passwordHash`.
@@ -18,14 +20,15 @@ import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { Command } from "commander";
 import { ConfigError, isCredhookError } from "@credhook/core/errors";
+import type { Logger } from "@credhook/core";
 import { destination } from "pino";
-import { createRuntime, startServer, importProviderModule, SHUTDOWN_MARGIN_MS } from "./app.js";
+import { createRuntime, openStore, startServer, importProviderModule, SHUTDOWN_MARGIN_MS } from "./app.js";
 import { CONFIG_SEARCH_PLACES, embeddedConfigText, loadConfigFile, type LoadedConfig } from "./config.js";
 import { checkConfig, checkConfigReport, describeExtensions } from "./check-config.js";
 import { describeListenError } from "./listen-errors.js";
 import { createLogger, operatorMessage, settleLogs } from "./logging.js";
 import { hashPassword, passwordProblem } from "./passwords.js";
-import { formatReconcileReport, readAdoptionFile } from "./operations-cli.js";
+import { formatAuditLines, formatReconcileReport, parseSince, readAdoptionFile } from "./operations-cli.js";
 import { startTracing } from "./tracing.js";
 import { VERSION } from "./version.js";
 
@@ -225,6 +228,62 @@ program
       reportAndExit(err);
     }
   });
+
+program
+  .command("audit")
+  .description(
+    "list the credential events the store keeps (the audit trail: created, updated, revoked, abandoned, cleaned up, adopted, drift found), oldest first, with their delivery state",
+  )
+  .option("-c, --config <file>", "config file (default: ./webhook.config.yaml, or $CREDHOOK_CONFIG)")
+  .option("--app <app>", "only this app's events: its slug, its name, or its app key (slug:…, app:…)")
+  .option(
+    "--since <time>",
+    "only events at or after this time: ISO 8601 (2026-05-01) or a duration back from now (24h, 7d)",
+  )
+  .option(
+    "--undelivered",
+    "only events not delivered yet: pending, and dead (refused by a sink too often; exit code 1 when any)",
+  )
+  .option("--limit <n>", "at most this many, the newest", "1000")
+  .option("--json", "print the events as JSON (each: the CloudEvent and its delivery state)")
+  .action(
+    async (opts: {
+      config?: string;
+      app?: string;
+      since?: string;
+      undelivered?: boolean;
+      limit: string;
+      json?: boolean;
+    }) => {
+      try {
+        const limit = Number(opts.limit);
+        if (!Number.isInteger(limit) || limit < 1)
+          throw new Error(`--limit must be an integer ≥ 1 (got '${opts.limit}')`);
+        const since = opts.since === undefined ? undefined : parseSince(opts.since, Date.now());
+        const config = await loadConfig(opts.config);
+        const store = await openStore(config, createLogger("warn", destination(2)) as unknown as Logger);
+        try {
+          if (!store.outbox) throw new Error("this store keeps no events (its package has no outbox)");
+          const filter = { ...(opts.app ? { app: opts.app } : {}), ...(since ? { since } : {}), limit };
+          const events = opts.undelivered
+            ? [
+                ...(await store.outbox.list({ ...filter, status: "pending" })),
+                ...(await store.outbox.list({ ...filter, status: "dead" })),
+              ].sort((a, b) => a.seq - b.seq)
+            : await store.outbox.list(filter);
+          if (opts.json) process.stdout.write(`${JSON.stringify(events, null, 2)}\n`);
+          else process.stdout.write(`${formatAuditLines(events).join("\n")}\n`);
+          await store.close();
+          process.exit(opts.undelivered && events.some((e) => e.status === "dead") ? 1 : 0);
+        } catch (err) {
+          await store.close();
+          throw err;
+        }
+      } catch (err) {
+        reportAndExit(err);
+      }
+    },
+  );
 
 program
   .command("demo")

@@ -15,6 +15,8 @@
  * - `credhook_build_info{version,node}`: always 1; the running credhook and Node.js versions;
  * - `credhook_store_up`, `credhook_records_abandoned`, `credhook_records_unsettled`,
  *   `credhook_records_unfinished`: the store, read at each scrape ({@link Metrics.watchStore});
+ * - `credhook_events{status}`: the outbox's events by state (`pending`, `delivered`, `dead`: undeliverable,
+ *   kept), read at each scrape; `credhook_event_deliveries_total{outcome}`: delivery attempts (`delivered`, `retry`, `dead`);
  * - prom-client's default process and Node.js metrics under their standard names (`process_*`,
  *   `nodejs_*`), as dashboards for Node.js services expect them.
  */
@@ -33,6 +35,8 @@ export interface Metrics {
   refused(status: number, reason: string): void;
   /** `credhook_revoke_unowned_total{gateway}`. */
   unownedRevokes: Counter<"gateway">;
+  /** Counts one delivery attempt of an event: `credhook_event_deliveries_total{outcome}`. */
+  observeEventAttempt(outcome: "delivered" | "retry" | "dead"): void;
   /** Counts one answer of the embedded gateway. */
   observeGateway(endpoint: string, status: number): void;
   /** Observes one provider call: `credhook_gateway_call_duration_seconds{gateway,operation,outcome}`. */
@@ -54,20 +58,27 @@ export const STORE_SCRAPE_TIMEOUT_MS = 2000;
 export const UNFINISHED_AFTER_S = 300;
 
 /** The store's figures for one scrape; undefined when the store did not answer in time. */
-async function storeSample(
-  store: CredentialStore,
-): Promise<{ abandoned: number; unsettled: number | undefined; unfinished: number } | undefined> {
+async function storeSample(store: CredentialStore): Promise<
+  | {
+      abandoned: number;
+      unsettled: number | undefined;
+      unfinished: number;
+      events: Record<"pending" | "delivered" | "dead", number> | undefined;
+    }
+  | undefined
+> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<undefined>((resolve) => {
     timer = setTimeout(() => resolve(undefined), STORE_SCRAPE_TIMEOUT_MS);
   });
   const read = (async () => {
-    const [abandoned, unsettled, unfinished] = await Promise.all([
+    const [abandoned, unsettled, unfinished, events] = await Promise.all([
       store.listAbandoned(),
       store.listUnsettled?.(),
       store.listUnfinished(new Date(Date.now() - UNFINISHED_AFTER_S * 1000).toISOString()),
+      store.outbox?.counts(),
     ]);
-    return { abandoned: abandoned.length, unsettled: unsettled?.length, unfinished: unfinished.length };
+    return { abandoned: abandoned.length, unsettled: unsettled?.length, unfinished: unfinished.length, events };
   })().catch(() => undefined);
   try {
     return await Promise.race([read, timeout]);
@@ -148,9 +159,17 @@ export function createMetrics(): Metrics {
     }
     return c;
   };
+  const eventAttempts = counter(
+    "credhook_event_deliveries_total",
+    "Delivery attempts of credential events, by outcome (delivered; retry: a sink refused, tried again later; dead: refused for the last time).",
+    ["outcome"],
+  );
   return {
     registry,
     unownedRevokes,
+    observeEventAttempt(outcome) {
+      eventAttempts.inc({ outcome });
+    },
     watchStore(store) {
       // The gauges of one scrape share one sample: the first collect reads the store, the others wait for it.
       let sample: ReturnType<typeof storeSample> | undefined;
@@ -191,6 +210,17 @@ export function createMetrics(): Metrics {
         "Records of updates whose outcome on a gateway is unknown, waiting for reconcile.",
         (s) => s?.unsettled,
       );
+      new Gauge({
+        name: "credhook_events",
+        help: "Credential events in the store's outbox, by status (pending; delivered; dead: undeliverable, kept for credhook audit).",
+        labelNames: ["status"],
+        registers: [registry],
+        async collect() {
+          const events = (await current())?.events;
+          this.reset();
+          if (events) for (const [status, n] of Object.entries(events)) this.set({ status }, n);
+        },
+      });
       gauge(
         "credhook_records_unfinished",
         `Records pending or revoking, last written over ${UNFINISHED_AFTER_S} s ago (interrupted operations not yet finished).`,

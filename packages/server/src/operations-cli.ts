@@ -3,8 +3,57 @@
  * print: the reconcile report in words, and the adoption file, validated.
  */
 import { readFile } from "node:fs/promises";
-import { compileSchema, formatAjvErrors, type AdoptionRequest, type ReconcileReport } from "@credhook/core";
+import {
+  compileSchema,
+  formatAjvErrors,
+  type AdoptionRequest,
+  type ReconcileReport,
+  type StoredEvent,
+} from "@credhook/core";
 import { ConfigError } from "@credhook/core/errors";
+
+/** Units of a `--since` duration, in ms. */
+const DURATION_UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+
+/**
+ * `credhook audit --since`: an ISO 8601 time (`2026-05-01`, `2026-05-01T12:00:00Z`) or a duration back
+ * from `nowMs` (`90s`, `30m`, `24h`, `7d`, `2w`).
+ * @returns the ISO 8601 time it means
+ * @throws Error naming the accepted forms
+ */
+export function parseSince(value: string, nowMs: number): string {
+  const m = /^(\d+)([smhdw])$/.exec(value.trim());
+  if (m) return new Date(nowMs - Number(m[1]) * DURATION_UNITS[m[2]!]!).toISOString();
+  const t = Date.parse(value);
+  if (/^\d{4}-\d{2}-\d{2}/.test(value) && Number.isFinite(t)) return new Date(t).toISOString();
+  throw new Error(
+    `--since must be an ISO 8601 time (2026-05-01, 2026-05-01T12:00:00Z) or a duration (90s, 30m, 24h, 7d, 2w); got '${value}'`,
+  );
+}
+
+/** `credhook audit`'s lines: one per event, oldest first — time, type, app, credential, where, delivery state. */
+export function formatAuditLines(events: StoredEvent[]): string[] {
+  if (events.length === 0) return ["no events"];
+  return events.map(({ event, status, attempts, lastError }) => {
+    const d = event.data;
+    const where = d.gateways.map((g) => `${g.gateway}:${g.nativeId}`).join(",") || "-";
+    const delivery =
+      status === "delivered"
+        ? "delivered"
+        : `${status}${attempts > 0 ? ` after ${attempts} attempt(s)` : ""}${lastError ? ` (${lastError})` : ""}`;
+    return [
+      event.time,
+      event.type,
+      event.subject,
+      d.credentialId ?? "-",
+      where,
+      d.keyFingerprint ?? "-",
+      delivery,
+      ...(d.reason ? [`reason: ${d.reason}`] : []),
+      `id ${event.id}`,
+    ].join("  ");
+  });
+}
 
 /**
  * The reconcile report as lines for a terminal: unfinished operations, records

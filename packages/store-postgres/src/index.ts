@@ -34,6 +34,14 @@ import {
   type RateSlots,
   type StoreFactory,
   type StoreLocks,
+  EVENT_INSERT_COLUMNS,
+  eventRow,
+  eventsTableSql,
+  storedEventOf,
+  type CredentialEvent,
+  type EventOutbox,
+  type EventRowRead,
+  type EventStatus,
 } from "@credhook/core/store";
 import { ConfigError, isStoreFailure, StoreUnavailable, Conflict, LockLost, NotFound } from "@credhook/core/errors";
 import { asStoreError, isUnavailable, reasonOf } from "./errors.js";
@@ -126,6 +134,16 @@ MIGRATIONS["0002_app_leases"] = {
       )`.execute(db);
   },
 };
+
+MIGRATIONS["0003_events"] = {
+  async up(db) {
+    // The event outbox (events written with the record changes, delivered by `credhook serve`).
+    for (const statement of eventsTableSql("BIGSERIAL PRIMARY KEY", "JSONB")) await sql.raw(statement).execute(db);
+  },
+};
+
+/** The columns of a read `events` row ({@link EventRowRead}). */
+const EVENT_COLUMNS = "seq, event, status, attempts, next_attempt_at, sinks_done, last_error, settled_at";
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
 
@@ -298,7 +316,12 @@ export class PostgresCredentialStore implements CredentialStore {
    * lease (`cond` is appended to the statement's WHERE; `$n` is the lease's key, `$n+1` the token).
    * @param text the statement; `{fence}` is replaced by the token condition, or `TRUE` outside a lock
    */
-  private async fencedWrite(text: string, values: unknown[], record: CredentialRecord): Promise<pg.QueryResult> {
+  private async fencedWrite(
+    text: string,
+    values: unknown[],
+    record: CredentialRecord,
+    events: readonly CredentialEvent[] = [],
+  ): Promise<{ rowCount: number }> {
     assertFenceHeld();
     const fence = currentFence();
     const n = values.length;
@@ -306,13 +329,26 @@ export class PostgresCredentialStore implements CredentialStore {
       fence?.token !== undefined
         ? `EXISTS (SELECT 1 FROM app_leases WHERE app_key = $${n + 1} AND token = $${n + 2})`
         : "TRUE";
-    const res = await this.q(
-      text.replace("{fence}", cond),
-      fence?.token !== undefined ? [...values, fence.key, fence.token] : values,
-      "a record write",
-    ).catch((err: unknown) => {
+    const params = fence?.token !== undefined ? [...values, fence.key, fence.token] : values;
+    let statement = text.replace("{fence}", cond);
+    if (events.length > 0) {
+      // One statement, so one transaction: the events are inserted only when the record write changed a row
+      // (the fence held, the record existed), in the order given.
+      const e = params.length;
+      const rows = events.map(eventRow);
+      const columns = EVENT_INSERT_COLUMNS.split(", ");
+      params.push(...columns.map((_, i) => rows.map((r) => r[i])));
+      statement = `WITH rec AS (${statement} RETURNING 1),
+        ev AS (INSERT INTO events (${EVENT_INSERT_COLUMNS})
+          SELECT ${columns.map((c) => (c === "event" ? "t.event::jsonb" : `t.${c}`)).join(", ")}
+          FROM unnest(${columns.map((_, i) => `$${e + i + 1}::text[]`).join(", ")}) WITH ORDINALITY AS t(${EVENT_INSERT_COLUMNS}, ord)
+          WHERE EXISTS (SELECT 1 FROM rec) ORDER BY t.ord)
+        SELECT count(*)::int AS n FROM rec`;
+    }
+    const raw = await this.q(statement, params, "a record write").catch((err: unknown) => {
       throw this.uniqueAsConflict(err, record);
     });
+    const res = { rowCount: events.length > 0 ? Number(raw.rows[0]?.n ?? 0) : (raw.rowCount ?? 0) };
     if (res.rowCount === 0 && fence?.token !== undefined) {
       const { rows } = await this.q("SELECT 1 FROM app_leases WHERE app_key = $1 AND token = $2", [
         fence.key,
@@ -323,7 +359,7 @@ export class PostgresCredentialStore implements CredentialStore {
     return res;
   }
 
-  async insert(record: CredentialRecord): Promise<void> {
+  async insert(record: CredentialRecord, events?: readonly CredentialEvent[]): Promise<void> {
     // Serialised now, not when pg sends the query (after a pooled connection is free): the caller may change the object at once.
     const json = JSON.stringify(record);
     await this.fencedWrite(
@@ -339,15 +375,17 @@ export class PostgresCredentialStore implements CredentialStore {
         record.updatedAt,
       ],
       record,
+      events,
     );
   }
 
-  async save(record: CredentialRecord): Promise<void> {
+  async save(record: CredentialRecord, events?: readonly CredentialEvent[]): Promise<void> {
     const json = JSON.stringify(record); // now: see insert
     const res = await this.fencedWrite(
       "UPDATE credentials SET credential_type = $1, app_key = $2, public_id = $3, status = $4, record = $5, updated_at = $6 WHERE id = $7 AND {fence}",
       [record.credentialType, record.appKey, record.publicId, record.status, json, record.updatedAt, record.id],
       record,
+      events,
     );
     if (res.rowCount === 0) throw new NotFound(`credential record ${record.id} does not exist`);
   }
@@ -416,14 +454,90 @@ export class PostgresCredentialStore implements CredentialStore {
     return this.many("SELECT record FROM credentials WHERE record ? 'unsettled' ORDER BY updated_at");
   }
 
-  async delete(id: string): Promise<boolean> {
-    const res = await this.fencedWrite("DELETE FROM credentials WHERE id = $1 AND {fence}", [id], {
-      id,
-      appKey: "",
-      credentialType: "API_KEY",
-    } as CredentialRecord);
-    return (res.rowCount ?? 0) > 0;
+  async delete(id: string, events?: readonly CredentialEvent[]): Promise<boolean> {
+    const res = await this.fencedWrite(
+      "DELETE FROM credentials WHERE id = $1 AND {fence}",
+      [id],
+      { id, appKey: "", credentialType: "API_KEY" } as CredentialRecord,
+      events,
+    );
+    return res.rowCount > 0;
   }
+
+  /**
+   * {@inheritDoc CredentialStore.outbox} Instances share it: a claim takes each app's oldest pending event
+   * with `FOR UPDATE SKIP LOCKED` and a lease (`holder`, `lease_until`), so each event is delivered by one
+   * instance at a time, and an instance that dies leaves its claims to run out.
+   */
+  get outbox(): EventOutbox {
+    const q = this.q.bind(this);
+    this.outboxImpl ??= {
+      async append(events) {
+        assertFenceHeld();
+        const rows = events.map(eventRow);
+        const columns = EVENT_INSERT_COLUMNS.split(", ");
+        await q(
+          `INSERT INTO events (${EVENT_INSERT_COLUMNS})
+           SELECT ${columns.map((c) => (c === "event" ? "t.event::jsonb" : `t.${c}`)).join(", ")}
+           FROM unnest(${columns.map((_, i) => `$${i + 1}::text[]`).join(", ")}) WITH ORDINALITY AS t(${EVENT_INSERT_COLUMNS}, ord)
+           ORDER BY t.ord`,
+          columns.map((_, i) => rows.map((r) => r[i])),
+          "an event write",
+        );
+      },
+      async claim(now, leaseUntil, holder, limit) {
+        const { rows } = await q<EventRowRead>(
+          `UPDATE events SET holder = $1, lease_until = $3 WHERE seq IN (
+             SELECT e.seq FROM events e WHERE e.status = 'pending' AND e.next_attempt_at <= $2
+               AND (e.lease_until IS NULL OR e.lease_until <= $2)
+               AND NOT EXISTS (SELECT 1 FROM events p WHERE p.subject = e.subject AND p.status = 'pending' AND p.seq < e.seq)
+             ORDER BY e.seq LIMIT $4 FOR UPDATE SKIP LOCKED)
+           RETURNING ${EVENT_COLUMNS}`,
+          [holder, now, leaseUntil, limit],
+        );
+        return rows.map(storedEventOf).sort((a, b) => a.seq - b.seq);
+      },
+      async settle(id, holder, s) {
+        const res = await q(
+          `UPDATE events SET status = $1, attempts = $2, next_attempt_at = $3, sinks_done = $4, last_error = $5, settled_at = $6,
+             holder = NULL, lease_until = NULL WHERE id = $7 AND holder = $8`,
+          [
+            s.status,
+            s.attempts,
+            s.nextAttemptAt,
+            JSON.stringify(s.sinksDone),
+            s.lastError ?? null,
+            s.settledAt ?? null,
+            id,
+            holder,
+          ],
+        );
+        return (res.rowCount ?? 0) > 0;
+      },
+      async list(filter = {}) {
+        const { rows } = await q<EventRowRead>(
+          `SELECT ${EVENT_COLUMNS} FROM events
+           WHERE ($1::text IS NULL OR subject = $1 OR app_slug = $1 OR app_name = $1) AND ($2::text IS NULL OR time >= $2)
+             AND ($3::text IS NULL OR status = $3) ORDER BY seq DESC LIMIT $4`,
+          [filter.app ?? null, filter.since ?? null, filter.status ?? null, filter.limit ?? 1000],
+        );
+        return rows.reverse().map(storedEventOf);
+      },
+      async counts() {
+        const out: Record<EventStatus, number> = { pending: 0, delivered: 0, dead: 0 };
+        const { rows } = await q<{ status: EventStatus; n: string }>(
+          "SELECT status, COUNT(*) AS n FROM events GROUP BY status",
+        );
+        for (const r of rows) out[r.status] = Number(r.n);
+        return out;
+      },
+      async prune(before) {
+        return (await q("DELETE FROM events WHERE status <> 'pending' AND time < $1", [before])).rowCount ?? 0;
+      },
+    };
+    return this.outboxImpl;
+  }
+  private outboxImpl: EventOutbox | undefined;
 
   listUnfinished(before: string): Promise<CredentialRecord[]> {
     return this.many(

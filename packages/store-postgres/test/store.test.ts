@@ -29,7 +29,7 @@ describe("PostgreSQL store", () => {
     const stores = await Promise.all([1, 2, 3, 4].map(() => openPostgresStore({ url, schema: s })));
     try {
       for (const store of stores)
-        expect(await store.appliedMigrations()).toEqual(["0001_credentials", "0002_app_leases"]);
+        expect(await store.appliedMigrations()).toEqual(["0001_credentials", "0002_app_leases", "0003_events"]);
       const id = randomUUID();
       await stores[0]!.insert({
         id,

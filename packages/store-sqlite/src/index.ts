@@ -35,6 +35,14 @@ import {
   type CredentialType,
   type JsonValue,
   type ProviderStateStore,
+  EVENT_INSERT_COLUMNS,
+  eventRow,
+  eventsTableSql,
+  storedEventOf,
+  type CredentialEvent,
+  type EventOutbox,
+  type EventRowRead,
+  type EventStatus,
 } from "@credhook/core/store";
 import { Conflict, NotFound } from "@credhook/core/errors";
 
@@ -113,6 +121,8 @@ const MIGRATIONS: Migration[] = [
   { version: 3, up: (db) => rewriteLegacyAppKeys(db) },
   // Pages freed before secure_delete may still hold old digests: rebuild the file once.
   { version: 4, sql: "VACUUM", transaction: false },
+  // The event outbox (events written with the record changes, delivered by `credhook serve`).
+  { version: 5, sql: `${eventsTableSql("INTEGER PRIMARY KEY AUTOINCREMENT", "TEXT").join(";\n")};` },
 ];
 
 function rewriteLegacyAppKeys(db: Database.Database): void {
@@ -141,6 +151,7 @@ type StateRow = { key: string; json?: string };
 const PUT_STATE_SQL =
   "INSERT INTO provider_state (gateway, key, value) VALUES (?, ?, ?) ON CONFLICT (gateway, key) DO UPDATE SET value = excluded.value";
 const DELETE_STATE_SQL = "DELETE FROM provider_state WHERE gateway = ? AND key = ?";
+const INSERT_EVENT_SQL = `INSERT INTO events (${EVENT_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`;
 
 /**
  * A {@link CredentialStore} on one SQLite file. Synchronous underneath; one
@@ -337,10 +348,10 @@ export class SqliteCredentialStore implements CredentialStore {
     return row.v ?? 0;
   }
 
-  async insert(record: CredentialRecord): Promise<void> {
+  async insert(record: CredentialRecord, events?: readonly CredentialEvent[]): Promise<void> {
     const json = JSON.stringify(record);
     try {
-      await this.write(() =>
+      await this.withEvents(events, () =>
         this.stmt(
           "INSERT INTO credentials (id, credential_type, app_key, public_id, status, record, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         ).run(
@@ -359,11 +370,11 @@ export class SqliteCredentialStore implements CredentialStore {
     }
   }
 
-  async save(record: CredentialRecord): Promise<void> {
+  async save(record: CredentialRecord, events?: readonly CredentialEvent[]): Promise<void> {
     let res;
     const json = JSON.stringify(record);
     try {
-      res = await this.write(() =>
+      res = await this.withEvents(events, () =>
         this.stmt(
           "UPDATE credentials SET credential_type = ?, app_key = ?, public_id = ?, status = ?, record = ?, updated_at = ? WHERE id = ?",
         ).run(record.credentialType, record.appKey, record.publicId, record.status, json, record.updatedAt, record.id),
@@ -452,9 +463,102 @@ export class SqliteCredentialStore implements CredentialStore {
     return row.n;
   }
 
-  async delete(id: string): Promise<boolean> {
-    return (await this.write(() => this.stmt("DELETE FROM credentials WHERE id = ?").run(id))).changes > 0;
+  async delete(id: string, events?: readonly CredentialEvent[]): Promise<boolean> {
+    return (await this.withEvents(events, () => this.stmt("DELETE FROM credentials WHERE id = ?").run(id))).changes > 0;
   }
+
+  /** The savepoint function of {@link withEvents}, made on first use. */
+  private recordAndEvents:
+    | ((run: () => Database.RunResult, rows: Array<ReturnType<typeof eventRow>>) => Database.RunResult)
+    | undefined;
+
+  /**
+   * A record write `run` and its events, in one savepoint of the group's transaction (see {@link write}):
+   * the events are inserted only when the write changed a row, and a failing statement undoes both.
+   */
+  private withEvents(
+    events: readonly CredentialEvent[] | undefined,
+    run: () => Database.RunResult,
+  ): Promise<Database.RunResult> {
+    if (!events || events.length === 0) return this.write(run);
+    const rows = events.map(eventRow); // serialised now, like the record
+    this.recordAndEvents ??= this.db.transaction(
+      (r: () => Database.RunResult, evs: Array<ReturnType<typeof eventRow>>) => {
+        const res = r();
+        if (res.changes > 0) for (const e of evs) this.stmt(INSERT_EVENT_SQL).run(...e);
+        return res;
+      },
+    );
+    return this.write(() => this.recordAndEvents!(run, rows));
+  }
+
+  /** {@inheritDoc CredentialStore.outbox} One server per file: its claims need no lock beyond the group's transaction. */
+  readonly outbox: EventOutbox = typed<EventOutbox>({
+    append: async (events) => {
+      const rows = events.map(eventRow);
+      await this.write(() => {
+        for (const r of rows) this.stmt(INSERT_EVENT_SQL).run(...r);
+      });
+    },
+    claim: async (now, leaseUntil, holder, limit) => {
+      const rows = await this.write(
+        () =>
+          this.stmt(
+            `UPDATE events SET holder = ?, lease_until = ? WHERE seq IN (
+              SELECT e.seq FROM events e WHERE e.status = 'pending' AND e.next_attempt_at <= ?
+                AND (e.lease_until IS NULL OR e.lease_until <= ?)
+                AND NOT EXISTS (SELECT 1 FROM events p WHERE p.subject = e.subject AND p.status = 'pending' AND p.seq < e.seq)
+              ORDER BY e.seq LIMIT ?)
+             RETURNING seq, event, status, attempts, next_attempt_at, sinks_done, last_error, settled_at`,
+          ).all(holder, leaseUntil, now, now, limit) as EventRowRead[],
+      );
+      return rows.map(storedEventOf).sort((a, b) => a.seq - b.seq);
+    },
+    settle: async (id, holder, s) => {
+      const res = await this.write(() =>
+        this.stmt(
+          `UPDATE events SET status = ?, attempts = ?, next_attempt_at = ?, sinks_done = ?, last_error = ?, settled_at = ?,
+             holder = NULL, lease_until = NULL WHERE id = ? AND holder = ?`,
+        ).run(
+          s.status,
+          s.attempts,
+          s.nextAttemptAt,
+          JSON.stringify(s.sinksDone),
+          s.lastError ?? null,
+          s.settledAt ?? null,
+          id,
+          holder,
+        ),
+      );
+      return res.changes > 0;
+    },
+    list: async (filter = {}) => {
+      const app = filter.app ?? null;
+      const rows = this.stmt(
+        `SELECT seq, event, status, attempts, next_attempt_at, sinks_done, last_error, settled_at FROM events
+         WHERE (@app IS NULL OR subject = @app OR app_slug = @app OR app_name = @app) AND (@since IS NULL OR time >= @since)
+           AND (@status IS NULL OR status = @status) ORDER BY seq DESC LIMIT @limit`,
+      ).all({
+        app,
+        since: filter.since ?? null,
+        status: filter.status ?? null,
+        limit: filter.limit ?? 1000,
+      }) as EventRowRead[];
+      return rows.reverse().map(storedEventOf);
+    },
+    counts: async () => {
+      const out: Record<EventStatus, number> = { pending: 0, delivered: 0, dead: 0 };
+      for (const r of this.stmt("SELECT status, COUNT(*) AS n FROM events GROUP BY status").all() as Array<{
+        status: EventStatus;
+        n: number;
+      }>)
+        out[r.status] = r.n;
+      return out;
+    },
+    prune: async (before) =>
+      (await this.write(() => this.stmt("DELETE FROM events WHERE status <> 'pending' AND time < ?").run(before)))
+        .changes,
+  });
 
   async listUnfinished(before: string): Promise<CredentialRecord[]> {
     const rows = this.stmt(

@@ -52,12 +52,12 @@ describe("SqliteCredentialStore", () => {
     const store = await openSqliteStore({ path: p });
     expect(statSync(p).mode & 0o777).toBe(0o600);
     expect(statSync(join(p, "..")).mode & 0o777).toBe(0o700);
-    expect(store.schemaVersion()).toBe(4);
+    expect(store.schemaVersion()).toBe(5);
     await store.init(); // idempotent
     await store.close();
     const db = new Database(p, { readonly: true });
     expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
-    expect(db.prepare("SELECT COUNT(*) AS n FROM schema_migrations").get()).toEqual({ n: 4 });
+    expect(db.prepare("SELECT COUNT(*) AS n FROM schema_migrations").get()).toEqual({ n: 5 });
     db.close();
   });
 
@@ -93,7 +93,7 @@ describe("SqliteCredentialStore", () => {
     await store1.close();
     // Take the file back to version 1 (the schema credhook 0.1 wrote), then reopen.
     const db = new Database(p);
-    db.exec(`DELETE FROM schema_migrations WHERE version > 1;
+    db.exec(`DELETE FROM schema_migrations WHERE version > 1; DROP TABLE events;
       CREATE TABLE c1 AS SELECT * FROM credentials; DROP TABLE credentials;
       CREATE TABLE credentials (id TEXT PRIMARY KEY, credential_type TEXT NOT NULL, app_key TEXT NOT NULL, public_id TEXT NOT NULL,
         status TEXT NOT NULL CHECK (status IN ('pending','active','revoking')), record TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
@@ -101,7 +101,7 @@ describe("SqliteCredentialStore", () => {
       CREATE UNIQUE INDEX credentials_app ON credentials (app_key, credential_type);`);
     db.close();
     const store2 = await openSqliteStore({ path: p });
-    expect(store2.schemaVersion()).toBe(4);
+    expect(store2.schemaVersion()).toBe(5);
     expect(await store2.get(r.id)).toEqual({ ...r, appKey: appKeyOf(r.app) }); // its identity, in the current encoding
     await store2.insert(rec({ status: "abandoned", publicId: "" })); // allowed beside the live record now
     await store2.close();
@@ -175,7 +175,7 @@ describe("SqliteCredentialStore", () => {
     v1.close();
 
     const store = await openSqliteStore({ path: p });
-    expect(store.schemaVersion()).toBe(4);
+    expect(store.schemaVersion()).toBe(5);
     const slug = await store.findByAppKey(
       appKeyOf({ appName: "A", developer: "d@example.com", appSlug: "590d83b5c05f" }),
       "API_KEY",

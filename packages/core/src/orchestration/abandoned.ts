@@ -57,7 +57,7 @@ export async function abandonCreate(
     ctx.settleUntil(uncertain, ctx.now()),
     ctx.nowIso(),
   );
-  await ctx.store.save(rec);
+  await ctx.store.save(rec, [ctx.event("credential.abandoned", rec, { reason: rec.abandoned!.reason })]);
   await cleanupAbandoned(ctx, rec, true);
 }
 
@@ -134,7 +134,11 @@ export async function cleanupAbandoned(
     );
   }
   if (errors.length === 0 && rec.bindings.length === 0 && !ctx.stillSettling(info.settleUntil)) {
-    await ctx.store.delete(rec.id);
+    await ctx.store.delete(rec.id, [
+      ctx.event("credential.cleaned_up", rec, {
+        reason: `${revoked.length} resource(s) revoked in the last pass; nothing left`,
+      }),
+    ]);
     return { revoked, found: searched, deleted: true, errors };
   }
   rec.updatedAt = now;

@@ -7,7 +7,7 @@
 import type { UpdateCredentialsRequest } from "../contract.js";
 import { isCredhookError, NotFound } from "../errors.js";
 import type { AppIdentity, ProviderResources } from "../provider.js";
-import { newRecordId, type GatewayApiWithGateway } from "../store.js";
+import { newRecordId, type CredentialRecord, type GatewayApiWithGateway } from "../store.js";
 import { appKeyOf, applyChanges, groupByGateway, uniq } from "./api-sets.js";
 import type { OrchestrationContext } from "./context.js";
 import { routeApis } from "./plan.js";
@@ -84,7 +84,7 @@ export async function adoptAndUpdate(
   const markedId = result.credentialId && !(await ctx.store.get(result.credentialId)) ? result.credentialId : undefined;
   const id = markedId ?? newRecordId();
   const now = ctx.nowIso();
-  await ctx.store.insert({
+  const recovered: CredentialRecord = {
     id,
     credentialType: req.credentialType,
     appKey: appKeyOf(app),
@@ -95,7 +95,12 @@ export async function adoptAndUpdate(
     bindings: [{ gateway, nativeId: publicId, resources, ...(markedId ? {} : { markId: "" }) }],
     createdAt: now,
     updatedAt: now,
-  });
+  };
+  await ctx.store.insert(recovered, [
+    ctx.event("credential.adopted", recovered, {
+      reason: "unknown to the store, found on its gateway under its mark, recorded again",
+    }),
+  ]);
   ctx.logger.warn(
     { credentialId: id, gateway },
     "credential unknown to the store was found on its gateway, under its mark, and recorded again",
@@ -185,7 +190,7 @@ export async function adopt(
         return { publicId, action: "skipped", gateway, reason: ctx.asTyped(err, gateway).messages.join("; ") };
       }
       const now = ctx.nowIso();
-      await ctx.store.insert({
+      const adopted: CredentialRecord = {
         id,
         credentialType: e.credentialType,
         appKey,
@@ -196,7 +201,8 @@ export async function adopt(
         bindings: [{ gateway, nativeId: publicId, resources }],
         createdAt: now,
         updatedAt: now,
-      });
+      };
+      await ctx.store.insert(adopted, [ctx.event("credential.adopted", adopted, { reason: "credhook adopt" })]);
       ctx.logger.info({ credentialId: id, gateway, publicId }, "existing credential adopted");
       return { publicId, action: "adopted", gateway, credentialId: id };
     });

@@ -23,6 +23,12 @@ import type { Gateway } from "../registry.js";
 import type { Router } from "../routing.js";
 import { generateApiKeyValue } from "../secrets.js";
 import type { CredentialRecord, CredentialStore, GatewayBinding, StoreLocks } from "../store.js";
+import {
+  credentialEvent,
+  type CredentialEvent,
+  type CredentialEventExtra,
+  type CredentialEventType,
+} from "../events.js";
 import { GatewayCircuits } from "./circuits.js";
 import type { OrchestratorOptions } from "./types.js";
 
@@ -187,16 +193,25 @@ export class OrchestrationContext implements GatewayTopology {
   }
 
   /**
+   * The event of a change of `rec` as it is now (the record's state after the change), timed now:
+   * passed to the store's write of that change, which commits both together.
+   */
+  event(type: CredentialEventType, rec: CredentialRecord, extra: CredentialEventExtra = {}): CredentialEvent {
+    return credentialEvent(type, rec, this.nowIso(), extra);
+  }
+
+  /**
    * A function that saves `rec` one write at a time, in call order (parallel
    * gateway completions write the same record), stamping `updatedAt`.
-   * @returns the save's promise; a failed save rejects that call only
+   * @returns the save's promise; a failed save rejects that call only. `type`: the event of the change
+   * this save completes ({@link event}, built when the save runs), committed with it.
    */
-  serialSaver(rec: CredentialRecord): () => Promise<void> {
+  serialSaver(rec: CredentialRecord): (type?: CredentialEventType) => Promise<void> {
     let chain: Promise<void> = Promise.resolve();
-    return () => {
+    return (type) => {
       const next = chain.then(() => {
         rec.updatedAt = this.nowIso();
-        return this.store.save(rec);
+        return type ? this.store.save(rec, [this.event(type, rec)]) : this.store.save(rec);
       });
       chain = next.catch(() => undefined);
       return next;

@@ -7,6 +7,7 @@
  */
 import type { CreateCredentialsRequest, UpdateCredentialsRequest } from "../contract.js";
 import { isStoreFailure, UpstreamError, type CredhookError } from "../errors.js";
+import { secretFingerprint } from "../events.js";
 import { changesForReplay } from "./api-sets.js";
 import { abandonCreate, sweepApp } from "./abandoned.js";
 import type { OrchestrationContext } from "./context.js";
@@ -128,7 +129,9 @@ async function createFresh(
   rec.status = "active";
   delete rec.pending;
   if (Object.keys(extras).length > 0) rec.customCredentials = extras;
-  await saver();
+  const secret = apiKey ?? clientSecret;
+  if (secret) rec.keyFingerprint = secretFingerprint(secret);
+  await saver("credential.created"); // the record and its event, in one transaction
   // At debug: the server's request line carries the same fields (one line per request).
   ctx.logger.debug({ credentialId: rec.id, gateways: gatewayNames }, "credential created");
   return {

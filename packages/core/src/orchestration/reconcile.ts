@@ -6,6 +6,7 @@
  * record explains), which it never deletes.
  */
 import type { CredentialRecord } from "../store.js";
+import { driftEvent } from "../events.js";
 import { uniq } from "./api-sets.js";
 import { revokeOne, sweepOne } from "./abandoned.js";
 import type { OrchestrationContext } from "./context.js";
@@ -124,6 +125,7 @@ export async function reconcile(ctx: OrchestrationContext, options: ReconcileOpt
         if (owner && !isGarbageOf(owner, gw.name, before)) continue; // one resource of several, or an operation in flight
         if (!owner) {
           report.orphans.push({ gateway: gw.name, ...r });
+          if (!dryRun) await ctx.store.outbox?.append([driftEvent(gw.name, r, ctx.nowIso())]);
           continue;
         }
         // Marked with a credential whose record says it is not there: an abandoned create's late write, or a failed update's.

@@ -50,7 +50,7 @@ export async function finishUnfinished(
       ctx.settleUntil(uncertain, Date.parse(rec.pending?.startedAt ?? rec.createdAt)),
       ctx.nowIso(),
     );
-    await ctx.store.save(rec);
+    await ctx.store.save(rec, [ctx.event("credential.abandoned", rec, { reason: rec.abandoned!.reason })]);
     const result = await cleanupAbandoned(ctx, rec, false);
     entry.errors.push(...result.errors);
     entry.action = result.deleted
@@ -77,7 +77,12 @@ export async function finishUnfinished(
     const left = await revokeBindings(ctx, { ...rec, bindings });
     entry.errors.push(...left.map((l) => `${l.binding.gateway}: ${l.error.messages[0]}`));
     if (left.length === 0) {
-      await ctx.store.delete(rec.id);
+      await ctx.store.delete(rec.id, [
+        ctx.event("credential.revoked", rec, {
+          gateways: bindings.map((b) => ({ gateway: b.gateway, nativeId: b.nativeId, plans: [] })),
+          reason: "an interrupted revoke, finished",
+        }),
+      ]);
       entry.action = "revoked and deleted";
     } else {
       rec.bindings = left.map((l) => l.binding);

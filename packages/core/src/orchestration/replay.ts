@@ -6,6 +6,7 @@
 import type { CreateCredentialsResponse } from "../contract.js";
 import { CredhookError } from "../errors.js";
 import type { CredentialRecord } from "../store.js";
+import { secretFingerprint } from "../events.js";
 import type { OrchestrationContext } from "./context.js";
 import type { CreateOutcome } from "./types.js";
 
@@ -52,7 +53,9 @@ export async function replay(ctx: OrchestrationContext, rec: CredentialRecord): 
     }
   }
   rec.updatedAt = ctx.nowIso();
-  await ctx.store.save(rec);
+  const secret = value ?? clientSecret;
+  if (secret) rec.keyFingerprint = secretFingerprint(secret);
+  await ctx.store.save(rec, [ctx.event("credential.updated", rec, { reason: "secret rotated by a replayed create" })]);
   ctx.logger.info({ credentialId: rec.id, gateways }, "replayed create: secret rotated");
   return { response: responseOf(rec, value, clientSecret), replayed: true, gateways, credentialId: rec.id };
 }

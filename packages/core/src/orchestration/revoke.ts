@@ -69,6 +69,8 @@ export async function revoke(ctx: OrchestrationContext, req: RevokeCredentialsRe
         gateways,
       );
     }
+    // The event says where it was revoked: the bindings before the record lets go of them.
+    const revoked = ctx.event("credential.revoked", rec);
     if (rec.unsettled && ctx.stillSettling(rec.unsettled.settleUntil)) {
       // A failed update's write may still land and would outlive the record: keep it as an abandoned
       // create's (never matched by the app's next create), searched by its mark until the window ends.
@@ -84,9 +86,9 @@ export async function revoke(ctx: OrchestrationContext, req: RevokeCredentialsRe
         settleUntil,
         ctx.nowIso(),
       );
-      await ctx.store.save(rec);
+      await ctx.store.save(rec, [revoked]);
     } else {
-      await ctx.store.delete(rec.id);
+      await ctx.store.delete(rec.id, [revoked]);
     }
     ctx.logger.debug({ credentialId: rec.id, gateways }, "credential revoked"); // the request line says the same
     return { gateways, credentialId: rec.id };

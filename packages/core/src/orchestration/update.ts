@@ -174,7 +174,7 @@ export async function updateKnown(
   if (newKey !== rec.appKey && !(await ctx.store.findByAppKey(newKey, rec.credentialType))) rec.appKey = newKey;
   rec.status = "active";
   delete rec.pending;
-  await saver();
+  await saver("credential.updated"); // the record and its event, in one transaction
   if (removeFailures.length > 0) throw removeFailures[0]!; // the binding stays: the next update or revoke retries
   const gateways = uniq([...toUpdate, ...toCreate, ...toRemove]);
   // At debug: the server's request line carries the same fields (one line per request).

@@ -1,0 +1,316 @@
+/**
+ * Credential lifecycle events (docs/events.md): every change of a credential is a CloudEvents 1.0
+ * event (https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/spec.md), written to the store
+ * in the same transaction as the record change — a transactional outbox — and delivered later, at
+ * least once, by `credhook serve`. No event carries a secret: a key value or client secret appears
+ * only as its fingerprint ({@link secretFingerprint}).
+ *
+ * Core builds plain objects in the CloudEvents 1.0 structured JSON shape; the server sends them with
+ * the `cloudevents` package (which also validates them), so core's request path pays no validator.
+ */
+import { createHash } from "node:crypto";
+import type { CredentialType } from "./contract.js";
+import type { AppIdentity } from "./provider.js";
+import { newRecordId, type CredentialRecord } from "./store.js";
+
+/**
+ * The event types, `credential.<change>`:
+ * - `created`: a create finished on every gateway (the portal got the credential);
+ * - `updated`: an update finished (its API set, plans or gateways changed), or a replayed create rotated the secret;
+ * - `revoked`: a revoke finished on every gateway;
+ * - `abandoned`: a create failed or was interrupted: the portal never got it, clean-up follows;
+ * - `cleaned_up`: an abandoned create's clean-up is proven complete and its record deleted;
+ * - `adopted`: a credential made outside credhook was brought under it (`credhook adopt`), or recorded again from its gateway's mark;
+ * - `drift_found`: `credhook reconcile` found a resource with credhook's mark that no record explains.
+ */
+export const CREDENTIAL_EVENT_TYPES = [
+  "credential.created",
+  "credential.updated",
+  "credential.revoked",
+  "credential.abandoned",
+  "credential.cleaned_up",
+  "credential.adopted",
+  "credential.drift_found",
+] as const;
+
+/** One of {@link CREDENTIAL_EVENT_TYPES}. */
+export type CredentialEventType = (typeof CREDENTIAL_EVENT_TYPES)[number];
+
+/** The CloudEvents `source` of credhook's events (a URI-reference, as the spec requires). */
+export const CREDENTIAL_EVENT_SOURCE = "/credhook";
+
+/** What a credential event says (its CloudEvents `data`): ids, the app, where the credential lives — never a secret. */
+export interface CredentialEventData {
+  /** credhook's credential id (the record's id); absent for drift, which no record explains. */
+  credentialId?: string;
+  credentialType?: CredentialType;
+  /** The id the portal holds (apiKeyId / clientId); empty while unknown (an abandoned create). */
+  publicId?: string;
+  /** The app's identity. */
+  app?: AppIdentity;
+  /** Each gateway the credential is on, with its native id and the usage plans of its APIs there. */
+  gateways: Array<{ gateway: string; nativeId: string; plans: string[] }>;
+  /** The app's API set, each with its gateway and plans. */
+  apis?: Array<{ id: string; gateway: string; usagePlans: string[] }>;
+  /** The secret's fingerprint ({@link secretFingerprint}), when credhook saw the value; never the value. */
+  keyFingerprint?: string;
+  /** Why, in words (an abandoned create's failure, a drift's resource), secret-free. */
+  reason?: string;
+}
+
+/**
+ * A credential event in the CloudEvents 1.0 structured JSON shape (spec section 3, "Context Attributes"):
+ * `id` is a UUID version 7 (unique per event, and the Standard Webhooks `webhook-id` of every delivery
+ * attempt, so a sink can drop a redelivery), `subject` the app's identity (`appKeyOf`).
+ */
+export interface CredentialEvent {
+  specversion: "1.0";
+  id: string;
+  source: string;
+  type: CredentialEventType;
+  /** The app key the event belongs to (events of one app are delivered in order). */
+  subject: string;
+  /** ISO 8601 time of the change. */
+  time: string;
+  datacontenttype: "application/json";
+  data: CredentialEventData;
+}
+
+/**
+ * The fingerprint of a secret (an API key value, a client secret): `sha256:` and the first 32 hex digits
+ * (128 bits) of its SHA-256 digest. One-way: the keys credhook generates carry at least 238 random bits,
+ * far beyond a search of their digests; a leaked key is looked up by computing its fingerprint.
+ */
+export function secretFingerprint(secret: string): string {
+  return `sha256:${createHash("sha256").update(secret, "utf8").digest("hex").slice(0, 32)}`;
+}
+
+/** What an event may say that its record does not: a reason, a fingerprint the record does not keep, the gateways it was on. */
+export type CredentialEventExtra = Partial<Pick<CredentialEventData, "reason" | "keyFingerprint" | "gateways">>;
+
+/**
+ * The event of a change of `rec` (as the record is after the change), at `time` (ISO 8601).
+ * @param extra what the record does not say: a reason, a fingerprint the record does not keep
+ */
+export function credentialEvent(
+  type: CredentialEventType,
+  rec: CredentialRecord,
+  time: string,
+  extra: CredentialEventExtra = {},
+): CredentialEvent {
+  const plansOn = (gateway: string) => [
+    ...new Set(rec.apis.filter((a) => a.gateway === gateway).flatMap((a) => a.usagePlans)),
+  ];
+  const fingerprint = extra.keyFingerprint ?? rec.keyFingerprint;
+  return {
+    specversion: "1.0",
+    id: newRecordId(),
+    source: CREDENTIAL_EVENT_SOURCE,
+    type,
+    subject: rec.appKey,
+    time,
+    datacontenttype: "application/json",
+    data: {
+      credentialId: rec.id,
+      credentialType: rec.credentialType,
+      publicId: rec.publicId,
+      app: { ...rec.app },
+      gateways:
+        extra.gateways ??
+        rec.bindings.map((b) => ({ gateway: b.gateway, nativeId: b.nativeId, plans: plansOn(b.gateway) })),
+      apis: rec.apis.map((a) => ({ id: a.id, gateway: a.gateway, usagePlans: [...a.usagePlans] })),
+      ...(fingerprint ? { keyFingerprint: fingerprint } : {}),
+      ...(extra.reason ? { reason: extra.reason } : {}),
+    },
+  };
+}
+
+/**
+ * A `credential.drift_found` event: a resource on `gateway` carries credhook's mark and no record explains it.
+ * Its subject is `gateway:<name>` (drift belongs to no app): one gateway's drift is delivered in order.
+ */
+export function driftEvent(
+  gateway: string,
+  resource: { nativeId: string; credentialId?: string; description?: string },
+  time: string,
+): CredentialEvent {
+  return {
+    specversion: "1.0",
+    id: newRecordId(),
+    source: CREDENTIAL_EVENT_SOURCE,
+    type: "credential.drift_found",
+    subject: `gateway:${gateway}`,
+    time,
+    datacontenttype: "application/json",
+    data: {
+      ...(resource.credentialId ? { credentialId: resource.credentialId } : {}),
+      gateways: [{ gateway, nativeId: resource.nativeId, plans: [] }],
+      reason: `a resource with credhook's mark that no credential record explains${resource.description ? `: ${resource.description}` : ""}`,
+    },
+  };
+}
+
+/**
+ * Where an event is in its delivery: `pending` (waiting for its turn or its next attempt), `delivered`
+ * (every sink that wants it accepted it; with no such sink, at once), `dead` (a sink refused it
+ * `events.retry.maxAttempts` times: kept, listed by `credhook audit --undelivered`, counted by a metric,
+ * and no longer holding back its app's later events).
+ */
+export type EventStatus = "pending" | "delivered" | "dead";
+
+/** An event as the outbox keeps it. */
+export interface StoredEvent {
+  /** The store's sequence number: events of one app are delivered in this order. */
+  seq: number;
+  event: CredentialEvent;
+  status: EventStatus;
+  /** Delivery attempts so far. */
+  attempts: number;
+  /** ISO 8601 time before which the event is not tried again. */
+  nextAttemptAt: string;
+  /** Names (URLs) of the sinks that accepted it so far: a retry sends only to the others. */
+  sinksDone: string[];
+  /** The last failed attempt's error, secret-free. */
+  lastError?: string;
+  /** ISO 8601 time it was delivered (or given up as dead). */
+  settledAt?: string;
+}
+
+/** Filters of {@link EventOutbox.list}. */
+export interface EventFilter {
+  /** Only this app's events: its app key (`slug:…`, `app:…`), its slug or its name. */
+  app?: string;
+  /** Only events at or after this ISO 8601 time. */
+  since?: string;
+  /** Only events in this state. */
+  status?: EventStatus;
+  /** At most this many, the newest ones (still listed oldest first). @default 1000 */
+  limit?: number;
+}
+
+/** How a delivery attempt ended, for {@link EventOutbox.settle}. */
+export interface EventSettlement {
+  status: EventStatus;
+  attempts: number;
+  /** ISO 8601. */
+  nextAttemptAt: string;
+  sinksDone: string[];
+  lastError?: string;
+  /** ISO 8601, with status `delivered` or `dead`. */
+  settledAt?: string;
+}
+
+/**
+ * The outbox of a {@link CredentialStore}: events are written by the store's record writes
+ * (`insert`, `save`, `delete` with `events`, in the same transaction) and by {@link append}; the
+ * deliverer claims them, an app's oldest undelivered event at a time, and settles each.
+ */
+export interface EventOutbox {
+  /** Appends events that go with no record change (drift found). Fenced like a record write. */
+  append(events: readonly CredentialEvent[]): Promise<void>;
+  /**
+   * Claims events due for delivery for `holder` until `leaseUntil`: of each app (subject) whose earlier
+   * events are all delivered or dead, its oldest pending event, when its next attempt is due at `now` and
+   * no other holder's lease on it is running. On a shared store each event is claimed by one instance at a time.
+   * @param now ISO 8601; @param leaseUntil ISO 8601; @param limit most events returned
+   * @returns the claimed events, oldest first
+   */
+  claim(now: string, leaseUntil: string, holder: string, limit: number): Promise<StoredEvent[]>;
+  /**
+   * Records an attempt's end and releases the claim — only while `holder` still holds it.
+   * @returns false when the claim was lost (its lease ran out and another holder took the event)
+   */
+  settle(id: string, holder: string, settlement: EventSettlement): Promise<boolean>;
+  /** The events matching `filter`, oldest first. */
+  list(filter?: EventFilter): Promise<StoredEvent[]>;
+  /** How many events are in each state. */
+  counts(): Promise<Record<EventStatus, number>>;
+  /**
+   * Deletes delivered and dead events older than `before` (ISO 8601): `events.retentionDays`. Pending ones are kept whatever their age.
+   * @returns how many were deleted
+   */
+  prune(before: string): Promise<number>;
+}
+
+/**
+ * The SQL that makes the `events` table (the outbox) both SQL stores keep (SQLite from its schema
+ * version 5, PostgreSQL from its migration 0003): one row per event, the CloudEvent as JSON in
+ * `event`, beside the columns the claim, the audit filters and pruning need. Times are ISO 8601 text
+ * (they sort as times). Frozen like `credentialsTableSql` (store.ts): a later change is a new migration.
+ * @param seqType the `seq` column's type and key: `INTEGER PRIMARY KEY AUTOINCREMENT` on SQLite, `BIGSERIAL PRIMARY KEY` on PostgreSQL
+ * @param jsonType the `event` column's type: `TEXT` on SQLite, `JSONB` on PostgreSQL
+ * @returns the `CREATE TABLE` statement and its indexes, without trailing semicolons
+ */
+export function eventsTableSql(
+  seqType: "INTEGER PRIMARY KEY AUTOINCREMENT" | "BIGSERIAL PRIMARY KEY",
+  jsonType: "TEXT" | "JSONB",
+): string[] {
+  return [
+    `CREATE TABLE events (
+    seq ${seqType},
+    id TEXT NOT NULL UNIQUE,
+    subject TEXT NOT NULL,
+    app_slug TEXT,
+    app_name TEXT,
+    type TEXT NOT NULL,
+    time TEXT NOT NULL,
+    event ${jsonType} NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending','delivered','dead')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at TEXT NOT NULL,
+    sinks_done TEXT NOT NULL DEFAULT '[]',
+    last_error TEXT,
+    settled_at TEXT,
+    holder TEXT,
+    lease_until TEXT
+  )`,
+    "CREATE INDEX events_pending ON events (status, subject, seq)",
+    "CREATE INDEX events_subject ON events (subject, seq)",
+    "CREATE INDEX events_time ON events (time)",
+  ];
+}
+
+/** The columns of one event row as both SQL stores insert it, in the order of {@link EVENT_INSERT_COLUMNS}. */
+export function eventRow(
+  event: CredentialEvent,
+): [string, string, string | null, string | null, string, string, string, string] {
+  return [
+    event.id,
+    event.subject,
+    event.data.app?.appSlug ?? null,
+    event.data.app?.appName ?? null,
+    event.type,
+    event.time,
+    JSON.stringify(event),
+    event.time,
+  ];
+}
+
+/** The columns {@link eventRow} fills, for an `INSERT INTO events (…)`. */
+export const EVENT_INSERT_COLUMNS = "id, subject, app_slug, app_name, type, time, event, next_attempt_at";
+
+/** An `events` row as both SQL stores read it back (`event` parsed by the driver on PostgreSQL, text on SQLite). */
+export interface EventRowRead {
+  seq: number | string;
+  event: string | CredentialEvent;
+  status: EventStatus;
+  attempts: number;
+  next_attempt_at: string;
+  sinks_done: string;
+  last_error: string | null;
+  settled_at: string | null;
+}
+
+/** A read `events` row as a {@link StoredEvent}. */
+export function storedEventOf(row: EventRowRead): StoredEvent {
+  return {
+    seq: Number(row.seq),
+    event: typeof row.event === "string" ? (JSON.parse(row.event) as CredentialEvent) : row.event,
+    status: row.status,
+    attempts: row.attempts,
+    nextAttemptAt: row.next_attempt_at,
+    sinksDone: JSON.parse(row.sinks_done) as string[],
+    ...(row.last_error !== null ? { lastError: row.last_error } : {}),
+    ...(row.settled_at !== null ? { settledAt: row.settled_at } : {}),
+  };
+}

@@ -1,0 +1,273 @@
+/**
+ * Delivery of the credential events (docs/events.md): `credhook serve` claims the events the store's
+ * outbox holds — each app's oldest undelivered one at a time, so an app's events arrive in order — and
+ * POSTs each to every configured sink in CloudEvents' structured JSON mode (the `cloudevents` package),
+ * signed per the Standard Webhooks specification (the `standardwebhooks` package: `webhook-id` is the
+ * event's id on every attempt, so a sink drops a redelivery by it). At least once: an event is marked
+ * delivered only after every sink that wants it answered 2xx; a refusal is retried with exponential
+ * backoff, and after `events.retry.maxAttempts` the event is `dead` — kept and visible, never dropped.
+ * On PostgreSQL the claims are leases shared by every instance: each event is sent by one of them.
+ */
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import { CloudEvent, HTTP } from "cloudevents";
+import { Webhook } from "standardwebhooks";
+import type { CredentialEvent, EventSinkConfig, EventsConfig, Logger, StoredEvent } from "@credhook/core";
+import { isStoreFailure } from "@credhook/core/errors";
+import type { EventOutbox } from "@credhook/core/store";
+
+/** How many events one pass claims at most (each of another app). */
+export const EVENTS_PER_PASS = 50;
+
+/** The outcome of one delivery attempt of one event, for the metrics. */
+export type DeliveryOutcome = "delivered" | "retry" | "dead";
+
+/** Options of {@link EventDeliverer}. */
+export interface EventDelivererOptions {
+  logger: Logger;
+  /** The clock, ms since the epoch: attempt times, backoff, leases and the signature's timestamp. @default Date.now */
+  now?: () => number;
+  /** This instance's name in its claims. @default `<hostname>:<pid>:<random>` */
+  holder?: string;
+  /** Called once per attempt of an event, with its outcome (the metric `credhook_event_deliveries_total`). */
+  onAttempt?: (outcome: DeliveryOutcome) => void;
+}
+
+/** What one {@link EventDeliverer.pass} did. */
+export interface DeliveryPass {
+  /** Events claimed in this pass. */
+  claimed: number;
+  delivered: number;
+  /** Refused by a sink, tried again later. */
+  retried: number;
+  /** Refused for the last time: now `dead`. */
+  dead: number;
+}
+
+/** A sink's name in `sinksDone`, the logs and `credhook audit`: its `name`, or its URL's origin and path (never user-info or query). */
+export function sinkName(sink: Pick<EventSinkConfig, "url" | "name">): string {
+  if (sink.name) return sink.name;
+  const u = new URL(sink.url);
+  return `${u.origin}${u.pathname}`;
+}
+
+/** Whether `sink` wants events of `type` (its `types`, else every type). */
+function wants(sink: EventSinkConfig, type: string): boolean {
+  return !sink.types || sink.types.includes(type);
+}
+
+/**
+ * The HTTP request of one delivery of `event`: CloudEvents structured mode (`content-type:
+ * application/cloudevents+json`), plus the Standard Webhooks headers `webhook-id` (the event's id),
+ * `webhook-timestamp` (seconds, at `nowMs`) and `webhook-signature` (`v1,` + base64 HMAC-SHA256 of
+ * `id.timestamp.body` with the sink's secret).
+ * @throws TypeError the event is not a valid CloudEvent (the `cloudevents` package's validation)
+ */
+export function signedRequest(
+  event: CredentialEvent,
+  secret: string,
+  nowMs: number,
+): { headers: Record<string, string>; body: string } {
+  const message = HTTP.structured(new CloudEvent<CredentialEvent["data"]>({ ...event }));
+  const body = String(message.body);
+  const timestamp = new Date(nowMs);
+  const signature = new Webhook(secret).sign(event.id, timestamp, body);
+  return {
+    headers: {
+      ...(message.headers as Record<string, string>),
+      "webhook-id": event.id,
+      "webhook-timestamp": String(Math.floor(nowMs / 1000)),
+      "webhook-signature": signature,
+    },
+    body,
+  };
+}
+
+/**
+ * The delay before the next attempt after `attempts` failed ones: `initialDelayMs × 2^(attempts-1)`,
+ * at most `maxDelayMs` (no jitter: each app has one event in flight, so retries do not herd), ms.
+ */
+export function retryDelayMs(retry: EventsConfig["retry"], attempts: number): number {
+  return Math.min(retry.maxDelayMs, retry.initialDelayMs * 2 ** Math.max(0, Math.min(attempts - 1, 40)));
+}
+
+/** See the module comment. One per serving process; {@link pass} is run by {@link startEventDelivery}'s loop. */
+export class EventDeliverer {
+  private readonly now: () => number;
+  readonly holder: string;
+  /** How long a claim is held, ms: longer than one attempt's POSTs to every sink, one after the other, can take. */
+  readonly leaseMs: number;
+
+  constructor(
+    private readonly outbox: EventOutbox,
+    private readonly config: EventsConfig,
+    private readonly options: EventDelivererOptions,
+  ) {
+    this.now = options.now ?? Date.now;
+    this.holder = options.holder ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.leaseMs = 60_000 + 2 * config.sinks.reduce((sum, s) => sum + s.timeoutMs, 0);
+  }
+
+  /**
+   * One pass: claims up to {@link EVENTS_PER_PASS} due events (each of another app) and delivers them
+   * in parallel, each to the sinks that have not accepted it yet, one sink after the other.
+   * @throws the store's failure (StoreUnavailable) when it cannot claim; a settle that fails is logged, and the event is claimed again once its lease runs out
+   */
+  async pass(): Promise<DeliveryPass> {
+    const now = this.now();
+    const claimed = await this.outbox.claim(
+      new Date(now).toISOString(),
+      new Date(now + this.leaseMs).toISOString(),
+      this.holder,
+      EVENTS_PER_PASS,
+    );
+    const out: DeliveryPass = { claimed: claimed.length, delivered: 0, retried: 0, dead: 0 };
+    await Promise.all(
+      claimed.map(async (stored) => {
+        const outcome = await this.deliver(stored).catch((err: unknown) => {
+          this.options.logger.error(
+            { eventId: stored.event.id, err: isStoreFailure(err) ? String(err) : (err as Error).message },
+            "event delivery: the attempt could not be recorded; retried once its claim runs out",
+          );
+          return undefined;
+        });
+        if (outcome === "delivered") out.delivered += 1;
+        else if (outcome === "retry") out.retried += 1;
+        else if (outcome === "dead") out.dead += 1;
+      }),
+    );
+    return out;
+  }
+
+  /** One attempt of one claimed event; records its outcome in the outbox. */
+  private async deliver(stored: StoredEvent): Promise<DeliveryOutcome> {
+    const { event } = stored;
+    const done = new Set(stored.sinksDone);
+    const errors: string[] = [];
+    for (const sink of this.config.sinks) {
+      const name = sinkName(sink);
+      if (done.has(name) || !wants(sink, event.type)) continue;
+      const error = await this.post(sink, event);
+      if (error === undefined) done.add(name);
+      else errors.push(`${name}: ${error}`);
+    }
+    const attempts = stored.attempts + 1;
+    const now = this.now();
+    const at = new Date(now).toISOString();
+    let outcome: DeliveryOutcome;
+    if (errors.length === 0) outcome = "delivered";
+    else if (attempts >= this.config.retry.maxAttempts) outcome = "dead";
+    else outcome = "retry";
+    const settled = await this.outbox.settle(event.id, this.holder, {
+      status: outcome === "retry" ? "pending" : outcome,
+      attempts,
+      nextAttemptAt: outcome === "retry" ? new Date(now + retryDelayMs(this.config.retry, attempts)).toISOString() : at,
+      sinksDone: [...done],
+      ...(errors.length > 0 ? { lastError: errors.join("; ") } : {}),
+      ...(outcome !== "retry" ? { settledAt: at } : {}),
+    });
+    this.options.onAttempt?.(outcome);
+    if (!settled) {
+      this.options.logger.warn(
+        { eventId: event.id, type: event.type },
+        "event delivery: the claim ran out before the attempt ended; another instance delivers it (the sink may see it twice: same webhook-id)",
+      );
+    } else if (outcome === "dead") {
+      this.options.logger.error(
+        { eventId: event.id, type: event.type, subject: event.subject, attempts, errors },
+        "event undeliverable: kept as dead (credhook audit --undelivered); the app's later events go on",
+      );
+    } else if (outcome === "retry") {
+      this.options.logger.warn(
+        { eventId: event.id, type: event.type, attempts, errors },
+        "event delivery failed; retried with backoff",
+      );
+    }
+    return outcome;
+  }
+
+  /** POSTs `event` to `sink`; undefined when it answered 2xx, else the reason (secret-free). */
+  private async post(sink: EventSinkConfig, event: CredentialEvent): Promise<string | undefined> {
+    try {
+      const { headers, body } = signedRequest(event, sink.secret, this.now());
+      const res = await fetch(sink.url, {
+        method: "POST",
+        headers,
+        body,
+        redirect: "manual",
+        signal: AbortSignal.timeout(sink.timeoutMs),
+      });
+      await res.body?.cancel().catch(() => undefined);
+      return res.status >= 200 && res.status < 300 ? undefined : `HTTP ${res.status}`;
+    } catch (err) {
+      const e = err as Error & { cause?: { code?: string } };
+      return e.name === "TimeoutError" ? `no answer within ${sink.timeoutMs} ms` : (e.cause?.code ?? e.message);
+    }
+  }
+
+  /**
+   * Deletes delivered and dead events older than `events.retentionDays` (0: keeps them).
+   * @returns how many were deleted
+   */
+  prune(): Promise<number> {
+    if (this.config.retentionDays <= 0) return Promise.resolve(0);
+    return this.outbox.prune(new Date(this.now() - this.config.retentionDays * 86_400_000).toISOString());
+  }
+}
+
+/** How often the delivery loop prunes old events, ms. */
+export const PRUNE_INTERVAL_MS = 3_600_000;
+
+/**
+ * `credhook serve`'s delivery loop: a {@link EventDeliverer.pass} every `events.pollIntervalMs` (passes
+ * follow one another at once while a pass claims a full batch), and pruning once an hour and at start.
+ * @returns a function that stops the loop and waits for a pass in progress
+ */
+export function startEventDelivery(
+  outbox: EventOutbox,
+  config: EventsConfig,
+  options: EventDelivererOptions,
+): () => Promise<void> {
+  const deliverer = new EventDeliverer(outbox, config, options);
+  const now = options.now ?? Date.now;
+  let lastPrune = Number.NEGATIVE_INFINITY;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  const run = async () => {
+    try {
+      if (now() - lastPrune >= PRUNE_INTERVAL_MS) {
+        lastPrune = now();
+        const pruned = await deliverer.prune();
+        if (pruned > 0) options.logger.info({ pruned }, "events older than events.retentionDays pruned");
+      }
+      for (let i = 0; i < 20 && !stopped; i++) {
+        const r = await deliverer.pass();
+        if (r.claimed < EVENTS_PER_PASS) break;
+      }
+    } catch (err) {
+      // A store outage is logged by the store, once per state change: not again every pass.
+      (isStoreFailure(err) ? options.logger.debug : options.logger.error).call(
+        options.logger,
+        { err: String(err) },
+        "event delivery pass failed",
+      );
+    }
+  };
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      running = run().finally(() => {
+        running = undefined;
+        schedule();
+      });
+    }, config.pollIntervalMs);
+    timer.unref();
+  };
+  schedule();
+  return async () => {
+    stopped = true;
+    clearTimeout(timer);
+    await running;
+  };
+}
