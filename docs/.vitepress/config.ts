@@ -49,6 +49,7 @@ export default defineConfig({
           { text: "The embedded gateway", link: "/docs/embedded-gateway" },
           { text: "Deploy", link: "/docs/deploy" },
           { text: "Operations", link: "/docs/operations" },
+          { text: "Leak response", link: "/docs/leak-response" },
           { text: "Cloud facts", link: "/docs/cloud-facts" },
           { text: "Benchmark", link: "/docs/benchmark" },
         ],
