@@ -200,7 +200,7 @@ export function formatCredentialDetails(views: CredentialView[]): string[] {
     `  key fingerprint: ${v.keyFingerprint ?? "-"}`,
     `  created: ${v.createdAt} (age ${formatAge(v.ageS)})`,
     `  last change: ${v.updatedAt}${v.lastEvent ? ` (${v.lastEvent.type} at ${v.lastEvent.time})` : ""}`,
-    `  gateways: ${v.gateways.length === 0 ? "none" : ""}`,
+    `  gateways:${v.gateways.length === 0 ? " none" : ""}`,
     ...v.gateways.map(
       (g) => `    - ${g.gateway}: ${g.nativeId}  apis ${g.apis.join(", ") || "-"}  plans ${g.plans.join(", ") || "-"}`,
     ),
