@@ -39,6 +39,7 @@ export const E2E_FILES = [
   // the run's PostgreSQL server, in process
   "packages/server/test/deploy.test.ts",
   "packages/server/test/embedded-gateway-replicas.test.ts",
+  "packages/server/test/inspect-postgres.test.ts",
   "packages/server/test/lambda.test.ts",
   "packages/server/test/store-outage.test.ts",
   "packages/store-postgres/test/store.test.ts",

@@ -50,6 +50,7 @@ export default defineConfig({
           { text: "Deploy", link: "/docs/deploy" },
           { text: "Operations", link: "/docs/operations" },
           { text: "Events and audit", link: "/docs/events" },
+          { text: "Leak response", link: "/docs/leak-response" },
           { text: "Cloud facts", link: "/docs/cloud-facts" },
           { text: "Benchmark", link: "/docs/benchmark" },
         ],

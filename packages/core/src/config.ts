@@ -10,6 +10,7 @@ import { validateConfigSchema } from "./config.validators.generated.js";
 import { ConfigError } from "./errors.js";
 import { CREDENTIAL_EVENT_TYPES } from "./events.js";
 import type { RouteRule } from "./routing.js";
+import { API_KEY_PREFIX_PATTERN, DEFAULT_API_KEY_PREFIX } from "./secrets.js";
 import { formatAjvErrors } from "./validation.js";
 
 /** A portal user allowed to call the webhook. Exactly one of `password` / `passwordHash`. */
@@ -94,6 +95,19 @@ export interface GatewayConfig {
   circuitBreaker?: { threshold?: number; halfOpenAfterS?: number };
 }
 
+/** `keys:` block: the format of the API key values credhook generates (docs/leak-response.md). */
+export interface KeysConfig {
+  /**
+   * The prefix of every API key value credhook generates for the gateways that import values (AWS, Azure,
+   * Apigee, Kong, the embedded gateway): a lowercase letter, then 1 to 15 lowercase letters or digits
+   * (`API_KEY_PREFIX_PATTERN`). The value is the prefix, 40 random base62 characters and a 6-character CRC32
+   * checksum, so secret scanners can find it (`apiKeyScanPattern`, `isCredhookKey`). A key a provider
+   * generates itself when it rotates a secret, and Google's own key strings, do not carry it.
+   * @default "credhook"
+   */
+  prefix: string;
+}
+
 /** `reconcile:` block: the clean-up credhook does while it serves. */
 export interface ReconcileConfig {
   /**
@@ -163,6 +177,8 @@ export interface CredhookConfig {
   server: ServerConfig;
   store: StoreConfig;
   reconcile: ReconcileConfig;
+  /** The format of the API key values credhook generates. */
+  keys: KeysConfig;
   /** The credential events: their sinks, retries and retention. */
   events: EventsConfig;
   /** Directory for credhook's own files (the generated password's hash). @default "./data" */
@@ -244,6 +260,14 @@ export const configSchema = {
     },
     dataDir: { type: "string", minLength: 1, default: "./data" },
     embeddedGateway: { type: "object" },
+    keys: {
+      type: "object",
+      additionalProperties: false,
+      default: {},
+      properties: {
+        prefix: { type: "string", pattern: API_KEY_PREFIX_PATTERN, default: DEFAULT_API_KEY_PREFIX },
+      },
+    },
     reconcile: {
       type: "object",
       additionalProperties: false,

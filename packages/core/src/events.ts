@@ -21,7 +21,9 @@ import { newRecordId, type CredentialRecord } from "./store.js";
  * - `abandoned`: a create failed or was interrupted: the portal never got it, clean-up follows;
  * - `cleaned_up`: an abandoned create's clean-up is proven complete and its record deleted;
  * - `adopted`: a credential made outside credhook was brought under it (`credhook adopt`), or recorded again from its gateway's mark;
- * - `drift_found`: `credhook reconcile` found a resource with credhook's mark that no record explains.
+ * - `drift_found`: `credhook reconcile` found a resource with credhook's mark that no record explains;
+ * - `leaked`: an operator reported the key leaked (`credhook revoke --reason leaked`): written with the record's
+ *   move to `revoking`, before any gateway is called; `revoked` follows once every gateway let go of it.
  */
 export const CREDENTIAL_EVENT_TYPES = [
   "credential.created",
@@ -31,6 +33,7 @@ export const CREDENTIAL_EVENT_TYPES = [
   "credential.cleaned_up",
   "credential.adopted",
   "credential.drift_found",
+  "credential.leaked",
 ] as const;
 
 /** One of {@link CREDENTIAL_EVENT_TYPES}. */

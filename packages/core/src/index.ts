@@ -101,3 +101,13 @@ export {
   driftEvent,
   secretFingerprint,
 } from "./events.js";
+/** The API key format credhook generates (prefix, base62 body, CRC32 checksum), for scanners and leak response (docs/leak-response.md). */
+export {
+  API_KEY_BODY_LENGTH,
+  API_KEY_CHECKSUM_LENGTH,
+  API_KEY_PREFIX_PATTERN,
+  apiKeyScanPattern,
+  DEFAULT_API_KEY_PREFIX,
+  generateApiKeyValue,
+  isCredhookKey,
+} from "./secrets.js";

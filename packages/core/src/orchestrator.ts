@@ -37,6 +37,7 @@ import type {
   ReconcileLoopResult,
   ReconcileOptions,
   ReconcileReport,
+  RevokeOptions,
   SweepResult,
 } from "./orchestration/types.js";
 import { updateKnown } from "./orchestration/update.js";
@@ -117,10 +118,11 @@ export class Orchestrator {
    * Revokes the credential on every gateway the store knows, or — when the store
    * does not know it — on every gateway of its type by the request's id, where
    * the resource carries that gateway's mark. Idempotent.
+   * @param options an operator's reason (`credhook revoke`): a leak emits `credential.leaked` (see {@link RevokeOptions})
    * @throws Throttled (503) | UpstreamError (502) | UpstreamTimeout (504); what failed stays recorded for a retry
    */
-  revoke(req: RevokeCredentialsRequest): Promise<OperationOutcome> {
-    return revoke(this.ctx, req);
+  revoke(req: RevokeCredentialsRequest, options: RevokeOptions = {}): Promise<OperationOutcome> {
+    return revoke(this.ctx, req, options);
   }
 
   /**

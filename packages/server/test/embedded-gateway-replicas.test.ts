@@ -11,8 +11,8 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLogger, loadConfigFile, startServer, type RunningServer } from "../src/index.js";
-import { AUTH, PASSWORD, until } from "./helpers.js";
+import type { RunningServer } from "../src/index.js";
+import { AUTH, startTwoInstances, until } from "./helpers.js";
 
 const url = inject("databaseUrl");
 const schema = `gateway_${randomUUID().replace(/-/g, "").slice(0, 12)}`;
@@ -47,14 +47,7 @@ embeddedGateway:
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "credhook-gw-replicas-"));
   writeFileSync(join(dir, "webhook.config.yaml"), YAML);
-  const start = async (name: string) => {
-    const config = await loadConfigFile(join(dir, "webhook.config.yaml"), {
-      env: { CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: join(dir, name), DATABASE_URL: url },
-    });
-    return startServer(config, { port: 0, host: "127.0.0.1", logger: createLogger("silent") });
-  };
-  a = await start("a");
-  b = await start("b");
+  [a, b] = await startTwoInstances(join(dir, "webhook.config.yaml"), dir, { DATABASE_URL: url });
 }, 60_000);
 
 afterAll(async () => {

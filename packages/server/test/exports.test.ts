@@ -13,14 +13,19 @@ const PACKAGES = fileURLToPath(new URL("../..", import.meta.url));
 /** The runtime names of each entry point (`<package name><subpath>`), sorted. */
 const EXPORTED_NAMES: Record<string, string[]> = {
   "@credhook/core": [
+    "API_KEY_BODY_LENGTH",
+    "API_KEY_CHECKSUM_LENGTH",
+    "API_KEY_PREFIX_PATTERN",
     "BUILTIN_EXTENSIONS",
     "BUILTIN_PROVIDERS",
     "BUILTIN_STORES",
     "CREDENTIAL_EVENT_SOURCE",
     "CREDENTIAL_EVENT_TYPES",
+    "DEFAULT_API_KEY_PREFIX",
     "MASKED_OPTION",
     "Orchestrator",
     "addPrecompiledValidators",
+    "apiKeyScanPattern",
     "compileContractValidator",
     "compileSchema",
     "configSchema",
@@ -32,6 +37,8 @@ const EXPORTED_NAMES: Record<string, string[]> = {
     "errorResponse",
     "formatAjvErrors",
     "formatConfigErrors",
+    "generateApiKeyValue",
+    "isCredhookKey",
     "loadExtensions",
     "loadGateways",
     "loadStore",

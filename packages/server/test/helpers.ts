@@ -135,6 +135,37 @@ routes:
   - { apis: ["5aba4csvd4", "orders-*", "other-api"], gateway: local }
 `;
 
+/** A config's gateways and routes: API `5aba4csvd4` on an AWS gateway at `\${AWS_ENDPOINT}` (a fake), every other API on the embedded provider. */
+export const AWS_AND_LOCAL_YAML = `gateways:
+  aws:
+    provider: aws
+    credentialType: API_KEY
+    options: { region: us-east-1, endpoint: "\${AWS_ENDPOINT}", credentials: { accessKeyId: fake, secretAccessKey: fake } }
+  local: { provider: local, credentialType: API_KEY }
+routes:
+  - { apis: ["5aba4csvd4"], gateway: aws }
+  - { default: local }
+`;
+
+/**
+ * Starts two instances in this process on the config `file` (port 0 on 127.0.0.1, silent logs), one after the other,
+ * each loaded with `env`, the portal's password and a data dir of its own under `dir`: two instances on one shared store.
+ */
+export async function startTwoInstances(
+  file: string,
+  dir: string,
+  env: Record<string, string>,
+): Promise<[RunningServer, RunningServer]> {
+  const start = async (name: string) => {
+    const config = await loadConfigFile(file, {
+      env: { CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: join(dir, name), ...env },
+    });
+    return startServer(config, { port: 0, host: "127.0.0.1", logger: createLogger("silent") });
+  };
+  const a = await start("a");
+  return [a, await start("b")];
+}
+
 /** What keeps `body` (answered with `status` and `contentType`) from being the contract's ErrorResponse; undefined when it is one. */
 export function errorResponseProblem(
   status: number,

@@ -296,7 +296,7 @@ describe("an answer in flight is written before a protocol-error close", () => {
     expect(x.responses[0]!.json).toMatchObject({
       credentialType: "API_KEY",
       apiKeyId: expect.any(String),
-      apiKey: expect.stringMatching(/^[0-9A-Za-z]{40}$/),
+      apiKey: expect.stringMatching(/^credhook[0-9A-Za-z]{46}$/),
     });
     refusal(x.responses[1], 400);
     expect(x.closed).toBe(true);

@@ -141,7 +141,7 @@ describe("the contract's example flow on the embedded provider", () => {
     const second = await again.json();
     expect(second.apiKeyId).toBe(first.apiKeyId);
     // The embedded provider keeps only a hash: the secret is rotated, and the new one is valid.
-    expect(second.apiKey).toMatch(/^[0-9A-Za-z]{40}$/);
+    expect(second.apiKey).toMatch(/^credhook[0-9A-Za-z]{46}$/);
     const local = s.credhook.orchestrator as unknown as {
       gateways: Map<string, { provider: { verify(id: string, secret: string): Promise<unknown> } }>;
     };

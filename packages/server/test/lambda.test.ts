@@ -175,7 +175,7 @@ describe.each<Kind>(["rest-api-v1", "http-api-v2", "function-url"])("AWS Lambda 
     expect(cred).toEqual({
       credentialType: "API_KEY",
       apiKeyId: expect.any(String),
-      apiKey: expect.stringMatching(/^[0-9A-Za-z]{40}$/),
+      apiKey: expect.stringMatching(/^credhook[0-9A-Za-z]{46}$/),
     });
     // the request id is the one API Gateway / the function URL gave the request
     const requestId = (fixture(kind).requestContext as { requestId: string }).requestId;

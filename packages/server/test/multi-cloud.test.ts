@@ -65,7 +65,7 @@ describe("one key value across gateways", () => {
     });
     expect(res.status).toBe(200);
     const { apiKeyId, apiKey } = res.json as { apiKeyId: string; apiKey: string };
-    expect(apiKey).toMatch(/^[0-9A-Za-z]{40}$/);
+    expect(apiKey).toMatch(/^credhook[0-9A-Za-z]{46}$/);
     expect(awsKeys()).toEqual([expect.objectContaining({ id: apiKeyId, value: apiKey, enabled: true })]);
     expect(clouds.aws.apiGateway.plansOfKey(apiKeyId)).toEqual(["1el57v"]);
     expect(azureSubs()).toEqual([

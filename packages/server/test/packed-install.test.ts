@@ -99,7 +99,7 @@ describe("the packed install", () => {
         body: JSON.stringify({ appName: "Packed", developer: "ops@example.com", apis: [{ id: "5aba4csvd4" }] }),
       });
       expect(created.status).toBe(200);
-      expect(((await created.json()) as { apiKey: string }).apiKey).toMatch(/^[0-9A-Za-z]{40}$/);
+      expect(((await created.json()) as { apiKey: string }).apiKey).toMatch(/^credhook[0-9A-Za-z]{46}$/);
       expect((await fetch(`${url}/v1/health`, { headers: auth })).status).toBe(204);
       expect(out()).toContain("serving the embedded default");
       expect(existsSync(join(cwd, "data", "credhook.db"))).toBe(true);

@@ -39,7 +39,7 @@ describe("graceful shutdown", () => {
     const closed = s.close();
     const res = await inflight;
     expect(res.status).toBe(200);
-    expect((await res.json()).apiKey).toMatch(/^[0-9A-Za-z]{40}$/);
+    expect((await res.json()).apiKey).toMatch(/^credhook[0-9A-Za-z]{46}$/);
     await closed;
     await expect(fetch(`${s.url}/v1/health`, { headers: { authorization: AUTH } })).rejects.toThrow();
   });

@@ -57,7 +57,7 @@ export class OrchestrationContext implements GatewayTopology {
   readonly router: Router;
   readonly store: CredentialStore;
   readonly logger: Logger;
-  /** API key value generator (40 base62 characters by default). */
+  /** API key value generator (`generateApiKeyValue` with the default prefix unless the options give one). */
   readonly generateApiKey: () => string;
   /** Per-app serialisation: the store's cross-instance locks, or in-process ones. */
   readonly lock: StoreLocks;

@@ -8,15 +8,21 @@ import type { AppIdentity, RevokeOutcome } from "../provider.js";
 import { revokeBindings, revokeOne } from "./abandoned.js";
 import type { OrchestrationContext } from "./context.js";
 import { markAbandoned } from "./journal.js";
-import type { OperationOutcome } from "./types.js";
+import type { OperationOutcome, RevokeOptions } from "./types.js";
 
 /**
  * Revokes the credential on every gateway the store knows, or — when the store
  * does not know it — on every gateway of its type by the request's id.
  * Idempotent: an unknown or already-gone credential is success.
+ * @param options an operator's reason: with `leaked`, a `credential.leaked` event goes with the record's move to
+ * `revoking` (same transaction); the reason is also the `credential.revoked` event's
  * @throws Throttled (503) | UpstreamError (502) | UpstreamTimeout (504); what failed stays recorded for a retry
  */
-export async function revoke(ctx: OrchestrationContext, req: RevokeCredentialsRequest): Promise<OperationOutcome> {
+export async function revoke(
+  ctx: OrchestrationContext,
+  req: RevokeCredentialsRequest,
+  options: RevokeOptions = {},
+): Promise<OperationOutcome> {
   const publicId = (req.credentialType === "API_KEY" ? req.apiKeyId : req.clientId)!;
   const found = await ctx.store.findByPublicId(req.credentialType, publicId);
   if (!found) {
@@ -55,9 +61,11 @@ export async function revoke(ctx: OrchestrationContext, req: RevokeCredentialsRe
   return ctx.lock.run(found.appKey, async () => {
     const rec = await ctx.store.get(found.id);
     if (!rec) return { gateways: [], credentialId: found.id };
+    const why = options.reason ? { reason: options.reason } : {};
     rec.status = "revoking";
     rec.updatedAt = ctx.nowIso();
-    await ctx.store.save(rec);
+    if (options.leaked) await ctx.store.save(rec, [ctx.event("credential.leaked", rec, why)]);
+    else await ctx.store.save(rec);
     const gateways = rec.bindings.map((b) => b.gateway);
     const left = await revokeBindings(ctx, rec);
     if (left.length > 0) {
@@ -70,7 +78,7 @@ export async function revoke(ctx: OrchestrationContext, req: RevokeCredentialsRe
       );
     }
     // The event says where it was revoked: the bindings before the record lets go of them.
-    const revoked = ctx.event("credential.revoked", rec);
+    const revoked = ctx.event("credential.revoked", rec, why);
     if (rec.unsettled && ctx.stillSettling(rec.unsettled.settleUntil)) {
       // A failed update's write may still land and would outlive the record: keep it as an abandoned
       // create's (never matched by the app's next create), searched by its mark until the window ends.

@@ -18,7 +18,7 @@ export interface OrchestratorOptions {
   router: Router;
   store: CredentialStore;
   logger?: Logger;
-  /** API key value generator. @default generateApiKeyValue (40 base62 characters) */
+  /** API key value generator. @default generateApiKeyValue with its default prefix (`credhook`, 40 random base62 characters, a 6-character checksum) */
   generateApiKey?: () => string;
   /**
    * How long after a create was given up a search that finds nothing still
@@ -43,6 +43,17 @@ export interface OrchestratorOptions {
   compensationAttempts?: number;
   /** Each gateway's circuit breaker, by gateway name (see `orchestration/circuits.ts`); a gateway not named gets the defaults. */
   circuitBreakers?: Record<string, CircuitBreakerOptions>;
+}
+
+/** Why an operator revokes a credential (`credhook revoke`): the portal's revoke gives none. */
+export interface RevokeOptions {
+  /**
+   * The key leaked (`credhook revoke --reason leaked`): a `credential.leaked` event is written with the record's
+   * move to `revoking`, in the same transaction, before any gateway is called. @default false
+   */
+  leaked?: boolean;
+  /** Why, in words, secret-free: carried by the `credential.leaked` and `credential.revoked` events. */
+  reason?: string;
 }
 
 /** What an operation did, for the request log (never a secret). */

@@ -1,0 +1,384 @@
+/**
+ * Where a credential lives, and killing it everywhere when it leaks (docs/leak-response.md):
+ * - `credhook inspect <app> | --fingerprint F [--json]`: each matching credential's gateways, native ids,
+ *   plans, age, last change and state, read from the store;
+ * - `credhook list [--app A] [--gateway G] [--developer D] [--state S] [--type T] [--json]`: the store's
+ *   credentials, filtered;
+ * - `credhook revoke --fingerprint F | --app A [--reason leaked|TEXT] [--json]`: revokes the credential on every
+ *   gateway at once through the orchestrator (as the portal's revoke does); `--reason leaked` also writes a
+ *   `credential.leaked` event with the record's move to `revoking`.
+ * The functions answer from a store (and an orchestrator): the commands are thin wrappers, registered on the CLI
+ * by {@link registerCredentialCommands}.
+ */
+import type { Command } from "commander";
+import type { CredentialRecord, CredentialStatus, CredentialStore } from "@credhook/core/store";
+import type { CredentialType, CredhookConfig, Orchestrator, RevokeCredentialsRequest } from "@credhook/core";
+import { destination } from "pino";
+import { createRuntime, openStore } from "./runtime.js";
+import { createLogger } from "./logging.js";
+
+/** The record states `credhook list --state` takes (a record's `status`). */
+export const CREDENTIAL_STATES: readonly CredentialStatus[] = ["pending", "active", "revoking", "abandoned"];
+
+/** Which credentials a command means; every given field must match. */
+export interface CredentialQuery {
+  /** The app: its app key (`slug:<developer>/<slug>`, `app:<developer>/<name>`), its slug or its name. */
+  app?: string;
+  /** The key's fingerprint, `sha256:` and 32 hex digits (`secretFingerprint`); the bare hex digits are accepted too. */
+  fingerprint?: string;
+  /** Only credentials bound on this gateway (a name under `gateways:`). */
+  gateway?: string;
+  /** Only this developer's apps (the portal's `developer`, compared as given). */
+  developer?: string;
+  /** Only records in this state. */
+  state?: CredentialStatus;
+  /** Only this credential type. */
+  type?: CredentialType;
+}
+
+/**
+ * A fingerprint as the records keep it: `sha256:` and lowercase hex.
+ * @throws Error when it is not `sha256:` (optional) and 32 hex digits
+ */
+export function normalizeFingerprint(fingerprint: string): string {
+  const hex = fingerprint.trim().replace(/^sha256:/i, "");
+  if (!/^[0-9a-fA-F]{32}$/.test(hex))
+    throw new Error(
+      `a key fingerprint is 'sha256:' and 32 hex digits, as events and \`credhook inspect\` show it (got '${fingerprint}')`,
+    );
+  return `sha256:${hex.toLowerCase()}`;
+}
+
+/** Whether `rec` is the app `app` names (its app key, its slug or its name). */
+function isApp(rec: CredentialRecord, app: string): boolean {
+  return rec.appKey === app || rec.app.appSlug === app || rec.app.appName === app;
+}
+
+/**
+ * The store's records matching `query`, oldest first. Reads every record (`CredentialStore.list`): an
+ * operator's command, not a request path.
+ * @throws Error an invalid fingerprint or state
+ */
+export async function findCredentials(store: CredentialStore, query: CredentialQuery): Promise<CredentialRecord[]> {
+  const fingerprint = query.fingerprint === undefined ? undefined : normalizeFingerprint(query.fingerprint);
+  if (query.state !== undefined && !CREDENTIAL_STATES.includes(query.state))
+    throw new Error(`--state must be one of ${CREDENTIAL_STATES.join(", ")} (got '${query.state}')`);
+  return (await store.list())
+    .filter(
+      (r) =>
+        (query.app === undefined || isApp(r, query.app)) &&
+        (fingerprint === undefined || r.keyFingerprint === fingerprint) &&
+        (query.gateway === undefined ||
+          r.bindings.some((b) => b.gateway === query.gateway) ||
+          r.apis.some((a) => a.gateway === query.gateway)) &&
+        (query.developer === undefined || r.app.developer === query.developer) &&
+        (query.state === undefined || r.status === query.state) &&
+        (query.type === undefined || r.credentialType === query.type),
+    )
+    .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+}
+
+/** One credential as `inspect` and `list` show it: never a secret, the key only as its fingerprint. */
+export interface CredentialView {
+  credentialId: string;
+  credentialType: CredentialType;
+  /** The id the portal holds (apiKeyId / clientId); empty while unknown. */
+  publicId: string;
+  appKey: string;
+  app: CredentialRecord["app"];
+  /** The record's state: `pending`, `active`, `revoking`, `abandoned`. */
+  state: CredentialStatus;
+  /** The key's fingerprint (`sha256:…`), when credhook saw the value. */
+  keyFingerprint?: string;
+  /** Each gateway the credential is on: its native id, and the APIs and usage plans it has there. */
+  gateways: Array<{ gateway: string; nativeId: string; apis: string[]; plans: string[] }>;
+  /** ISO 8601 creation time. */
+  createdAt: string;
+  /** Seconds since creation. */
+  ageS: number;
+  /** ISO 8601 time of the record's last write. */
+  updatedAt: string;
+  /** The credential's newest event in the store's audit trail (type and ISO 8601 time), when the store keeps events. */
+  lastEvent?: { type: string; time: string };
+  /** Why a record is not simply live: an abandoned create's reason, a failed update's gateways still settling. */
+  note?: string;
+}
+
+/** `rec` as a {@link CredentialView} at `nowMs` (ms since the epoch). */
+export function credentialView(
+  rec: CredentialRecord,
+  nowMs: number,
+  lastEvent?: CredentialView["lastEvent"],
+): CredentialView {
+  const on = (gateway: string) => rec.apis.filter((a) => a.gateway === gateway);
+  const note = rec.abandoned
+    ? `abandoned: ${rec.abandoned.reason}`
+    : rec.unsettled
+      ? `a failed update may still land on ${rec.unsettled.gateways.map((g) => g.gateway).join(", ")}`
+      : undefined;
+  return {
+    credentialId: rec.id,
+    credentialType: rec.credentialType,
+    publicId: rec.publicId,
+    appKey: rec.appKey,
+    app: { ...rec.app },
+    state: rec.status,
+    ...(rec.keyFingerprint ? { keyFingerprint: rec.keyFingerprint } : {}),
+    gateways: rec.bindings.map((b) => ({
+      gateway: b.gateway,
+      nativeId: b.nativeId,
+      apis: on(b.gateway).map((a) => a.id),
+      plans: [...new Set(on(b.gateway).flatMap((a) => a.usagePlans))],
+    })),
+    createdAt: rec.createdAt,
+    ageS: Math.max(0, Math.floor((nowMs - Date.parse(rec.createdAt)) / 1000)),
+    updatedAt: rec.updatedAt,
+    ...(lastEvent ? { lastEvent } : {}),
+    ...(note ? { note } : {}),
+  };
+}
+
+/**
+ * `credhook inspect` and `credhook list`: the credentials matching `query` as views, each with its newest event
+ * from the store's outbox (when it keeps events).
+ * @param nowMs the time ages are counted to, ms since the epoch
+ */
+export async function inspectCredentials(
+  store: CredentialStore,
+  query: CredentialQuery,
+  nowMs: number,
+): Promise<CredentialView[]> {
+  const records = await findCredentials(store, query);
+  const views: CredentialView[] = [];
+  for (const rec of records) {
+    const events = store.outbox ? await store.outbox.list({ app: rec.appKey }) : [];
+    const last = events.filter((e) => e.event.data.credentialId === rec.id).at(-1);
+    views.push(credentialView(rec, nowMs, last ? { type: last.event.type, time: last.event.time } : undefined));
+  }
+  return views;
+}
+
+/** An age in seconds in words: `42s`, `17m`, `5h`, `12d`. */
+export function formatAge(ageS: number): string {
+  if (ageS < 60) return `${ageS}s`;
+  if (ageS < 3600) return `${Math.floor(ageS / 60)}m`;
+  if (ageS < 86_400) return `${Math.floor(ageS / 3600)}h`;
+  return `${Math.floor(ageS / 86_400)}d`;
+}
+
+/** `credhook list`'s lines: one per credential — id, type, app, state, age, gateways:native ids, fingerprint. */
+export function formatCredentialList(views: CredentialView[]): string[] {
+  if (views.length === 0) return ["no credentials"];
+  return views.map((v) =>
+    [
+      v.credentialId,
+      v.credentialType,
+      v.appKey,
+      v.state,
+      `age ${formatAge(v.ageS)}`,
+      v.gateways.map((g) => `${g.gateway}:${g.nativeId}`).join(",") || "-",
+      v.keyFingerprint ?? "-",
+    ].join("  "),
+  );
+}
+
+/** `credhook inspect`'s lines: a block per credential — where it lives, with its plans, age, last change and state. */
+export function formatCredentialDetails(views: CredentialView[]): string[] {
+  if (views.length === 0) return ["no credentials"];
+  return views.flatMap((v) => [
+    `credential ${v.credentialId} (${v.credentialType})`,
+    `  app: ${v.app.appName}${v.app.appSlug ? ` (slug ${v.app.appSlug})` : ""} of ${v.app.developer}  [${v.appKey}]`,
+    `  state: ${v.state}${v.note ? ` (${v.note})` : ""}`,
+    `  public id: ${v.publicId || "-"}`,
+    `  key fingerprint: ${v.keyFingerprint ?? "-"}`,
+    `  created: ${v.createdAt} (age ${formatAge(v.ageS)})`,
+    `  last change: ${v.updatedAt}${v.lastEvent ? ` (${v.lastEvent.type} at ${v.lastEvent.time})` : ""}`,
+    `  gateways:${v.gateways.length === 0 ? " none" : ""}`,
+    ...v.gateways.map(
+      (g) => `    - ${g.gateway}: ${g.nativeId}  apis ${g.apis.join(", ") || "-"}  plans ${g.plans.join(", ") || "-"}`,
+    ),
+  ]);
+}
+
+/** What `credhook revoke` did to one credential. */
+export interface RevokeResult {
+  credentialId: string;
+  appKey: string;
+  publicId: string;
+  /** `revoked` on every gateway; `failed` (what failed stays recorded, a retry or reconcile finishes it); `skipped` (nothing to revoke by: an abandoned create, whose clean-up is under way, or no public id yet). */
+  outcome: "revoked" | "failed" | "skipped";
+  /** The gateways it was revoked on. */
+  gateways: string[];
+  /** Why it failed or was skipped, secret-free. */
+  error?: string;
+}
+
+/**
+ * `credhook revoke`: revokes each credential matching `query` (by `--fingerprint`, or `--app`) through the
+ * orchestrator, on every gateway at once, in turn.
+ * @param how `leaked`: a `credential.leaked` event goes with the record's move to `revoking`; `reason`: carried by the events
+ * @throws Error when `query` names neither a fingerprint nor an app, or `--app` matches records of several apps
+ */
+export async function revokeCredentials(
+  orchestrator: Pick<Orchestrator, "revoke">,
+  store: CredentialStore,
+  query: Pick<CredentialQuery, "app" | "fingerprint">,
+  how: { leaked?: boolean; reason?: string } = {},
+): Promise<RevokeResult[]> {
+  if (query.app === undefined && query.fingerprint === undefined)
+    throw new Error("say which credential: --fingerprint F or --app A");
+  const records = await findCredentials(store, query);
+  const apps = [...new Set(records.map((r) => r.appKey))];
+  if (query.fingerprint === undefined && apps.length > 1)
+    throw new Error(`'${query.app}' matches several apps (${apps.join(", ")}): give the app key`);
+  const results: RevokeResult[] = [];
+  for (const rec of records) {
+    const base = { credentialId: rec.id, appKey: rec.appKey, publicId: rec.publicId };
+    if (rec.status === "abandoned" || !rec.publicId) {
+      const error =
+        rec.status === "abandoned"
+          ? "an abandoned create: never given to the portal, its clean-up is under way"
+          : "no public id yet (a create in flight)";
+      results.push({ ...base, outcome: "skipped", gateways: [], error });
+      continue;
+    }
+    const req: RevokeCredentialsRequest = {
+      credentialType: rec.credentialType,
+      ...(rec.credentialType === "API_KEY" ? { apiKeyId: rec.publicId } : { clientId: rec.publicId }),
+      appName: rec.app.appName,
+      developer: rec.app.developer,
+    } as RevokeCredentialsRequest;
+    try {
+      const outcome = await orchestrator.revoke(req, {
+        ...(how.leaked ? { leaked: true } : {}),
+        ...(how.reason ? { reason: how.reason } : {}),
+      });
+      results.push({ ...base, outcome: "revoked", gateways: outcome.gateways });
+    } catch (err) {
+      results.push({ ...base, outcome: "failed", gateways: [], error: (err as Error).message });
+    }
+  }
+  return results;
+}
+
+/** What the commands need of `cli.ts`. */
+export interface CredentialCommandDeps {
+  /** Loads `--config FILE`, `$CREDHOOK_CONFIG` or `./webhook.config.yaml`, else the embedded default. */
+  loadConfig(file: string | undefined): Promise<CredhookConfig>;
+  /** Says why the command failed on stderr and exits 1. */
+  reportAndExit(err: unknown): never;
+}
+
+const CONFIG_OPTION = [
+  "-c, --config <file>",
+  "config file (default: ./webhook.config.yaml, or $CREDHOOK_CONFIG)",
+] as const;
+
+/** Runs `fn` on the config's store (opened for the command, closed after), prints its output, exits with its code. */
+async function withStore(
+  deps: CredentialCommandDeps,
+  configFile: string | undefined,
+  fn: (store: CredentialStore) => Promise<{ out: string; code: number }>,
+): Promise<never> {
+  try {
+    const config = await deps.loadConfig(configFile);
+    const store = await openStore(config, createLogger("warn", destination(2)) as never);
+    let result;
+    try {
+      result = await fn(store);
+    } finally {
+      await store.close();
+    }
+    process.stdout.write(result.out);
+    process.exit(result.code);
+  } catch (err) {
+    deps.reportAndExit(err);
+  }
+}
+
+/** Registers `inspect`, `list` and `revoke` on the `credhook` program. */
+export function registerCredentialCommands(program: Command, deps: CredentialCommandDeps): void {
+  const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
+  program
+    .command("inspect")
+    .description(
+      "show where a credential lives: its gateways, native ids, plans, age, last change and state (exit 1 when none matches)",
+    )
+    .argument("[app]", "the app: its slug, its name, or its app key (slug:…, app:…)")
+    .option(...CONFIG_OPTION)
+    .option("--fingerprint <fp>", "the credential whose key has this fingerprint (sha256:…, as events show it)")
+    .option("--json", "print the credentials as JSON")
+    .action((app: string | undefined, opts: { config?: string; fingerprint?: string; json?: boolean }) =>
+      withStore(deps, opts.config, async (store) => {
+        if (app === undefined && opts.fingerprint === undefined) throw new Error("give an app, or --fingerprint F");
+        const views = await inspectCredentials(
+          store,
+          { ...(app !== undefined ? { app } : {}), ...(opts.fingerprint ? { fingerprint: opts.fingerprint } : {}) },
+          Date.now(),
+        );
+        const out = opts.json ? json(views) : `${formatCredentialDetails(views).join("\n")}\n`;
+        return { out, code: views.length > 0 ? 0 : 1 };
+      }),
+    );
+
+  program
+    .command("list")
+    .description("list the credentials the store keeps, oldest first, filtered")
+    .option(...CONFIG_OPTION)
+    .option("--app <app>", "only this app: its slug, its name, or its app key")
+    .option("--gateway <name>", "only credentials on this gateway")
+    .option("--developer <developer>", "only this developer's apps")
+    .option("--state <state>", `only records in this state: ${CREDENTIAL_STATES.join(", ")}`)
+    .option("--type <type>", "only this credential type: API_KEY, CLIENT_CREDENTIALS")
+    .option("--fingerprint <fp>", "only the credential whose key has this fingerprint")
+    .option("--json", "print the credentials as JSON")
+    .action((opts: CredentialQuery & { config?: string; json?: boolean }) =>
+      withStore(deps, opts.config, async (store) => {
+        if (opts.type !== undefined && opts.type !== "API_KEY" && opts.type !== "CLIENT_CREDENTIALS")
+          throw new Error(`--type must be API_KEY or CLIENT_CREDENTIALS (got '${opts.type}')`);
+        const { config: _config, json: asJson, ...query } = opts;
+        const views = await inspectCredentials(store, query, Date.now());
+        return { out: asJson ? json(views) : `${formatCredentialList(views).join("\n")}\n`, code: 0 };
+      }),
+    );
+
+  program
+    .command("revoke")
+    .description(
+      "revoke a credential on every gateway at once (as the portal's revoke does); --reason leaked also emits credential.leaked",
+    )
+    .option(...CONFIG_OPTION)
+    .option("--fingerprint <fp>", "the credential whose key has this fingerprint (sha256:…)")
+    .option("--app <app>", "the app's credentials: its slug, its name, or its app key")
+    .option("--reason <reason>", "why: `leaked` (emits credential.leaked), or words the events carry")
+    .option("--json", "print the results as JSON")
+    .action(async (opts: { config?: string; fingerprint?: string; app?: string; reason?: string; json?: boolean }) => {
+      try {
+        const config = await deps.loadConfig(opts.config);
+        const runtime = await createRuntime(config, { logger: createLogger("warn", destination(2)) });
+        let results: RevokeResult[];
+        try {
+          results = await revokeCredentials(
+            runtime.orchestrator,
+            runtime.store,
+            { ...(opts.fingerprint ? { fingerprint: opts.fingerprint } : {}), ...(opts.app ? { app: opts.app } : {}) },
+            { leaked: opts.reason === "leaked", ...(opts.reason ? { reason: opts.reason } : {}) },
+          );
+        } finally {
+          await runtime.close();
+        }
+        const lines = results.map(
+          (r) =>
+            `  - ${r.credentialId} (${r.appKey}): ${r.outcome}${r.gateways.length > 0 ? ` on ${r.gateways.join(", ")}` : ""}${r.error ? `: ${r.error}` : ""}`,
+        );
+        process.stdout.write(
+          opts.json
+            ? json(results)
+            : `${results.length === 0 ? "no credential matches" : `revoked ${results.filter((r) => r.outcome === "revoked").length} of ${results.length}`}\n${lines.join("\n")}\n`,
+        );
+        process.exit(results.length > 0 && results.every((r) => r.outcome !== "failed") ? 0 : 1);
+      } catch (err) {
+        deps.reportAndExit(err);
+      }
+    });
+}

@@ -1,0 +1,163 @@
+/**
+ * `credhook inspect`, `list` and `revoke` on the run's PostgreSQL server, with two credhook instances sharing it:
+ * what one instance created, the other's store shows the same; the commands, run as processes of their own on the
+ * same config, answer in JSON, and `revoke --reason leaked` takes the key off the AWS fake and the embedded
+ * provider, which both instances' key checks then refuse, with `credential.leaked` and `credential.revoked` in the
+ * shared audit trail.
+ */
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { isCredhookKey, secretFingerprint } from "@credhook/core";
+import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
+import type { RunningServer } from "../src/index.js";
+import { inspectCredentials, type CredentialView } from "../src/inspect.js";
+import { execFileTracked } from "./children.js";
+import { AUTH, AWS_AND_LOCAL_YAML, PASSWORD, startTwoInstances, until } from "./helpers.js";
+
+const CLI = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
+const url = inject("databaseUrl");
+const schema = `inspect_${randomUUID().replace(/-/g, "").slice(0, 12)}`;
+let dir: string;
+let config: string;
+let aws: AwsFake;
+let a: RunningServer;
+let b: RunningServer;
+let env: NodeJS.ProcessEnv;
+
+const YAML = `
+server: { auth: { users: [ { username: portal, password: "\${CREDHOOK_PASSWORD}" } ] } }
+store: { postgres: { url: "\${DATABASE_URL}", schema: ${schema} } }
+reconcile: { intervalS: 0 }
+dataDir: "\${CREDHOOK_DATA_DIR}"
+keys: { prefix: pgk }
+${AWS_AND_LOCAL_YAML}embeddedGateway:
+  listen: { port: 0, host: 127.0.0.1 }
+  keyCheck:
+    apis: [ { pathPrefix: /weather/, api: weather } ]
+    cache: { coherenceIntervalMs: 200 }
+`;
+
+beforeAll(async () => {
+  aws = await startAwsFake();
+  aws.apiGateway.addUsagePlan({ id: "1el57v", name: "Gold", apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }] });
+  dir = mkdtempSync(join(tmpdir(), "credhook-inspect-pg-"));
+  config = join(dir, "webhook.config.yaml");
+  writeFileSync(config, YAML);
+  env = {
+    ...process.env,
+    CREDHOOK_PASSWORD: PASSWORD,
+    CREDHOOK_DATA_DIR: join(dir, "cli"),
+    DATABASE_URL: url,
+    AWS_ENDPOINT: aws.url,
+    CREDHOOK_FROM_SOURCE: "1",
+  };
+  [a, b] = await startTwoInstances(config, dir, { DATABASE_URL: url, AWS_ENDPOINT: aws.url });
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all([a?.close(), b?.close(), aws?.close()]);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Runs `credhook <args> --config <config>` as a process; its exit code and stdout. */
+async function credhook(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await execFileTracked(process.execPath, [CLI, ...args, "--config", config], { env });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
+  }
+}
+
+const check = (s: RunningServer, key: string) =>
+  fetch(`${s.gatewayUrl}/check`, { headers: { "x-api-key": key, "x-original-uri": "/weather/now" } }).then(
+    (r) => r.status,
+  );
+
+describe("inspect, list and revoke on PostgreSQL, from several instances", () => {
+  let key: { apiKeyId: string; apiKey: string };
+  let fingerprint: string;
+
+  beforeAll(async () => {
+    const res = await fetch(`${a.url}/v1/createCredentials`, {
+      method: "POST",
+      headers: { authorization: AUTH, "content-type": "application/json" },
+      body: JSON.stringify({
+        appName: "Weather Board",
+        appSlug: "weather-board",
+        developer: "pg@example.com",
+        apis: [{ id: "5aba4csvd4", usagePlans: [{ id: "1el57v" }] }, { id: "weather" }],
+      }),
+    });
+    expect(res.status).toBe(200);
+    key = (await res.json()) as typeof key;
+    fingerprint = secretFingerprint(key.apiKey);
+  });
+
+  it("both instances' stores show the same credential: its AWS and embedded gateways, plans and state", async () => {
+    expect(isCredhookKey(key.apiKey, "pgk")).toBe(true);
+    const [fromA, fromB] = await Promise.all(
+      [a, b].map((s) => inspectCredentials(s.credhook.store, { fingerprint }, Date.parse("2100-01-01"))),
+    );
+    expect(fromB).toEqual(fromA);
+    expect(fromB).toEqual([
+      expect.objectContaining({
+        publicId: key.apiKeyId,
+        state: "active",
+        appKey: "slug:pg@example.com/weather-board",
+        lastEvent: expect.objectContaining({ type: "credential.created" }),
+      }),
+    ]);
+    expect(
+      fromB![0]!.gateways.map((g) => [g.gateway, g.plans]).sort((x, y) => String(x[0]).localeCompare(String(y[0]))),
+    ).toEqual([
+      ["aws", ["1el57v"]],
+      ["local", []],
+    ]);
+  });
+
+  it("`credhook inspect --json` and `credhook list --json`, run as processes, answer from the shared store", async () => {
+    const inspected = await credhook(["inspect", "--fingerprint", fingerprint, "--json"]);
+    expect(inspected.code).toBe(0);
+    const views = JSON.parse(inspected.stdout) as CredentialView[];
+    expect(views.map((v) => [v.publicId, v.keyFingerprint])).toEqual([[key.apiKeyId, fingerprint]]);
+    expect(inspected.stdout + inspected.stderr).not.toContain(key.apiKey);
+
+    const byApp = await credhook(["inspect", "weather-board"]);
+    expect(byApp.code).toBe(0);
+    expect(byApp.stdout).toContain(`state: active`);
+    expect(byApp.stdout).toContain(`key fingerprint: ${fingerprint}`);
+
+    const listed = await credhook(["list", "--gateway", "aws", "--developer", "pg@example.com", "--json"]);
+    expect(listed.code).toBe(0);
+    expect((JSON.parse(listed.stdout) as CredentialView[]).map((v) => v.publicId)).toEqual([key.apiKeyId]);
+    expect(JSON.parse((await credhook(["list", "--state", "revoking", "--json"])).stdout)).toEqual([]);
+    const bad = await credhook(["list", "--state", "gone"]);
+    expect([bad.code, bad.stderr]).toEqual([1, expect.stringContaining("--state must be one of")]);
+    expect((await credhook(["inspect", "--fingerprint", `sha256:${"0".repeat(32)}`])).code).toBe(1);
+  });
+
+  it("`credhook revoke --fingerprint --reason leaked` takes it off every gateway; both instances' key checks refuse it", async () => {
+    expect(await check(a, key.apiKey)).toBe(200);
+    expect(await check(b, key.apiKey)).toBe(200);
+    const revoked = await credhook(["revoke", "--fingerprint", fingerprint, "--reason", "leaked", "--json"]);
+    expect(revoked.code).toBe(0);
+    expect(JSON.parse(revoked.stdout)).toEqual([
+      expect.objectContaining({ publicId: key.apiKeyId, outcome: "revoked" }),
+    ]);
+    expect([...aws.apiGateway.keys.values()]).toEqual([]);
+    // Another process revoked it: each instance's key check learns of it at its next change-stamp check
+    // (coherenceIntervalMs, 200 ms here); the bound is generous, the time is the machine's.
+    for (const s of [a, b])
+      await until("the key check to refuse the revoked key", async () => (await check(s, key.apiKey)) === 401, 30_000);
+    const events = (await b.credhook.store.outbox!.list({ app: "weather-board" })).map((e) => e.event);
+    expect(events.map((e) => e.type)).toEqual(["credential.created", "credential.leaked", "credential.revoked"]);
+    expect(events[1]!.data).toMatchObject({ keyFingerprint: fingerprint, reason: "leaked" });
+    expect((await credhook(["revoke", "--fingerprint", fingerprint])).code).toBe(1); // nothing left to revoke
+  });
+});

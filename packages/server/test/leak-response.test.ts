@@ -1,0 +1,184 @@
+/**
+ * Leak response (docs/leak-response.md) on the fakes: one key, in credhook's recognisable format, on two AWS
+ * fakes (two gateways), an Azure fake and the embedded gateway; `inspect` and `list` find it by its fingerprint
+ * and its app in the real SQLite file; one `revoke --reason leaked` takes it off every gateway, the embedded
+ * gateway's key check refuses it at once, and the audit trail says `credential.leaked`, then `credential.revoked`.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isCredhookKey, secretFingerprint } from "@credhook/core";
+import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
+import { startApimFake, type ApimFake } from "@credhook/fakes/azure";
+import { findCredentials, formatCredentialDetails, inspectCredentials, revokeCredentials } from "../src/inspect.js";
+import { SERVER_YAML, startTestServer, type TestServer } from "./helpers.js";
+
+let us: AwsFake;
+let eu: AwsFake;
+let azure: ApimFake;
+let s: TestServer;
+
+const awsGateway = (name: string, fake: AwsFake) => `  ${name}:
+    provider: aws
+    credentialType: API_KEY
+    options: { region: us-east-1, endpoint: "${fake.url}", credentials: { accessKeyId: fake, secretAccessKey: fake } }
+`;
+
+beforeAll(async () => {
+  [us, eu, azure] = await Promise.all([
+    startAwsFake(),
+    startAwsFake(),
+    startApimFake({ products: ["gold"], apis: ["orders-eu-1"] }),
+  ]);
+  us.apiGateway.addUsagePlan({ id: "us-gold", name: "US Gold", apiStages: [{ apiId: "usapi00001", stage: "prod" }] });
+  eu.apiGateway.addUsagePlan({ id: "eu-gold", name: "EU Gold", apiStages: [{ apiId: "euapi00001", stage: "prod" }] });
+  s = await startTestServer(
+    `${SERVER_YAML}keys: { prefix: chk }
+gateways:
+${awsGateway("aws-us", us)}${awsGateway("aws-eu", eu)}  azure:
+    provider: azure
+    credentialType: API_KEY
+    options:
+      subscriptionId: 00000000-0000-0000-0000-000000000000
+      resourceGroup: rg-credhook
+      serviceName: apim-credhook
+      endpoint: "${azure.url}"
+      credential: { type: static-token, token: fake }
+  local: { provider: local, credentialType: API_KEY }
+routes:
+  - { apis: ["usapi00001"], gateway: aws-us }
+  - { apis: ["euapi00001"], gateway: aws-eu }
+  - { apis: ["orders-eu-*"], gateway: azure }
+  - { default: local }
+embeddedGateway:
+  listen: { port: 0, host: 127.0.0.1 }
+  keyCheck:
+    apis: [ { pathPrefix: /weather/, api: weather } ]
+`,
+  );
+}, 60_000);
+afterAll(async () => {
+  await s?.close();
+  await Promise.all([us?.close(), eu?.close(), azure?.close()]);
+});
+
+const check = (key: string) =>
+  fetch(`${s.gatewayUrl}/check`, { headers: { "x-api-key": key, "x-original-uri": "/weather/today" } }).then(
+    (r) => r.status,
+  );
+
+const create = async (appName: string, apis: Array<{ id: string; usagePlans?: Array<{ id: string }> }>) => {
+  const res = await s.call("/v1/createCredentials", {
+    appName,
+    appSlug: appName.toLowerCase(),
+    developer: "dev@example.com",
+    apis,
+  });
+  expect(res.status).toBe(200);
+  return res.json as { apiKeyId: string; apiKey: string };
+};
+
+const everywhere = [
+  { id: "usapi00001", usagePlans: [{ id: "us-gold" }] },
+  { id: "euapi00001", usagePlans: [{ id: "eu-gold" }] },
+  { id: "orders-eu-1", usagePlans: [{ id: "gold" }] },
+  { id: "weather" },
+];
+
+describe("a leaked key, killed everywhere at once", () => {
+  let key: { apiKeyId: string; apiKey: string };
+  let fingerprint: string;
+  let bystander: { apiKeyId: string; apiKey: string };
+
+  beforeAll(async () => {
+    key = await create("Leaky", everywhere);
+    bystander = await create("Bystander", [{ id: "usapi00001", usagePlans: [{ id: "us-gold" }] }, { id: "weather" }]);
+    fingerprint = secretFingerprint(key.apiKey);
+  });
+
+  it("the key credhook generated carries the configured prefix and a valid checksum, and every gateway took it", async () => {
+    expect(key.apiKey).toMatch(/^chk[0-9A-Za-z]{46}$/);
+    expect(isCredhookKey(key.apiKey, "chk")).toBe(true);
+    expect([...us.apiGateway.keys.values()].map((k) => k.value)).toContain(key.apiKey);
+    expect([...eu.apiGateway.keys.values()].map((k) => k.value)).toEqual([key.apiKey]);
+    expect(azure.listSubscriptions().map((x) => x.primaryKey)).toEqual([key.apiKey]);
+    expect(await check(key.apiKey)).toBe(200);
+  });
+
+  it("inspect finds it by fingerprint and by app: its four gateways, native ids, plans, age, last change and state", async () => {
+    const byFingerprint = await inspectCredentials(s.credhook.store, { fingerprint }, Date.now());
+    expect(byFingerprint).toHaveLength(1);
+    const [view] = byFingerprint;
+    expect(view).toMatchObject({
+      publicId: key.apiKeyId,
+      appKey: "slug:dev@example.com/leaky",
+      state: "active",
+      keyFingerprint: fingerprint,
+      lastEvent: { type: "credential.created" },
+    });
+    expect(view!.ageS).toBeGreaterThanOrEqual(0);
+    const usKey = [...us.apiGateway.keys.values()].find((k) => k.value === key.apiKey)!;
+    expect(Object.fromEntries(view!.gateways.map((g) => [g.gateway, g]))).toMatchObject({
+      "aws-us": { nativeId: usKey.id, apis: ["usapi00001"], plans: ["us-gold"] },
+      "aws-eu": { nativeId: [...eu.apiGateway.keys.values()][0]!.id, plans: ["eu-gold"] },
+      azure: { apis: ["orders-eu-1"], plans: ["gold"] },
+      local: { apis: ["weather"], plans: [] },
+    });
+    // The bare hex digits and the app's slug find the same credential; the text shows no secret.
+    expect((await inspectCredentials(s.credhook.store, { fingerprint: fingerprint.slice(7) }, Date.now()))[0]).toEqual(
+      view,
+    );
+    expect((await inspectCredentials(s.credhook.store, { app: "leaky" }, Date.now()))[0]).toEqual(view);
+    const text = formatCredentialDetails(byFingerprint).join("\n");
+    expect(text).toContain(`aws-us: ${usKey.id}`);
+    expect(text).not.toContain(key.apiKey);
+    await expect(inspectCredentials(s.credhook.store, { fingerprint: "sha256:nothex" }, 0)).rejects.toThrow(
+      /32 hex digits/,
+    );
+  });
+
+  it("list filters by gateway, developer and state", async () => {
+    const ids = async (q: Parameters<typeof findCredentials>[1]) =>
+      (await findCredentials(s.credhook.store, q)).map((r) => r.publicId).sort();
+    expect(await ids({ gateway: "aws-eu" })).toEqual([key.apiKeyId]);
+    expect(await ids({ gateway: "aws-us" })).toEqual([key.apiKeyId, bystander.apiKeyId].sort());
+    expect(await ids({ developer: "dev@example.com", state: "active" })).toEqual(
+      [key.apiKeyId, bystander.apiKeyId].sort(),
+    );
+    expect(await ids({ developer: "someone@else" })).toEqual([]);
+    expect(await ids({ state: "revoking" })).toEqual([]);
+  });
+
+  it("revoke --fingerprint --reason leaked: off both AWS fakes, Azure and the embedded gateway in one call; the key check refuses it at once", async () => {
+    const results = await revokeCredentials(
+      s.credhook.orchestrator,
+      s.credhook.store,
+      { fingerprint },
+      { leaked: true, reason: "leaked" },
+    );
+    expect(results).toEqual([
+      expect.objectContaining({ publicId: key.apiKeyId, outcome: "revoked", gateways: expect.any(Array) }),
+    ]);
+    expect([...results[0]!.gateways].sort()).toEqual(["aws-eu", "aws-us", "azure", "local"]);
+    expect(await check(key.apiKey)).toBe(401);
+    expect([...us.apiGateway.keys.values()].map((k) => k.value)).toEqual([bystander.apiKey]);
+    expect([...eu.apiGateway.keys.values()]).toEqual([]);
+    expect(azure.listSubscriptions()).toEqual([]);
+    expect(await findCredentials(s.credhook.store, { fingerprint })).toEqual([]);
+    // The other app's key is untouched.
+    expect(await check(bystander.apiKey)).toBe(200);
+  });
+
+  it("the audit trail says credential.leaked, then credential.revoked, with the fingerprint and the reason, never the key", async () => {
+    const events = (await s.credhook.store.outbox!.list({ app: "slug:dev@example.com/leaky" })).map((e) => e.event);
+    expect(events.map((e) => e.type)).toEqual(["credential.created", "credential.leaked", "credential.revoked"]);
+    const [, leaked, revoked] = events;
+    expect(leaked!.data).toMatchObject({ keyFingerprint: fingerprint, reason: "leaked", publicId: key.apiKeyId });
+    expect(leaked!.data.gateways.map((g) => g.gateway).sort()).toEqual(["aws-eu", "aws-us", "azure", "local"]);
+    expect(revoked!.data).toMatchObject({ keyFingerprint: fingerprint, reason: "leaked" });
+    expect(JSON.stringify(events)).not.toContain(key.apiKey);
+  });
+
+  it("revoking what no longer exists finds nothing; an app name is matched only within one app", async () => {
+    expect(await revokeCredentials(s.credhook.orchestrator, s.credhook.store, { fingerprint })).toEqual([]);
+    await expect(revokeCredentials(s.credhook.orchestrator, s.credhook.store, {})).rejects.toThrow(/--fingerprint/);
+  });
+});
