@@ -616,7 +616,8 @@ export class SqliteCredentialStore implements CredentialStore {
    * any spelling of the path or any dataDir meets the same lock), held until
    * {@link close} or the process ends — the operating system releases it even
    * after kill -9, so it is never stale. Readers (`reconcile --dry-run`) are
-   * not affected.
+   * not affected. Releases the event claims an earlier server held (its outbox
+   * deliveries resume at once after a crash, not when their leases run out).
    * @throws Conflict another `credhook serve` holds the file (within about 1 s)
    */
   async claimServer(): Promise<void> {
@@ -642,6 +643,11 @@ export class SqliteCredentialStore implements CredentialStore {
       throw err;
     }
     this.serverLock = lock;
+    // Event claims held now are a server's before this one, which is gone (the lock above proves it):
+    // released, so that its undelivered events go out now rather than when their leases run out.
+    await this.write(() => {
+      this.stmt("UPDATE events SET holder = NULL, lease_until = NULL WHERE holder IS NOT NULL").run();
+    });
   }
 
   async close(): Promise<void> {

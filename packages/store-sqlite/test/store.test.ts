@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { appKeyOf, type CredentialRecord } from "@credhook/core/store";
+import { credentialEvent } from "@credhook/core";
 import { Conflict, NotFound, StoreUnavailable } from "@credhook/core/errors";
 import { hashSecret } from "@credhook/core/provider-kit";
 import { storeConformance } from "@credhook/provider-testkit";
@@ -345,4 +346,26 @@ describe("SQLite failures as the store's typed errors", () => {
       await store.close();
     }
   });
+});
+
+it("a serving process claiming the file releases the event claims of the server before it (killed while delivering)", async () => {
+  const path = join(mkdtempSync(join(tmpdir(), "credhook-sqlite-claims-")), "credhook.db");
+  const first = await openSqliteStore({ path });
+  await first.claimServer();
+  const r = rec();
+  const created = credentialEvent("credential.created", r, new Date().toISOString());
+  await first.insert(r, [created]);
+  const far = new Date(Date.now() + 3_600_000).toISOString();
+  const now = new Date().toISOString();
+  expect((await first.outbox.claim(now, far, "first", 10)).map((e) => e.event.id)).toEqual([created.id]);
+  await first.close(); // as after kill -9: the claim is still in the file, its lease an hour away
+
+  const second = await openSqliteStore({ path });
+  try {
+    expect(await second.outbox.claim(now, far, "reader", 10)).toEqual([]); // not serving: the claim stands
+    await second.claimServer();
+    expect((await second.outbox.claim(now, far, "second", 10)).map((e) => e.event.id)).toEqual([created.id]);
+  } finally {
+    await second.close();
+  }
 });
