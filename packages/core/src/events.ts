@@ -233,6 +233,13 @@ export interface EventOutbox {
    * @returns how many were deleted
    */
   prune(before: string): Promise<number>;
+  /**
+   * Settles, in one write, every pending event that no live claim holds as delivered at `now` (ISO
+   * 8601), its attempts unchanged: what `credhook serve` does with no sink configured, where events are
+   * kept for `credhook audit` only — one statement a pass instead of a claim and a settle per event.
+   * @returns how many were settled
+   */
+  settleUnsent(now: string): Promise<number>;
 }
 
 /**

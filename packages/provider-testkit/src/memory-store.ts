@@ -112,6 +112,20 @@ export class MemoryOutbox implements EventOutbox {
     }
     return n;
   }
+
+  /** {@inheritDoc EventOutbox.settleUnsent} */
+  async settleUnsent(now: string): Promise<number> {
+    let n = 0;
+    for (const e of this.events) {
+      if (e.status !== "pending" || (e.leaseUntil !== undefined && e.leaseUntil > now)) continue;
+      e.status = "delivered";
+      e.settledAt = now;
+      delete e.holder;
+      delete e.leaseUntil;
+      n += 1;
+    }
+    return n;
+  }
 }
 
 function copyOf(e: StoredEvent & { holder?: string; leaseUntil?: string }): StoredEvent {

@@ -457,4 +457,21 @@ export function storeConformance(
     await outbox.append([d]);
     expectEqual(ids(await outbox.list()), [a2.id, d.id], "appended without a record write");
   });
+
+  withOutbox("with no sink, one write settles every pending event no live claim holds", async (store, outbox) => {
+    const a = rec();
+    const b = rec({ appKey: `slug:unsent-${randomUUID().slice(0, 8)}` });
+    const a1 = ev("credential.created", a, T0);
+    const a2 = ev("credential.updated", a, later(1));
+    const b1 = ev("credential.created", b, later(2));
+    await store.insert(a, [a1]);
+    await store.save(a, [a2]);
+    await store.insert(b, [b1]);
+    expectEqual(ids(await outbox.claim(later(3), later(100), "h", 1)), [a1.id], "one event under a running claim");
+    expectEqual(await outbox.settleUnsent(later(10)), 2, "settled: the two that no claim holds");
+    expectEqual(ids(await outbox.list({ status: "delivered" })), [a2.id, b1.id], "delivered");
+    expectEqual(ids(await outbox.list({ status: "pending" })), [a1.id], "the claimed one left to its holder");
+    expectEqual(await outbox.settleUnsent(later(200)), 1, "once its lease ran out");
+    expectEqual((await outbox.counts()).pending ?? 0, 0, "nothing pending");
+  });
 }

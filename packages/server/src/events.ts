@@ -110,11 +110,17 @@ export class EventDeliverer {
 
   /**
    * One pass: claims up to {@link EVENTS_PER_PASS} due events (each of another app) and delivers them
-   * in parallel, each to the sinks that have not accepted it yet, one sink after the other.
+   * in parallel, each to the sinks that have not accepted it yet, one sink after the other. With no
+   * sink configured, settles every pending event as delivered in one write (`EventOutbox.settleUnsent`).
    * @throws the store's failure (StoreUnavailable) when it cannot claim; a settle that fails is logged, and the event is claimed again once its lease runs out
    */
   async pass(): Promise<DeliveryPass> {
     const now = this.now();
+    if (this.config.sinks.length === 0) {
+      // No sink: the events are kept for `credhook audit` only, and settled all at once (one write a pass).
+      const settled = await this.outbox.settleUnsent(new Date(now).toISOString());
+      return { claimed: settled, delivered: settled, retried: 0, dead: 0 };
+    }
     const claimed = await this.outbox.claim(
       new Date(now).toISOString(),
       new Date(now + this.leaseMs).toISOString(),

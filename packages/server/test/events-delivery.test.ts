@@ -166,6 +166,27 @@ describe("event delivery", () => {
     expect(s.received).toHaveLength(0);
   });
 
+  it("with no sink, settles every pending event in one write, for audit only, and claims none", async () => {
+    const outbox = new MemoryOutbox();
+    const apps = ["a", "b", "c"].map((x) => record(x));
+    outbox.add(apps.map((r) => credentialEvent("credential.created", r, new Date(T0).toISOString())));
+    let claims = 0;
+    const claim = outbox.claim.bind(outbox);
+    outbox.claim = (...args) => ((claims += 1), claim(...args));
+    const deliverer = new EventDeliverer(
+      outbox,
+      { ...config("http://unused"), sinks: [] },
+      {
+        logger: silentLogger,
+        now: () => T0,
+      },
+    );
+    expect(await deliverer.pass()).toMatchObject({ delivered: 3, retried: 0, dead: 0 });
+    expect(claims).toBe(0);
+    expect((await outbox.list({ status: "delivered" })).map((e) => e.attempts)).toEqual([0, 0, 0]);
+    expect(await outbox.counts()).toMatchObject({ pending: 0, delivered: 3 });
+  });
+
   it("backs off exponentially up to the cap; signs with the secret with or without its whsec_ prefix", () => {
     const retry = { maxAttempts: 10, initialDelayMs: 1000, maxDelayMs: 5000 };
     expect([1, 2, 3, 4, 5].map((n) => retryDelayMs(retry, n))).toEqual([1000, 2000, 4000, 5000, 5000]);

@@ -534,6 +534,17 @@ export class PostgresCredentialStore implements CredentialStore {
       async prune(before) {
         return (await q("DELETE FROM events WHERE status <> 'pending' AND time < $1", [before])).rowCount ?? 0;
       },
+      async settleUnsent(now) {
+        return (
+          (
+            await q(
+              `UPDATE events SET status = 'delivered', settled_at = $1, holder = NULL, lease_until = NULL
+               WHERE status = 'pending' AND (lease_until IS NULL OR lease_until <= $1)`,
+              [now],
+            )
+          ).rowCount ?? 0
+        );
+      },
     };
     return this.outboxImpl;
   }

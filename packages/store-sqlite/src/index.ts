@@ -558,6 +558,15 @@ export class SqliteCredentialStore implements CredentialStore {
     prune: async (before) =>
       (await this.write(() => this.stmt("DELETE FROM events WHERE status <> 'pending' AND time < ?").run(before)))
         .changes,
+    settleUnsent: async (now) =>
+      (
+        await this.write(() =>
+          this.stmt(
+            `UPDATE events SET status = 'delivered', settled_at = ?, holder = NULL, lease_until = NULL
+             WHERE status = 'pending' AND (lease_until IS NULL OR lease_until <= ?)`,
+          ).run(now, now),
+        )
+      ).changes,
   });
 
   async listUnfinished(before: string): Promise<CredentialRecord[]> {
