@@ -10,8 +10,16 @@
  * and no key is left that the portal did not receive.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
-import { AWS_AND_LOCAL_YAML, errorOf, SERVER_YAML, startTestServer, type TestServer, until } from "./helpers.js";
+import type { AwsFake } from "@credhook/fakes/aws";
+import {
+  AWS_AND_LOCAL_YAML,
+  errorOf,
+  SERVER_YAML,
+  startTestServer,
+  type TestServer,
+  until,
+  startOrdersAwsFake,
+} from "./helpers.js";
 
 const OUTAGE_S = Number(process.env.CREDHOOK_OUTAGE_S ?? 60);
 const WORKERS = 4;
@@ -20,17 +28,7 @@ let aws: AwsFake;
 let s: TestServer;
 
 beforeAll(async () => {
-  aws = await startAwsFake();
-  aws.apiGateway.addUsagePlan({
-    id: "1el57v",
-    name: "Orders Gold",
-    apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }],
-  });
-  aws.apiGateway.addUsagePlan({
-    id: "2plan2",
-    name: "Orders Beta",
-    apiStages: [{ apiId: "5aba4csvd4", stage: "beta" }],
-  });
+  aws = await startOrdersAwsFake();
   s = await startTestServer(`${SERVER_YAML}${AWS_AND_LOCAL_YAML}`, { AWS_ENDPOINT: aws.url });
 });
 afterAll(async () => {

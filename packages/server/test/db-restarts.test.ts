@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { openPostgresStore, type PostgresCredentialStore } from "@credhook/store-postgres";
-import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
+import type { AwsFake } from "@credhook/fakes/aws";
 import { searchableUpTo } from "../../../scripts/embedded-postgres.ts";
 import {
   AWS_AND_LOCAL_YAML,
@@ -26,6 +26,7 @@ import {
   spawnServe,
   until,
   type ServeProcess,
+  startOrdersAwsFake,
 } from "./helpers.js";
 
 const OUTAGE_S = Number(process.env.CREDHOOK_DB_OUTAGE_S ?? 60);
@@ -140,17 +141,7 @@ beforeAll(async () => {
   await pg.initialise();
   await startDb();
   url = `postgres://postgres:restarts@127.0.0.1:${port}/postgres`;
-  aws = await startAwsFake();
-  aws.apiGateway.addUsagePlan({
-    id: "1el57v",
-    name: "Orders Gold",
-    apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }],
-  });
-  aws.apiGateway.addUsagePlan({
-    id: "2plan2",
-    name: "Orders Beta",
-    apiStages: [{ apiId: "5aba4csvd4", stage: "beta" }],
-  });
+  aws = await startOrdersAwsFake();
   store = await openPostgresStore({ url, schema });
   const dir = mkdtempSync(join(tmpdir(), "credhook-restarts-"));
   const config = join(dir, "webhook.config.yaml");

@@ -1,4 +1,5 @@
 import type { ChildProcess, SpawnOptions } from "node:child_process";
+import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -352,4 +353,24 @@ export async function spawnServe(
     throw new Error(`${err.message}; its output: ${out.slice(-1500)}`);
   });
   return { child, url, output: () => out };
+}
+
+/**
+ * An AWS API Gateway fake with the two usage plans of API `5aba4csvd4` that the multi-instance
+ * tests (circuit breaker, database restarts, lost lock) create and update keys on: `1el57v`
+ * ("Orders Gold", stage prod) and `2plan2` ("Orders Beta", stage beta). Close it when done.
+ */
+export async function startOrdersAwsFake(): Promise<AwsFake> {
+  const aws = await startAwsFake();
+  aws.apiGateway.addUsagePlan({
+    id: "1el57v",
+    name: "Orders Gold",
+    apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }],
+  });
+  aws.apiGateway.addUsagePlan({
+    id: "2plan2",
+    name: "Orders Beta",
+    apiStages: [{ apiId: "5aba4csvd4", stage: "beta" }],
+  });
+  return aws;
 }

@@ -18,9 +18,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { appKeyOf } from "@credhook/core/store";
 import { openPostgresStore, type PostgresCredentialStore } from "@credhook/store-postgres";
-import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
+import type { AwsFake } from "@credhook/fakes/aws";
 import { terminateLockSession } from "../../store-postgres/test/lock-sessions.js";
-import { PROCESS_START_MS, spawnServe, until, type ServeProcess } from "./helpers.js";
+import { PROCESS_START_MS, spawnServe, until, type ServeProcess, startOrdersAwsFake } from "./helpers.js";
 
 const PASSWORD = "lost-lock-test-password";
 const AUTH = `Basic ${Buffer.from(`portal:${PASSWORD}`).toString("base64")}`;
@@ -75,17 +75,7 @@ let a: ServeProcess;
 let b: ServeProcess;
 
 beforeAll(async () => {
-  aws = await startAwsFake();
-  aws.apiGateway.addUsagePlan({
-    id: "1el57v",
-    name: "Orders Gold",
-    apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }],
-  });
-  aws.apiGateway.addUsagePlan({
-    id: "2plan2",
-    name: "Orders Beta",
-    apiStages: [{ apiId: "5aba4csvd4", stage: "beta" }],
-  });
+  aws = await startOrdersAwsFake();
   // A proxy in front of the fake times every call and tells the instances apart by the access key they sign with.
   proxy = createServer((req, res) => {
     const call: Call = {
