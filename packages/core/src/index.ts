@@ -75,12 +75,14 @@ export type {
   AdoptionRequest,
   AdoptionResult,
   CreateOutcome,
+  DisableOptions,
   OperationOutcome,
   OrchestratorOptions,
   ReconcileEntry,
   ReconcileLoopResult,
   ReconcileOptions,
   ReconcileReport,
+  RevokeOptions,
   SweepResult,
 } from "./orchestration/types.js";
 /** Credential events (the transactional outbox's content): their types, how one is built, a secret's fingerprint. */

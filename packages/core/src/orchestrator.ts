@@ -9,7 +9,7 @@
  * - `api-sets.ts` — pure functions over API sets;
  * - `journal.ts` — the record's state changes (intent, abandoned);
  * - `create.ts`, `replay.ts`, `update.ts`, `revoke.ts`, `adopt.ts` — one
- *   operation each, with its compensation;
+ *   operation each, with its compensation; `disable.ts` — turning a credential off and on;
  * - `abandoned.ts` — cleanup of abandoned creates, and the revoke helpers;
  * - `recovery.ts` — interrupted operations, and the serve loop's pass;
  * - `settle.ts` — failed updates whose writes may land late, brought back to the record;
@@ -22,6 +22,7 @@ import type { Gateway } from "./registry.js";
 import { adopt, adoptAndUpdate } from "./orchestration/adopt.js";
 import { OrchestrationContext } from "./orchestration/context.js";
 import { createOrReplay } from "./orchestration/create.js";
+import { setCredentialEnabled } from "./orchestration/disable.js";
 import { health } from "./orchestration/health.js";
 import { planCreate } from "./orchestration/plan.js";
 import { reconcile } from "./orchestration/reconcile.js";
@@ -32,6 +33,7 @@ import type {
   AdoptionRequest,
   AdoptionResult,
   CreateOutcome,
+  DisableOptions,
   OperationOutcome,
   OrchestratorOptions,
   ReconcileLoopResult,
@@ -67,6 +69,7 @@ export class Orchestrator {
    * @throws CircuitOpen (503) a gateway of the app is known down (its breaker is open): nothing was written
    * @throws PolicyViolation (422) mixed credential types, two gateways that generate their own key values, client credentials on several gateways, a key value another gateway cannot import
    * @throws InvalidReference (422) | Throttled (503) | UpstreamError (502) | UpstreamTimeout (504) from a gateway, after the create was abandoned and cleaned up
+   * @throws Conflict (409) a replayed create of a disabled credential ({@link disable})
    */
   async create(req: CreateCredentialsRequest): Promise<CreateOutcome> {
     const plan = planCreate(this.ctx, req);
@@ -82,6 +85,7 @@ export class Orchestrator {
    * A credential the store does not know is recorded again only when its
    * gateway finds credhook's mark on it.
    * @throws NotFound (404) neither the store nor the request's ids find the credential
+   * @throws Conflict (409) the credential is disabled ({@link disable})
    * @throws Unroutable | PolicyViolation | InvalidReference (422), Throttled (503), UpstreamError (502), UpstreamTimeout (504)
    */
   async update(req: UpdateCredentialsRequest): Promise<OperationOutcome> {
@@ -123,6 +127,27 @@ export class Orchestrator {
    */
   revoke(req: RevokeCredentialsRequest, options: RevokeOptions = {}): Promise<OperationOutcome> {
     return revoke(this.ctx, req, options);
+  }
+
+  /**
+   * Turns the credential off on every gateway it is on, keeping its record and resources (`credhook disable`, a
+   * secret-scanning alert, expiry): calls with it are refused, the portal's update answers 409 until
+   * {@link enable}, its revoke works as always. Idempotent; a retry completes a half-done disable.
+   * @param options a leak (`credential.leaked`, once per credential) and the reason (see {@link DisableOptions})
+   * @throws NotFound (404) | Conflict (409) not active | PolicyViolation (422) a gateway cannot disable: nothing changed
+   * @throws Throttled (503) | UpstreamError (502) | UpstreamTimeout (504): the record keeps the decision for a retry
+   */
+  disable(credentialId: string, options: DisableOptions = {}): Promise<OperationOutcome> {
+    return setCredentialEnabled(this.ctx, credentialId, false, options);
+  }
+
+  /**
+   * Turns a disabled credential on again on every gateway (`credhook enable`); its record's mark is cleared, with
+   * `credential.enabled`, once every gateway confirmed. A credential that is not disabled: nothing to do.
+   * @throws as {@link disable}
+   */
+  enable(credentialId: string, options: Pick<DisableOptions, "reason"> = {}): Promise<OperationOutcome> {
+    return setCredentialEnabled(this.ctx, credentialId, true, options);
   }
 
   /**

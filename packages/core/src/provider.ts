@@ -94,6 +94,13 @@ export interface ProviderCapabilities {
    */
   generatedApiKeyFormat?: { characters: string; length: number };
   /**
+   * The credential types {@link Provider.setEnabled} can turn off and on again (AWS API Gateway: API keys'
+   * `enabled` flag; Azure API Management: a subscription's `suspended` state; the embedded gateway: both
+   * types). Absent or empty: none (Google Cloud API Keys and Cognito app clients have no such switch).
+   * @default []
+   */
+  disables?: CredentialType[];
+  /**
    * False when no write of this provider can land after its call returned or
    * the process died — its state is credhook's own store (the embedded
    * provider). Core then needs no settle window before it trusts a search
@@ -262,6 +269,17 @@ export interface Provider {
    * gateway's is `"not-owned"` and left untouched.
    */
   revoke(ref: ProviderCredentialRef): Promise<RevokeOutcome | void>;
+  /**
+   * Turns the credential off (`enabled: false`: calls with it are refused, the resource stays) or on again,
+   * after checking the mark as {@link revoke} does. Reversible, unlike a revoke: `credhook disable` and
+   * `credhook enable`, a secret-scanning alert and expiry call it (docs/leak-response.md). Only for the
+   * credential types in {@link ProviderCapabilities.disables}; without it core refuses a disable that
+   * reaches this gateway before changing anything anywhere.
+   * @returns `revoked` when the state changed (the word is {@link RevokeOutcome}'s), `gone` when the resource
+   * no longer exists, `not-owned` when it is not this gateway's or this credential's (left untouched)
+   * @throws Throttled | UpstreamError | UpstreamTimeout, typed as for revoke
+   */
+  setEnabled?(ref: ProviderCredentialRef, enabled: boolean): Promise<RevokeOutcome>;
   /**
    * Finds every resource on this gateway that carries this gateway's mark and
    * `search.credentialId`'s — by the deterministic ids, tags or names derived

@@ -165,6 +165,16 @@ export interface GatewayApiWithGateway extends GatewayApi {
   gateway: string;
 }
 
+/** Why and since when a credential is turned off ({@link CredentialRecord.disabled}). */
+export interface DisabledInfo {
+  /** ISO 8601 time of the decision (written before any gateway is called). */
+  at: string;
+  /** Why, in words, secret-free (`leaked`, an alert's source, `expired`). */
+  reason?: string;
+  /** The gateways that confirmed it is off; fewer than the bindings while a disable is unfinished (a retry completes it). */
+  gateways: string[];
+}
+
 /** One credential as the store keeps it. */
 export interface CredentialRecord {
   /** credhook's id (UUID v4). */
@@ -191,6 +201,14 @@ export interface CredentialRecord {
    * when credhook saw the value (a create, a rotation); never the value. Events carry it.
    */
   keyFingerprint?: string;
+  /**
+   * Set while an operator, a secret-scanning alert or expiry has turned the credential off on its gateways
+   * (`credhook disable`; the record and every gateway's resource are kept, calls with it are refused).
+   * The portal's update is refused (409) until `credhook enable`; its revoke works as always.
+   */
+  disabled?: DisabledInfo;
+  /** ISO 8601 time the key was first reported leaked: its `credential.leaked` event is written once. */
+  leakedAt?: string;
   /** Non-secret extras returned to the portal at create (token endpoint, scopes), kept for replayed creates. */
   customCredentials?: Record<string, string>;
   /** ISO 8601 creation time. */

@@ -482,6 +482,38 @@ export class ApiKeyIssuer {
     return "revoked";
   }
 
+  /**
+   * Reads the key's mark, then UpdateApiKey `replace /enabled` to `enabled`. A key without this gateway's
+   * (and the credential's) mark is left untouched.
+   * @returns `revoked` (the flag is now `enabled`), `gone` (no such key), `not-owned`
+   */
+  async setEnabled(ref: ProviderCredentialRef, enabled: boolean): Promise<RevokeOutcome> {
+    const keyId = ref.nativeId;
+    const key = await this.getKey(keyId, false);
+    if (!key) return "gone";
+    if (!ownsApiKey(key.tags, this.gw, ref.credentialId)) {
+      this.rt.logger.warn(
+        { keyId, credentialId: ref.credentialId },
+        "enable/disable of an API key without this gateway's or this credential's mark: left untouched",
+      );
+      return "not-owned";
+    }
+    if (key.enabled === enabled) return "revoked"; // already so
+    try {
+      await this.client.send(
+        new UpdateApiKeyCommand({
+          apiKey: keyId,
+          patchOperations: [{ op: "replace", path: "/enabled", value: String(enabled) }],
+        }),
+      );
+    } catch (err) {
+      if (isAwsNotFound(err)) return "gone";
+      throw toTypedError(err, `UpdateApiKey (${enabled ? "enable" : "disable"}) ${keyId}`, this.gw);
+    }
+    this.rt.logger.info({ keyId, enabled }, enabled ? "API key enabled" : "API key disabled");
+    return "revoked";
+  }
+
   /** GetApiKey includeValue=true of a key with this gateway's and the credential's mark. @throws NotFound the key is gone, not ours, or disabled under revokeMode disable */
   async readSecret(ref: ProviderCredentialRef): Promise<{ apiKey: string }> {
     const key = await this.ownedKey(ref, true);

@@ -91,6 +91,8 @@ export class AwsProvider implements Provider {
       // "an alphanumeric string between 20 and 128 characters" (CreateApiKey value):
       // https://docs.aws.amazon.com/apigateway/latest/api/API_CreateApiKey.html
       ...(type === "API_KEY" ? { apiKeyValuePattern: "^[A-Za-z0-9]{20,128}$" } : {}),
+      // An API key's `enabled` flag (UpdateApiKey /enabled); a Cognito app client has no such switch.
+      disables: type === "API_KEY" ? ["API_KEY"] : [],
     };
   }
 
@@ -118,6 +120,18 @@ export class AwsProvider implements Provider {
   async revoke(ref: ProviderCredentialRef): Promise<RevokeOutcome> {
     this.check(ref.credentialType);
     return this.issuer.revoke(ref);
+  }
+
+  /**
+   * An API key's `enabled` flag, after checking its mark (UpdateApiKey `replace /enabled`): API Gateway refuses
+   * calls with a disabled key (403). https://docs.aws.amazon.com/apigateway/latest/api/API_UpdateApiKey.html
+   * @throws ValidationError for a client-credentials gateway (its capabilities say it cannot)
+   */
+  async setEnabled(ref: ProviderCredentialRef, enabled: boolean): Promise<RevokeOutcome> {
+    this.check(ref.credentialType);
+    if (!(this.issuer instanceof ApiKeyIssuer))
+      throw new ValidationError([gatewayMessage(this.context.gateway, "a Cognito app client cannot be disabled")]);
+    return this.issuer.setEnabled(ref, enabled);
   }
 
   /**

@@ -136,6 +136,7 @@ export class AzureApimProvider implements Provider {
     credentialTypes: ["API_KEY"],
     importsApiKeyValue: true,
     readsBackSecret: true,
+    disables: ["API_KEY"],
   };
 
   private readonly healthProbe: CachedHealthProbe;
@@ -509,7 +510,7 @@ export class AzureApimProvider implements Provider {
    */
   private async patch(
     sub: { sid: string; etag?: string | undefined },
-    changes: { displayName?: string; state?: "cancelled"; primaryKey?: string },
+    changes: { displayName?: string; state?: "cancelled" | "suspended" | "active"; primaryKey?: string },
     what: string,
     secrets: readonly string[] = [],
   ): Promise<StoredSubscription | undefined> {
@@ -765,6 +766,36 @@ export class AzureApimProvider implements Provider {
    * gateway's or not that credential's: left untouched)
    * @throws Throttled | UpstreamError | UpstreamUnavailable | UpstreamTimeout ARM failures (what failed is retried by the next revoke)
    */
+  /**
+   * Suspends every live subscription of the credential (`state: suspended`: API Management refuses calls with
+   * its keys, "the subscriber cannot call any APIs of the product") or activates them again, after checking the
+   * mark as {@link revoke} does (a stale ETag is read again once, as every PATCH here).
+   * https://learn.microsoft.com/en-us/rest/api/apimanagement/subscription/update
+   * @returns `revoked` when done, `gone` when no live subscription is left, `not-owned` when they are not this credential's
+   */
+  async setEnabled(ref: ProviderCredentialRef, enabled: boolean): Promise<RevokeOutcome> {
+    const owner = await this.ownerOf(ref);
+    if (!owner || !owner.matches) return (await this.anythingUnder(ref.nativeId)).length === 0 ? "gone" : "not-owned";
+    const state = enabled ? "active" : "suspended";
+    const targets = (await this.membersOf(owner)).filter((s) => LIVE_STATES.has(s.state) && s.state !== state);
+    const stored = new Map(storedOf(ref.resources).map((s) => [lower(s.sid), s.etag]));
+    const results = await settleAll(
+      targets,
+      async (s) => {
+        const what = `${enabled ? "activating" : "suspending"} subscription ${s.sid} on service ${this.service}`;
+        await this.patch({ sid: s.sid, etag: stored.get(lower(s.sid)) ?? s.etag }, { state }, what);
+      },
+      WRITE_CONCURRENCY,
+    );
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) throw failed.reason;
+    this.logger.info(
+      { nativeId: ref.nativeId, subscriptions: targets.map((s) => s.sid), state },
+      `credential ${state}`,
+    );
+    return "revoked";
+  }
+
   async revoke(ref: ProviderCredentialRef): Promise<RevokeOutcome> {
     const owner = await this.ownerOf(ref);
     if (!owner || !owner.matches) {

@@ -81,6 +81,7 @@ export class LocalProvider implements Provider {
     readsBackSecret: false,
     // Its state is credhook's own store: a write is done when the call returns.
     writesLandLate: false,
+    disables: ["API_KEY", "CLIENT_CREDENTIALS"] as CredentialType[],
   };
   private readonly knownPlans: Set<string> | undefined;
   private readonly knownApis: Set<string> | undefined;
@@ -174,13 +175,18 @@ export class LocalProvider implements Provider {
     const s = await this.load(idx.nativeId);
     // A stale index entry (a crash between two writes) never grants anything: the digest must match.
     if (!s || s.credentialType !== "API_KEY" || s.secretHash !== secretHash) return undefined;
-    return { ...s, nativeId: idx.nativeId, gateway: this.gateway };
+    return this.view(idx.nativeId, s);
   }
 
   /** The credential with native id `nativeId` (an API key id or client id), or undefined. */
   async findByNativeId(nativeId: string): Promise<LocalCredentialView | undefined> {
     const s = await this.load(nativeId);
-    return s ? { ...s, nativeId, gateway: this.gateway } : undefined;
+    return s ? this.view(nativeId, s) : undefined;
+  }
+
+  /** The state as the gateway sees it: a suspended credential is not enabled. */
+  private view(nativeId: string, s: LocalCredentialState): LocalCredentialView {
+    return { ...s, enabled: s.enabled && !s.suspended, nativeId, gateway: this.gateway };
   }
 
   /**
@@ -316,6 +322,22 @@ export class LocalProvider implements Provider {
     };
   }
 
+  /**
+   * Turns the credential off (`suspended`: every key check and token request refuses it at once, through the
+   * change listeners) or on again; its digest is kept. {@inheritDoc Provider.setEnabled}
+   */
+  async setEnabled(ref: ProviderCredentialRef, enabled: boolean): Promise<RevokeOutcome> {
+    const s = await this.loadOwned(ref.nativeId, ref.credentialId);
+    if (s === "not-owned") return "not-owned";
+    if (!s || !s.enabled) return "gone";
+    if (!s.suspended === enabled) return "revoked"; // already so: idempotent
+    if (enabled) delete s.suspended;
+    else s.suspended = true;
+    s.updatedAt = new Date().toISOString();
+    await this.changed(ref.nativeId, [s.secretHash], [this.stateChange(ref.nativeId, s)]);
+    return "revoked";
+  }
+
   async revoke(ref: ProviderCredentialRef): Promise<RevokeOutcome> {
     const s = await this.loadOwned(ref.nativeId, ref.credentialId);
     if (s === "not-owned") return "not-owned";
@@ -373,7 +395,7 @@ export class LocalProvider implements Provider {
    */
   async verify(nativeId: string, secret: string): Promise<GatewayApi[] | undefined> {
     const s = await this.load(nativeId);
-    if (!s || !s.enabled || !verifySecretHash(secret, s.secretHash)) return undefined;
+    if (!s || !s.enabled || s.suspended || !verifySecretHash(secret, s.secretHash)) return undefined;
     return s.apis;
   }
 

@@ -25,7 +25,10 @@ export interface LocalCredentialState {
   credentialId: string;
   /** SHA-256 hex digest of the secret (API key value or client secret); empty once the credential is disabled. */
   secretHash: string;
+  /** False once revoked under `revokeMode: disable` (for good: its digest is dropped too). */
   enabled: boolean;
+  /** True while turned off by `setEnabled` (`credhook disable`): refused by every check, its digest kept to turn it on again. */
+  suspended?: boolean;
   apis: GatewayApi[];
   appName: string;
   developer: string;

@@ -6,7 +6,9 @@
  *   credentials, filtered;
  * - `credhook revoke --fingerprint F | --app A [--reason leaked|TEXT] [--json]`: revokes the credential on every
  *   gateway at once through the orchestrator (as the portal's revoke does); `--reason leaked` also writes a
- *   `credential.leaked` event with the record's move to `revoking`.
+ *   `credential.leaked` event with the record's move to `revoking`;
+ * - `credhook disable` / `credhook enable` (same options): turns the credential off on every gateway, keeping its
+ *   record and resources, or on again.
  * The functions answer from a store (and an orchestrator): the commands are thin wrappers, registered on the CLI
  * by {@link registerCredentialCommands}.
  */
@@ -102,6 +104,10 @@ export interface CredentialView {
   lastEvent?: { type: string; time: string };
   /** Why a record is not simply live: an abandoned create's reason, a failed update's gateways still settling. */
   note?: string;
+  /** Set while the credential is turned off (`credhook disable`): since when, why, and the gateways that confirmed it. */
+  disabled?: CredentialRecord["disabled"];
+  /** When the key was first reported leaked (ISO 8601). */
+  leakedAt?: string;
 }
 
 /** `rec` as a {@link CredentialView} at `nowMs` (ms since the epoch). */
@@ -135,6 +141,8 @@ export function credentialView(
     updatedAt: rec.updatedAt,
     ...(lastEvent ? { lastEvent } : {}),
     ...(note ? { note } : {}),
+    ...(rec.disabled ? { disabled: { ...rec.disabled, gateways: [...rec.disabled.gateways] } } : {}),
+    ...(rec.leakedAt ? { leakedAt: rec.leakedAt } : {}),
   };
 }
 
@@ -174,7 +182,7 @@ export function formatCredentialList(views: CredentialView[]): string[] {
       v.credentialId,
       v.credentialType,
       v.appKey,
-      v.state,
+      v.disabled ? `${v.state}+disabled` : v.state,
       `age ${formatAge(v.ageS)}`,
       v.gateways.map((g) => `${g.gateway}:${g.nativeId}`).join(",") || "-",
       v.keyFingerprint ?? "-",
@@ -188,7 +196,8 @@ export function formatCredentialDetails(views: CredentialView[]): string[] {
   return views.flatMap((v) => [
     `credential ${v.credentialId} (${v.credentialType})`,
     `  app: ${v.app.appName}${v.app.appSlug ? ` (slug ${v.app.appSlug})` : ""} of ${v.app.developer}  [${v.appKey}]`,
-    `  state: ${v.state}${v.note ? ` (${v.note})` : ""}`,
+    `  state: ${v.state}${v.note ? ` (${v.note})` : ""}${v.disabled ? `, disabled since ${v.disabled.at}${v.disabled.reason ? ` (${v.disabled.reason})` : ""}${v.disabled.gateways.length < v.gateways.length ? `, confirmed on ${v.disabled.gateways.join(", ") || "no gateway yet"}` : ""}` : ""}`,
+    ...(v.leakedAt ? [`  reported leaked: ${v.leakedAt}`] : []),
     `  public id: ${v.publicId || "-"}`,
     `  key fingerprint: ${v.keyFingerprint ?? "-"}`,
     `  created: ${v.createdAt} (age ${formatAge(v.ageS)})`,
@@ -200,38 +209,55 @@ export function formatCredentialDetails(views: CredentialView[]): string[] {
   ]);
 }
 
-/** What `credhook revoke` did to one credential. */
-export interface RevokeResult {
+/** What `credhook revoke`, `disable` and `enable` do to each matching credential. */
+export type CredentialAction = "revoke" | "disable" | "enable";
+
+/** What `credhook revoke`, `disable` or `enable` did to one credential. */
+export interface CredentialActionResult {
   credentialId: string;
   appKey: string;
   publicId: string;
-  /** `revoked` on every gateway; `failed` (what failed stays recorded, a retry or reconcile finishes it); `skipped` (nothing to revoke by: an abandoned create, whose clean-up is under way, or no public id yet). */
-  outcome: "revoked" | "failed" | "skipped";
-  /** The gateways it was revoked on. */
+  /**
+   * `revoked`, `disabled`, `enabled` on every gateway; `failed` (what failed stays recorded: a retry or reconcile
+   * finishes it); `skipped` (nothing to act on: an abandoned create, whose clean-up is under way, or no public id yet).
+   */
+  outcome: "revoked" | "disabled" | "enabled" | "failed" | "skipped";
+  /** The gateways it was acted on. */
   gateways: string[];
   /** Why it failed or was skipped, secret-free. */
   error?: string;
 }
 
+const DONE: Record<CredentialAction, CredentialActionResult["outcome"]> = {
+  revoke: "revoked",
+  disable: "disabled",
+  enable: "enabled",
+};
+
 /**
- * `credhook revoke`: revokes each credential matching `query` (by `--fingerprint`, or `--app`) through the
- * orchestrator, on every gateway at once, in turn.
- * @param how `leaked`: a `credential.leaked` event goes with the record's move to `revoking`; `reason`: carried by the events
+ * `credhook revoke`, `disable` and `enable`: acts on each credential matching `query` (by `--fingerprint`, or
+ * `--app`) through the orchestrator, on every gateway at once, one credential after another. `revoke` goes the
+ * portal's way (the record is deleted once every gateway let go); `disable` turns the credential off everywhere and
+ * keeps its record (`Orchestrator.disable`); `enable` turns it on again.
+ * @param how `leaked`: a `credential.leaked` event goes with the record's first change (once per credential);
+ * `reason`: carried by the events
  * @throws Error when `query` names neither a fingerprint nor an app, or `--app` matches records of several apps
  */
-export async function revokeCredentials(
-  orchestrator: Pick<Orchestrator, "revoke">,
+export async function actOnCredentials(
+  action: CredentialAction,
+  orchestrator: Pick<Orchestrator, "revoke" | "disable" | "enable">,
   store: CredentialStore,
   query: Pick<CredentialQuery, "app" | "fingerprint">,
   how: { leaked?: boolean; reason?: string } = {},
-): Promise<RevokeResult[]> {
+): Promise<CredentialActionResult[]> {
   if (query.app === undefined && query.fingerprint === undefined)
     throw new Error("say which credential: --fingerprint F or --app A");
   const records = await findCredentials(store, query);
   const apps = [...new Set(records.map((r) => r.appKey))];
   if (query.fingerprint === undefined && apps.length > 1)
     throw new Error(`'${query.app}' matches several apps (${apps.join(", ")}): give the app key`);
-  const results: RevokeResult[] = [];
+  const options = { ...(how.leaked ? { leaked: true } : {}), ...(how.reason ? { reason: how.reason } : {}) };
+  const results: CredentialActionResult[] = [];
   for (const rec of records) {
     const base = { credentialId: rec.id, appKey: rec.appKey, publicId: rec.publicId };
     if (rec.status === "abandoned" || !rec.publicId) {
@@ -242,23 +268,34 @@ export async function revokeCredentials(
       results.push({ ...base, outcome: "skipped", gateways: [], error });
       continue;
     }
-    const req: RevokeCredentialsRequest = {
-      credentialType: rec.credentialType,
-      ...(rec.credentialType === "API_KEY" ? { apiKeyId: rec.publicId } : { clientId: rec.publicId }),
-      appName: rec.app.appName,
-      developer: rec.app.developer,
-    } as RevokeCredentialsRequest;
     try {
-      const outcome = await orchestrator.revoke(req, {
-        ...(how.leaked ? { leaked: true } : {}),
-        ...(how.reason ? { reason: how.reason } : {}),
-      });
-      results.push({ ...base, outcome: "revoked", gateways: outcome.gateways });
+      let outcome;
+      if (action === "revoke") {
+        const req = {
+          credentialType: rec.credentialType,
+          ...(rec.credentialType === "API_KEY" ? { apiKeyId: rec.publicId } : { clientId: rec.publicId }),
+          appName: rec.app.appName,
+          developer: rec.app.developer,
+        } as RevokeCredentialsRequest;
+        outcome = await orchestrator.revoke(req, options);
+      } else if (action === "disable") outcome = await orchestrator.disable(rec.id, options);
+      else outcome = await orchestrator.enable(rec.id, how.reason ? { reason: how.reason } : {});
+      results.push({ ...base, outcome: DONE[action], gateways: outcome.gateways });
     } catch (err) {
       results.push({ ...base, outcome: "failed", gateways: [], error: (err as Error).message });
     }
   }
   return results;
+}
+
+/** {@link actOnCredentials} with `revoke`: `credhook revoke`. */
+export function revokeCredentials(
+  orchestrator: Pick<Orchestrator, "revoke" | "disable" | "enable">,
+  store: CredentialStore,
+  query: Pick<CredentialQuery, "app" | "fingerprint">,
+  how: { leaked?: boolean; reason?: string } = {},
+): Promise<CredentialActionResult[]> {
+  return actOnCredentials("revoke", orchestrator, store, query, how);
 }
 
 /** What the commands need of `cli.ts`. */
@@ -296,7 +333,7 @@ async function withStore(
   }
 }
 
-/** Registers `inspect`, `list` and `revoke` on the `credhook` program. */
+/** Registers `inspect`, `list`, `revoke`, `disable` and `enable` on the `credhook` program. */
 export function registerCredentialCommands(program: Command, deps: CredentialCommandDeps): void {
   const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
   program
@@ -342,43 +379,68 @@ export function registerCredentialCommands(program: Command, deps: CredentialCom
       }),
     );
 
-  program
-    .command("revoke")
-    .description(
-      "revoke a credential on every gateway at once (as the portal's revoke does); --reason leaked also emits credential.leaked",
-    )
-    .option(...CONFIG_OPTION)
-    .option("--fingerprint <fp>", "the credential whose key has this fingerprint (sha256:…)")
-    .option("--app <app>", "the app's credentials: its slug, its name, or its app key")
-    .option("--reason <reason>", "why: `leaked` (emits credential.leaked), or words the events carry")
-    .option("--json", "print the results as JSON")
-    .action(async (opts: { config?: string; fingerprint?: string; app?: string; reason?: string; json?: boolean }) => {
-      try {
-        const config = await deps.loadConfig(opts.config);
-        const runtime = await createRuntime(config, { logger: createLogger("warn", destination(2)) });
-        let results: RevokeResult[];
-        try {
-          results = await revokeCredentials(
-            runtime.orchestrator,
-            runtime.store,
-            { ...(opts.fingerprint ? { fingerprint: opts.fingerprint } : {}), ...(opts.app ? { app: opts.app } : {}) },
-            { leaked: opts.reason === "leaked", ...(opts.reason ? { reason: opts.reason } : {}) },
-          );
-        } finally {
-          await runtime.close();
-        }
-        const lines = results.map(
-          (r) =>
-            `  - ${r.credentialId} (${r.appKey}): ${r.outcome}${r.gateways.length > 0 ? ` on ${r.gateways.join(", ")}` : ""}${r.error ? `: ${r.error}` : ""}`,
-        );
-        process.stdout.write(
-          opts.json
-            ? json(results)
-            : `${results.length === 0 ? "no credential matches" : `revoked ${results.filter((r) => r.outcome === "revoked").length} of ${results.length}`}\n${lines.join("\n")}\n`,
-        );
-        process.exit(results.length > 0 && results.every((r) => r.outcome !== "failed") ? 0 : 1);
-      } catch (err) {
-        deps.reportAndExit(err);
-      }
-    });
+  const actions: Array<{ action: CredentialAction; description: string }> = [
+    {
+      action: "revoke",
+      description:
+        "revoke a credential on every gateway at once (as the portal's revoke does); --reason leaked also emits credential.leaked",
+    },
+    {
+      action: "disable",
+      description:
+        "turn a credential off on every gateway at once, keeping its record and resources (the portal's update answers 409 until `credhook enable`); --reason leaked also emits credential.leaked",
+    },
+    { action: "enable", description: "turn a disabled credential on again on every gateway" },
+  ];
+  for (const { action, description } of actions) {
+    program
+      .command(action)
+      .description(description)
+      .option(...CONFIG_OPTION)
+      .option("--fingerprint <fp>", "the credential whose key has this fingerprint (sha256:…)")
+      .option("--app <app>", "the app's credentials: its slug, its name, or its app key")
+      .option(
+        "--reason <reason>",
+        action === "enable"
+          ? "why, in words the event carries"
+          : "why: `leaked` (emits credential.leaked), or words the events carry",
+      )
+      .option("--json", "print the results as JSON")
+      .action(
+        async (opts: { config?: string; fingerprint?: string; app?: string; reason?: string; json?: boolean }) => {
+          try {
+            const config = await deps.loadConfig(opts.config);
+            const runtime = await createRuntime(config, { logger: createLogger("warn", destination(2)) });
+            let results: CredentialActionResult[];
+            try {
+              results = await actOnCredentials(
+                action,
+                runtime.orchestrator,
+                runtime.store,
+                {
+                  ...(opts.fingerprint ? { fingerprint: opts.fingerprint } : {}),
+                  ...(opts.app ? { app: opts.app } : {}),
+                },
+                { leaked: opts.reason === "leaked", ...(opts.reason ? { reason: opts.reason } : {}) },
+              );
+            } finally {
+              await runtime.close();
+            }
+            const lines = results.map(
+              (r) =>
+                `  - ${r.credentialId} (${r.appKey}): ${r.outcome}${r.gateways.length > 0 ? ` on ${r.gateways.join(", ")}` : ""}${r.error ? `: ${r.error}` : ""}`,
+            );
+            const done = results.filter((r) => r.outcome === DONE[action]).length;
+            process.stdout.write(
+              opts.json
+                ? json(results)
+                : `${results.length === 0 ? "no credential matches" : `${DONE[action]} ${done} of ${results.length}`}\n${lines.join("\n")}\n`,
+            );
+            process.exit(results.length > 0 && results.every((r) => r.outcome !== "failed") ? 0 : 1);
+          } catch (err) {
+            deps.reportAndExit(err);
+          }
+        },
+      );
+  }
 }

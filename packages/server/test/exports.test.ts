@@ -104,6 +104,7 @@ const EXPORTED_NAMES: Record<string, string[]> = {
   "@credhook/core/store": [
     "AvailabilityLog",
     "CREDENTIALS_INDEXES_SQL",
+    "EVENTS_PARTIAL_INDEXES_SQL",
     "EVENT_INSERT_COLUMNS",
     "KeyedLock",
     "appKeyOf",

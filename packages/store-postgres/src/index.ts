@@ -37,6 +37,7 @@ import {
   EVENT_INSERT_COLUMNS,
   eventRow,
   eventsTableSql,
+  EVENTS_PARTIAL_INDEXES_SQL,
   storedEventOf,
   type CredentialEvent,
   type EventOutbox,
@@ -139,6 +140,13 @@ MIGRATIONS["0003_events"] = {
   async up(db) {
     // The event outbox (events written with the record changes, delivered by `credhook serve`).
     for (const statement of eventsTableSql("BIGSERIAL PRIMARY KEY", "JSONB")) await sql.raw(statement).execute(db);
+  },
+};
+
+MIGRATIONS["0004_events_partial_indexes"] = {
+  async up(db) {
+    // The outbox's indexes: pending (and dead) events only, partial.
+    for (const statement of EVENTS_PARTIAL_INDEXES_SQL) await sql.raw(statement).execute(db);
   },
 };
 

@@ -29,7 +29,12 @@ describe("PostgreSQL store", () => {
     const stores = await Promise.all([1, 2, 3, 4].map(() => openPostgresStore({ url, schema: s })));
     try {
       for (const store of stores)
-        expect(await store.appliedMigrations()).toEqual(["0001_credentials", "0002_app_leases", "0003_events"]);
+        expect(await store.appliedMigrations()).toEqual([
+          "0001_credentials",
+          "0002_app_leases",
+          "0003_events",
+          "0004_events_partial_indexes",
+        ]);
       const id = randomUUID();
       await stores[0]!.insert({
         id,

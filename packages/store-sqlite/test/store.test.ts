@@ -53,12 +53,12 @@ describe("SqliteCredentialStore", () => {
     const store = await openSqliteStore({ path: p });
     expect(statSync(p).mode & 0o777).toBe(0o600);
     expect(statSync(join(p, "..")).mode & 0o777).toBe(0o700);
-    expect(store.schemaVersion()).toBe(5);
+    expect(store.schemaVersion()).toBe(6);
     await store.init(); // idempotent
     await store.close();
     const db = new Database(p, { readonly: true });
     expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
-    expect(db.prepare("SELECT COUNT(*) AS n FROM schema_migrations").get()).toEqual({ n: 5 });
+    expect(db.prepare("SELECT COUNT(*) AS n FROM schema_migrations").get()).toEqual({ n: 6 });
     db.close();
   });
 
@@ -102,7 +102,7 @@ describe("SqliteCredentialStore", () => {
       CREATE UNIQUE INDEX credentials_app ON credentials (app_key, credential_type);`);
     db.close();
     const store2 = await openSqliteStore({ path: p });
-    expect(store2.schemaVersion()).toBe(5);
+    expect(store2.schemaVersion()).toBe(6);
     expect(await store2.get(r.id)).toEqual({ ...r, appKey: appKeyOf(r.app) }); // its identity, in the current encoding
     await store2.insert(rec({ status: "abandoned", publicId: "" })); // allowed beside the live record now
     await store2.close();
@@ -176,7 +176,7 @@ describe("SqliteCredentialStore", () => {
     v1.close();
 
     const store = await openSqliteStore({ path: p });
-    expect(store.schemaVersion()).toBe(5);
+    expect(store.schemaVersion()).toBe(6);
     const slug = await store.findByAppKey(
       appKeyOf({ appName: "A", developer: "d@example.com", appSlug: "590d83b5c05f" }),
       "API_KEY",
@@ -243,6 +243,38 @@ describe("SqliteCredentialStore", () => {
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(Conflict);
     expect((await store.list()).map((r) => r.appKey).sort()).toEqual(["slug:a", "slug:b"]);
+    await store.close();
+  });
+
+  it("an event that cannot be written undoes its record change: the group is rolled back, never committed without it", async () => {
+    const p = path();
+    const store = await openSqliteStore({ path: p });
+    const a = rec({ appKey: "slug:a", publicId: "ka", status: "pending" });
+    await store.insert(a, [credentialEvent("credential.created", a, a.createdAt)]);
+    // An insert into events that fails after the record statement changed its row (SQLite undoes that
+    // statement alone, as it would on a full disk that leaves the transaction open).
+    const other = new Database(p);
+    other.exec(`CREATE TRIGGER events_refuse BEFORE INSERT ON events WHEN NEW.type = 'credential.updated'
+      BEGIN SELECT RAISE(ABORT, 'event insert refused'); END`);
+    const changed = { ...a, status: "active" as const, updatedAt: "2026-01-02T00:00:00.000Z" };
+    const results = await Promise.allSettled([
+      store.insert(rec({ appKey: "slug:b", publicId: "kb" })), // the group's first write: rolled back too
+      store.save(changed, [credentialEvent("credential.updated", changed, changed.updatedAt)]),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
+    for (const r of results) expect(String((r as PromiseRejectedResult).reason)).toMatch(/event insert refused/);
+    const rows = () => other.prepare("SELECT id, status FROM credentials ORDER BY app_key").all();
+    expect(rows()).toEqual([{ id: a.id, status: "pending" }]);
+    expect(other.prepare("SELECT type FROM events").all()).toEqual([{ type: "credential.created" }]);
+    // The store goes on: the next group commits the change with its event.
+    other.exec("DROP TRIGGER events_refuse");
+    await store.save(changed, [credentialEvent("credential.updated", changed, changed.updatedAt)]);
+    expect(rows()).toEqual([{ id: a.id, status: "active" }]);
+    expect(other.prepare("SELECT type FROM events ORDER BY seq").all()).toEqual([
+      { type: "credential.created" },
+      { type: "credential.updated" },
+    ]);
+    other.close();
     await store.close();
   });
 

@@ -35,7 +35,13 @@ export type {
   EventStatus,
   StoredEvent,
 } from "../events.js";
-export { EVENT_INSERT_COLUMNS, eventRow, eventsTableSql, storedEventOf } from "../events.js";
+export {
+  EVENT_INSERT_COLUMNS,
+  EVENTS_PARTIAL_INDEXES_SQL,
+  eventRow,
+  eventsTableSql,
+  storedEventOf,
+} from "../events.js";
 export { KeyedLock } from "../keyed-lock.js";
 /** Types the interface refers to, re-exported so that a store needs no other entry point for them. */
 export type { CredentialType } from "../contract.js";

@@ -17,6 +17,7 @@ import { finishBeforeUse } from "./recovery.js";
 import { replay, responseOf } from "./replay.js";
 import { updateKnown } from "./update.js";
 import type { CreateOutcome } from "./types.js";
+import { assertNotDisabled } from "./disable.js";
 
 /**
  * Creates the app's credential on every gateway the plan names, or returns
@@ -38,6 +39,7 @@ export async function createOrReplay(
     existing = await finishBeforeUse(ctx, existing);
   }
   if (!existing) return createFresh(ctx, plan, req.customCredentials);
+  assertNotDisabled(existing, "create");
   // A replayed create whose API set differs applies the difference first, as an update would.
   const changes = changesForReplay(existing.apis, plan.apis);
   if (changes.length > 0) {

@@ -64,8 +64,10 @@ export async function revoke(
     const why = options.reason ? { reason: options.reason } : {};
     rec.status = "revoking";
     rec.updatedAt = ctx.nowIso();
-    if (options.leaked) await ctx.store.save(rec, [ctx.event("credential.leaked", rec, why)]);
-    else await ctx.store.save(rec);
+    // Once per credential: a retried or repeated leak report writes no second `credential.leaked`.
+    const leakedNow = options.leaked === true && !rec.leakedAt;
+    if (leakedNow) rec.leakedAt = rec.updatedAt;
+    await ctx.store.save(rec, leakedNow ? [ctx.event("credential.leaked", rec, why)] : undefined);
     const gateways = rec.bindings.map((b) => b.gateway);
     const left = await revokeBindings(ctx, rec);
     if (left.length > 0) {

@@ -56,6 +56,17 @@ export interface RevokeOptions {
   reason?: string;
 }
 
+/** Why an operator, an alert or expiry disables (or enables) a credential ({@link Orchestrator.disable}). */
+export interface DisableOptions {
+  /**
+   * The key leaked: a `credential.leaked` event is written with the record's `disabled` mark, in the same
+   * transaction, before any gateway is called — once per credential, however often the leak is reported. @default false
+   */
+  leaked?: boolean;
+  /** Why, in words, secret-free: kept on the record's mark and carried by the events. */
+  reason?: string;
+}
+
 /** What an operation did, for the request log (never a secret). */
 export interface OperationOutcome {
   /** Gateways the operation touched, in order. */

@@ -16,6 +16,7 @@ import type { OrchestrationContext } from "./context.js";
 import { checkValueImportable, planUpdate } from "./plan.js";
 import { markUnsettled, settleRecord } from "./settle.js";
 import type { OperationOutcome } from "./types.js";
+import { assertNotDisabled } from "./disable.js";
 
 /**
  * Updates a credential the store knows (the caller holds the app's lock): see
@@ -28,6 +29,7 @@ export async function updateKnown(
   rec: CredentialRecord,
   req: UpdateCredentialsRequest,
 ): Promise<OperationOutcome> {
+  assertNotDisabled(rec, "update");
   // Late writes of an earlier failed update, now settled: bring those gateways back to the record first.
   if (rec.unsettled) await settleRecord(ctx, rec, true);
   const plan = planUpdate(ctx, rec, req);
