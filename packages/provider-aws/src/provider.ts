@@ -91,8 +91,9 @@ export class AwsProvider implements Provider {
       // "an alphanumeric string between 20 and 128 characters" (CreateApiKey value):
       // https://docs.aws.amazon.com/apigateway/latest/api/API_CreateApiKey.html
       ...(type === "API_KEY" ? { apiKeyValuePattern: "^[A-Za-z0-9]{20,128}$" } : {}),
-      // An API key's `enabled` flag (UpdateApiKey /enabled); a Cognito app client has no such switch.
-      disables: type === "API_KEY" ? ["API_KEY"] : [],
+      // An API key's `enabled` flag (UpdateApiKey /enabled); a Cognito app client has no such switch. Under
+      // `revokeMode: disable` the flag already means "revoked": an enable would bring a revoked key back.
+      disables: type === "API_KEY" && o.revokeMode !== "disable" ? ["API_KEY"] : [],
     };
   }
 

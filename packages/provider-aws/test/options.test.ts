@@ -84,6 +84,7 @@ describe("options schema", () => {
       importsApiKeyValue: true,
       readsBackSecret: true,
       apiKeyValuePattern: "^[A-Za-z0-9]{20,128}$",
+      disables: ["API_KEY"],
     });
     await expect(
       p.create({

@@ -777,7 +777,9 @@ export class AzureApimProvider implements Provider {
     const owner = await this.ownerOf(ref);
     if (!owner || !owner.matches) return (await this.anythingUnder(ref.nativeId)).length === 0 ? "gone" : "not-owned";
     const state = enabled ? "active" : "suspended";
-    const targets = (await this.membersOf(owner)).filter((s) => LIVE_STATES.has(s.state) && s.state !== state);
+    const live = (await this.membersOf(owner)).filter((s) => LIVE_STATES.has(s.state));
+    if (live.length === 0) return "gone"; // revoked (cancelled or deleted): never brought back by an enable
+    const targets = live.filter((s) => s.state !== state);
     const stored = new Map(storedOf(ref.resources).map((s) => [lower(s.sid), s.etag]));
     const results = await settleAll(
       targets,

@@ -65,7 +65,12 @@ describe("options", () => {
 
   it("declares API_KEY only and refuses a CLIENT_CREDENTIALS gateway with the YAML path", async () => {
     const p = await factory.create({ ...base, credential: { type: "static-token", token: "t" } }, context);
-    expect(p.capabilities).toEqual({ credentialTypes: ["API_KEY"], importsApiKeyValue: true, readsBackSecret: true });
+    expect(p.capabilities).toEqual({
+      credentialTypes: ["API_KEY"],
+      importsApiKeyValue: true,
+      readsBackSecret: true,
+      disables: ["API_KEY"],
+    });
     expect(() => createAzureProvider(base, { ...context, credentialType: "CLIENT_CREDENTIALS" })).toThrow(
       /gateways\.azure-eu\.options: Azure API Management issues API_KEY/,
     );

@@ -55,7 +55,8 @@ export type ConformanceTest = (name: string, fn: (ctx: ConformanceTestContext) =
  * - `create`: a native id and a secret, no secret in resources; importing the caller's API key value;
  * - `read-back`: `readSecret` returns the live secret, 404 after revoke;
  * - `update`: ADDED / REMOVED / NONE usage plans; a renamed app;
- * - `revoke`: revoke and revoke again, `revoked` / `gone` outcomes, update after revoke is 404;
+ * - `revoke`: revoke and revoke again, `revoked` / `gone` outcomes, update after revoke is 404; `setEnabled` off and on
+ *   for the types `capabilities.disables` names;
  * - `find`: `findByCredential` finds what create made by the credential id alone;
  * - `ownership`: another credential's id, a resource made outside credhook, another gateway — never touched;
  * - `invalid-reference`: an unknown usage plan is 422 on create and update, nothing left behind;
@@ -532,6 +533,29 @@ export function providerConformance(
       if (second !== "gone") fail(`second revoke reported '${second}', expected 'gone'`);
       await provider.close?.();
     });
+
+    t(
+      "revoke",
+      "setEnabled turns a credential off and on where declared; another credential's id is 'not-owned'",
+      async (ctx) => {
+        const provider = await make(ctx);
+        if (!(provider.capabilities.disables ?? []).includes(credentialType))
+          skip(ctx, `capabilities.disables does not name ${credentialType}: the gateway has no switch`);
+        if (!provider.setEnabled) fail(`capabilities.disables names ${credentialType} but setEnabled is missing`);
+        const { ref } = await created(provider, "d");
+        expectEqual(await provider.setEnabled(ref, false), "revoked", "setEnabled(false)");
+        expectEqual(await provider.setEnabled(ref, false), "revoked", "setEnabled(false) again (idempotent)");
+        expectEqual(
+          await provider.setEnabled({ ...ref, credentialId: randomUUID() }, true),
+          "not-owned",
+          "setEnabled naming another credential id",
+        );
+        expectEqual(await provider.setEnabled(ref, true), "revoked", "setEnabled(true)");
+        expectEqual(await revokeOutcome(provider, ref), "revoked", "revoke of an enabled-again credential");
+        expectEqual(await provider.setEnabled(ref, false), "gone", "setEnabled after revoke");
+        await provider.close?.();
+      },
+    );
 
     t(
       "find",

@@ -27,7 +27,14 @@ import type {
 } from "@credhook/core/provider";
 
 /** The operations a script can target. */
-export type ScriptedOperation = "create" | "update" | "revoke" | "findByCredential" | "readSecret" | "health";
+export type ScriptedOperation =
+  | "create"
+  | "update"
+  | "revoke"
+  | "setEnabled"
+  | "findByCredential"
+  | "readSecret"
+  | "health";
 
 /**
  * One scripted failure of the next matching call:
@@ -55,6 +62,8 @@ export interface ScriptedResource {
   secret: string;
   apis: GatewayApi[];
   appName: string;
+  /** False while turned off by {@link ScriptedProvider.setEnabled}. @default true */
+  enabled?: boolean;
 }
 
 /** Options of {@link ScriptedProvider}. */
@@ -188,6 +197,21 @@ export class ScriptedProvider implements Provider {
       return "not-owned";
     }
     await this.run("revoke", ref.nativeId, r.apis, () => this.resources.delete(ref.nativeId));
+    return "revoked";
+  }
+
+  /**
+   * {@inheritDoc Provider.setEnabled} Always present; core calls it only for the types the options' `capabilities.disables` names.
+   */
+  async setEnabled(ref: ProviderCredentialRef, enabled: boolean): Promise<RevokeOutcome> {
+    const r = this.resources.get(ref.nativeId);
+    if (!r || !carriesMark(r, ref)) {
+      this.calls.push({ op: "setEnabled", id: ref.nativeId });
+      return r ? "not-owned" : "gone";
+    }
+    await this.run("setEnabled", ref.nativeId, r.apis, () => {
+      r.enabled = enabled;
+    });
     return "revoked";
   }
 

@@ -41,6 +41,7 @@ describe("providerConformance groups", () => {
         "revoke of a credential that never existed succeeds ('gone')",
         "update after revoke throws NotFound (404)",
         "revoke reports 'gone' for a credential that is gone, and 'revoked' before",
+        "setEnabled turns a credential off and on where declared; another credential's id is 'not-owned'",
       ].map((n) => `stub [API_KEY] ${n}`),
     );
     for (const n of some) expect(all).toContain(n);

@@ -8,7 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isCredhookKey, secretFingerprint } from "@credhook/core";
 import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
 import { startApimFake, type ApimFake } from "@credhook/fakes/azure";
-import { findCredentials, formatCredentialDetails, inspectCredentials, revokeCredentials } from "../src/inspect.js";
+import {
+  actOnCredentials,
+  findCredentials,
+  formatCredentialDetails,
+  inspectCredentials,
+  revokeCredentials,
+} from "../src/inspect.js";
 import { SERVER_YAML, startTestServer, type TestServer } from "./helpers.js";
 
 let us: AwsFake;
@@ -180,5 +186,87 @@ describe("a leaked key, killed everywhere at once", () => {
   it("revoking what no longer exists finds nothing; an app name is matched only within one app", async () => {
     expect(await revokeCredentials(s.credhook.orchestrator, s.credhook.store, { fingerprint })).toEqual([]);
     await expect(revokeCredentials(s.credhook.orchestrator, s.credhook.store, {})).rejects.toThrow(/--fingerprint/);
+  });
+});
+
+describe("a leaked key disabled everywhere at once, its record kept, and enabled again", () => {
+  let key: { apiKeyId: string; apiKey: string };
+  let fingerprint: string;
+  const awsKey = (fake: AwsFake) => [...fake.apiGateway.keys.values()].find((k) => k.value === key.apiKey)!;
+  const azureStates = () =>
+    azure
+      .listSubscriptions()
+      .filter((x) => x.primaryKey === key.apiKey)
+      .map((x) => x.state);
+  const types = async () =>
+    (await s.credhook.store.outbox!.list({ app: "slug:dev@example.com/suspect" })).map((e) => e.event.type);
+  /** The portal's update of the app's `weather` API with `action`. */
+  const updateWeather = (action: "NONE" | "REMOVED") =>
+    s.call("/v1/updateCredentials", {
+      credentialType: "API_KEY",
+      apiKeyId: key.apiKeyId,
+      appName: "Suspect",
+      developer: "dev@example.com",
+      apis: [{ id: "weather", usagePlans: [], action }],
+    });
+
+  beforeAll(async () => {
+    key = await create("Suspect", everywhere);
+    fingerprint = secretFingerprint(key.apiKey);
+  });
+
+  it("disable --fingerprint --reason leaked: off on both AWS fakes, Azure and the embedded gateway in one call; the key check refuses it at once", async () => {
+    expect(await check(key.apiKey)).toBe(200);
+    const results = await actOnCredentials(
+      "disable",
+      s.credhook.orchestrator,
+      s.credhook.store,
+      { fingerprint },
+      { leaked: true, reason: "leaked" },
+    );
+    expect(results).toEqual([expect.objectContaining({ publicId: key.apiKeyId, outcome: "disabled" })]);
+    expect([...results[0]!.gateways].sort()).toEqual(["aws-eu", "aws-us", "azure", "local"]);
+    expect(await check(key.apiKey)).toBe(401);
+    expect([awsKey(us).enabled, awsKey(eu).enabled]).toEqual([false, false]);
+    expect(azureStates()).toEqual(["suspended"]);
+    // The record is kept, marked, and inspect says so.
+    const [view] = await inspectCredentials(s.credhook.store, { fingerprint }, Date.now());
+    expect(view).toMatchObject({ state: "active", disabled: { reason: "leaked" }, leakedAt: expect.any(String) });
+    expect([...view!.disabled!.gateways].sort()).toEqual(["aws-eu", "aws-us", "azure", "local"]);
+    expect(formatCredentialDetails([view!]).join("\n")).toMatch(/state: active, disabled since .* \(leaked\)/);
+    expect(await types()).toEqual(["credential.created", "credential.leaked", "credential.disabled"]);
+  });
+
+  it("the portal's update and replayed create answer 409 while it is disabled; a second leak report changes nothing", async () => {
+    const update = await updateWeather("REMOVED");
+    expect(update.status).toBe(409);
+    expect(update.json).toMatchObject({ status: 409, error: "Conflict" });
+    expect(JSON.stringify(update.json)).toMatch(/disabled since .*credhook enable/);
+    const replay = await s.call("/v1/createCredentials", {
+      appName: "Suspect",
+      appSlug: "suspect",
+      developer: "dev@example.com",
+      apis: everywhere,
+    });
+    expect(replay.status).toBe(409);
+    expect(JSON.stringify(replay.json)).not.toContain(key.apiKey);
+    await actOnCredentials("disable", s.credhook.orchestrator, s.credhook.store, { fingerprint }, { leaked: true });
+    expect(await types()).toEqual(["credential.created", "credential.leaked", "credential.disabled"]);
+  });
+
+  it("enable turns it on again everywhere; the portal's update works again", async () => {
+    const results = await actOnCredentials("enable", s.credhook.orchestrator, s.credhook.store, { app: "suspect" });
+    expect(results).toEqual([expect.objectContaining({ outcome: "enabled" })]);
+    expect(await check(key.apiKey)).toBe(200);
+    expect([awsKey(us).enabled, awsKey(eu).enabled]).toEqual([true, true]);
+    expect(azureStates()).toEqual(["active"]);
+    expect((await findCredentials(s.credhook.store, { fingerprint }))[0]?.disabled).toBeUndefined();
+    expect(await types()).toEqual([
+      "credential.created",
+      "credential.leaked",
+      "credential.disabled",
+      "credential.enabled",
+    ]);
+    expect((await updateWeather("NONE")).status).toBe(204);
   });
 });

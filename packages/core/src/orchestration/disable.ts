@@ -51,7 +51,7 @@ export async function setCredentialEnabled(
     );
     if (unable.length > 0) {
       throw new PolicyViolation(
-        `credential ${credentialId} cannot be ${enabled ? "enabled" : "disabled"}: gateway${unable.length > 1 ? "s" : ""} ${unable.map((g) => `'${g}' (${ctx.gateway(g).providerType})`).join(", ")} cannot turn a ${rec.credentialType} off and on — revoke it instead`,
+        `credential ${credentialId} cannot be ${enabled ? "enabled" : "disabled"}: gateway${unable.length > 1 ? "s" : ""} ${unable.map((g) => `'${g}' (${ctx.gateway(g).providerType})`).join(", ")} cannot turn ${rec.credentialType} credentials off and on — revoke it instead`,
       );
     }
     const why = options.reason ? { reason: options.reason } : {};
