@@ -245,6 +245,13 @@ export interface EventOutbox {
    * @returns how many were settled
    */
   settleUnsent(now: string): Promise<number>;
+  /**
+   * Makes dead events (of the app `app` names — its app key, slug or name — when given) pending again, due at
+   * `now` (ISO 8601), with their attempts reset and the sinks that accepted them kept (they are not sent again):
+   * `credhook audit --redeliver`, once the sink is fixed. Such an event goes out after its app's later events.
+   * @returns how many were made pending
+   */
+  requeueDead(now: string, app?: string): Promise<number>;
 }
 
 /**

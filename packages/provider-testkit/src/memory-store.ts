@@ -126,6 +126,22 @@ export class MemoryOutbox implements EventOutbox {
     }
     return n;
   }
+
+  /** {@inheritDoc EventOutbox.requeueDead} */
+  async requeueDead(now: string, app?: string): Promise<number> {
+    let n = 0;
+    for (const e of this.events) {
+      if (e.status !== "dead" || (app !== undefined && !eventAppNames(e.event).includes(app))) continue;
+      e.status = "pending";
+      e.attempts = 0;
+      e.nextAttemptAt = now;
+      delete e.settledAt;
+      delete e.holder;
+      delete e.leaseUntil;
+      n += 1;
+    }
+    return n;
+  }
 }
 
 function copyOf(e: StoredEvent & { holder?: string; leaseUntil?: string }): StoredEvent {

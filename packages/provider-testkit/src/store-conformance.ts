@@ -458,6 +458,39 @@ export function storeConformance(
     expectEqual(ids(await outbox.list()), [a2.id, d.id], "appended without a record write");
   });
 
+  withOutbox(
+    "a dead event made pending again is due at once, its accepting sinks kept; only the app's named",
+    async (store, outbox) => {
+      const a = rec();
+      const b = rec({ appKey: `${app}-b`, app: { ...a.app, appSlug: `${app.slice(5)}-b` } });
+      const a1 = ev("credential.created", a, T0);
+      const b1 = ev("credential.created", b, T0);
+      await store.insert(a, [a1]);
+      await store.insert(b, [b1]);
+      await outbox.claim(later(1), later(61), "h", 10);
+      for (const e of [a1, b1]) {
+        await outbox.settle(e.id, "h", {
+          status: "dead",
+          attempts: 5,
+          nextAttemptAt: later(1),
+          sinksDone: ["audit"],
+          lastError: "HTTP 500",
+          settledAt: later(1),
+        });
+      }
+      expectEqual(await outbox.requeueDead(later(100), a.app.appSlug), 1, "requeued: the named app's dead event");
+      const [again] = await outbox.list({ app: a.appKey });
+      expectEqual(
+        [again?.status, again?.attempts, again?.nextAttemptAt, again?.sinksDone, again?.settledAt],
+        ["pending", 0, later(100), ["audit"], undefined],
+        "the requeued event",
+      );
+      expectEqual(ids(await outbox.claim(later(100), later(160), "h", 10)), [a1.id], "claimed again");
+      expectEqual((await outbox.list({ app: b.appKey }))[0]?.status, "dead", "the other app's event stays dead");
+      expectEqual(await outbox.requeueDead(later(101)), 1, "requeued without a filter: the other one");
+    },
+  );
+
   withOutbox("with no sink, one write settles every pending event no live claim holds", async (store, outbox) => {
     const a = rec();
     const b = rec({ appKey: `slug:unsent-${randomUUID().slice(0, 8)}` });

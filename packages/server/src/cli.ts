@@ -10,7 +10,8 @@
  * - `credhook adopt FILE [--dry-run] [--json]`: brings credentials made outside
  *   credhook under it (marks them on their gateway, records them);
  * - `credhook audit [--app A] [--since T] [--undelivered] [--json]`: lists the credential events the
- *   store keeps (the audit trail), oldest first; `--undelivered` the pending and dead ones;
+ *   store keeps (the audit trail), oldest first; `--undelivered` the pending and dead ones; `--redeliver [--app A]`
+ *   makes the dead ones pending again;
  * - `credhook inspect`, `credhook list`, `credhook revoke`: where a credential lives, and revoking it
  *   everywhere at once when it leaks (inspect.ts);
  * - `credhook demo`: the multi-cloud demo on cloud fakes (repository only);
@@ -249,6 +250,10 @@ program
   )
   .option("--limit <n>", "at most this many, the newest", "1000")
   .option("--json", "print the events as JSON (each: the CloudEvent and its delivery state)")
+  .option(
+    "--redeliver",
+    "make the dead events (of --app, when given) pending again, due now, for the serving instances to deliver once the sink is fixed; prints how many",
+  )
   .action(
     async (opts: {
       config?: string;
@@ -257,8 +262,11 @@ program
       undelivered?: boolean;
       limit: string;
       json?: boolean;
+      redeliver?: boolean;
     }) => {
       try {
+        if (opts.redeliver && (opts.since !== undefined || opts.undelivered))
+          throw new Error("--redeliver takes --app only (it requeues every dead event of the app, or all)");
         const limit = Number(opts.limit);
         if (!Number.isInteger(limit) || limit < 1)
           throw new Error(`--limit must be an integer ≥ 1 (got '${opts.limit}')`);
@@ -267,6 +275,16 @@ program
         const store = await openStore(config, createLogger("warn", destination(2)) as unknown as Logger);
         try {
           if (!store.outbox) throw new Error("this store keeps no events (its package has no outbox)");
+          if (opts.redeliver) {
+            const n = await store.outbox.requeueDead(new Date().toISOString(), opts.app);
+            process.stdout.write(
+              opts.json
+                ? `${JSON.stringify({ requeued: n })}\n`
+                : `${n} dead event${n === 1 ? "" : "s"} made pending again\n`,
+            );
+            await store.close();
+            process.exit(0);
+          }
           const filter = { ...(opts.app ? { app: opts.app } : {}), ...(since ? { since } : {}), limit };
           const events = opts.undelivered
             ? [

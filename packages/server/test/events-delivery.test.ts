@@ -123,8 +123,9 @@ describe("event delivery", () => {
     expect(shopIds).toEqual([shop1.id, shop1.id, shop2.id]);
   });
 
-  it("keeps an event refused maxAttempts times as dead, visible, and goes on with the app's next event", async () => {
-    const s = await sink((body) => (body.includes('"credential.created"') ? 500 : 200));
+  it("keeps an event refused maxAttempts times as dead, visible, goes on with the app's next event, and delivers it once requeued", async () => {
+    let fixed = false;
+    const s = await sink((body) => (body.includes('"credential.created"') && !fixed ? 500 : 200));
     closers.push(s.close);
     const outbox = new MemoryOutbox();
     const at = new Date(T0).toISOString();
@@ -152,6 +153,14 @@ describe("event delivery", () => {
     expect(formatAuditLines([dead!])[0]).toContain("dead after 3 attempt(s)");
     expect(await deliverer.pass()).toMatchObject({ delivered: 1 });
     expect((await outbox.list({ status: "delivered" })).map((e) => e.event.id)).toEqual([second.id]);
+    // The sink is fixed: `credhook audit --redeliver` makes the dead event pending again, due now, and it goes out.
+    fixed = true;
+    expect(await outbox.requeueDead(new Date(now).toISOString())).toBe(1);
+    expect(await deliverer.pass()).toMatchObject({ claimed: 1, delivered: 1, dead: 0 });
+    expect((await outbox.list({ status: "delivered" })).map((e) => e.event.id).sort()).toEqual(
+      [first.id, second.id].sort(),
+    );
+    expect(s.received.filter((r) => r.headers["webhook-id"] === first.id)).toHaveLength(4);
   });
 
   it("sends an event only to the sinks whose types want it; with none, it is delivered at once", async () => {

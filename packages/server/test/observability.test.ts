@@ -39,7 +39,7 @@ describe("deploy/prometheus/credhook-alerts.yaml", () => {
   it.skipIf(!promtool)("passes `promtool check rules` and its unit tests (`promtool test rules`)", () => {
     const check = spawnSync("promtool", ["check", "rules", RULES], { encoding: "utf8" });
     expect(check.status, check.stdout + check.stderr).toBe(0);
-    expect(check.stdout).toContain("SUCCESS: 7 rules found");
+    expect(check.stdout).toContain("SUCCESS: 9 rules found");
     const test = spawnSync("promtool", ["test", "rules", "credhook-alerts.test.yaml"], {
       cwd: `${DEPLOY}prometheus`,
       encoding: "utf8",
@@ -47,12 +47,14 @@ describe("deploy/prometheus/credhook-alerts.yaml", () => {
     expect(test.status, test.stdout + test.stderr).toBe(0);
   });
 
-  it("alerts on the store away, a gateway failing, abandoned/unsettled/unfinished records, brute force — on metrics credhook serves", () => {
+  it("alerts on the store away, a gateway failing, abandoned/unsettled/unfinished records, brute force, dead and piling-up events — on metrics credhook serves", () => {
     const alerts = rules.groups.flatMap((g) => g.rules);
     expect(alerts.map((r) => r.alert).sort()).toEqual([
       "CredhookAbandonedRecordsPilingUp",
       "CredhookBruteForce",
       "CredhookDown",
+      "CredhookEventsBacklog",
+      "CredhookEventsDead",
       "CredhookGatewayFailing",
       "CredhookStoreDown",
       "CredhookUnfinishedRecords",
@@ -84,6 +86,7 @@ describe("deploy/grafana/credhook-dashboard.json", () => {
       "credhook_records_unsettled",
       "credhook_gateway_call_duration_seconds",
       "credhook_errors_total",
+      "credhook_events",
     ])
       expect(named).toContain(m);
   });

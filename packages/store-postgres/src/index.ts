@@ -553,6 +553,18 @@ export class PostgresCredentialStore implements CredentialStore {
           ).rowCount ?? 0
         );
       },
+      async requeueDead(now, app) {
+        return (
+          (
+            await q(
+              `UPDATE events SET status = 'pending', attempts = 0, next_attempt_at = $1, settled_at = NULL,
+                 holder = NULL, lease_until = NULL
+               WHERE status = 'dead' AND ($2::text IS NULL OR subject = $2 OR app_slug = $2 OR app_name = $2)`,
+              [now, app ?? null],
+            )
+          ).rowCount ?? 0
+        );
+      },
     };
     return this.outboxImpl;
   }

@@ -568,6 +568,16 @@ export class SqliteCredentialStore implements CredentialStore {
     prune: async (before) =>
       (await this.write(() => this.stmt("DELETE FROM events WHERE status <> 'pending' AND time < ?").run(before)))
         .changes,
+    requeueDead: async (now, app) =>
+      (
+        await this.write(() =>
+          this.stmt(
+            `UPDATE events SET status = 'pending', attempts = 0, next_attempt_at = @now, settled_at = NULL,
+               holder = NULL, lease_until = NULL
+             WHERE status = 'dead' AND (@app IS NULL OR subject = @app OR app_slug = @app OR app_name = @app)`,
+          ).run({ now, app: app ?? null }),
+        )
+      ).changes,
     settleUnsent: async (now) =>
       (
         await this.write(() =>
