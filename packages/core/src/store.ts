@@ -304,6 +304,12 @@ export interface CredentialStore {
   get(id: string): Promise<CredentialRecord | undefined>;
   /** The record whose publicId (apiKeyId/clientId) and type match, or undefined. */
   findByPublicId(credentialType: CredentialType, publicId: string): Promise<CredentialRecord | undefined>;
+  /**
+   * The records whose secret has this fingerprint (`sha256:` and 32 lowercase hex digits, {@link CredentialRecord.keyFingerprint}),
+   * oldest first: `credhook inspect --fingerprint`, `credhook revoke|disable --fingerprint`, a secret-scanning alert.
+   * Optional: without it the server filters {@link list}. The SQL stores answer from an index.
+   */
+  findByFingerprint?(fingerprint: string): Promise<CredentialRecord[]>;
   /** The live (not `abandoned`) record of this app and type, or undefined. */
   findByAppKey(appKey: string, credentialType: CredentialType): Promise<CredentialRecord | undefined>;
   /** The `abandoned` records, of one app (any type) when `appKey` is given, else all; oldest first. */

@@ -209,6 +209,12 @@ export class MemoryCredentialStore implements CredentialStore {
     return r && structuredClone(r);
   }
 
+  /** {@inheritDoc CredentialStore.findByFingerprint} */
+  async findByFingerprint(fingerprint: string): Promise<CredentialRecord[]> {
+    this.use("findByFingerprint");
+    return structuredClone(this.sorted("createdAt").filter((x) => x.keyFingerprint === fingerprint));
+  }
+
   /** {@inheritDoc CredentialStore.findByPublicId} */
   async findByPublicId(credentialType: CredentialType, publicId: string): Promise<CredentialRecord | undefined> {
     this.use("findByPublicId");

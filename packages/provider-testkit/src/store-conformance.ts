@@ -207,6 +207,27 @@ export function storeConformance(
     expectEqual(await store.listAbandoned("slug:nobody"), [], "listAbandoned of another app");
   });
 
+  t("finds records by their key's fingerprint, oldest first (where the store offers it)", async (store) => {
+    if (!store.findByFingerprint) return; // optional: the server then filters list()
+    const fp = `sha256:${"ab".repeat(16)}`;
+    const older = rec({ appKey: `${app}-fp1`, keyFingerprint: fp, createdAt: "2026-01-01T00:00:00.000Z" });
+    const newer = rec({ appKey: `${app}-fp2`, keyFingerprint: fp, createdAt: "2026-01-02T00:00:00.000Z" });
+    const other = rec({ appKey: `${app}-fp3`, keyFingerprint: `sha256:${"cd".repeat(16)}` });
+    for (const r of [newer, other, older, rec({ appKey: `${app}-fp4` })]) await store.insert(r);
+    expectEqual(
+      (await store.findByFingerprint(fp)).map((r) => r.id),
+      [older.id, newer.id],
+      "the two records with that fingerprint, oldest first",
+    );
+    expectEqual(await store.findByFingerprint(`sha256:${"00".repeat(16)}`), [], "an unknown fingerprint");
+    await store.delete(older.id);
+    expectEqual(
+      (await store.findByFingerprint(fp)).map((r) => r.id),
+      [newer.id],
+      "after a delete",
+    );
+  });
+
   t("lists unfinished records older than a time, and counts the recent ones", async (store) => {
     const pending = rec({ status: "pending", updatedAt: "2026-01-02T00:00:00.000Z" });
     const revoking = rec({ appKey: "slug:r", status: "revoking", updatedAt: "2026-01-03T00:00:00.000Z" });

@@ -57,7 +57,8 @@ function isApp(rec: CredentialRecord, app: string): boolean {
 }
 
 /**
- * The store's records matching `query`, oldest first. Reads every record (`CredentialStore.list`): an
+ * The store's records matching `query`, oldest first. With a fingerprint, the store's index finds them
+ * (`CredentialStore.findByFingerprint`); otherwise every record is read (`CredentialStore.list`): an
  * operator's command, not a request path.
  * @throws Error an invalid fingerprint or state
  */
@@ -65,7 +66,11 @@ export async function findCredentials(store: CredentialStore, query: CredentialQ
   const fingerprint = query.fingerprint === undefined ? undefined : normalizeFingerprint(query.fingerprint);
   if (query.state !== undefined && !CREDENTIAL_STATES.includes(query.state))
     throw new Error(`--state must be one of ${CREDENTIAL_STATES.join(", ")} (got '${query.state}')`);
-  return (await store.list())
+  const candidates =
+    fingerprint !== undefined && store.findByFingerprint
+      ? await store.findByFingerprint(fingerprint)
+      : await store.list();
+  return candidates
     .filter(
       (r) =>
         (query.app === undefined || isApp(r, query.app)) &&

@@ -150,6 +150,15 @@ MIGRATIONS["0004_events_partial_indexes"] = {
   },
 };
 
+MIGRATIONS["0005_credentials_fingerprint"] = {
+  async up(db) {
+    // Records by their key's fingerprint (findByFingerprint): leak response answers from an index.
+    await sql`CREATE INDEX credentials_fingerprint ON credentials ((record->>'keyFingerprint')) WHERE record ? 'keyFingerprint'`.execute(
+      db,
+    );
+  },
+};
+
 /** The columns of a read `events` row ({@link EventRowRead}). */
 const EVENT_COLUMNS = "seq, event, status, attempts, next_attempt_at, sinks_done, last_error, settled_at";
 
@@ -428,6 +437,13 @@ export class PostgresCredentialStore implements CredentialStore {
       "SELECT record FROM credentials WHERE credential_type = $1 AND public_id = $2 ORDER BY created_at LIMIT 1",
       [credentialType, publicId],
     );
+  }
+
+  /** {@inheritDoc CredentialStore.findByFingerprint} On the `credentials_fingerprint` expression index. */
+  findByFingerprint(fingerprint: string): Promise<CredentialRecord[]> {
+    return this.many("SELECT record FROM credentials WHERE record->>'keyFingerprint' = $1 ORDER BY created_at", [
+      fingerprint,
+    ]);
   }
 
   findByAppKey(appKey: string, credentialType: CredentialType): Promise<CredentialRecord | undefined> {

@@ -34,6 +34,7 @@ describe("PostgreSQL store", () => {
           "0002_app_leases",
           "0003_events",
           "0004_events_partial_indexes",
+          "0005_credentials_fingerprint",
         ]);
       const id = randomUUID();
       await stores[0]!.insert({

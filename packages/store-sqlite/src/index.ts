@@ -126,6 +126,11 @@ const MIGRATIONS: Migration[] = [
   { version: 5, sql: `${eventsTableSql("INTEGER PRIMARY KEY AUTOINCREMENT", "TEXT").join(";\n")};` },
   // The outbox's indexes: pending (and dead) events only, partial.
   { version: 6, sql: `${EVENTS_PARTIAL_INDEXES_SQL.join(";\n")};` },
+  // Records by their key's fingerprint (findByFingerprint): leak response answers from an index.
+  {
+    version: 7,
+    sql: "CREATE INDEX credentials_fingerprint ON credentials (json_extract(record, '$.keyFingerprint')) WHERE json_extract(record, '$.keyFingerprint') IS NOT NULL;",
+  },
 ];
 
 function rewriteLegacyAppKeys(db: Database.Database): void {
@@ -419,6 +424,14 @@ export class SqliteCredentialStore implements CredentialStore {
     let oldest = rows[0];
     for (const r of rows) if (r.created_at < oldest!.created_at) oldest = r;
     return this.parse(oldest);
+  }
+
+  /** {@inheritDoc CredentialStore.findByFingerprint} On the `credentials_fingerprint` expression index. */
+  async findByFingerprint(fingerprint: string): Promise<CredentialRecord[]> {
+    const rows = this.stmt(
+      "SELECT record FROM credentials WHERE json_extract(record, '$.keyFingerprint') = ? ORDER BY created_at",
+    ).all(fingerprint) as Row[];
+    return rows.map((r) => this.parse(r)!);
   }
 
   async findByAppKey(appKey: string, credentialType: CredentialType): Promise<CredentialRecord | undefined> {

@@ -53,12 +53,12 @@ describe("SqliteCredentialStore", () => {
     const store = await openSqliteStore({ path: p });
     expect(statSync(p).mode & 0o777).toBe(0o600);
     expect(statSync(join(p, "..")).mode & 0o777).toBe(0o700);
-    expect(store.schemaVersion()).toBe(6);
+    expect(store.schemaVersion()).toBe(7);
     await store.init(); // idempotent
     await store.close();
     const db = new Database(p, { readonly: true });
     expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
-    expect(db.prepare("SELECT COUNT(*) AS n FROM schema_migrations").get()).toEqual({ n: 6 });
+    expect(db.prepare("SELECT COUNT(*) AS n FROM schema_migrations").get()).toEqual({ n: 7 });
     db.close();
   });
 
@@ -102,7 +102,7 @@ describe("SqliteCredentialStore", () => {
       CREATE UNIQUE INDEX credentials_app ON credentials (app_key, credential_type);`);
     db.close();
     const store2 = await openSqliteStore({ path: p });
-    expect(store2.schemaVersion()).toBe(6);
+    expect(store2.schemaVersion()).toBe(7);
     expect(await store2.get(r.id)).toEqual({ ...r, appKey: appKeyOf(r.app) }); // its identity, in the current encoding
     await store2.insert(rec({ status: "abandoned", publicId: "" })); // allowed beside the live record now
     await store2.close();
@@ -176,7 +176,7 @@ describe("SqliteCredentialStore", () => {
     v1.close();
 
     const store = await openSqliteStore({ path: p });
-    expect(store.schemaVersion()).toBe(6);
+    expect(store.schemaVersion()).toBe(7);
     const slug = await store.findByAppKey(
       appKeyOf({ appName: "A", developer: "d@example.com", appSlug: "590d83b5c05f" }),
       "API_KEY",
@@ -275,6 +275,19 @@ describe("SqliteCredentialStore", () => {
       { type: "credential.updated" },
     ]);
     other.close();
+    await store.close();
+  });
+
+  it("finds a record by its key's fingerprint through the credentials_fingerprint index, not a scan", async () => {
+    const store = await openSqliteStore({ path: path() });
+    const plan = (
+      (store as unknown as { db: Database.Database }).db
+        .prepare(
+          "EXPLAIN QUERY PLAN SELECT record FROM credentials WHERE json_extract(record, '$.keyFingerprint') = ? ORDER BY created_at",
+        )
+        .all("sha256:x") as Array<{ detail: string }>
+    ).map((r) => r.detail);
+    expect(plan.join("\n")).toMatch(/USING INDEX credentials_fingerprint/);
     await store.close();
   });
 
