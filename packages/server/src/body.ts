@@ -27,6 +27,18 @@ const DECODERS: Record<string, Decoder> = {
 
 const printable = (v: string, max: number) => v.replace(/[^\x20-\x7e]/g, "").slice(0, max);
 
+/** The body's bytes as read (decompressed), kept on the request by a {@link jsonBody} with `keepRaw`. */
+const kRawBody = Symbol("credhook.rawBody");
+
+/**
+ * The bytes of the request's body as {@link jsonBody} read them (after `Content-Encoding`, before the byte order
+ * mark is dropped and the JSON parsed): what a signature over the body is checked against. Only where the
+ * `jsonBody` that read it was made with `keepRaw`; undefined otherwise and for a request without a body.
+ */
+export function rawBodyOf(req: Request): Buffer | undefined {
+  return (req as Request & { [kRawBody]?: Buffer })[kRawBody];
+}
+
 /** A raw-body failure as the answer to send. */
 function readError(req: Request, err: { type?: string }, limitBytes: number): CredhookError {
   const refusal = refusalOf(req);
@@ -51,8 +63,9 @@ function readError(req: Request, err: { type?: string }, limitBytes: number): Cr
  * Errors passed to `next`: 413 over the limit, 415 another charset or encoding,
  * 400 not JSON, undecodable or cut short; 408/400 when the edge refused the
  * request while it was being received.
+ * @param options `keepRaw`: keep the body's bytes on the request for {@link rawBodyOf} (a signed body)
  */
-export function jsonBody(limitBytes: number): RequestHandler {
+export function jsonBody(limitBytes: number, options: { keepRaw?: boolean } = {}): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     if (req.headers["transfer-encoding"] === undefined && req.headers["content-length"] === undefined) return next();
     const refusal = refusalOf(req);
@@ -94,6 +107,7 @@ export function jsonBody(limitBytes: number): RequestHandler {
     continueIfAwaited(req, res);
     // The body arrives in the socket's async context: the rest of the request runs in the request's (its id on log lines, its trace).
     const parse = (buf: Buffer) => {
+      if (options.keepRaw) (req as Request & { [kRawBody]?: Buffer })[kRawBody] = buf;
       // A UTF-8 byte order mark before the JSON text is ignored, as RFC 8259 §8.1 allows
       // (https://www.rfc-editor.org/rfc/rfc8259#section-8.1): some portal stacks write one.
       const text = buf.toString("utf8").replace(/^\uFEFF/, "");
