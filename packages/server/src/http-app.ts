@@ -266,7 +266,7 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
       scanning.path,
       chain(
         drainingGate,
-        jsonBody(config.server.bodyLimitBytes, { keepRaw: true }),
+        jsonBody(config.server.bodyLimitBytes, { raw: true }),
         githubAlertHandler({
           config: scanning,
           keys: scanningKeys,

@@ -37,7 +37,7 @@ import {
   ValidationError,
 } from "@credhook/core/errors";
 import type { CredentialStore } from "@credhook/core/store";
-import { rawBodyOf } from "./body.js";
+import { parseJsonBody, rawBodyOf } from "./body.js";
 import { sendJson } from "./http-errors.js";
 import { type CredentialActionResult, actOnCredentials, findCredentials } from "./inspect.js";
 import type { SecretScanningOutcome } from "./metrics.js";
@@ -180,8 +180,8 @@ const printable = (v: string | undefined, max: number) => (v ?? "").replace(/[^\
 const REVOKE_INSTEAD = new Set<string>([ErrorCodes.POLICY_VIOLATION, ErrorCodes.CONFLICT]);
 
 /**
- * The handler of `POST secretScanning.github.path`, after a `jsonBody` with `keepRaw`: verifies the signature
- * over the body's bytes, validates the body, acts on each reported key by the policy and answers GitHub's
+ * The handler of `POST secretScanning.github.path`, after a `jsonBody` with `raw`: verifies the signature
+ * over the body's bytes, then parses and validates the body, acts on each reported key by the policy and answers GitHub's
  * feedback. Errors passed on (the app's error handler answers them as ErrorResponses):
  * 401 no, an unknown or a wrong signature (nothing is read or changed); 400 a signed body that is not an alert;
  * the 5xx of the first typed error that kept a credential from being acted on (502 a cloud call failed, 503 + Retry-After a
@@ -221,7 +221,8 @@ export function githubAlertHandler(deps: GithubAlertDeps): RequestHandler {
         `secret-scanning alert refused: key id not configured (add GitHub's current keys from https://api.github.com/meta/public_keys/secret_scanning to ${AT}.publicKeys)`,
       );
     }
-    if (!verifyGithubSignature(rawBodyOf(req) ?? Buffer.alloc(0), key, signature)) {
+    const raw = rawBodyOf(req) ?? Buffer.alloc(0);
+    if (!verifyGithubSignature(raw, key, signature)) {
       return refuse(
         next,
         shownId,
@@ -229,11 +230,18 @@ export function githubAlertHandler(deps: GithubAlertDeps): RequestHandler {
         "secret-scanning alert refused: bad signature",
       );
     }
-    if (!validate(req.body)) {
+    let body: unknown;
+    try {
+      body = parseJsonBody(raw);
+    } catch (err) {
+      deps.observe("invalid");
+      return next(err);
+    }
+    if (!validate(body)) {
       deps.observe("invalid");
       return next(new ValidationError(formatAjvErrors(validate.errors, (p) => `body${p}`)));
     }
-    const matches = req.body as GithubAlertMatch[];
+    const matches = body;
     const reports = await handleAlert(deps, matches);
     const all = [...reports.values()];
     const gateways = [...new Set(all.flatMap((r) => r.credentials.flatMap((c) => c.gateways)))];

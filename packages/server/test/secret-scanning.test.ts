@@ -282,9 +282,10 @@ describe("policy disable (the default): one signed alert turns the key off every
       expect(JSON.stringify(await errorOf(bad))).not.toContain(victim.apiKey);
       expect((await alert(s, [{ url: "https://github.com/x" }])).status).toBe(400);
       expect((await alert(s, "not json")).status).toBe(400);
+      expect((await alert(s, "not json", { unsigned: true })).status).toBe(401);
       expect(await check(s, victim.apiKey)).toBe(200);
-      expect(await metric(s, "unauthorized")).toBe(6);
-      expect(await metric(s, "invalid")).toBe(2);
+      expect(await metric(s, "unauthorized")).toBe(7);
+      expect(await metric(s, "invalid")).toBe(3);
     });
 
     it("a token in credhook's format that no credential has is a false positive; GET is 405", async () => {
