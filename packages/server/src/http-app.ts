@@ -4,7 +4,6 @@
  * endpoints (the embedded gateway under `pathPrefix`) mounted outside its auth, and so is the
  * secret-scanning alert endpoint (`secretScanning.github`), authenticated by GitHub's signature.
  */
-import { dirname } from "node:path";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
 import type { Logger as PinoLogger } from "pino";
 import {
@@ -27,7 +26,7 @@ import { createMetrics, type Metrics } from "./metrics.js";
 import { announceGeneratedPassword, resolveUsers } from "./passwords.js";
 import { createReadiness, livez, readyz } from "./probes.js";
 import { createRuntime } from "./runtime.js";
-import { githubAlertHandler, loadGithubKeys } from "./secret-scanning.js";
+import { githubAlertHandler, githubKeysOf } from "./secret-scanning.js";
 import { traceRequests } from "./tracing.js";
 
 /** Options of {@link createApp} / {@link startServer}. */
@@ -139,13 +138,12 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
     throw err;
   }
   const scanning = config.secretScanning?.github;
-  let scanningKeys: ReturnType<typeof loadGithubKeys> | undefined;
+  let scanningKeys: ReturnType<typeof githubKeysOf>;
   try {
     if (scanning) {
       if (ENDPOINTS[scanning.path])
         throw new ConfigError([`secretScanning.github.path ${scanning.path} is one of credhook's own endpoints`]);
-      const configFile = (config as { configFile?: string }).configFile;
-      scanningKeys = loadGithubKeys(scanning, configFile ? dirname(configFile) : process.cwd());
+      scanningKeys = githubKeysOf(config);
     }
   } catch (err) {
     await runtime.close();

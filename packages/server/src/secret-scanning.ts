@@ -17,11 +17,12 @@
  */
 import { createHash, createPublicKey, verify, type KeyObject } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Logger as PinoLogger } from "pino";
 import {
   compileSchema,
+  type CredhookConfig,
   formatAjvErrors,
   type Orchestrator,
   type SecretScanningConfig,
@@ -133,6 +134,27 @@ export function loadGithubKeys(config: GithubSecretScanningConfig, baseDir: stri
   });
   if (problems.length > 0) throw new ConfigError(problems);
   return keys;
+}
+
+/**
+ * GitHub's public keys of `config.secretScanning.github` ({@link loadGithubKeys}), a relative `file` read from the
+ * config file's directory (the working directory's for a config without a file); undefined when the block is absent.
+ * `credhook check-config` and `credhook serve` make this check alike.
+ * @throws ConfigError as {@link loadGithubKeys}
+ */
+export function githubKeysOf(config: CredhookConfig): Map<string, KeyObject> | undefined {
+  const github = config.secretScanning?.github;
+  if (!github) return undefined;
+  const configFile = (config as { configFile?: string }).configFile;
+  return loadGithubKeys(github, configFile ? dirname(configFile) : process.cwd());
+}
+
+/** What `credhook check-config` prints about the alert endpoint. */
+export function describeSecretScanning(config: CredhookConfig): string {
+  const github = config.secretScanning?.github;
+  return github
+    ? `secretScanning.github: POST ${github.path} (signed by GitHub, no Basic auth), policy ${github.policy}, keys ${github.publicKeys.map((k) => k.id).join(", ")}`
+    : "secretScanning: off (no secretScanning: block)";
 }
 
 /**

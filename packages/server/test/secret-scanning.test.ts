@@ -19,7 +19,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateApiKeyValue, secretFingerprint } from "@credhook/core";
 import type { AwsFake } from "@credhook/fakes/aws";
 import { startKongFake, type KongFake } from "@credhook/fakes/kong";
-import { AUTH, errorOf, SERVER_YAML, startTestServer, type TestServer } from "./helpers.js";
+import { checkConfig, checkConfigReport } from "../src/check-config.js";
+import { importProviderModule, loadConfigFile } from "../src/index.js";
+import { AUTH, errorOf, LOCAL_YAML, PASSWORD, SERVER_YAML, startTestServer, type TestServer } from "./helpers.js";
 import * as leak from "./leak-fixtures.js";
 
 const KEY_ID = "90a421169f0a406205f1563a953312f0be898d3c7b6c06b681aa86a874555f4a";
@@ -346,5 +348,54 @@ describe("policy notify: an event only, once", () => {
     expect(rec).toMatchObject({ status: "active", leakedAt: expect.any(String) });
     expect(rec!.disabled).toBeUndefined();
     expect(await metric(s, "notified")).toBe(2);
+  });
+});
+
+describe("configuration", () => {
+  const load = async (block: string) => {
+    const file = join(keyDir, "webhook.config.yaml");
+    writeFileSync(file, `${LOCAL_YAML}secretScanning:\n  github:\n${block}\n`);
+    return loadConfigFile(file, { env: { CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: keyDir } });
+  };
+  const rsa = generateKeyPairSync("rsa", { modulusLength: 2048 }).publicKey.export({ type: "spki", format: "pem" });
+
+  it("check-config reads a key file relative to the config file and describes the endpoint", async () => {
+    const config = await load(`    publicKeys: [ { id: a, file: github.pem } ]`);
+    const gateways = await checkConfig(config, importProviderModule);
+    expect(checkConfigReport(config, gateways, [])).toContain(
+      `secretScanning.github: POST ${PATH} (signed by GitHub, no Basic auth), policy disable, keys a`,
+    );
+  });
+
+  it("names each key that is not GitHub's kind (an RSA key, not PEM, both pem and file, a missing file, an id twice)", async () => {
+    const config = await load(`    publicKeys:
+      - { id: a, pem: ${JSON.stringify(rsa)} }
+      - { id: b, pem: "not a key" }
+      - { id: c, pem: ${JSON.stringify(PEM)}, file: github.pem }
+      - { id: d, file: missing.pem }
+      - { id: e, file: github.pem }
+      - { id: e, file: github.pem }`);
+    await expect(checkConfig(config, importProviderModule)).rejects.toMatchObject({
+      messages: [
+        "secretScanning.github.publicKeys[0]: not an ECDSA P-256 public key, which GitHub signs its alerts with",
+        "secretScanning.github.publicKeys[1]: not a PEM public key (GitHub's 'key', -----BEGIN PUBLIC KEY-----…)",
+        "secretScanning.github.publicKeys[2] must have exactly one of pem and file",
+        "secretScanning.github.publicKeys[3].file: cannot read missing.pem (ENOENT)",
+        "secretScanning.github.publicKeys[5].id 'e' is given twice",
+      ],
+    });
+  });
+
+  it("a path that is one of credhook's endpoints, or under the embedded gateway's, stops the server", async () => {
+    await expect(
+      startTestServer(
+        `${LOCAL_YAML}secretScanning: { github: { path: /v1/revokeCredentials, publicKeys: [ { id: a, pem: ${JSON.stringify(PEM)} } ] } }\n`,
+      ),
+    ).rejects.toThrow(/is one of credhook's own endpoints/);
+    await expect(
+      startTestServer(
+        `${LOCAL_YAML}secretScanning: { github: { path: /gateway/github, publicKeys: [ { id: a, pem: ${JSON.stringify(PEM)} } ] } }\nembeddedGateway: { pathPrefix: /gateway }\n`,
+      ),
+    ).rejects.toThrow(/where an extension/);
   });
 });
