@@ -33,7 +33,7 @@ const PATH = "/v1/secret-scanning/github";
 let fakes: leak.LeakFakes;
 let kong: KongFake;
 let keyDir: string;
-/** Every server a test started: closed after the file, their logs checked for tokens first. */
+/** Every server a test started: their logs are checked for tokens by the last test, and they are closed after the file. */
 const servers: TestServer[] = [];
 
 /** A server with the leak fakes, a Kong gateway (APIs `k-*`) and `secretScanning.github` as `block` (YAML under `github:`). */
@@ -63,7 +63,6 @@ beforeAll(async () => {
   writeFileSync(join(keyDir, "github.pem"), PEM);
 }, 60_000);
 afterAll(async () => {
-  for (const s of servers) expectNoTokenLogged(s);
   await Promise.all(servers.map((s) => s.close()));
   await Promise.all([leak.closeLeakFakes(fakes), kong?.close()]);
   rmSync(keyDir, { recursive: true, force: true });
@@ -398,4 +397,10 @@ describe("configuration", () => {
       ),
     ).rejects.toThrow(/where an extension/);
   });
+});
+
+it("no log line of any server above holds a reported token (each is known by its fingerprint only)", () => {
+  expect(servers.length).toBe(3);
+  expect(reported.size).toBeGreaterThan(5);
+  for (const s of servers) expectNoTokenLogged(s);
 });
