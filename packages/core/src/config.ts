@@ -108,6 +108,39 @@ export interface KeysConfig {
   prefix: string;
 }
 
+/** One public key of GitHub's secret scanning partner program, as GitHub publishes them (docs/leak-response.md). */
+export interface SecretScanningPublicKey {
+  /** GitHub's `key_identifier`: the `Github-Public-Key-Identifier` header of the alerts it signs with this key. */
+  id: string;
+  /** The key as PEM (`-----BEGIN PUBLIC KEY-----…`, GitHub's `key`): an ECDSA P-256 public key. Exactly one of `pem`, `file`. */
+  pem?: string;
+  /** A file holding the PEM (relative to the config file). Exactly one of `pem`, `file`. */
+  file?: string;
+}
+
+/**
+ * `secretScanning:` block: the endpoint a secret-scanning service calls when it finds one of credhook's keys in
+ * public (docs/leak-response.md). Off when absent.
+ */
+export interface SecretScanningConfig {
+  /** GitHub's secret scanning partner program: alerts signed by GitHub's keys (ECDSA P-256, SHA-256). */
+  github?: {
+    /** The path the endpoint answers `POST` on, on the webhook's port, outside its Basic auth. @default "/v1/secret-scanning/github" */
+    path: string;
+    /**
+     * What a reported key of credhook's does: `notify` (a `credential.leaked` event only, the key keeps working),
+     * `disable` (turned off on every gateway, its record kept; revoked where a gateway cannot turn it off) or
+     * `revoke` (removed from every gateway). @default "disable"
+     */
+    policy: "notify" | "disable" | "revoke";
+    /**
+     * GitHub's public keys (https://api.github.com/meta/public_keys/secret_scanning), copied by the operator:
+     * credhook fetches nothing. An alert signed by another key is refused (401).
+     */
+    publicKeys: SecretScanningPublicKey[];
+  };
+}
+
 /** `reconcile:` block: the clean-up credhook does while it serves. */
 export interface ReconcileConfig {
   /**
@@ -181,6 +214,8 @@ export interface CredhookConfig {
   keys: KeysConfig;
   /** The credential events: their sinks, retries and retention. */
   events: EventsConfig;
+  /** The secret-scanning alert endpoint (GitHub's partner program); off when absent. */
+  secretScanning?: SecretScanningConfig;
   /** Directory for credhook's own files (the generated password's hash). @default "./data" */
   dataDir: string;
   gateways: Record<string, GatewayConfig>;
@@ -266,6 +301,35 @@ export const configSchema = {
       default: {},
       properties: {
         prefix: { type: "string", pattern: API_KEY_PREFIX_PATTERN, default: DEFAULT_API_KEY_PREFIX },
+      },
+    },
+    secretScanning: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        github: {
+          type: "object",
+          additionalProperties: false,
+          required: ["publicKeys"],
+          properties: {
+            path: { type: "string", pattern: "^(/[A-Za-z0-9._~-]+)+$", default: "/v1/secret-scanning/github" },
+            policy: { enum: ["notify", "disable", "revoke"], default: "disable" },
+            publicKeys: {
+              type: "array",
+              minItems: 1,
+              items: {
+                type: "object",
+                additionalProperties: false,
+                required: ["id"],
+                properties: {
+                  id: { type: "string", minLength: 1 },
+                  pem: { type: "string", minLength: 1 },
+                  file: { type: "string", minLength: 1 },
+                },
+              },
+            },
+          },
+        },
       },
     },
     reconcile: {

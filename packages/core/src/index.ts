@@ -32,6 +32,8 @@ export type {
   EventsConfig,
   GatewayConfig,
   ReconcileConfig,
+  SecretScanningConfig,
+  SecretScanningPublicKey,
   ServerConfig,
   StoreConfig,
 } from "./config.js";
@@ -70,6 +72,7 @@ export type { Logger } from "./logger.js";
 export { silentLogger } from "./logger.js";
 export { Orchestrator } from "./orchestrator.js";
 export type { CircuitBreakerOptions } from "./orchestration/circuits.js";
+export type { LeakOptions, LeakOutcome } from "./orchestration/leak.js";
 export type {
   AbandonedCleanup,
   AdoptionRequest,

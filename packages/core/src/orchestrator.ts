@@ -10,6 +10,7 @@
  * - `journal.ts` — the record's state changes (intent, abandoned);
  * - `create.ts`, `replay.ts`, `update.ts`, `revoke.ts`, `adopt.ts` — one
  *   operation each, with its compensation; `disable.ts` — turning a credential off and on;
+ *   `leak.ts` — a leak reported without acting on a gateway;
  * - `abandoned.ts` — cleanup of abandoned creates, and the revoke helpers;
  * - `recovery.ts` — interrupted operations, and the serve loop's pass;
  * - `settle.ts` — failed updates whose writes may land late, brought back to the record;
@@ -24,6 +25,7 @@ import { OrchestrationContext } from "./orchestration/context.js";
 import { createOrReplay } from "./orchestration/create.js";
 import { setCredentialEnabled } from "./orchestration/disable.js";
 import { health } from "./orchestration/health.js";
+import { type LeakOptions, type LeakOutcome, reportLeaked } from "./orchestration/leak.js";
 import { planCreate } from "./orchestration/plan.js";
 import { reconcile } from "./orchestration/reconcile.js";
 import { finishBeforeUse, reconcileLoopPass } from "./orchestration/recovery.js";
@@ -148,6 +150,16 @@ export class Orchestrator {
    */
   enable(credentialId: string, options: Pick<DisableOptions, "reason"> = {}): Promise<OperationOutcome> {
     return setCredentialEnabled(this.ctx, credentialId, true, options);
+  }
+
+  /**
+   * Records that the credential's key leaked — `leakedAt` on the record and a `credential.leaked` event in the same
+   * store write, once per credential — without changing anything on a gateway (a secret-scanning alert under the
+   * `notify` policy). A credential reported before: nothing is written (`announced: false`).
+   * @throws NotFound (404) no record with that id
+   */
+  reportLeaked(credentialId: string, options: LeakOptions = {}): Promise<LeakOutcome> {
+    return reportLeaked(this.ctx, credentialId, options);
   }
 
   /**

@@ -27,6 +27,33 @@ const DECODERS: Record<string, Decoder> = {
 
 const printable = (v: string, max: number) => v.replace(/[^\x20-\x7e]/g, "").slice(0, max);
 
+/** The body's bytes as read (decompressed), kept on the request by a {@link jsonBody} with `raw`. */
+const kRawBody = Symbol("credhook.rawBody");
+
+/**
+ * The bytes of the request's body as {@link jsonBody} read them (after `Content-Encoding`, before any parsing):
+ * what a signature over the body is checked against. Only where the `jsonBody` that read it was made with `raw`;
+ * undefined otherwise and for a request without a body.
+ */
+export function rawBodyOf(req: Request): Buffer | undefined {
+  return (req as Request & { [kRawBody]?: Buffer })[kRawBody];
+}
+
+/**
+ * A JSON body's value: `buf` as UTF-8 JSON text, a leading byte order mark ignored (as RFC 8259 §8.1 allows,
+ * https://www.rfc-editor.org/rfc/rfc8259#section-8.1: some portal stacks write one); an empty body is `{}`.
+ * @throws CredhookError (400) `body is not valid JSON` — never JSON.parse's message, which quotes the body (it may
+ * hold a secret)
+ */
+export function parseJsonBody(buf: Buffer): unknown {
+  const text = buf.toString("utf8").replace(/^\uFEFF/, "");
+  try {
+    return text.length === 0 ? {} : (JSON.parse(text) as unknown);
+  } catch {
+    throw new CredhookError(400, ErrorCodes.VALIDATION_FAILED, "body is not valid JSON");
+  }
+}
+
 /** A raw-body failure as the answer to send. */
 function readError(req: Request, err: { type?: string }, limitBytes: number): CredhookError {
   const refusal = refusalOf(req);
@@ -51,8 +78,10 @@ function readError(req: Request, err: { type?: string }, limitBytes: number): Cr
  * Errors passed to `next`: 413 over the limit, 415 another charset or encoding,
  * 400 not JSON, undecodable or cut short; 408/400 when the edge refused the
  * request while it was being received.
+ * @param options `raw`: keep the body's bytes for {@link rawBodyOf} and leave `req.body` unset — the handler parses
+ * them ({@link parseJsonBody}) once it has checked a signature over them
  */
-export function jsonBody(limitBytes: number): RequestHandler {
+export function jsonBody(limitBytes: number, options: { raw?: boolean } = {}): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     if (req.headers["transfer-encoding"] === undefined && req.headers["content-length"] === undefined) return next();
     const refusal = refusalOf(req);
@@ -94,14 +123,14 @@ export function jsonBody(limitBytes: number): RequestHandler {
     continueIfAwaited(req, res);
     // The body arrives in the socket's async context: the rest of the request runs in the request's (its id on log lines, its trace).
     const parse = (buf: Buffer) => {
-      // A UTF-8 byte order mark before the JSON text is ignored, as RFC 8259 §8.1 allows
-      // (https://www.rfc-editor.org/rfc/rfc8259#section-8.1): some portal stacks write one.
-      const text = buf.toString("utf8").replace(/^\uFEFF/, "");
+      if (options.raw) {
+        (req as Request & { [kRawBody]?: Buffer })[kRawBody] = buf;
+        return next();
+      }
       try {
-        req.body = text.length === 0 ? {} : (JSON.parse(text) as unknown);
-      } catch {
-        // JSON.parse's message quotes the body; the body may hold a secret, so it is not echoed.
-        return next(new CredhookError(400, ErrorCodes.VALIDATION_FAILED, "body is not valid JSON"));
+        req.body = parseJsonBody(buf);
+      } catch (err) {
+        return next(err);
       }
       next();
     };

@@ -3,7 +3,8 @@
  * `credhook check-config` and `credhook serve` (which makes the same checks
  * before it opens anything else), so that a file `serve` refuses is never
  * reported valid: every gateway's provider loaded with its options, the routes,
- * and the embedded gateway's fit with the gateways and the store.
+ * the embedded gateway's fit with the gateways and the store, and the secret-scanning
+ * alerts' keys.
  */
 import { ConfigError } from "@credhook/core/errors";
 import {
@@ -20,6 +21,7 @@ import {
 import { memoryStateStore } from "@credhook/core/provider-kit";
 import { maskSecrets, type LoadedConfig } from "./config.js";
 import { userPasswordProblems } from "./passwords.js";
+import { describeSecretScanning, githubKeysOf } from "./secret-scanning.js";
 
 /**
  * What `credhook check-config` prints about the extensions (the embedded gateway): each
@@ -45,7 +47,8 @@ export async function describeExtensions(
  * Runs every check of `config` that needs no store and no listener: loads each
  * gateway's provider (options validated, state in memory), builds the router,
  * checks the configured passwords against the password policy and each extension's block
- * (the embedded gateway's) against the gateways and the store, as its package says.
+ * (the embedded gateway's) against the gateways and the store, as its package says, and GitHub's
+ * public keys of `secretScanning.github` (each a P-256 public key, its file readable).
  * @param importModule how provider packages are imported (the server's `importProviderModule`)
  * @returns the loaded gateways (close their providers when done)
  * @throws ConfigError listing every problem with its YAML path
@@ -63,6 +66,11 @@ export async function checkConfig(
     createRouter(config.routes);
     const extensions = await loadExtensions(config, gateways, { importModule });
     const problems = [...userPasswordProblems(config.server.auth.users), ...extensions.problems];
+    try {
+      githubKeysOf(config);
+    } catch (err) {
+      problems.push(...(err instanceof ConfigError ? err.messages : [String(err)]));
+    }
     if (problems.length > 0) throw new ConfigError(problems);
     return gateways;
   } catch (err) {
@@ -115,7 +123,7 @@ export function checkConfigReport(
         `  ${i + 1}. ${"default" in r ? `* (default) -> ${r.default}` : `${r.apis.join(", ")} -> ${r.gateway}`}`,
       ),
   );
-  out.push("", ...extensionLines);
+  out.push("", ...extensionLines, describeSecretScanning(config));
   out.push(
     "",
     `server: ${JSON.stringify(maskSecrets(config.server))}`,

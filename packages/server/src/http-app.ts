@@ -1,7 +1,8 @@
 /**
  * The express 5 application: the four contract endpoints behind Basic auth, contract
  * validation, the probes and `/metrics`, and ErrorResponse for every failure; the extensions'
- * endpoints (the embedded gateway under `pathPrefix`) mounted outside its auth.
+ * endpoints (the embedded gateway under `pathPrefix`) mounted outside its auth, and so is the
+ * secret-scanning alert endpoint (`secretScanning.github`), authenticated by GitHub's signature.
  */
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
 import type { Logger as PinoLogger } from "pino";
@@ -12,7 +13,7 @@ import {
   type Orchestrator,
   type RunningExtension,
 } from "@credhook/core";
-import { ShuttingDown } from "@credhook/core/errors";
+import { ConfigError, ShuttingDown } from "@credhook/core/errors";
 import type { CredentialStore } from "@credhook/core/store";
 import { basicAuth } from "./auth.js";
 import { jsonBody } from "./body.js";
@@ -25,6 +26,7 @@ import { createMetrics, type Metrics } from "./metrics.js";
 import { announceGeneratedPassword, resolveUsers } from "./passwords.js";
 import { createReadiness, livez, readyz } from "./probes.js";
 import { createRuntime } from "./runtime.js";
+import { githubAlertHandler, githubKeysOf } from "./secret-scanning.js";
 import { traceRequests } from "./tracing.js";
 
 /** Options of {@link createApp} / {@link startServer}. */
@@ -135,12 +137,36 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
     await runtime.close();
     throw err;
   }
+  const scanning = config.secretScanning?.github;
+  let scanningKeys: ReturnType<typeof githubKeysOf>;
+  try {
+    if (scanning) {
+      if (ENDPOINTS[scanning.path])
+        throw new ConfigError([`secretScanning.github.path ${scanning.path} is one of credhook's own endpoints`]);
+      scanningKeys = githubKeysOf(config);
+    }
+  } catch (err) {
+    await runtime.close();
+    throw err;
+  }
   let extensions: Map<string, RunningExtension>;
   try {
     extensions = await startExtensions(config, runtime, logger, metrics.observeGateway);
   } catch (err) {
     await runtime.close();
     throw err;
+  }
+  const shadowing = scanning
+    ? [...extensions.values()].find(
+        ({ mount }) => mount && (scanning.path === mount.path || scanning.path.startsWith(`${mount.path}/`)),
+      )?.mount
+    : undefined;
+  if (scanning && shadowing) {
+    await closeExtensions(extensions, config.server.shutdownTimeoutMs);
+    await runtime.close();
+    throw new ConfigError([
+      `secretScanning.github.path ${scanning.path} is under ${shadowing.path}, where an extension (the embedded gateway) answers`,
+    ]);
   }
   const validator = compileContractValidator();
   const app = express();
@@ -184,9 +210,10 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
     const e = new ShuttingDown("credhook is shutting down; retry on another instance or shortly", 5);
     sendError(res, req, 503, e.messages, { "Retry-After": String(e.retryAfterS) });
   };
+  const endpoints = scanning ? { ...ENDPOINTS, [scanning.path]: ["POST"] } : ENDPOINTS;
   // Unknown path / wrong method are answered before auth: they reveal nothing.
   const knownEndpoint = (req: Request, res: Response, next: NextFunction) => {
-    const allowed = ENDPOINTS[req.path];
+    const allowed = endpoints[req.path];
     if (!allowed)
       return sendError(res, req, 404, [
         `no endpoint at ${req.path}; the endpoints are ${Object.keys(ENDPOINTS)
@@ -230,6 +257,25 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
     }
     next();
   };
+  if (scanning && scanningKeys) {
+    // GitHub's secret-scanning alerts: outside the Basic auth, authenticated by the signature over the body's bytes.
+    metrics.knowRoute(scanning.path);
+    app.post(
+      scanning.path,
+      chain(
+        drainingGate,
+        jsonBody(config.server.bodyLimitBytes, { raw: true }),
+        githubAlertHandler({
+          config: scanning,
+          keys: scanningKeys,
+          orchestrator,
+          store,
+          logger,
+          observe: metrics.observeSecretScanning,
+        }),
+      ),
+    );
+  }
   // Past the probes, in this order, as one router layer: the shutdown gate, unknown paths, auth, the body.
   app.use(chain(drainingGate, knownEndpoint, auth, jsonOnly, jsonBody(config.server.bodyLimitBytes)));
 

@@ -15,6 +15,7 @@
 import type { Command } from "commander";
 import type { CredentialRecord, CredentialStatus, CredentialStore } from "@credhook/core/store";
 import type { CredentialType, CredhookConfig, Orchestrator, RevokeCredentialsRequest } from "@credhook/core";
+import { type ErrorCode, isCredhookError, retryAfterOf } from "@credhook/core/errors";
 import { destination } from "pino";
 import { createRuntime, openStore } from "./runtime.js";
 import { createLogger } from "./logging.js";
@@ -36,6 +37,8 @@ export interface CredentialQuery {
   state?: CredentialStatus;
   /** Only this credential type. */
   type?: CredentialType;
+  /** Only the credential with this id (credhook's, the record's). */
+  credentialId?: string;
 }
 
 /**
@@ -80,7 +83,8 @@ export async function findCredentials(store: CredentialStore, query: CredentialQ
           r.apis.some((a) => a.gateway === query.gateway)) &&
         (query.developer === undefined || r.app.developer === query.developer) &&
         (query.state === undefined || r.status === query.state) &&
-        (query.type === undefined || r.credentialType === query.type),
+        (query.type === undefined || r.credentialType === query.type) &&
+        (query.credentialId === undefined || r.id === query.credentialId),
     )
     .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
 }
@@ -231,6 +235,11 @@ export interface CredentialActionResult {
   gateways: string[];
   /** Why it failed or was skipped, secret-free. */
   error?: string;
+  /** A failure's HTTP status and code, when it was one of credhook's typed errors (a 502 from a cloud, a 422 …). */
+  status?: number;
+  code?: ErrorCode;
+  /** Seconds after which a retry makes sense, when the typed error says (a throttled or unavailable gateway). */
+  retryAfterS?: number;
 }
 
 const DONE: Record<CredentialAction, CredentialActionResult["outcome"]> = {
@@ -252,7 +261,7 @@ export async function actOnCredentials(
   action: CredentialAction,
   orchestrator: Pick<Orchestrator, "revoke" | "disable" | "enable">,
   store: CredentialStore,
-  query: Pick<CredentialQuery, "app" | "fingerprint">,
+  query: Pick<CredentialQuery, "app" | "fingerprint" | "credentialId">,
   how: { leaked?: boolean; reason?: string } = {},
 ): Promise<CredentialActionResult[]> {
   if (query.app === undefined && query.fingerprint === undefined)
@@ -287,7 +296,15 @@ export async function actOnCredentials(
       else outcome = await orchestrator.enable(rec.id, how.reason ? { reason: how.reason } : {});
       results.push({ ...base, outcome: DONE[action], gateways: outcome.gateways });
     } catch (err) {
-      results.push({ ...base, outcome: "failed", gateways: [], error: (err as Error).message });
+      const retryAfterS = retryAfterOf(err);
+      results.push({
+        ...base,
+        outcome: "failed",
+        gateways: [],
+        error: (err as Error).message,
+        ...(isCredhookError(err) ? { status: err.status, code: err.code } : {}),
+        ...(retryAfterS !== undefined ? { retryAfterS } : {}),
+      });
     }
   }
   return results;

@@ -12,6 +12,10 @@
  *   exists on the gateway without credhook's mark (left live: someone else's key);
  * - `credhook_embedded_gateway_requests_total{endpoint,status}`: answers of the embedded
  *   gateway (key checks by decision: 200, 401, 403, 429, 503; token, introspection, …);
+ * - `credhook_secret_scanning_reports_total{outcome}`: what a secret-scanning alert (docs/leak-response.md) did
+ *   with each reported key — `disabled`, `revoked`, `revoked_instead` (a gateway could not turn it off),
+ *   `notified`, `skipped`, `failed`, `false_positive` — and alerts refused as a whole: `unauthorized` (no
+ *   valid signature), `invalid` (a signed body that is not an alert);
  * - `credhook_build_info{version,node}`: always 1; the running credhook and Node.js versions;
  * - `credhook_store_up`, `credhook_records_abandoned`, `credhook_records_unsettled`,
  *   `credhook_records_unfinished`: the store, read at each scrape ({@link Metrics.watchStore});
@@ -37,6 +41,10 @@ export interface Metrics {
   unownedRevokes: Counter<"gateway">;
   /** Counts one delivery attempt of an event: `credhook_event_deliveries_total{outcome}`. */
   observeEventAttempt(outcome: "delivered" | "retry" | "dead"): void;
+  /** Counts what a secret-scanning alert did: `credhook_secret_scanning_reports_total{outcome}`. */
+  observeSecretScanning(outcome: SecretScanningOutcome): void;
+  /** Labels the requests to `path` (an endpoint the config adds, e.g. the secret-scanning alerts') with their route instead of `other`. */
+  knowRoute(path: string): void;
   /** Counts one answer of the embedded gateway. */
   observeGateway(endpoint: string, status: number): void;
   /** Observes one provider call: `credhook_gateway_call_duration_seconds{gateway,operation,outcome}`. */
@@ -51,6 +59,18 @@ export interface Metrics {
    */
   watchStore(store: CredentialStore): void;
 }
+
+/** What a secret-scanning alert did with one reported key, or why it refused the alert ({@link Metrics.observeSecretScanning}). */
+export type SecretScanningOutcome =
+  | "disabled"
+  | "revoked"
+  | "revoked_instead"
+  | "notified"
+  | "skipped"
+  | "failed"
+  | "false_positive"
+  | "unauthorized"
+  | "invalid";
 
 /** How long a scrape waits for the store before it reports `credhook_store_up 0`, ms. */
 export const STORE_SCRAPE_TIMEOUT_MS = 2000;
@@ -164,9 +184,20 @@ export function createMetrics(): Metrics {
     "Delivery attempts of credential events, by outcome (delivered; retry: a sink refused, tried again later; dead: refused for the last time).",
     ["outcome"],
   );
+  const secretScanning = counter(
+    "credhook_secret_scanning_reports_total",
+    "Keys reported by secret-scanning alerts, by what was done (disabled, revoked, revoked_instead, notified, skipped, failed, false_positive), and alerts refused (unauthorized, invalid).",
+    ["outcome"],
+  );
   return {
     registry,
     unownedRevokes,
+    observeSecretScanning(outcome) {
+      secretScanning.inc({ outcome });
+    },
+    knowRoute(path) {
+      known.add(path);
+    },
     observeEventAttempt(outcome) {
       eventAttempts.inc({ outcome });
     },

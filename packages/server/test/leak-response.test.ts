@@ -6,8 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isCredhookKey, secretFingerprint } from "@credhook/core";
-import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
-import { startApimFake, type ApimFake } from "@credhook/fakes/azure";
+import type { AwsFake } from "@credhook/fakes/aws";
 import {
   actOnCredentials,
   findCredentials,
@@ -16,86 +15,37 @@ import {
   revokeCredentials,
 } from "../src/inspect.js";
 import { SERVER_YAML, startTestServer, type TestServer } from "./helpers.js";
+import {
+  checkKey,
+  closeLeakFakes,
+  createKey,
+  EVERYWHERE,
+  type LeakFakes,
+  leakGatewaysYaml,
+  startLeakFakes,
+} from "./leak-fixtures.js";
 
-let us: AwsFake;
-let eu: AwsFake;
-let azure: ApimFake;
+let fakes: LeakFakes;
 let s: TestServer;
 
-const awsGateway = (name: string, fake: AwsFake) => `  ${name}:
-    provider: aws
-    credentialType: API_KEY
-    options: { region: us-east-1, endpoint: "${fake.url}", credentials: { accessKeyId: fake, secretAccessKey: fake } }
-`;
-
 beforeAll(async () => {
-  [us, eu, azure] = await Promise.all([
-    startAwsFake(),
-    startAwsFake(),
-    startApimFake({ products: ["gold"], apis: ["orders-eu-1"] }),
-  ]);
-  us.apiGateway.addUsagePlan({ id: "us-gold", name: "US Gold", apiStages: [{ apiId: "usapi00001", stage: "prod" }] });
-  eu.apiGateway.addUsagePlan({ id: "eu-gold", name: "EU Gold", apiStages: [{ apiId: "euapi00001", stage: "prod" }] });
-  s = await startTestServer(
-    `${SERVER_YAML}keys: { prefix: chk }
-gateways:
-${awsGateway("aws-us", us)}${awsGateway("aws-eu", eu)}  azure:
-    provider: azure
-    credentialType: API_KEY
-    options:
-      subscriptionId: 00000000-0000-0000-0000-000000000000
-      resourceGroup: rg-credhook
-      serviceName: apim-credhook
-      endpoint: "${azure.url}"
-      credential: { type: static-token, token: fake }
-  local: { provider: local, credentialType: API_KEY }
-routes:
-  - { apis: ["usapi00001"], gateway: aws-us }
-  - { apis: ["euapi00001"], gateway: aws-eu }
-  - { apis: ["orders-eu-*"], gateway: azure }
-  - { default: local }
-embeddedGateway:
-  listen: { port: 0, host: 127.0.0.1 }
-  keyCheck:
-    apis: [ { pathPrefix: /weather/, api: weather } ]
-`,
-  );
+  fakes = await startLeakFakes();
+  s = await startTestServer(`${SERVER_YAML}keys: { prefix: chk }\n${leakGatewaysYaml(fakes)}`);
 }, 60_000);
 afterAll(async () => {
   await s?.close();
-  await Promise.all([us?.close(), eu?.close(), azure?.close()]);
+  await closeLeakFakes(fakes);
 });
 
-const check = (key: string) =>
-  fetch(`${s.gatewayUrl}/check`, { headers: { "x-api-key": key, "x-original-uri": "/weather/today" } }).then(
-    (r) => r.status,
-  );
-
-const create = async (appName: string, apis: Array<{ id: string; usagePlans?: Array<{ id: string }> }>) => {
-  const res = await s.call("/v1/createCredentials", {
-    appName,
-    appSlug: appName.toLowerCase(),
-    developer: "dev@example.com",
-    apis,
-  });
-  expect(res.status).toBe(200);
-  return res.json as { apiKeyId: string; apiKey: string };
-};
-
-const everywhere = [
-  { id: "usapi00001", usagePlans: [{ id: "us-gold" }] },
-  { id: "euapi00001", usagePlans: [{ id: "eu-gold" }] },
-  { id: "orders-eu-1", usagePlans: [{ id: "gold" }] },
-  { id: "weather" },
-];
-
+const check = (key: string) => checkKey(s, key);
+const create = (appName: string, apis: typeof EVERYWHERE) => createKey(s, appName, apis);
 describe("a leaked key, killed everywhere at once", () => {
   let key: { apiKeyId: string; apiKey: string };
   let fingerprint: string;
   let bystander: { apiKeyId: string; apiKey: string };
 
   beforeAll(async () => {
-    key = await create("Leaky", everywhere);
+    key = await create("Leaky", EVERYWHERE);
     bystander = await create("Bystander", [{ id: "usapi00001", usagePlans: [{ id: "us-gold" }] }, { id: "weather" }]);
     fingerprint = secretFingerprint(key.apiKey);
   });
@@ -103,9 +53,9 @@ describe("a leaked key, killed everywhere at once", () => {
   it("the key credhook generated carries the configured prefix and a valid checksum, and every gateway took it", async () => {
     expect(key.apiKey).toMatch(/^chk[0-9A-Za-z]{46}$/);
     expect(isCredhookKey(key.apiKey, "chk")).toBe(true);
-    expect([...us.apiGateway.keys.values()].map((k) => k.value)).toContain(key.apiKey);
-    expect([...eu.apiGateway.keys.values()].map((k) => k.value)).toEqual([key.apiKey]);
-    expect(azure.listSubscriptions().map((x) => x.primaryKey)).toEqual([key.apiKey]);
+    expect([...fakes.us.apiGateway.keys.values()].map((k) => k.value)).toContain(key.apiKey);
+    expect([...fakes.eu.apiGateway.keys.values()].map((k) => k.value)).toEqual([key.apiKey]);
+    expect(fakes.azure.listSubscriptions().map((x) => x.primaryKey)).toEqual([key.apiKey]);
     expect(await check(key.apiKey)).toBe(200);
   });
 
@@ -121,10 +71,10 @@ describe("a leaked key, killed everywhere at once", () => {
       lastEvent: { type: "credential.created" },
     });
     expect(view!.ageS).toBeGreaterThanOrEqual(0);
-    const usKey = [...us.apiGateway.keys.values()].find((k) => k.value === key.apiKey)!;
+    const usKey = [...fakes.us.apiGateway.keys.values()].find((k) => k.value === key.apiKey)!;
     expect(Object.fromEntries(view!.gateways.map((g) => [g.gateway, g]))).toMatchObject({
       "aws-us": { nativeId: usKey.id, apis: ["usapi00001"], plans: ["us-gold"] },
-      "aws-eu": { nativeId: [...eu.apiGateway.keys.values()][0]!.id, plans: ["eu-gold"] },
+      "aws-eu": { nativeId: [...fakes.eu.apiGateway.keys.values()][0]!.id, plans: ["eu-gold"] },
       azure: { apis: ["orders-eu-1"], plans: ["gold"] },
       local: { apis: ["weather"], plans: [] },
     });
@@ -165,9 +115,9 @@ describe("a leaked key, killed everywhere at once", () => {
     ]);
     expect([...results[0]!.gateways].sort()).toEqual(["aws-eu", "aws-us", "azure", "local"]);
     expect(await check(key.apiKey)).toBe(401);
-    expect([...us.apiGateway.keys.values()].map((k) => k.value)).toEqual([bystander.apiKey]);
-    expect([...eu.apiGateway.keys.values()]).toEqual([]);
-    expect(azure.listSubscriptions()).toEqual([]);
+    expect([...fakes.us.apiGateway.keys.values()].map((k) => k.value)).toEqual([bystander.apiKey]);
+    expect([...fakes.eu.apiGateway.keys.values()]).toEqual([]);
+    expect(fakes.azure.listSubscriptions()).toEqual([]);
     expect(await findCredentials(s.credhook.store, { fingerprint })).toEqual([]);
     // The other app's key is untouched.
     expect(await check(bystander.apiKey)).toBe(200);
@@ -194,7 +144,7 @@ describe("a leaked key disabled everywhere at once, its record kept, and enabled
   let fingerprint: string;
   const awsKey = (fake: AwsFake) => [...fake.apiGateway.keys.values()].find((k) => k.value === key.apiKey)!;
   const azureStates = () =>
-    azure
+    fakes.azure
       .listSubscriptions()
       .filter((x) => x.primaryKey === key.apiKey)
       .map((x) => x.state);
@@ -211,7 +161,7 @@ describe("a leaked key disabled everywhere at once, its record kept, and enabled
     });
 
   beforeAll(async () => {
-    key = await create("Suspect", everywhere);
+    key = await create("Suspect", EVERYWHERE);
     fingerprint = secretFingerprint(key.apiKey);
   });
 
@@ -227,7 +177,7 @@ describe("a leaked key disabled everywhere at once, its record kept, and enabled
     expect(results).toEqual([expect.objectContaining({ publicId: key.apiKeyId, outcome: "disabled" })]);
     expect([...results[0]!.gateways].sort()).toEqual(["aws-eu", "aws-us", "azure", "local"]);
     expect(await check(key.apiKey)).toBe(401);
-    expect([awsKey(us).enabled, awsKey(eu).enabled]).toEqual([false, false]);
+    expect([awsKey(fakes.us).enabled, awsKey(fakes.eu).enabled]).toEqual([false, false]);
     expect(azureStates()).toEqual(["suspended"]);
     // The record is kept, marked, and inspect says so.
     const [view] = await inspectCredentials(s.credhook.store, { fingerprint }, Date.now());
@@ -246,7 +196,7 @@ describe("a leaked key disabled everywhere at once, its record kept, and enabled
       appName: "Suspect",
       appSlug: "suspect",
       developer: "dev@example.com",
-      apis: everywhere,
+      apis: EVERYWHERE,
     });
     expect(replay.status).toBe(409);
     expect(JSON.stringify(replay.json)).not.toContain(key.apiKey);
@@ -258,7 +208,7 @@ describe("a leaked key disabled everywhere at once, its record kept, and enabled
     const results = await actOnCredentials("enable", s.credhook.orchestrator, s.credhook.store, { app: "suspect" });
     expect(results).toEqual([expect.objectContaining({ outcome: "enabled" })]);
     expect(await check(key.apiKey)).toBe(200);
-    expect([awsKey(us).enabled, awsKey(eu).enabled]).toEqual([true, true]);
+    expect([awsKey(fakes.us).enabled, awsKey(fakes.eu).enabled]).toEqual([true, true]);
     expect(azureStates()).toEqual(["active"]);
     expect((await findCredentials(s.credhook.store, { fingerprint }))[0]?.disabled).toBeUndefined();
     expect(await types()).toEqual([
