@@ -9,6 +9,7 @@ import type { CredentialType } from "./contract.js";
 import { validateConfigSchema } from "./config.validators.generated.js";
 import { ConfigError } from "./errors.js";
 import { CREDENTIAL_EVENT_TYPES } from "./events.js";
+import { EXPIRY_ACTIONS, type GatewayExpiryConfig, resolveExpiryPolicies } from "./orchestration/expiry.js";
 import type { RouteRule } from "./routing.js";
 import { API_KEY_PREFIX_PATTERN, DEFAULT_API_KEY_PREFIX } from "./secrets.js";
 import { formatAjvErrors } from "./validation.js";
@@ -93,6 +94,17 @@ export interface GatewayConfig {
    * @default { threshold: 5, halfOpenAfterS: 5 }
    */
   circuitBreaker?: { threshold?: number; halfOpenAfterS?: number };
+  /**
+   * The maximum age of this gateway's credentials, and of its usage plans' (docs/expiry.md): a warning event
+   * before it, and an action at it (notify, disable, revoke). @default none: credentials do not expire
+   */
+  expiry?: GatewayExpiryConfig;
+}
+
+/** `expiry:` block: `credhook serve`'s expiry pass (the policies are per gateway: `gateways.<name>.expiry`). */
+export interface ExpiryConfig {
+  /** Seconds between two expiry passes (the first runs soon after the start); 0: off. 0 to 604800. @default 3600 */
+  intervalS: number;
 }
 
 /** `keys:` block: the format of the API key values credhook generates (docs/leak-response.md). */
@@ -181,6 +193,8 @@ export interface CredhookConfig {
   keys: KeysConfig;
   /** The credential events: their sinks, retries and retention. */
   events: EventsConfig;
+  /** The expiry pass (docs/expiry.md). */
+  expiry?: ExpiryConfig;
   /** Directory for credhook's own files (the generated password's hash). @default "./data" */
   dataDir: string;
   gateways: Record<string, GatewayConfig>;
@@ -313,6 +327,14 @@ export const configSchema = {
         },
       },
     },
+    expiry: {
+      type: "object",
+      additionalProperties: false,
+      default: {},
+      properties: {
+        intervalS: { type: "integer", minimum: 0, maximum: 604800, default: 3600 },
+      },
+    },
     gateways: {
       type: "object",
       minProperties: 1,
@@ -331,6 +353,29 @@ export const configSchema = {
             properties: {
               threshold: { type: "integer", minimum: 0, maximum: 1000, default: 5 },
               halfOpenAfterS: { type: "number", minimum: 0.1, maximum: 3600, default: 5 },
+            },
+          },
+          expiry: {
+            type: "object",
+            additionalProperties: false,
+            properties: {
+              maxAgeDays: { type: "integer", minimum: 1, maximum: 36500 },
+              warnDays: { type: "integer", minimum: 0, maximum: 36499 },
+              action: { enum: [...EXPIRY_ACTIONS] },
+              plans: {
+                type: "object",
+                propertyNames: { minLength: 1 },
+                additionalProperties: {
+                  type: "object",
+                  additionalProperties: false,
+                  required: ["maxAgeDays"],
+                  properties: {
+                    maxAgeDays: { type: "integer", minimum: 1, maximum: 36500 },
+                    warnDays: { type: "integer", minimum: 0, maximum: 36499 },
+                    action: { enum: [...EXPIRY_ACTIONS] },
+                  },
+                },
+              },
             },
           },
         },
@@ -417,6 +462,7 @@ export function validateConfig(raw: unknown): CredhookConfig {
     if ("default" in r && i !== config.routes.length - 1)
       problems.push(`routes[${i}]: the default route must be the last one (routes after it never match)`);
   });
+  problems.push(...resolveExpiryPolicies(config.gateways).problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return config as CredhookConfig;
 }

@@ -30,6 +30,7 @@ export type {
   CredhookConfig,
   EventSinkConfig,
   EventsConfig,
+  ExpiryConfig,
   GatewayConfig,
   ReconcileConfig,
   ServerConfig,
@@ -70,6 +71,18 @@ export type { Logger } from "./logger.js";
 export { silentLogger } from "./logger.js";
 export { Orchestrator } from "./orchestrator.js";
 export type { CircuitBreakerOptions } from "./orchestration/circuits.js";
+/** Credential expiry (docs/expiry.md): the config's policies resolved, one credential's expiry decided. */
+export type {
+  CredentialExpiry,
+  ExpiryAction,
+  ExpiryPassResult,
+  ExpiryPolicies,
+  ExpiryPolicy,
+  GatewayExpiryConfig,
+  GatewayExpiryPolicies,
+  PlanExpiryConfig,
+} from "./orchestration/expiry.js";
+export { credentialExpiry, EXPIRY_ACTIONS, expiryState, resolveExpiryPolicies } from "./orchestration/expiry.js";
 export type {
   AbandonedCleanup,
   AdoptionRequest,

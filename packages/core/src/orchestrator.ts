@@ -23,6 +23,7 @@ import { adopt, adoptAndUpdate } from "./orchestration/adopt.js";
 import { OrchestrationContext } from "./orchestration/context.js";
 import { createOrReplay } from "./orchestration/create.js";
 import { setCredentialEnabled } from "./orchestration/disable.js";
+import { type ExpiryPassResult, expiryPass } from "./orchestration/expiry.js";
 import { health } from "./orchestration/health.js";
 import { planCreate } from "./orchestration/plan.js";
 import { reconcile } from "./orchestration/reconcile.js";
@@ -52,9 +53,11 @@ import { updateKnown } from "./orchestration/update.js";
  */
 export class Orchestrator {
   private readonly ctx: OrchestrationContext;
+  private readonly options: OrchestratorOptions;
 
   constructor(options: OrchestratorOptions) {
     this.ctx = new OrchestrationContext(options);
+    this.options = options;
   }
 
   /** The configured gateways by name (as passed in {@link OrchestratorOptions.gateways}). */
@@ -196,6 +199,17 @@ export class Orchestrator {
    */
   reconcileLoopPass(): Promise<ReconcileLoopResult> {
     return reconcileLoopPass(this.ctx);
+  }
+
+  /**
+   * One expiry pass (`credhook serve`'s expiry loop, docs/expiry.md; `orchestration/expiry.ts`): over the active
+   * credentials, `credential.expiring` once at each one's warning time, `credential.expired` once at its expiry, then
+   * its policy's action (disable, or revoke where a gateway cannot disable; revoke). One instance at a time; a
+   * failed action is retried by the next pass.
+   * @throws only a store failure reading the records; each credential's failure is logged and counted
+   */
+  expiryPass(): Promise<ExpiryPassResult> {
+    return expiryPass(this.ctx, this.options.expiry ?? {});
   }
 
   /** Closes every provider (not the store: its owner closes it). */
