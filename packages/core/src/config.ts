@@ -207,6 +207,13 @@ export interface CredhookConfig {
   embeddedGateway?: object;
 }
 
+/** The schema of one expiry policy's keys (`gateways.<name>.expiry` and each of its `plans`; docs/expiry.md): days, and the action. */
+const EXPIRY_POLICY_PROPERTIES = {
+  maxAgeDays: { type: "integer", minimum: 1, maximum: 36500 },
+  warnDays: { type: "integer", minimum: 0, maximum: 36499 },
+  action: { enum: [...EXPIRY_ACTIONS] },
+} as const;
+
 /**
  * JSON Schema of the configuration file (after interpolation). Unknown keys are rejected: a typo must not be ignored silently.
  * {@link validateConfig} runs its validator as `pnpm schema` precompiled it (config.validators.generated.ts): after a change
@@ -359,9 +366,7 @@ export const configSchema = {
             type: "object",
             additionalProperties: false,
             properties: {
-              maxAgeDays: { type: "integer", minimum: 1, maximum: 36500 },
-              warnDays: { type: "integer", minimum: 0, maximum: 36499 },
-              action: { enum: [...EXPIRY_ACTIONS] },
+              ...EXPIRY_POLICY_PROPERTIES,
               plans: {
                 type: "object",
                 propertyNames: { minLength: 1 },
@@ -369,11 +374,7 @@ export const configSchema = {
                   type: "object",
                   additionalProperties: false,
                   required: ["maxAgeDays"],
-                  properties: {
-                    maxAgeDays: { type: "integer", minimum: 1, maximum: 36500 },
-                    warnDays: { type: "integer", minimum: 0, maximum: 36499 },
-                    action: { enum: [...EXPIRY_ACTIONS] },
-                  },
+                  properties: EXPIRY_POLICY_PROPERTIES,
                 },
               },
             },

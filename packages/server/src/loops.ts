@@ -4,6 +4,19 @@ import { isStoreFailure } from "@credhook/core/errors";
 import type { CredhookApp } from "./http-app.js";
 
 /**
+ * Logs a background pass's failure as `message`: at error, or at debug for a store outage, which the store logs
+ * itself once per state change (not again every pass).
+ */
+function logPassFailure(credhook: CredhookApp, message: string): (err: unknown) => void {
+  return (err) =>
+    (isStoreFailure(err) ? credhook.logger.debug : credhook.logger.error).call(
+      credhook.logger,
+      { err: String(err) },
+      message,
+    );
+}
+
+/**
  * The clean-up `credhook serve` runs in the background, one pass at a time on
  * an unref'd timer: the reconcile loop every `reconcile.intervalS` (default 5 s
  * on a shared store, off on SQLite), which finishes dead instances' interrupted
@@ -44,14 +57,7 @@ export function startBackgroundReconcile(credhook: CredhookApp, config: Credhook
   let running: Promise<void> | undefined;
   const timer = setInterval(() => {
     running ??= pass()
-      // A store outage is logged by the store, once per state change: not again every pass.
-      .catch((err: unknown) =>
-        (isStoreFailure(err) ? credhook.logger.debug : credhook.logger.error).call(
-          credhook.logger,
-          { err: String(err) },
-          "background reconcile pass failed",
-        ),
-      )
+      .catch(logPassFailure(credhook, "background reconcile pass failed"))
       .finally(() => (running = undefined));
   }, intervalMs);
   timer.unref();
@@ -90,13 +96,7 @@ export function startExpiryLoop(
             "expiry pass",
           );
       })
-      .catch((err: unknown) =>
-        (isStoreFailure(err) ? credhook.logger.debug : credhook.logger.error).call(
-          credhook.logger,
-          { err: String(err) },
-          "expiry pass failed",
-        ),
-      )
+      .catch(logPassFailure(credhook, "expiry pass failed"))
       .finally(() => (running = undefined));
   };
   let timer: NodeJS.Timeout | undefined;

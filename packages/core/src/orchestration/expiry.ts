@@ -278,25 +278,23 @@ async function markExpiry(
       ...(policy.path === mark.policy ? { maxAgeDays: policy.maxAgeDays, warnDays: policy.warnDays } : {}),
     },
   });
+  /** Writes the record with the event of `reason` (its mark already set), counts it and logs it. */
+  const announce = async (reason: "expiring" | "expired") => {
+    rec.updatedAt = now;
+    await ctx.store.save(rec, [ctx.event(`credential.${reason}`, rec, { reason, ...data() })]);
+    result[reason === "expired" ? "expired" : "warned"] += 1;
+    ctx.logger[reason === "expired" ? "warn" : "info"](
+      { credentialId: rec.id, appKey: rec.appKey, expiresAt: mark.expiresAt, action: mark.action, policy: mark.policy },
+      `credential ${reason}`,
+    );
+  };
   if (!mark.expiredAt && now >= mark.expiresAt) {
     mark.expiredAt = now;
     if (mark.action === "notify") mark.actedAt = now;
-    rec.updatedAt = now;
-    await ctx.store.save(rec, [ctx.event("credential.expired", rec, { reason: "expired", ...data() })]);
-    result.expired += 1;
-    ctx.logger.warn(
-      { credentialId: rec.id, appKey: rec.appKey, expiresAt: mark.expiresAt, action: mark.action, policy: mark.policy },
-      "credential expired",
-    );
+    await announce("expired");
   } else if (!mark.expiredAt && !mark.warnedAt && mark.warnAt < mark.expiresAt && now >= mark.warnAt) {
     mark.warnedAt = now;
-    rec.updatedAt = now;
-    await ctx.store.save(rec, [ctx.event("credential.expiring", rec, { reason: "expiring", ...data() })]);
-    result.warned += 1;
-    ctx.logger.info(
-      { credentialId: rec.id, appKey: rec.appKey, expiresAt: mark.expiresAt, action: mark.action, policy: mark.policy },
-      "credential expiring",
-    );
+    await announce("expiring");
   } else if (JSON.stringify(mark) !== before) {
     rec.updatedAt = now;
     await ctx.store.save(rec); // the config changed the credential's expiry: no event until it is due
