@@ -10,6 +10,7 @@
  * - `journal.ts` — the record's state changes (intent, abandoned);
  * - `create.ts`, `replay.ts`, `update.ts`, `revoke.ts`, `adopt.ts` — one
  *   operation each, with its compensation; `disable.ts` — turning a credential off and on;
+ * - `expiry.ts` — credential expiry: the config's policies, one credential's expiry, the periodic pass;
  * - `abandoned.ts` — cleanup of abandoned creates, and the revoke helpers;
  * - `recovery.ts` — interrupted operations, and the serve loop's pass;
  * - `settle.ts` — failed updates whose writes may land late, brought back to the record;
