@@ -207,7 +207,7 @@ export class Orchestrator {
    * credentials, `credential.expiring` once at each one's warning time, `credential.expired` once at its expiry, then
    * its policy's action (disable, or revoke where a gateway cannot disable; revoke). One instance at a time; a
    * failed action is retried by the next pass.
-   * @throws only a store failure reading the records; each credential's failure is logged and counted
+   * @throws StoreUnavailable | LockLost (503): the pass stops there; a gateway's failure is logged and counted, not thrown
    */
   expiryPass(): Promise<ExpiryPassResult> {
     return expiryPass(this.ctx, this.options.expiry ?? {});

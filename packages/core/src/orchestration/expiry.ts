@@ -15,7 +15,7 @@
  * by replaying its create. To renew, revoke and create anew.
  */
 import type { GatewayConfig } from "../config.js";
-import { isCredhookError, PolicyViolation } from "../errors.js";
+import { isCredhookError, isStoreFailure, PolicyViolation } from "../errors.js";
 import type { CredentialRecord, ExpiryInfo } from "../store.js";
 import type { OrchestrationContext } from "./context.js";
 import { setCredentialEnabled } from "./disable.js";
@@ -204,7 +204,8 @@ export interface ExpiryPassResult {
  * at warn) or `revoke` (reason `expired`) — and once it completed the mark's `actedAt` is written. A failed action
  * is retried by the next pass; an action completed is not repeated (an operator's `credhook enable` of an expired,
  * disabled credential stands). Reads the orchestrator's clock only.
- * @throws only store failures of the list; each record's failures are logged and counted
+ * @throws StoreUnavailable | LockLost (503): the store failed or a lock was lost — the pass stops there, the next one
+ * goes on; a gateway's failure is logged and counted, not thrown
  */
 export async function expiryPass(ctx: OrchestrationContext, policies: ExpiryPolicies): Promise<ExpiryPassResult> {
   const turn = await ctx.lock.tryRun("credhook:expiry", async () => {
@@ -226,6 +227,7 @@ export async function expiryPass(ctx: OrchestrationContext, policies: ExpiryPoli
         await act(ctx, due);
         result.acted += 1;
       } catch (err) {
+        if (isStoreFailure(err)) throw err; // the store is away (or the lock lost): the next pass goes on
         result.failed += 1;
         ctx.logger.error(
           { credentialId: listed.id, appKey: listed.appKey, err: isCredhookError(err) ? err.message : String(err) },
