@@ -40,6 +40,7 @@ export const E2E_FILES = [
   "packages/server/test/deploy.test.ts",
   "packages/server/test/embedded-gateway-replicas.test.ts",
   "packages/server/test/inspect-postgres.test.ts",
+  "packages/server/test/expiry-postgres.test.ts",
   "packages/server/test/lambda.test.ts",
   "packages/server/test/store-outage.test.ts",
   "packages/store-postgres/test/store.test.ts",

@@ -51,6 +51,7 @@ export default defineConfig({
           { text: "Operations", link: "/docs/operations" },
           { text: "Events and audit", link: "/docs/events" },
           { text: "Leak response", link: "/docs/leak-response" },
+          { text: "Credential expiry", link: "/docs/expiry" },
           { text: "Cloud facts", link: "/docs/cloud-facts" },
           { text: "Benchmark", link: "/docs/benchmark" },
         ],

@@ -9,6 +9,7 @@ import type { CredentialType } from "./contract.js";
 import { validateConfigSchema } from "./config.validators.generated.js";
 import { ConfigError } from "./errors.js";
 import { CREDENTIAL_EVENT_TYPES } from "./events.js";
+import { EXPIRY_ACTIONS, type GatewayExpiryConfig, resolveExpiryPolicies } from "./orchestration/expiry.js";
 import type { RouteRule } from "./routing.js";
 import { API_KEY_PREFIX_PATTERN, DEFAULT_API_KEY_PREFIX } from "./secrets.js";
 import { formatAjvErrors } from "./validation.js";
@@ -93,6 +94,17 @@ export interface GatewayConfig {
    * @default { threshold: 5, halfOpenAfterS: 5 }
    */
   circuitBreaker?: { threshold?: number; halfOpenAfterS?: number };
+  /**
+   * The maximum age of this gateway's credentials, and of its usage plans' (docs/expiry.md): a warning event
+   * before it, and an action at it (notify, disable, revoke). @default none: credentials do not expire
+   */
+  expiry?: GatewayExpiryConfig;
+}
+
+/** `expiry:` block: `credhook serve`'s expiry pass (the policies are per gateway: `gateways.<name>.expiry`). */
+export interface ExpiryConfig {
+  /** Seconds between two expiry passes (the first runs soon after the start); 0: off. 0 to 604800. @default 3600 */
+  intervalS: number;
 }
 
 /** `keys:` block: the format of the API key values credhook generates (docs/leak-response.md). */
@@ -216,6 +228,8 @@ export interface CredhookConfig {
   events: EventsConfig;
   /** The secret-scanning alert endpoint (GitHub's partner program); off when absent. */
   secretScanning?: SecretScanningConfig;
+  /** The expiry pass (docs/expiry.md). */
+  expiry?: ExpiryConfig;
   /** Directory for credhook's own files (the generated password's hash). @default "./data" */
   dataDir: string;
   gateways: Record<string, GatewayConfig>;
@@ -227,6 +241,13 @@ export interface CredhookConfig {
    */
   embeddedGateway?: object;
 }
+
+/** The schema of one expiry policy's keys (`gateways.<name>.expiry` and each of its `plans`; docs/expiry.md): days, and the action. */
+const EXPIRY_POLICY_PROPERTIES = {
+  maxAgeDays: { type: "integer", minimum: 1, maximum: 36500 },
+  warnDays: { type: "integer", minimum: 0, maximum: 36499 },
+  action: { enum: [...EXPIRY_ACTIONS] },
+} as const;
 
 /**
  * JSON Schema of the configuration file (after interpolation). Unknown keys are rejected: a typo must not be ignored silently.
@@ -377,6 +398,14 @@ export const configSchema = {
         },
       },
     },
+    expiry: {
+      type: "object",
+      additionalProperties: false,
+      default: {},
+      properties: {
+        intervalS: { type: "integer", minimum: 0, maximum: 604800, default: 3600 },
+      },
+    },
     gateways: {
       type: "object",
       minProperties: 1,
@@ -395,6 +424,23 @@ export const configSchema = {
             properties: {
               threshold: { type: "integer", minimum: 0, maximum: 1000, default: 5 },
               halfOpenAfterS: { type: "number", minimum: 0.1, maximum: 3600, default: 5 },
+            },
+          },
+          expiry: {
+            type: "object",
+            additionalProperties: false,
+            properties: {
+              ...EXPIRY_POLICY_PROPERTIES,
+              plans: {
+                type: "object",
+                propertyNames: { minLength: 1 },
+                additionalProperties: {
+                  type: "object",
+                  additionalProperties: false,
+                  required: ["maxAgeDays"],
+                  properties: EXPIRY_POLICY_PROPERTIES,
+                },
+              },
             },
           },
         },
@@ -481,6 +527,7 @@ export function validateConfig(raw: unknown): CredhookConfig {
     if ("default" in r && i !== config.routes.length - 1)
       problems.push(`routes[${i}]: the default route must be the last one (routes after it never match)`);
   });
+  problems.push(...resolveExpiryPolicies(config.gateways).problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return config as CredhookConfig;
 }

@@ -26,7 +26,9 @@ import { newRecordId, type CredentialRecord } from "./store.js";
  *   written with the record's move to `revoking` (or its `disabled` mark) before any gateway is called;
  *   `revoked` (or `disabled`) follows once every gateway acted;
  * - `disabled`: the credential was turned off on every gateway, its record and resources kept (`credhook disable`);
- * - `enabled`: a disabled credential was turned on again on every gateway (`credhook enable`).
+ * - `enabled`: a disabled credential was turned on again on every gateway (`credhook enable`);
+ * - `expiring`: the credential reached its expiry policy's warning time (once; `data.expiry` says when it expires);
+ * - `expired`: the credential reached its expiry (once); its policy's action (`data.expiry.action`) follows.
  */
 export const CREDENTIAL_EVENT_TYPES = [
   "credential.created",
@@ -39,6 +41,8 @@ export const CREDENTIAL_EVENT_TYPES = [
   "credential.leaked",
   "credential.disabled",
   "credential.enabled",
+  "credential.expiring",
+  "credential.expired",
 ] as const;
 
 /** One of {@link CREDENTIAL_EVENT_TYPES}. */
@@ -64,6 +68,17 @@ export interface CredentialEventData {
   keyFingerprint?: string;
   /** Why, in words (an abandoned create's failure, a drift's resource), secret-free. */
   reason?: string;
+  /**
+   * `credential.expiring` and `credential.expired`: when it expires (ISO 8601), the action at the expiry, and the
+   * deciding policy's YAML path and figures (days) — docs/expiry.md.
+   */
+  expiry?: {
+    expiresAt: string;
+    action: "notify" | "disable" | "revoke";
+    policy: string;
+    maxAgeDays?: number;
+    warnDays?: number;
+  };
 }
 
 /**
@@ -94,7 +109,9 @@ export function secretFingerprint(secret: string): string {
 }
 
 /** What an event may say that its record does not: a reason, a fingerprint the record does not keep, the gateways it was on. */
-export type CredentialEventExtra = Partial<Pick<CredentialEventData, "reason" | "keyFingerprint" | "gateways">>;
+export type CredentialEventExtra = Partial<
+  Pick<CredentialEventData, "reason" | "keyFingerprint" | "gateways" | "expiry">
+>;
 
 /**
  * The event of a change of `rec` (as the record is after the change), at `time` (ISO 8601).
@@ -129,6 +146,7 @@ export function credentialEvent(
       apis: rec.apis.map((a) => ({ id: a.id, gateway: a.gateway, usagePlans: [...a.usagePlans] })),
       ...(fingerprint ? { keyFingerprint: fingerprint } : {}),
       ...(extra.reason ? { reason: extra.reason } : {}),
+      ...(extra.expiry ? { expiry: { ...extra.expiry } } : {}),
     },
   };
 }

@@ -30,6 +30,7 @@ export type {
   CredhookConfig,
   EventSinkConfig,
   EventsConfig,
+  ExpiryConfig,
   GatewayConfig,
   ReconcileConfig,
   SecretScanningConfig,
@@ -73,6 +74,18 @@ export { silentLogger } from "./logger.js";
 export { Orchestrator } from "./orchestrator.js";
 export type { CircuitBreakerOptions } from "./orchestration/circuits.js";
 export type { LeakOptions, LeakOutcome } from "./orchestration/leak.js";
+/** Credential expiry (docs/expiry.md): the config's policies resolved, one credential's expiry decided. */
+export type {
+  CredentialExpiry,
+  ExpiryAction,
+  ExpiryPassResult,
+  ExpiryPolicies,
+  ExpiryPolicy,
+  GatewayExpiryConfig,
+  GatewayExpiryPolicies,
+  PlanExpiryConfig,
+} from "./orchestration/expiry.js";
+export { credentialExpiry, EXPIRY_ACTIONS, expiryState, resolveExpiryPolicies } from "./orchestration/expiry.js";
 export type {
   AbandonedCleanup,
   AdoptionRequest,

@@ -11,6 +11,7 @@
  * - `create.ts`, `replay.ts`, `update.ts`, `revoke.ts`, `adopt.ts` — one
  *   operation each, with its compensation; `disable.ts` — turning a credential off and on;
  *   `leak.ts` — a leak reported without acting on a gateway;
+ * - `expiry.ts` — credential expiry: the config's policies, one credential's expiry, the periodic pass;
  * - `abandoned.ts` — cleanup of abandoned creates, and the revoke helpers;
  * - `recovery.ts` — interrupted operations, and the serve loop's pass;
  * - `settle.ts` — failed updates whose writes may land late, brought back to the record;
@@ -24,6 +25,7 @@ import { adopt, adoptAndUpdate } from "./orchestration/adopt.js";
 import { OrchestrationContext } from "./orchestration/context.js";
 import { createOrReplay } from "./orchestration/create.js";
 import { setCredentialEnabled } from "./orchestration/disable.js";
+import { type ExpiryPassResult, expiryPass } from "./orchestration/expiry.js";
 import { health } from "./orchestration/health.js";
 import { type LeakOptions, type LeakOutcome, reportLeaked } from "./orchestration/leak.js";
 import { planCreate } from "./orchestration/plan.js";
@@ -54,9 +56,11 @@ import { updateKnown } from "./orchestration/update.js";
  */
 export class Orchestrator {
   private readonly ctx: OrchestrationContext;
+  private readonly options: OrchestratorOptions;
 
   constructor(options: OrchestratorOptions) {
     this.ctx = new OrchestrationContext(options);
+    this.options = options;
   }
 
   /** The configured gateways by name (as passed in {@link OrchestratorOptions.gateways}). */
@@ -208,6 +212,17 @@ export class Orchestrator {
    */
   reconcileLoopPass(): Promise<ReconcileLoopResult> {
     return reconcileLoopPass(this.ctx);
+  }
+
+  /**
+   * One expiry pass (`credhook serve`'s expiry loop, docs/expiry.md; `orchestration/expiry.ts`): over the active
+   * credentials, `credential.expiring` once at each one's warning time, `credential.expired` once at its expiry, then
+   * its policy's action (disable, or revoke where a gateway cannot disable; revoke). One instance at a time; a
+   * failed action is retried by the next pass.
+   * @throws StoreUnavailable | LockLost (503): the pass stops there; a gateway's failure is logged and counted, not thrown
+   */
+  expiryPass(): Promise<ExpiryPassResult> {
+    return expiryPass(this.ctx, this.options.expiry ?? {});
   }
 
   /** Closes every provider (not the store: its owner closes it). */

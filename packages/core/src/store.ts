@@ -175,6 +175,27 @@ export interface DisabledInfo {
   gateways: string[];
 }
 
+/**
+ * A credential's expiry (docs/expiry.md), as the expiry pass last decided it from the config
+ * (`gateways.<name>.expiry`), and the marks of what the pass did: each event is written once.
+ */
+export interface ExpiryInfo {
+  /** ISO 8601 time it expires: its creation time + the deciding policy's `maxAgeDays`. */
+  expiresAt: string;
+  /** ISO 8601 time `credential.expiring` is due (`expiresAt` − `warnDays`; equal to `expiresAt`: no warning). */
+  warnAt: string;
+  /** What happens at the expiry: `notify`, `disable` or `revoke`. */
+  action: "notify" | "disable" | "revoke";
+  /** The YAML path of the deciding policy (`gateways.aws-us.expiry`, `gateways.aws-us.expiry.plans.gold`). */
+  policy: string;
+  /** ISO 8601 time `credential.expiring` was written. */
+  warnedAt?: string;
+  /** ISO 8601 time `credential.expired` was written; from then on the mark no longer follows the config. */
+  expiredAt?: string;
+  /** ISO 8601 time the action completed (a `notify` at once); absent after `expiredAt`: the next pass retries it. */
+  actedAt?: string;
+}
+
 /** One credential as the store keeps it. */
 export interface CredentialRecord {
   /** credhook's id (UUID v4). */
@@ -209,6 +230,8 @@ export interface CredentialRecord {
   disabled?: DisabledInfo;
   /** ISO 8601 time the key was first reported leaked: its `credential.leaked` event is written once. */
   leakedAt?: string;
+  /** Its expiry and what the expiry pass did (docs/expiry.md); absent while no expiry policy applies to it. */
+  expiry?: ExpiryInfo;
   /** Non-secret extras returned to the portal at create (token endpoint, scopes), kept for replayed creates. */
   customCredentials?: Record<string, string>;
   /** ISO 8601 creation time. */

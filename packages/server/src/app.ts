@@ -15,7 +15,7 @@ import { serveExtensions } from "./extensions.js";
 import { type AppOptions, type CredhookApp, createApp } from "./http-app.js";
 import { errorBody, sendJson } from "./http-errors.js";
 import { createLogger } from "./logging.js";
-import { startBackgroundReconcile } from "./loops.js";
+import { startBackgroundReconcile, startExpiryLoop } from "./loops.js";
 import { drainAndClose } from "./shutdown.js";
 
 export { createApp } from "./http-app.js";
@@ -120,6 +120,7 @@ export async function startServer(
   server.keepAliveTimeout = config.server.keepAliveTimeoutMs;
   const port = (server.address() as AddressInfo).port;
   const stopReconcile = startBackgroundReconcile(credhook, config);
+  const stopExpiry = startExpiryLoop(credhook, config, (r) => credhook!.metrics.observeExpiryPass(r));
   const outbox = credhook.store.outbox;
   // A config built in code without validateConfig may lack the block (its defaults): no delivery loop then.
   // Loaded here, not at the top: the Lambda handler (which imports this module) delivers no events and loads neither cloudevents nor standardwebhooks.
@@ -131,7 +132,7 @@ export async function startServer(
           onAttempt: (outcome) => credhook!.metrics.observeEventAttempt(outcome),
         })
       : async () => undefined;
-  const stopSweep = () => Promise.all([stopReconcile(), stopEvents()]).then(() => undefined);
+  const stopSweep = () => Promise.all([stopReconcile(), stopExpiry(), stopEvents()]).then(() => undefined);
   const shownHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
   const url = `http://${shownHost}:${port}`;
   let extensionUrls: Map<string, string>;

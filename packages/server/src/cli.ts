@@ -32,6 +32,7 @@ import { describeListenError } from "./listen-errors.js";
 import { createLogger, operatorMessage, settleLogs } from "./logging.js";
 import { hashPassword, passwordProblem } from "./passwords.js";
 import { registerCredentialCommands } from "./inspect.js";
+import { registerExpiryCommand } from "./expiry-cli.js";
 import { formatAuditLines, formatReconcileReport, parseSince, readAdoptionFile } from "./operations-cli.js";
 import { startTracing } from "./tracing.js";
 import { VERSION } from "./version.js";
@@ -307,6 +308,7 @@ program
   );
 
 registerCredentialCommands(program, { loadConfig, reportAndExit });
+registerExpiryCommand(program, { loadConfig, reportAndExit });
 
 program
   .command("demo")

@@ -1,7 +1,7 @@
 /**
  * Where a credential lives, and killing it everywhere when it leaks (docs/leak-response.md):
  * - `credhook inspect <app> | --fingerprint F [--json]`: each matching credential's gateways, native ids,
- *   plans, age, last change and state, read from the store;
+ *   plans, age, last change and state, and its expiry (docs/expiry.md), read from the store;
  * - `credhook list [--app A] [--gateway G] [--developer D] [--state S] [--type T] [--json]`: the store's
  *   credentials, filtered;
  * - `credhook revoke --fingerprint F | --app A [--reason leaked|TEXT] [--json]`: revokes the credential on every
@@ -14,7 +14,16 @@
  */
 import type { Command } from "commander";
 import type { CredentialRecord, CredentialStatus, CredentialStore } from "@credhook/core/store";
-import type { CredentialType, CredhookConfig, Orchestrator, RevokeCredentialsRequest } from "@credhook/core";
+import {
+  type CredentialType,
+  type CredhookConfig,
+  credentialExpiry,
+  type ExpiryPolicies,
+  expiryState,
+  type Orchestrator,
+  resolveExpiryPolicies,
+  type RevokeCredentialsRequest,
+} from "@credhook/core";
 import { type ErrorCode, isCredhookError, retryAfterOf } from "@credhook/core/errors";
 import { destination } from "pino";
 import { createRuntime, openStore } from "./runtime.js";
@@ -22,6 +31,9 @@ import { createLogger } from "./logging.js";
 
 /** The record states `credhook list --state` takes (a record's `status`). */
 export const CREDENTIAL_STATES: readonly CredentialStatus[] = ["pending", "active", "revoking", "abandoned"];
+
+/** The expiry states `credhook list --state` also takes (docs/expiry.md): past the warning time, past the expiry. */
+export const EXPIRY_STATES = ["expiring", "expired"] as const;
 
 /** Which credentials a command means; every given field must match. */
 export interface CredentialQuery {
@@ -33,8 +45,8 @@ export interface CredentialQuery {
   gateway?: string;
   /** Only this developer's apps (the portal's `developer`, compared as given). */
   developer?: string;
-  /** Only records in this state. */
-  state?: CredentialStatus;
+  /** Only records in this state, or (`expiring`, `expired`: {@link inspectCredentials} only) credentials in this expiry state. */
+  state?: CredentialStatus | (typeof EXPIRY_STATES)[number];
   /** Only this credential type. */
   type?: CredentialType;
   /** Only the credential with this id (credhook's, the record's). */
@@ -67,8 +79,11 @@ function isApp(rec: CredentialRecord, app: string): boolean {
  */
 export async function findCredentials(store: CredentialStore, query: CredentialQuery): Promise<CredentialRecord[]> {
   const fingerprint = query.fingerprint === undefined ? undefined : normalizeFingerprint(query.fingerprint);
-  if (query.state !== undefined && !CREDENTIAL_STATES.includes(query.state))
-    throw new Error(`--state must be one of ${CREDENTIAL_STATES.join(", ")} (got '${query.state}')`);
+  const byStatus = CREDENTIAL_STATES.includes(query.state as CredentialStatus);
+  if (query.state !== undefined && !byStatus && !(EXPIRY_STATES as readonly string[]).includes(query.state))
+    throw new Error(
+      `--state must be one of ${[...CREDENTIAL_STATES, ...EXPIRY_STATES].join(", ")} (got '${query.state}')`,
+    );
   const candidates =
     fingerprint !== undefined && store.findByFingerprint
       ? await store.findByFingerprint(fingerprint)
@@ -82,7 +97,7 @@ export async function findCredentials(store: CredentialStore, query: CredentialQ
           r.bindings.some((b) => b.gateway === query.gateway) ||
           r.apis.some((a) => a.gateway === query.gateway)) &&
         (query.developer === undefined || r.app.developer === query.developer) &&
-        (query.state === undefined || r.status === query.state) &&
+        (query.state === undefined || !byStatus || r.status === query.state) &&
         (query.type === undefined || r.credentialType === query.type) &&
         (query.credentialId === undefined || r.id === query.credentialId),
     )
@@ -117,14 +132,61 @@ export interface CredentialView {
   disabled?: CredentialRecord["disabled"];
   /** When the key was first reported leaked (ISO 8601). */
   leakedAt?: string;
+  /**
+   * Its expiry (docs/expiry.md), when a policy applies: when it expires and is warned of (ISO 8601), the action and
+   * the deciding policy's YAML path, its state at the view's time, and what the expiry pass did (`warnedAt`,
+   * `expiredAt`, `actedAt`).
+   */
+  expiry?: {
+    expiresAt: string;
+    warnAt: string;
+    action: "notify" | "disable" | "revoke";
+    policy: string;
+    state: "valid" | "expiring" | "expired";
+    warnedAt?: string;
+    expiredAt?: string;
+    actedAt?: string;
+  };
 }
 
-/** `rec` as a {@link CredentialView} at `nowMs` (ms since the epoch). */
+/**
+ * `rec`'s expiry as a view shows it: the record's mark once it expired (kept as decided), else the policies'
+ * decision when given (the config's, so a credential the expiry pass has not yet seen shows it too), else the mark.
+ */
+function expiryView(rec: CredentialRecord, nowMs: number, policies?: ExpiryPolicies): CredentialView["expiry"] {
+  const mark = rec.expiry;
+  const decided = policies && !mark?.expiredAt ? credentialExpiry(rec, policies) : undefined;
+  const base = decided
+    ? {
+        expiresAt: decided.expiresAt,
+        warnAt: decided.warnAt,
+        action: decided.policy.action,
+        policy: decided.policy.path,
+      }
+    : policies && !mark?.expiredAt
+      ? undefined
+      : mark && { expiresAt: mark.expiresAt, warnAt: mark.warnAt, action: mark.action, policy: mark.policy };
+  if (!base) return undefined;
+  return {
+    ...base,
+    state: expiryState(base, new Date(nowMs).toISOString())!,
+    ...(mark?.warnedAt ? { warnedAt: mark.warnedAt } : {}),
+    ...(mark?.expiredAt ? { expiredAt: mark.expiredAt } : {}),
+    ...(mark?.actedAt ? { actedAt: mark.actedAt } : {}),
+  };
+}
+
+/**
+ * `rec` as a {@link CredentialView} at `nowMs` (ms since the epoch).
+ * @param policies the config's expiry policies (`resolveExpiryPolicies`); absent: the expiry the record's mark says
+ */
 export function credentialView(
   rec: CredentialRecord,
   nowMs: number,
   lastEvent?: CredentialView["lastEvent"],
+  policies?: ExpiryPolicies,
 ): CredentialView {
+  const expiry = expiryView(rec, nowMs, policies);
   const on = (gateway: string) => rec.apis.filter((a) => a.gateway === gateway);
   const note = rec.abandoned
     ? `abandoned: ${rec.abandoned.reason}`
@@ -152,27 +214,34 @@ export function credentialView(
     ...(note ? { note } : {}),
     ...(rec.disabled ? { disabled: { ...rec.disabled, gateways: [...rec.disabled.gateways] } } : {}),
     ...(rec.leakedAt ? { leakedAt: rec.leakedAt } : {}),
+    ...(expiry ? { expiry } : {}),
   };
 }
 
 /**
  * `credhook inspect` and `credhook list`: the credentials matching `query` as views, each with its newest event
- * from the store's outbox (when it keeps events).
- * @param nowMs the time ages are counted to, ms since the epoch
+ * from the store's outbox (when it keeps events). `query.state` `expiring` or `expired` keeps the credentials in that
+ * expiry state at `nowMs`.
+ * @param nowMs the time ages and expiry states are counted to, ms since the epoch
+ * @param policies the config's expiry policies (`resolveExpiryPolicies`); absent: what the records' marks say
  */
 export async function inspectCredentials(
   store: CredentialStore,
   query: CredentialQuery,
   nowMs: number,
+  policies?: ExpiryPolicies,
 ): Promise<CredentialView[]> {
   const records = await findCredentials(store, query);
   const views: CredentialView[] = [];
   for (const rec of records) {
     const events = store.outbox ? await store.outbox.list({ app: rec.appKey }) : [];
     const last = events.filter((e) => e.event.data.credentialId === rec.id).at(-1);
-    views.push(credentialView(rec, nowMs, last ? { type: last.event.type, time: last.event.time } : undefined));
+    views.push(
+      credentialView(rec, nowMs, last ? { type: last.event.type, time: last.event.time } : undefined, policies),
+    );
   }
-  return views;
+  const expiryFilter = (EXPIRY_STATES as readonly string[]).includes(query.state ?? "") ? query.state : undefined;
+  return expiryFilter ? views.filter((v) => v.expiry?.state === expiryFilter) : views;
 }
 
 /** An age in seconds in words: `42s`, `17m`, `5h`, `12d`. */
@@ -191,7 +260,11 @@ export function formatCredentialList(views: CredentialView[]): string[] {
       v.credentialId,
       v.credentialType,
       v.appKey,
-      v.disabled ? `${v.state}+disabled` : v.state,
+      [
+        v.state,
+        ...(v.disabled ? ["disabled"] : []),
+        ...(v.expiry && v.expiry.state !== "valid" ? [v.expiry.state] : []),
+      ].join("+"),
       `age ${formatAge(v.ageS)}`,
       v.gateways.map((g) => `${g.gateway}:${g.nativeId}`).join(",") || "-",
       v.keyFingerprint ?? "-",
@@ -207,6 +280,11 @@ export function formatCredentialDetails(views: CredentialView[]): string[] {
     `  app: ${v.app.appName}${v.app.appSlug ? ` (slug ${v.app.appSlug})` : ""} of ${v.app.developer}  [${v.appKey}]`,
     `  state: ${v.state}${v.note ? ` (${v.note})` : ""}${v.disabled ? `, disabled since ${v.disabled.at}${v.disabled.reason ? ` (${v.disabled.reason})` : ""}${v.disabled.gateways.length < v.gateways.length ? `, confirmed on ${v.disabled.gateways.join(", ") || "no gateway yet"}` : ""}` : ""}`,
     ...(v.leakedAt ? [`  reported leaked: ${v.leakedAt}`] : []),
+    ...(v.expiry
+      ? [
+          `  expires: ${v.expiry.expiresAt} (${v.expiry.state === "valid" ? `warning from ${v.expiry.warnAt}` : v.expiry.state}; then ${v.expiry.action}, by ${v.expiry.policy})`,
+        ]
+      : []),
     `  public id: ${v.publicId || "-"}`,
     `  key fingerprint: ${v.keyFingerprint ?? "-"}`,
     `  created: ${v.createdAt} (age ${formatAge(v.ageS)})`,
@@ -333,18 +411,18 @@ const CONFIG_OPTION = [
   "config file (default: ./webhook.config.yaml, or $CREDHOOK_CONFIG)",
 ] as const;
 
-/** Runs `fn` on the config's store (opened for the command, closed after), prints its output, exits with its code. */
+/** Runs `fn` on the config's store (opened for the command, closed after) and the config's expiry policies, prints its output, exits with its code. */
 async function withStore(
   deps: CredentialCommandDeps,
   configFile: string | undefined,
-  fn: (store: CredentialStore) => Promise<{ out: string; code: number }>,
+  fn: (store: CredentialStore, policies: ExpiryPolicies) => Promise<{ out: string; code: number }>,
 ): Promise<never> {
   try {
     const config = await deps.loadConfig(configFile);
     const store = await openStore(config, createLogger("warn", destination(2)) as never);
     let result;
     try {
-      result = await fn(store);
+      result = await fn(store, resolveExpiryPolicies(config.gateways).policies);
     } finally {
       await store.close();
     }
@@ -368,12 +446,13 @@ export function registerCredentialCommands(program: Command, deps: CredentialCom
     .option("--fingerprint <fp>", "the credential whose key has this fingerprint (sha256:…, as events show it)")
     .option("--json", "print the credentials as JSON")
     .action((app: string | undefined, opts: { config?: string; fingerprint?: string; json?: boolean }) =>
-      withStore(deps, opts.config, async (store) => {
+      withStore(deps, opts.config, async (store, policies) => {
         if (app === undefined && opts.fingerprint === undefined) throw new Error("give an app, or --fingerprint F");
         const views = await inspectCredentials(
           store,
           { ...(app !== undefined ? { app } : {}), ...(opts.fingerprint ? { fingerprint: opts.fingerprint } : {}) },
           Date.now(),
+          policies,
         );
         const out = opts.json ? json(views) : `${formatCredentialDetails(views).join("\n")}\n`;
         return { out, code: views.length > 0 ? 0 : 1 };
@@ -387,16 +466,19 @@ export function registerCredentialCommands(program: Command, deps: CredentialCom
     .option("--app <app>", "only this app: its slug, its name, or its app key")
     .option("--gateway <name>", "only credentials on this gateway")
     .option("--developer <developer>", "only this developer's apps")
-    .option("--state <state>", `only records in this state: ${CREDENTIAL_STATES.join(", ")}`)
+    .option(
+      "--state <state>",
+      `only records in this state: ${CREDENTIAL_STATES.join(", ")}; or only credentials ${EXPIRY_STATES.join(" or ")} (docs/expiry.md)`,
+    )
     .option("--type <type>", "only this credential type: API_KEY, CLIENT_CREDENTIALS")
     .option("--fingerprint <fp>", "only the credential whose key has this fingerprint")
     .option("--json", "print the credentials as JSON")
     .action((opts: CredentialQuery & { config?: string; json?: boolean }) =>
-      withStore(deps, opts.config, async (store) => {
+      withStore(deps, opts.config, async (store, policies) => {
         if (opts.type !== undefined && opts.type !== "API_KEY" && opts.type !== "CLIENT_CREDENTIALS")
           throw new Error(`--type must be API_KEY or CLIENT_CREDENTIALS (got '${opts.type}')`);
         const { config: _config, json: asJson, ...query } = opts;
-        const views = await inspectCredentials(store, query, Date.now());
+        const views = await inspectCredentials(store, query, Date.now(), policies);
         return { out: asJson ? json(views) : `${formatCredentialList(views).join("\n")}\n`, code: 0 };
       }),
     );

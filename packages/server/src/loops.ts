@@ -1,7 +1,20 @@
-/** The background loops of `credhook serve`: the reconcile loop, or the abandoned-create sweep. */
-import type { CredhookConfig } from "@credhook/core";
+/** The background loops of `credhook serve`: the reconcile loop, or the abandoned-create sweep; the expiry pass. */
+import type { CredhookConfig, ExpiryPassResult } from "@credhook/core";
 import { isStoreFailure } from "@credhook/core/errors";
 import type { CredhookApp } from "./http-app.js";
+
+/**
+ * Logs a background pass's failure as `message`: at error, or at debug for a store outage, which the store logs
+ * itself once per state change (not again every pass).
+ */
+function logPassFailure(credhook: CredhookApp, message: string): (err: unknown) => void {
+  return (err) =>
+    (isStoreFailure(err) ? credhook.logger.debug : credhook.logger.error).call(
+      credhook.logger,
+      { err: String(err) },
+      message,
+    );
+}
 
 /**
  * The clean-up `credhook serve` runs in the background, one pass at a time on
@@ -44,18 +57,60 @@ export function startBackgroundReconcile(credhook: CredhookApp, config: Credhook
   let running: Promise<void> | undefined;
   const timer = setInterval(() => {
     running ??= pass()
-      // A store outage is logged by the store, once per state change: not again every pass.
-      .catch((err: unknown) =>
-        (isStoreFailure(err) ? credhook.logger.debug : credhook.logger.error).call(
-          credhook.logger,
-          { err: String(err) },
-          "background reconcile pass failed",
-        ),
-      )
+      .catch(logPassFailure(credhook, "background reconcile pass failed"))
       .finally(() => (running = undefined));
   }, intervalMs);
   timer.unref();
   return async () => {
+    clearInterval(timer);
+    await running;
+  };
+}
+
+/** Delay of the first expiry pass after the start, ms (or the interval, when shorter). */
+export const FIRST_EXPIRY_PASS_MS = 10_000;
+
+/**
+ * `credhook serve`'s expiry loop (docs/expiry.md): `Orchestrator.expiryPass` every `expiry.intervalS` (default
+ * 3600 s; 0: off), the first {@link FIRST_EXPIRY_PASS_MS} after the start (or one interval, when shorter), one pass
+ * at a time on unref'd timers; with no gateway's `expiry` block, no loop. `onPass` gets each pass's result (the metrics).
+ * @returns a function that stops the timers and waits for a pass in progress
+ */
+export function startExpiryLoop(
+  credhook: CredhookApp,
+  config: CredhookConfig,
+  onPass: (result: ExpiryPassResult) => void = () => undefined,
+): () => Promise<void> {
+  const intervalMs = (config.expiry?.intervalS ?? 3600) * 1000;
+  const anyPolicy = Object.values(config.gateways).some((g) => g.expiry);
+  if (intervalMs <= 0 || !anyPolicy) return async () => undefined;
+  let running: Promise<void> | undefined;
+  const pass = () => {
+    running ??= credhook.orchestrator
+      .expiryPass()
+      .then((r) => {
+        onPass(r);
+        if (r.warned > 0 || r.expired > 0 || r.acted > 0 || r.failed > 0)
+          credhook.logger.info(
+            { warned: r.warned, expired: r.expired, acted: r.acted, failed: r.failed },
+            "expiry pass",
+          );
+      })
+      .catch(logPassFailure(credhook, "expiry pass failed"))
+      .finally(() => (running = undefined));
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const first = setTimeout(
+    () => {
+      pass();
+      timer = setInterval(pass, intervalMs);
+      timer.unref();
+    },
+    Math.min(FIRST_EXPIRY_PASS_MS, intervalMs),
+  );
+  first.unref();
+  return async () => {
+    clearTimeout(first);
     clearInterval(timer);
     await running;
   };

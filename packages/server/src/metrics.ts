@@ -21,12 +21,16 @@
  *   `credhook_records_unfinished`: the store, read at each scrape ({@link Metrics.watchStore});
  * - `credhook_events{status}`: the outbox's events by state (`pending`, `delivered`, `dead`: undeliverable,
  *   kept), read at each scrape; `credhook_event_deliveries_total{outcome}`: delivery attempts (`delivered`, `retry`, `dead`);
+ * - `credhook_credential_expiry_total{outcome}`: what the expiry passes did (`warned`, `expired`, `acted`, `failed`);
+ *   `credhook_credentials_expiry{state}`: credentials `expiring` (past their warning time) and `expired` (past their
+ *   expiry, still in the store), as the last expiry pass counted them (docs/expiry.md);
  * - prom-client's default process and Node.js metrics under their standard names (`process_*`,
  *   `nodejs_*`), as dashboards for Node.js services expect them.
  */
 import type { NextFunction, Request, Response } from "express";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { CredentialStore } from "@credhook/core/store";
+import type { ExpiryPassResult } from "@credhook/core";
 import type { GatewayCallObserver } from "./tracing.js";
 import { VERSION } from "./version.js";
 
@@ -45,6 +49,8 @@ export interface Metrics {
   observeSecretScanning(outcome: SecretScanningOutcome): void;
   /** Labels the requests to `path` (an endpoint the config adds, e.g. the secret-scanning alerts') with their route instead of `other`. */
   knowRoute(path: string): void;
+  /** Counts what one expiry pass did and sets the expiring and expired gauges to its counts (a pass that did not run changes nothing). */
+  observeExpiryPass(result: ExpiryPassResult): void;
   /** Counts one answer of the embedded gateway. */
   observeGateway(endpoint: string, status: number): void;
   /** Observes one provider call: `credhook_gateway_call_duration_seconds{gateway,operation,outcome}`. */
@@ -189,6 +195,17 @@ export function createMetrics(): Metrics {
     "Keys reported by secret-scanning alerts, by what was done (disabled, revoked, revoked_instead, notified, skipped, failed, false_positive), and alerts refused (unauthorized, invalid).",
     ["outcome"],
   );
+  const expiryOutcomes = counter(
+    "credhook_credential_expiry_total",
+    "What the expiry passes did: warned (credential.expiring written), expired (credential.expired written), acted (an expired credential disabled or revoked), failed (an action to retry).",
+    ["outcome"],
+  );
+  const expiryStates = new Gauge({
+    name: "credhook_credentials_expiry",
+    help: "Credentials past their expiry warning (expiring) and past their expiry still in the store (expired), as the last expiry pass counted them.",
+    labelNames: ["state"],
+    registers: [registry],
+  });
   return {
     registry,
     unownedRevokes,
@@ -197,6 +214,13 @@ export function createMetrics(): Metrics {
     },
     knowRoute(path) {
       known.add(path);
+    },
+    observeExpiryPass(result) {
+      if (!result.ran) return;
+      for (const outcome of ["warned", "expired", "acted", "failed"] as const)
+        expiryOutcomes.inc({ outcome }, result[outcome]);
+      expiryStates.set({ state: "expiring" }, result.expiring);
+      expiryStates.set({ state: "expired" }, result.expiredLive);
     },
     observeEventAttempt(outcome) {
       eventAttempts.inc({ outcome });

@@ -16,6 +16,7 @@ import {
   loadStore,
   type Logger,
   Orchestrator,
+  resolveExpiryPolicies,
   silentLogger,
 } from "@credhook/core";
 import type { CredentialStore } from "@credhook/core/store";
@@ -113,6 +114,8 @@ export async function createRuntime(
       abandonSettleMs: (config.reconcile?.settleS ?? 300) * 1000,
       ...(config.keys?.prefix ? { generateApiKey: () => generateApiKeyValue(config.keys.prefix) } : {}),
       circuitBreakers,
+      // validateConfig has reported the policies' problems: a config built in code without it gets what resolves.
+      expiry: resolveExpiryPolicies(config.gateways).policies,
       ...(options.now ? { now: options.now } : {}),
     });
     return {

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import { spawnTracked } from "./children.js";
+import { execFileTracked, spawnTracked } from "./children.js";
 import {
   createLogger,
   loadConfigFile,
@@ -120,6 +120,69 @@ server:
 store: { sqlite: "\${CREDHOOK_DATA_DIR}/credhook.db" }
 dataDir: "\${CREDHOOK_DATA_DIR}"
 `;
+
+/** The server, store and data-dir part of a config on the run's PostgreSQL server (`\${DATABASE_URL}`), in its own `schema`, with the reconcile loop off. */
+export const postgresServerYaml = (schema: string) => `
+server: { auth: { users: [ { username: portal, password: "\${CREDHOOK_PASSWORD}" } ] } }
+store: { postgres: { url: "\${DATABASE_URL}", schema: ${schema} } }
+reconcile: { intervalS: 0 }
+dataDir: "\${CREDHOOK_DATA_DIR}"
+`;
+
+/** The embedded gateway on a port of its own, checking keys of API `weather` under `/weather/`, its cache coherent across instances within 200 ms. */
+export const WEATHER_GATEWAY_YAML = `embeddedGateway:
+  listen: { port: 0, host: 127.0.0.1 }
+  keyCheck:
+    apis: [ { pathPrefix: /weather/, api: weather } ]
+    cache: { coherenceIntervalMs: 200 }
+`;
+
+/**
+ * What a test of `credhook` commands on the run's PostgreSQL server (`url`) sets up: an AWS fake with usage plan
+ * `1el57v` ("Gold", API `5aba4csvd4`), a temp dir `credhook-<name>-…` holding the config `yaml`, and the commands'
+ * environment ({@link cliEnv}, with `DATABASE_URL` and `AWS_ENDPOINT`). Close the fake and remove the dir when done.
+ */
+export async function setUpPostgresCommands(
+  name: string,
+  yaml: string,
+  url: string,
+): Promise<{ aws: AwsFake; dir: string; config: string; env: NodeJS.ProcessEnv }> {
+  const aws = await startAwsFake();
+  aws.apiGateway.addUsagePlan({ id: "1el57v", name: "Gold", apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }] });
+  const dir = mkdtempSync(join(tmpdir(), `credhook-${name}-`));
+  const config = join(dir, "webhook.config.yaml");
+  writeFileSync(config, yaml);
+  return { aws, dir, config, env: cliEnv(dir, { DATABASE_URL: url, AWS_ENDPOINT: aws.url }) };
+}
+
+/** credhook's command line (`bin/credhook.mjs`), for a test that runs a command as a process of its own. */
+export const CLI = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
+
+/** The environment of a `credhook` command a test runs on a config in `dir`: the portal's password, the data dir `dir/cli`, the sources, and `extra`. */
+export function cliEnv(dir: string, extra: Record<string, string>): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    CREDHOOK_PASSWORD: PASSWORD,
+    CREDHOOK_DATA_DIR: join(dir, "cli"),
+    CREDHOOK_FROM_SOURCE: "1",
+    ...extra,
+  };
+}
+
+/** Runs `credhook <args> --config <config>` as a process with `env`; its exit code (-1: none), stdout and stderr. */
+export async function runCredhook(
+  args: string[],
+  config: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await execFileTracked(process.execPath, [CLI, ...args, "--config", config], { env });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
+  }
+}
 
 /** The shipped-style config: every API on the embedded provider, with a known set of usage plans. */
 export const LOCAL_YAML = `${SERVER_YAML}gateways:

@@ -7,18 +7,22 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { rmSync } from "node:fs";
 import { isCredhookKey, secretFingerprint } from "@credhook/core";
-import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
+import type { AwsFake } from "@credhook/fakes/aws";
 import type { RunningServer } from "../src/index.js";
 import { inspectCredentials, type CredentialView } from "../src/inspect.js";
-import { execFileTracked } from "./children.js";
-import { AUTH, AWS_AND_LOCAL_YAML, PASSWORD, startTwoInstances, until } from "./helpers.js";
+import {
+  AUTH,
+  AWS_AND_LOCAL_YAML,
+  postgresServerYaml,
+  runCredhook,
+  setUpPostgresCommands,
+  startTwoInstances,
+  until,
+  WEATHER_GATEWAY_YAML,
+} from "./helpers.js";
 
-const CLI = fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url));
 const url = inject("databaseUrl");
 const schema = `inspect_${randomUUID().replace(/-/g, "").slice(0, 12)}`;
 let dir: string;
@@ -28,33 +32,11 @@ let a: RunningServer;
 let b: RunningServer;
 let env: NodeJS.ProcessEnv;
 
-const YAML = `
-server: { auth: { users: [ { username: portal, password: "\${CREDHOOK_PASSWORD}" } ] } }
-store: { postgres: { url: "\${DATABASE_URL}", schema: ${schema} } }
-reconcile: { intervalS: 0 }
-dataDir: "\${CREDHOOK_DATA_DIR}"
-keys: { prefix: pgk }
-${AWS_AND_LOCAL_YAML}embeddedGateway:
-  listen: { port: 0, host: 127.0.0.1 }
-  keyCheck:
-    apis: [ { pathPrefix: /weather/, api: weather } ]
-    cache: { coherenceIntervalMs: 200 }
-`;
+const YAML = `${postgresServerYaml(schema)}keys: { prefix: pgk }
+${AWS_AND_LOCAL_YAML}${WEATHER_GATEWAY_YAML}`;
 
 beforeAll(async () => {
-  aws = await startAwsFake();
-  aws.apiGateway.addUsagePlan({ id: "1el57v", name: "Gold", apiStages: [{ apiId: "5aba4csvd4", stage: "prod" }] });
-  dir = mkdtempSync(join(tmpdir(), "credhook-inspect-pg-"));
-  config = join(dir, "webhook.config.yaml");
-  writeFileSync(config, YAML);
-  env = {
-    ...process.env,
-    CREDHOOK_PASSWORD: PASSWORD,
-    CREDHOOK_DATA_DIR: join(dir, "cli"),
-    DATABASE_URL: url,
-    AWS_ENDPOINT: aws.url,
-    CREDHOOK_FROM_SOURCE: "1",
-  };
+  ({ aws, dir, config, env } = await setUpPostgresCommands("inspect-pg", YAML, url));
   [a, b] = await startTwoInstances(config, dir, { DATABASE_URL: url, AWS_ENDPOINT: aws.url });
 }, 60_000);
 
@@ -63,16 +45,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Runs `credhook <args> --config <config>` as a process; its exit code and stdout. */
-async function credhook(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await execFileTracked(process.execPath, [CLI, ...args, "--config", config], { env });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
-  }
-}
+/** Runs `credhook <args> --config <config>` as a process; its exit code, stdout and stderr. */
+const credhook = (args: string[]) => runCredhook(args, config, env);
 
 const check = (s: RunningServer, key: string) =>
   fetch(`${s.gatewayUrl}/check`, { headers: { "x-api-key": key, "x-original-uri": "/weather/now" } }).then(

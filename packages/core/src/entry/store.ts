@@ -11,6 +11,7 @@ export type {
   CredentialRecord,
   CredentialStatus,
   CredentialStore,
+  ExpiryInfo,
   GatewayApiWithGateway,
   GatewayBinding,
   PendingOperation,

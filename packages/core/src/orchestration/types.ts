@@ -4,6 +4,7 @@
  * per-operation modules and re-exported from `@credhook/core`.
  */
 import type { CircuitBreakerOptions } from "./circuits.js";
+import type { ExpiryPolicies } from "./expiry.js";
 import type { CreateCredentialsRequest, CreateCredentialsResponse, CredentialType } from "../contract.js";
 import type { Logger } from "../logger.js";
 import type { OwnedResource } from "../provider.js";
@@ -43,6 +44,11 @@ export interface OrchestratorOptions {
   compensationAttempts?: number;
   /** Each gateway's circuit breaker, by gateway name (see `orchestration/circuits.ts`); a gateway not named gets the defaults. */
   circuitBreakers?: Record<string, CircuitBreakerOptions>;
+  /**
+   * The expiry policies by gateway name (`resolveExpiryPolicies` of the config's `gateways.<name>.expiry`,
+   * docs/expiry.md), for {@link Orchestrator.expiryPass}. @default none: credentials do not expire
+   */
+  expiry?: ExpiryPolicies;
 }
 
 /** Why an operator revokes a credential (`credhook revoke`): the portal's revoke gives none. */
