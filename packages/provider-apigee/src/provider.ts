@@ -102,6 +102,8 @@ export class ApigeeProvider implements Provider {
       importsApiKeyValue: credentialType === "API_KEY",
       readsBackSecret: true,
       apiKeyValuePattern: APIGEE_KEY_PATTERN,
+      // A consumer key's approve/revoke switch (developers.apps.keys, `action=revoke|approve`): both kinds are keys.
+      disables: [credentialType],
     };
     this.errors = new GatewayErrors(gateway);
     this.healthProbe = new CachedHealthProbe(() => this.probe(), { successTtlMs: opts.healthCacheMs });
@@ -419,6 +421,38 @@ export class ApigeeProvider implements Provider {
   }
 
   /** Deletes the app (and with it its keys) when it carries this gateway's mark and, unless empty, `ref.credentialId`'s. */
+  /**
+   * Turns each consumer key of the credential's developer app off (`POST …/keys/{key}?action=revoke`: Apigee then
+   * refuses calls and token requests with it) or on again (`action=approve`), after checking the app's mark. The
+   * app and its keys stay; credhook's revoke deletes the app, so a revoked credential is `gone`, never approved again.
+   * https://cloud.google.com/apigee/docs/reference/apis/apigee/rest/v1/organizations.developers.apps.keys/updateDeveloperAppKey
+   */
+  async setEnabled(ref: ProviderCredentialRef, enabled: boolean): Promise<RevokeOutcome> {
+    return this.run(async () => {
+      const app = await this.find(ref);
+      if (!app) return "gone";
+      const mark = this.markOf(app);
+      if (mark === undefined || (ref.credentialId !== "" && mark !== ref.credentialId.toLowerCase()))
+        return "not-owned";
+      const developer = this.developerOf(
+        app,
+        typeof ref.resources.developer === "string" ? ref.resources.developer : undefined,
+      );
+      const base = this.appPath(developer, app.name);
+      const status = enabled ? "approved" : "revoked";
+      for (const k of (app.credentials ?? []).filter((c) => c.status !== status)) {
+        await this.api.call(
+          "POST",
+          `${base}/keys/${enc(k.consumerKey)}?action=${enabled ? "approve" : "revoke"}`,
+          `${enabled ? "approving" : "revoking"} a key of app ${app.name}`,
+          { ok: [200, 204], secrets: [k.consumerKey], idempotent: true },
+        );
+      }
+      this.logger.info({ appId: app.appId, status }, `credential ${enabled ? "enabled" : "disabled"} on Apigee`);
+      return "revoked";
+    });
+  }
+
   async revoke(ref: ProviderCredentialRef): Promise<RevokeOutcome> {
     return this.run(async () => {
       const app = await this.find(ref);

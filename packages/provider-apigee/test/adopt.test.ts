@@ -89,3 +89,22 @@ describe("adopt (existing Apigee apps)", () => {
     expect(await cc.revoke(ref)).toBe("revoked");
   });
 });
+
+describe("setEnabled (credhook disable / enable)", () => {
+  it("revokes and approves every consumer key of the app in Apigee, keeping the app; a foreign app is left alone", async () => {
+    const ref = await createRef(t.provider, gold);
+    const statuses = () =>
+      t.fake
+        .apps()
+        .find((a) => a.appId === ref.nativeId)!
+        .credentials.map((c) => c.status);
+    expect(statuses()).toEqual(["approved"]);
+    expect(await t.provider.setEnabled(ref, false)).toBe("revoked");
+    expect(statuses()).toEqual(["revoked"]);
+    expect(await t.provider.setEnabled(ref, true)).toBe("revoked");
+    expect(statuses()).toEqual(["approved"]);
+    const { made, ref: foreign } = legacy();
+    expect(await t.provider.setEnabled({ ...foreign, credentialId: "" }, false)).toBe("not-owned");
+    expect(made.credentials.map((c) => c.status)).toEqual(["approved"]);
+  });
+});

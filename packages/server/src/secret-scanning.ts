@@ -320,20 +320,23 @@ export function githubAlertHandler(deps: GithubAlertDeps): RequestHandler {
 
 /**
  * Acts on each distinct token of an alert, one after another: a token reported at several places in one alert
- * is acted on once, with a reason naming the first place. The store is read once for the fingerprints it knows
- * (an alert may hold hundreds of strings that only look like keys), then once per token that is a credential's.
+ * is acted on once, with a reason naming the first place. Each token is looked up by its fingerprint in the store's
+ * index (`CredentialStore.findByFingerprint`); a store without one is read once for the fingerprints it knows (an
+ * alert may hold hundreds of strings that only look like keys), then once per token that is a credential's.
  * @returns what was done, by token (the map is the only place the tokens are kept, for the answer)
  * @throws the store's errors (StoreUnavailable) from looking a fingerprint up
  */
 async function handleAlert(deps: GithubAlertDeps, matches: GithubAlertMatch[]): Promise<Map<string, TokenReport>> {
   const reports = new Map<string, TokenReport>();
-  const known = new Set((await deps.store.list()).map((r) => r.keyFingerprint));
+  const known = deps.store.findByFingerprint
+    ? undefined
+    : new Set((await deps.store.list()).map((r) => r.keyFingerprint));
   for (const m of matches) {
     if (reports.has(m.token)) continue;
     const fingerprint = secretFingerprint(m.token);
     const places = matches.filter((x) => x.token === m.token).length;
     const reason = `GitHub secret scanning: found in ${printable(m.url, 300) || "a public repository"}${m.source ? ` (${printable(m.source, 60)})` : ""}${places > 1 ? ` and ${places - 1} more place${places > 2 ? "s" : ""}` : ""}`;
-    const records = known.has(fingerprint) ? await findCredentials(deps.store, { fingerprint }) : [];
+    const records = !known || known.has(fingerprint) ? await findCredentials(deps.store, { fingerprint }) : [];
     const report: TokenReport = {
       fingerprint,
       label: records.length > 0 ? "true_positive" : "false_positive",
