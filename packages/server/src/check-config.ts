@@ -13,6 +13,7 @@ import {
   loadExtensions,
   loadGateways,
   maskSecretOptions,
+  resolveExpiryPolicies,
   silentLogger,
   type CredhookConfig,
   type Gateway,
@@ -90,6 +91,17 @@ export function printableOptions(gateway: Gateway | undefined, options: unknown)
   return maskSecrets(gateway?.optionsSchema ? maskSecretOptions(gateway.optionsSchema, options) : options);
 }
 
+/** `credhook check-config`'s lines on expiry: each policy (gateway, or gateway and plan) with its age, warning and action. */
+export function describeExpiry(config: Pick<CredhookConfig, "gateways">): string[] {
+  const { policies } = resolveExpiryPolicies(config.gateways);
+  const lines = Object.values(policies).flatMap((g) =>
+    [...(g.policy ? [g.policy] : []), ...Object.values(g.plans)].map(
+      (p) => `  ${p.path}: maxAgeDays=${p.maxAgeDays} warnDays=${p.warnDays} action=${p.action}`,
+    ),
+  );
+  return lines.length === 0 ? ["expiry: off (no gateway has an expiry block)"] : ["expiry:", ...lines];
+}
+
 /**
  * What `credhook check-config` prints for a configuration {@link checkConfig} accepted: the
  * config file, each gateway with its provider's capabilities and its options (secrets masked,
@@ -123,7 +135,7 @@ export function checkConfigReport(
         `  ${i + 1}. ${"default" in r ? `* (default) -> ${r.default}` : `${r.apis.join(", ")} -> ${r.gateway}`}`,
       ),
   );
-  out.push("", ...extensionLines, describeSecretScanning(config));
+  out.push("", ...extensionLines, describeSecretScanning(config), ...describeExpiry(config));
   out.push(
     "",
     `server: ${JSON.stringify(maskSecrets(config.server))}`,

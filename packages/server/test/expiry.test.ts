@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resolveExpiryPolicies } from "@credhook/core";
 import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
+import { describeExpiry } from "../src/check-config.js";
 import { formatCredentialDetails, formatCredentialList, inspectCredentials } from "../src/inspect.js";
 import { SERVER_YAML, startTestServer, type TestServer, until } from "./helpers.js";
 
@@ -211,5 +212,22 @@ describe("the serve loop runs the expiry pass", () => {
     await until("the loop's credential.disabled", async () => (await types()).includes("credential.disabled"), 30_000);
     expect(await types()).toEqual(["credential.expired", "credential.disabled"]);
     expect([...aws.apiGateway.keys.values()].find((k) => k.value === key.apiKey)?.enabled).toBe(false);
+  });
+});
+
+describe("check-config", () => {
+  it("lists each expiry policy with its age, warning and action, defaults applied; says when there is none", () => {
+    const gateways = {
+      "aws-us": { expiry: { maxAgeDays: 90, action: "disable" as const, plans: { gold: { maxAgeDays: 3 } } } },
+      local: {},
+    } as unknown as Parameters<typeof describeExpiry>[0]["gateways"];
+    expect(describeExpiry({ gateways })).toEqual([
+      "expiry:",
+      "  gateways.aws-us.expiry: maxAgeDays=90 warnDays=7 action=disable",
+      "  gateways.aws-us.expiry.plans.gold: maxAgeDays=3 warnDays=2 action=disable",
+    ]);
+    expect(describeExpiry({ gateways: { local: {} } as unknown as typeof gateways })).toEqual([
+      "expiry: off (no gateway has an expiry block)",
+    ]);
   });
 });
