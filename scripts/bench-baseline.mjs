@@ -5,11 +5,13 @@
 // (no auth, validation, store or log line). Listens on 127.0.0.1:<argv[3]>, prints "ready".
 //
 // `journal` (argv[4]: a directory for the database file): the express app plus only the durable
-// writes that credhook's rule "the intent is durable before any gateway call" costs on the
-// embedded default, through credhook's own SQLite store (packages/store-sqlite: WAL, group commit,
-// its checkpoints) and a record of credhook's shape — create: insert the intent, then save it
-// active; update: find by the key id, save the intent, save the result; revoke: find, save
-// `revoking`, delete. No auth, validation, provider state, key hashing or log line: the floor
+// writes that credhook's rules "the intent is durable before any gateway call" and "every change is
+// an event, written with it" (the transactional outbox) cost on the embedded default, through
+// credhook's own SQLite store (packages/store-sqlite: WAL, group commit, its checkpoints) and a record
+// of credhook's shape — create: insert the intent, then save it active with `credential.created`;
+// update: find by the key id, save the intent, save the result with `credential.updated`; revoke:
+// find, save `revoking`, delete with `credential.revoked`; and, as `credhook serve` with no sink does
+// once a second, settle the pending events in one write. No auth, validation, provider state, key hashing or log line: the floor
 // that any credhook on this store pays, to read its ratio to express against the goal's. Needs
 // the TypeScript sources: bench-server.ts starts it with its own loader (tsx).
 import { randomBytes } from "node:crypto";
@@ -31,7 +33,10 @@ async function openJournal(dir) {
   const { openSqliteStore } = await import("../packages/store-sqlite/src/index.ts");
   const { appKeyOf } = await import("../packages/core/src/entry/store.ts");
   const { newRecordId } = await import("../packages/core/src/store.ts");
+  const { credentialEvent } = await import("../packages/core/src/events.ts");
   const store = await openSqliteStore({ path: `${dir}/journal.db` });
+  setInterval(() => void store.outbox.settleUnsent(new Date().toISOString()), 1000).unref();
+  const event = (type, rec) => [credentialEvent(type, rec, new Date().toISOString())];
   const now = () => new Date().toISOString();
   const record = (body) => {
     const t = now();
@@ -65,7 +70,7 @@ async function openJournal(dir) {
       rec.status = "active";
       delete rec.pending;
       rec.updatedAt = now();
-      await store.save(rec);
+      await store.save(rec, event("credential.created", rec));
       return out;
     },
     async update(body) {
@@ -84,7 +89,7 @@ async function openJournal(dir) {
       rec.status = "active";
       delete rec.pending;
       rec.updatedAt = now();
-      await store.save(rec);
+      await store.save(rec, event("credential.updated", rec));
       return 204;
     },
     async revoke(body) {
@@ -93,7 +98,7 @@ async function openJournal(dir) {
       rec.status = "revoking";
       rec.updatedAt = now();
       await store.save(rec);
-      await store.delete(rec.id);
+      await store.delete(rec.id, event("credential.revoked", rec));
       return 204;
     },
   };

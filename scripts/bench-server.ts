@@ -7,8 +7,8 @@
  *    `credhook serve` on the embedded default (C: packages/server/config/webhook.config.yaml,
  *    SQLite, one info log line per request to a file), alternating A B C A B C.
  *    Then D, "express + journal" (bench-baseline.mjs `journal`): the express app plus only the
- *    durable writes of "the intent before any gateway call" through credhook's SQLite store — the
- *    floor under credhook's figures.
+ *    durable writes of "the intent before any gateway call" and of each change's event (the
+ *    transactional outbox) through credhook's SQLite store — the floor under credhook's figures.
  *    Prints each round, the median ratios C/B, C/A and D/B, p50/p99, each server's RSS, and
  *    credhook's CPU per request split into express's, the journal's and the rest.
  * 2. Startup: `credhook serve` on the embedded default, time to the first 204 of
