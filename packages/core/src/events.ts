@@ -184,11 +184,8 @@ export function driftEvent(
  */
 export type EventStatus = "pending" | "delivered" | "dead";
 
-/** An event as the outbox keeps it. */
-export interface StoredEvent {
-  /** The store's sequence number: events of one app are delivered in this order. */
-  seq: number;
-  event: CredentialEvent;
+/** An event's delivery state: how a delivery attempt ended, for {@link EventOutbox.settle}, and part of a {@link StoredEvent}. */
+export interface EventSettlement {
   status: EventStatus;
   /** Delivery attempts so far. */
   attempts: number;
@@ -198,8 +195,15 @@ export interface StoredEvent {
   sinksDone: string[];
   /** The last failed attempt's error, secret-free. */
   lastError?: string;
-  /** ISO 8601 time it was delivered (or given up as dead). */
+  /** ISO 8601 time it was delivered (or given up as dead): with status `delivered` or `dead`. */
   settledAt?: string;
+}
+
+/** An event as the outbox keeps it: the event and its delivery state. */
+export interface StoredEvent extends EventSettlement {
+  /** The store's sequence number: events of one app are delivered in this order. */
+  seq: number;
+  event: CredentialEvent;
 }
 
 /** Filters of {@link EventOutbox.list}. */
@@ -212,18 +216,6 @@ export interface EventFilter {
   status?: EventStatus;
   /** At most this many, the newest ones (still listed oldest first). @default 1000 */
   limit?: number;
-}
-
-/** How a delivery attempt ended, for {@link EventOutbox.settle}. */
-export interface EventSettlement {
-  status: EventStatus;
-  attempts: number;
-  /** ISO 8601. */
-  nextAttemptAt: string;
-  sinksDone: string[];
-  lastError?: string;
-  /** ISO 8601, with status `delivered` or `dead`. */
-  settledAt?: string;
 }
 
 /**

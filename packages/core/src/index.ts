@@ -72,6 +72,7 @@ export { createRouter } from "./routing.js";
 export type { Logger } from "./logger.js";
 export { silentLogger } from "./logger.js";
 export { Orchestrator } from "./orchestrator.js";
+export { revokeRequestFor } from "./orchestration/revoke.js";
 export type { CircuitBreakerOptions } from "./orchestration/circuits.js";
 export type { LeakOptions, LeakOutcome } from "./orchestration/leak.js";
 /** Credential expiry (docs/expiry.md): the config's policies resolved, one credential's expiry decided. */

@@ -429,15 +429,9 @@ export class ApigeeProvider implements Provider {
    */
   async setEnabled(ref: ProviderCredentialRef, enabled: boolean): Promise<RevokeOutcome> {
     return this.run(async () => {
-      const app = await this.find(ref);
-      if (!app) return "gone";
-      const mark = this.markOf(app);
-      if (mark === undefined || (ref.credentialId !== "" && mark !== ref.credentialId.toLowerCase()))
-        return "not-owned";
-      const developer = this.developerOf(
-        app,
-        typeof ref.resources.developer === "string" ? ref.resources.developer : undefined,
-      );
+      const owned = await this.ownedApp(ref);
+      if (typeof owned === "string") return owned;
+      const { app, developer } = owned;
       const base = this.appPath(developer, app.name);
       const status = enabled ? "approved" : "revoked";
       for (const k of (app.credentials ?? []).filter((c) => c.status !== status)) {
@@ -455,24 +449,36 @@ export class ApigeeProvider implements Provider {
 
   async revoke(ref: ProviderCredentialRef): Promise<RevokeOutcome> {
     return this.run(async () => {
-      const app = await this.find(ref);
-      if (!app) return "gone";
-      const mark = this.markOf(app);
-      if (mark === undefined || (ref.credentialId !== "" && mark !== ref.credentialId.toLowerCase())) {
-        this.logger.info(
-          { nativeId: ref.nativeId, credentialId: ref.credentialId },
-          "app is not this gateway's (or not this credential's); left untouched",
-        );
-        return "not-owned";
-      }
-      const developer = this.developerOf(
-        app,
-        typeof ref.resources.developer === "string" ? ref.resources.developer : undefined,
-      );
+      const owned = await this.ownedApp(ref);
+      if (typeof owned === "string") return owned;
+      const { app, developer } = owned;
       await this.api.call("DELETE", this.appPath(developer, app.name), `deleting app ${app.name}`, { ok: [200, 404] });
       this.logger.info({ appId: app.appId }, "credential revoked on Apigee");
       return "revoked";
     });
+  }
+
+  /**
+   * The developer app of `ref` and its developer when it carries this gateway's mark (and, when `ref.credentialId`
+   * is set, that credential's): what {@link revoke} and {@link setEnabled} act on. `gone` when there is no such app,
+   * `not-owned` (logged, left untouched) when it is not ours.
+   */
+  private async ownedApp(ref: ProviderCredentialRef): Promise<{ app: App; developer: string } | "gone" | "not-owned"> {
+    const app = await this.find(ref);
+    if (!app) return "gone";
+    const mark = this.markOf(app);
+    if (mark === undefined || (ref.credentialId !== "" && mark !== ref.credentialId.toLowerCase())) {
+      this.logger.info(
+        { nativeId: ref.nativeId, credentialId: ref.credentialId },
+        "app is not this gateway's (or not this credential's); left untouched",
+      );
+      return "not-owned";
+    }
+    const developer = this.developerOf(
+      app,
+      typeof ref.resources.developer === "string" ? ref.resources.developer : undefined,
+    );
+    return { app, developer };
   }
 
   private ownedResource(app: App): OwnedResource {

@@ -442,6 +442,22 @@ export class ApiKeyIssuer {
   }
 
   /**
+   * The API key of `ref` (GetApiKey, without its value) when it carries this gateway's mark (and, when
+   * `ref.credentialId` is set, the credential's): `gone` when there is no such key, `not-owned` (logged at warn,
+   * left untouched) when it is not ours. `what` names the operation in the log line.
+   */
+  private async markedKey(ref: ProviderCredentialRef, what: string): Promise<ApiKey | "gone" | "not-owned"> {
+    const key = await this.getKey(ref.nativeId, false);
+    if (!key) return "gone";
+    if (ownsApiKey(key.tags, this.gw, ref.credentialId)) return key;
+    this.rt.logger.warn(
+      { keyId: ref.nativeId, credentialId: ref.credentialId },
+      `${what} of an API key without this gateway's or this credential's mark: left untouched`,
+    );
+    return "not-owned";
+  }
+
+  /**
    * Reads the key's mark, then DeleteApiKey (or enabled=false under
    * revokeMode disable). A key without this gateway's (and, when
    * `ref.credentialId` is set, the credential's) mark is left untouched.
@@ -450,18 +466,9 @@ export class ApiKeyIssuer {
   async revoke(ref: ProviderCredentialRef): Promise<RevokeOutcome> {
     const keyId = ref.nativeId;
     const mode = this.rt.options.revokeMode;
-    const key = await this.getKey(keyId, false);
-    if (!key) {
-      this.rt.logger.info({ keyId }, "API key already gone: revoke is a no-op");
-      return "gone";
-    }
-    if (!ownsApiKey(key.tags, this.gw, ref.credentialId)) {
-      this.rt.logger.warn(
-        { keyId, credentialId: ref.credentialId },
-        "revoke of an API key without this gateway's or this credential's mark: left untouched",
-      );
-      return "not-owned";
-    }
+    const key = await this.markedKey(ref, "revoke");
+    if (key === "gone") this.rt.logger.info({ keyId }, "API key already gone: revoke is a no-op");
+    if (typeof key === "string") return key;
     if (mode === "disable" && key.enabled === false) return "gone";
     try {
       if (mode === "disable") {
@@ -489,15 +496,8 @@ export class ApiKeyIssuer {
    */
   async setEnabled(ref: ProviderCredentialRef, enabled: boolean): Promise<RevokeOutcome> {
     const keyId = ref.nativeId;
-    const key = await this.getKey(keyId, false);
-    if (!key) return "gone";
-    if (!ownsApiKey(key.tags, this.gw, ref.credentialId)) {
-      this.rt.logger.warn(
-        { keyId, credentialId: ref.credentialId },
-        "enable/disable of an API key without this gateway's or this credential's mark: left untouched",
-      );
-      return "not-owned";
-    }
+    const key = await this.markedKey(ref, "enable/disable");
+    if (typeof key === "string") return key;
     if (key.enabled === enabled) return "revoked"; // already so
     try {
       await this.client.send(

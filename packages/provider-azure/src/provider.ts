@@ -767,6 +767,29 @@ export class AzureApimProvider implements Provider {
    * @throws Throttled | UpstreamError | UpstreamUnavailable | UpstreamTimeout ARM failures (what failed is retried by the next revoke)
    */
   /**
+   * What {@link revoke} and {@link setEnabled} answer when `ref`'s id carries no mark of this gateway or of this
+   * credential (`owner` from {@link ownerOf}): `gone` when nothing exists under it, else `not-owned` (logged,
+   * left untouched).
+   */
+  private async notOursOutcome(
+    ref: ProviderCredentialRef,
+    owner: Awaited<ReturnType<AzureApimProvider["ownerOf"]>>,
+  ): Promise<"gone" | "not-owned"> {
+    const found = await this.anythingUnder(ref.nativeId);
+    if (found.length === 0) return "gone";
+    this.logger.info(
+      {
+        nativeId: ref.nativeId,
+        credentialId: ref.credentialId,
+        subscriptions: found.map((s) => s.sid),
+        markOf: owner?.credentialId ?? null,
+      },
+      "subscriptions under this id are not this gateway's (or not this credential's); left untouched",
+    );
+    return "not-owned";
+  }
+
+  /**
    * Suspends every live subscription of the credential (`state: suspended`: API Management refuses calls with
    * its keys, "the subscriber cannot call any APIs of the product") or activates them again, after checking the
    * mark as {@link revoke} does (a stale ETag is read again once, as every PATCH here).
@@ -775,7 +798,7 @@ export class AzureApimProvider implements Provider {
    */
   async setEnabled(ref: ProviderCredentialRef, enabled: boolean): Promise<RevokeOutcome> {
     const owner = await this.ownerOf(ref);
-    if (!owner || !owner.matches) return (await this.anythingUnder(ref.nativeId)).length === 0 ? "gone" : "not-owned";
+    if (!owner || !owner.matches) return this.notOursOutcome(ref, owner);
     const state = enabled ? "active" : "suspended";
     const live = (await this.membersOf(owner)).filter((s) => LIVE_STATES.has(s.state));
     if (live.length === 0) return "gone"; // revoked (cancelled or deleted): never brought back by an enable
@@ -800,20 +823,7 @@ export class AzureApimProvider implements Provider {
 
   async revoke(ref: ProviderCredentialRef): Promise<RevokeOutcome> {
     const owner = await this.ownerOf(ref);
-    if (!owner || !owner.matches) {
-      const found = await this.anythingUnder(ref.nativeId);
-      if (found.length === 0) return "gone";
-      this.logger.info(
-        {
-          nativeId: ref.nativeId,
-          credentialId: ref.credentialId,
-          subscriptions: found.map((s) => s.sid),
-          markOf: owner?.credentialId ?? null,
-        },
-        "subscriptions under this id are not this gateway's (or not this credential's); left untouched",
-      );
-      return "not-owned";
-    }
+    if (!owner || !owner.matches) return this.notOursOutcome(ref, owner);
     const members = await this.membersOf(owner);
     const stored = new Map(storedOf(ref.resources).map((s) => [lower(s.sid), s.etag]));
     const targets = this.opts.revokeMode === "delete" ? members : members.filter((s) => LIVE_STATES.has(s.state));

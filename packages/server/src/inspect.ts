@@ -22,7 +22,7 @@ import {
   expiryState,
   type Orchestrator,
   resolveExpiryPolicies,
-  type RevokeCredentialsRequest,
+  revokeRequestFor,
 } from "@credhook/core";
 import { type ErrorCode, isCredhookError, retryAfterOf } from "@credhook/core/errors";
 import { destination } from "pino";
@@ -363,13 +363,7 @@ export async function actOnCredentials(
     try {
       let outcome;
       if (action === "revoke") {
-        const req = {
-          credentialType: rec.credentialType,
-          ...(rec.credentialType === "API_KEY" ? { apiKeyId: rec.publicId } : { clientId: rec.publicId }),
-          appName: rec.app.appName,
-          developer: rec.app.developer,
-        } as RevokeCredentialsRequest;
-        outcome = await orchestrator.revoke(req, options);
+        outcome = await orchestrator.revoke(revokeRequestFor(rec), options);
       } else if (action === "disable") outcome = await orchestrator.disable(rec.id, options);
       else outcome = await orchestrator.enable(rec.id, how.reason ? { reason: how.reason } : {});
       results.push({ ...base, outcome: DONE[action], gateways: outcome.gateways });

@@ -49,6 +49,7 @@ const EXPORTED_NAMES: Record<string, string[]> = {
     "openApiDocument",
     "precompiledKey",
     "resolveExpiryPolicies",
+    "revokeRequestFor",
     "secretFingerprint",
     "silentLogger",
     "validateConfig",

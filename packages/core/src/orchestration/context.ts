@@ -12,6 +12,7 @@ import {
   ErrorCodes,
   isCredhookError,
   isStoreFailure,
+  NotFound,
   Unroutable,
   UpstreamError,
 } from "../errors.js";
@@ -179,6 +180,22 @@ export class OrchestrationContext implements GatewayTopology {
     }
     this.logger.error({ gateway, err }, "provider threw an untyped error");
     return new UpstreamError(`gateway '${gateway}' failed unexpectedly`, { cause: err, gateway });
+  }
+
+  /**
+   * Runs `fn` on record `credentialId` under its app's lock, re-read once the lock is held (an operator's or a
+   * pass's action on one credential: disable, enable, a leak report).
+   * @throws NotFound (404) no record with that id, before or once the lock is held (it was revoked)
+   */
+  async lockedRecord<T>(credentialId: string, fn: (rec: CredentialRecord) => Promise<T>): Promise<T> {
+    const gone = () => new NotFound(`credential ${credentialId} does not exist (it was revoked)`);
+    const first = await this.store.get(credentialId);
+    if (!first) throw gone();
+    return this.lock.run(first.appKey, async () => {
+      const rec = await this.store.get(credentialId);
+      if (!rec) throw gone();
+      return fn(rec);
+    });
   }
 
   /** The provider's reference to a record's binding (its mark's credential id, native id, resources, app). */

@@ -11,10 +11,11 @@
  * only once all confirmed: a half-done enable stays disabled on the record.
  * Both are idempotent: a retry completes what a failure left.
  */
-import { Conflict, NotFound, PolicyViolation } from "../errors.js";
+import { Conflict, PolicyViolation } from "../errors.js";
 import type { RevokeOutcome } from "../provider.js";
 import type { CredentialRecord } from "../store.js";
 import type { OrchestrationContext } from "./context.js";
+import { markLeaked } from "./journal.js";
 import type { DisableOptions, OperationOutcome } from "./types.js";
 
 /**
@@ -33,11 +34,7 @@ export async function setCredentialEnabled(
   enabled: boolean,
   options: DisableOptions = {},
 ): Promise<OperationOutcome> {
-  const first = await ctx.store.get(credentialId);
-  if (!first) throw new NotFound(`credential ${credentialId} does not exist (it was revoked)`);
-  return ctx.lock.run(first.appKey, async () => {
-    const rec = await ctx.store.get(credentialId);
-    if (!rec) throw new NotFound(`credential ${credentialId} does not exist (it was revoked)`);
+  return ctx.lockedRecord(credentialId, async (rec) => {
     if (rec.status !== "active") {
       throw new Conflict(
         `credential ${credentialId} is ${rec.status}, not active: ${enabled ? "enable" : "disable"} it once its ${rec.status === "abandoned" ? "clean-up" : "operation"} is finished, or revoke it`,
@@ -57,12 +54,11 @@ export async function setCredentialEnabled(
     const why = options.reason ? { reason: options.reason } : {};
     if (!enabled) {
       // The decision first, with the leak's event: the portal's update is refused from now on.
-      const leakedNow = options.leaked === true && !rec.leakedAt;
-      if (!rec.disabled || leakedNow) {
+      const leaked = options.leaked ? markLeaked(ctx, rec, options.reason) : [];
+      if (!rec.disabled || leaked.length > 0) {
         rec.disabled ??= { at: ctx.nowIso(), ...why, gateways: [] };
-        if (leakedNow) rec.leakedAt = ctx.nowIso();
         rec.updatedAt = ctx.nowIso();
-        await ctx.store.save(rec, leakedNow ? [ctx.event("credential.leaked", rec, why)] : undefined);
+        await ctx.store.save(rec, leaked);
       }
     } else if (!rec.disabled) {
       return { gateways: [], credentialId }; // not disabled: nothing to do

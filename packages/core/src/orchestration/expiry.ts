@@ -19,7 +19,7 @@ import { isCredhookError, isStoreFailure, PolicyViolation } from "../errors.js";
 import type { CredentialRecord, ExpiryInfo } from "../store.js";
 import type { OrchestrationContext } from "./context.js";
 import { setCredentialEnabled } from "./disable.js";
-import { revoke } from "./revoke.js";
+import { revoke, revokeRequestFor } from "./revoke.js";
 
 /** What happens to a credential at its expiry, weakest first: `notify` (events only), `disable`, `revoke`. */
 export const EXPIRY_ACTIONS = ["notify", "disable", "revoke"] as const;
@@ -313,17 +313,7 @@ async function markExpiry(
  */
 async function act(ctx: OrchestrationContext, rec: CredentialRecord): Promise<void> {
   const reason = "expired";
-  const revokeIt = () =>
-    revoke(
-      ctx,
-      {
-        credentialType: rec.credentialType,
-        ...(rec.credentialType === "API_KEY" ? { apiKeyId: rec.publicId } : { clientId: rec.publicId }),
-        appName: rec.app.appName,
-        developer: rec.app.developer,
-      } as Parameters<typeof revoke>[1],
-      { reason },
-    );
+  const revokeIt = () => revoke(ctx, revokeRequestFor(rec), { reason });
   if (rec.expiry!.action === "revoke") {
     await revokeIt();
     return;

@@ -1,8 +1,9 @@
 /**
  * The record journal: how a credential record's state changes are written —
- * the intent of a create before any cloud call, and the turn of a failed or
- * interrupted create into an `abandoned` record.
+ * the intent of a create before any cloud call, the turn of a failed or
+ * interrupted create into an `abandoned` record, and a leak's first report.
  */
+import type { CredentialEvent } from "../events.js";
 import { newRecordId, type CredentialRecord } from "../store.js";
 import type { OrchestrationContext } from "./context.js";
 import type { CreatePlan } from "./plan.js";
@@ -53,4 +54,16 @@ export function markAbandoned(
   delete rec.pending;
   rec.abandoned = { at: now, reason, uncertain, settleUntil, attempts: 0 };
   rec.updatedAt = now;
+}
+
+/**
+ * A leak reported for `rec` (`credhook revoke|disable --reason leaked`, a secret-scanning alert): the first time,
+ * sets the record's `leakedAt` (in memory) and returns its `credential.leaked` event, for the store write that
+ * carries the change; after that, nothing — one `credential.leaked` per credential however often it is reported.
+ * @param reason carried by the event, when given
+ */
+export function markLeaked(ctx: OrchestrationContext, rec: CredentialRecord, reason?: string): CredentialEvent[] {
+  if (rec.leakedAt) return [];
+  rec.leakedAt = ctx.nowIso();
+  return [ctx.event("credential.leaked", rec, reason ? { reason } : {})];
 }

@@ -4,8 +4,8 @@
  * store write (the transactional outbox), once per credential — as `disable.ts` and `revoke.ts` do when they act
  * on a leak — and nothing changes on any gateway: the key keeps working until an operator or a sink acts.
  */
-import { NotFound } from "../errors.js";
 import type { OrchestrationContext } from "./context.js";
+import { markLeaked } from "./journal.js";
 import type { OperationOutcome } from "./types.js";
 
 /** Why a leak is reported ({@link reportLeaked}). */
@@ -35,20 +35,15 @@ export async function reportLeaked(
   credentialId: string,
   options: LeakOptions = {},
 ): Promise<LeakOutcome> {
-  const gone = () => new NotFound(`credential ${credentialId} does not exist (it was revoked)`);
-  const first = await ctx.store.get(credentialId);
-  if (!first) throw gone();
-  return ctx.lock.run(first.appKey, async () => {
-    const rec = await ctx.store.get(credentialId);
-    if (!rec) throw gone();
-    if (rec.leakedAt) return { gateways: [], credentialId, announced: false, leakedAt: rec.leakedAt };
-    rec.leakedAt = ctx.nowIso();
-    rec.updatedAt = rec.leakedAt;
-    await ctx.store.save(rec, [ctx.event("credential.leaked", rec, options.reason ? { reason: options.reason } : {})]);
+  return ctx.lockedRecord(credentialId, async (rec) => {
+    const leaked = markLeaked(ctx, rec, options.reason);
+    if (leaked.length === 0) return { gateways: [], credentialId, announced: false, leakedAt: rec.leakedAt! };
+    rec.updatedAt = rec.leakedAt!;
+    await ctx.store.save(rec, leaked);
     ctx.logger.info(
       { credentialId, ...(options.reason ? { reason: options.reason } : {}) },
       "credential reported leaked (no gateway changed)",
     );
-    return { gateways: [], credentialId, announced: true, leakedAt: rec.leakedAt };
+    return { gateways: [], credentialId, announced: true, leakedAt: rec.leakedAt! };
   });
 }

@@ -5,10 +5,24 @@
  */
 import type { RevokeCredentialsRequest } from "../contract.js";
 import type { AppIdentity, RevokeOutcome } from "../provider.js";
+import type { CredentialRecord } from "../store.js";
 import { revokeBindings, revokeOne } from "./abandoned.js";
 import type { OrchestrationContext } from "./context.js";
-import { markAbandoned } from "./journal.js";
+import { markAbandoned, markLeaked } from "./journal.js";
 import type { OperationOutcome, RevokeOptions } from "./types.js";
+
+/**
+ * The portal's revoke request for `rec` (its type, the public id the portal holds, the app): what an operator's or
+ * a pass's revoke of a recorded credential sends through {@link revoke}.
+ */
+export function revokeRequestFor(rec: CredentialRecord): RevokeCredentialsRequest {
+  return {
+    credentialType: rec.credentialType,
+    ...(rec.credentialType === "API_KEY" ? { apiKeyId: rec.publicId } : { clientId: rec.publicId }),
+    appName: rec.app.appName,
+    developer: rec.app.developer,
+  } as RevokeCredentialsRequest;
+}
 
 /**
  * Revokes the credential on every gateway the store knows, or — when the store
@@ -65,9 +79,7 @@ export async function revoke(
     rec.status = "revoking";
     rec.updatedAt = ctx.nowIso();
     // Once per credential: a retried or repeated leak report writes no second `credential.leaked`.
-    const leakedNow = options.leaked === true && !rec.leakedAt;
-    if (leakedNow) rec.leakedAt = rec.updatedAt;
-    await ctx.store.save(rec, leakedNow ? [ctx.event("credential.leaked", rec, why)] : undefined);
+    await ctx.store.save(rec, options.leaked ? markLeaked(ctx, rec, options.reason) : []);
     const gateways = rec.bindings.map((b) => b.gateway);
     const left = await revokeBindings(ctx, rec);
     if (left.length > 0) {
