@@ -140,7 +140,10 @@ export class Unroutable extends CredhookError {
  * app's APIs need different credential types, two gateways would each generate
  * their own key value, client credentials would span several gateways, or a
  * gateway cannot import the app's key value (docs/architecture.md, "Credentials across
- * several gateways").
+ * several gateways"). A provider throws it, before any write, for a request its
+ * gateway's configuration cannot serve although each name in it is known (Kong:
+ * usage plans whose merged limits Kong's rate-limiting plugin refuses): the
+ * configuration's problem, not the gateway's failure, so never a 502 to retry.
  */
 export class PolicyViolation extends CredhookError {
   constructor(message: string, options: CredhookErrorOptions = {}) {

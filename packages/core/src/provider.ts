@@ -8,7 +8,8 @@
  * then calls {@link ProviderFactory.create} once per gateway at start-up.
  *
  * Providers throw only core's typed errors (`errors.ts`): NotFound, Conflict,
- * InvalidReference, Throttled, UpstreamError, UpstreamUnavailable,
+ * InvalidReference, PolicyViolation (a request the gateway's configuration cannot
+ * serve, before any write), Throttled, UpstreamError, UpstreamUnavailable,
  * UpstreamTimeout — never a raw SDK error. They never log or return a secret
  * except in the fields meant for it ({@link ProviderCredential.apiKey},
  * {@link ProviderCredential.clientSecret}).

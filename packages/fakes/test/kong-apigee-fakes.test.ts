@@ -59,6 +59,38 @@ describe("Kong Admin API fake", () => {
     }
   });
 
+  it("a rate-limiting plugin out of Kong's period order is refused on create and on PATCH with Kong's schema violation; in order it is accepted", async () => {
+    const kong = await startKongFake();
+    try {
+      const c = await send(`${kong.url}/consumers`, "POST", { username: "a" });
+      const plugins = `${kong.url}/consumers/${c.json.id}/plugins`;
+      const refused = (upper: string, v2: string, lower: string, v1: string) => {
+        const text = `The limit for ${upper}(${v2}) cannot be lower than the limit for ${lower}(${v1})`;
+        return {
+          code: 2,
+          name: "schema violation",
+          message: `schema violation (config: ${text})`,
+          fields: { config: text },
+        };
+      };
+      const bad = await send(plugins, "POST", { name: "rate-limiting", config: { minute: 100, hour: 50 } });
+      expect([bad.status, bad.json]).toEqual([400, refused("hour", "50.0", "minute", "100.0")]);
+      expect(kong.plugins()).toEqual([]);
+      // equal limits are in order; unset windows (null) are not compared
+      const ok = await send(plugins, "POST", {
+        name: "rate-limiting",
+        config: { second: 5, minute: 5, hour: null, year: 9 },
+      });
+      expect(ok.status).toBe(201);
+      // a PATCH is checked on the merged config: second 50 over the stored minute 5
+      const patched = await send(`${kong.url}/plugins/${ok.json.id}`, "PATCH", { config: { second: 50 } });
+      expect([patched.status, patched.json]).toEqual([400, refused("minute", "5.0", "second", "50.0")]);
+      expect(kong.plugins()[0]!.config).toMatchObject({ second: 5, minute: 5, year: 9 });
+    } finally {
+      await kong.close();
+    }
+  });
+
   it("RBAC: a missing or wrong Kong-Admin-Token is 401, a denied endpoint 403; Konnect's path and bearer token", async () => {
     const kong = await startKongFake({ adminToken: "t", denied: [{ method: "DELETE", path: "/consumers" }] });
     const konnect = await startKongFake({ basePath: "/v2/control-planes/cp1/core-entities", bearerToken: "kpat" });

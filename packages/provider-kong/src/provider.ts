@@ -17,6 +17,7 @@ import {
   Conflict,
   InvalidReference,
   NotFound,
+  PolicyViolation,
   ValidationError,
   isCredhookError,
   type CredhookError,
@@ -45,12 +46,14 @@ import type {
   RotatedSecret,
 } from "@credhook/core/provider";
 import type { KongAdmin, KongEntity } from "./admin.js";
-
-/** A plan's limits: requests per window (the rate-limiting plugin's config fields). */
-export type PlanLimits = Partial<Record<(typeof WINDOWS)[number], number>>;
-
-/** The rate-limiting plugin's windows. */
-export const WINDOWS = ["second", "minute", "hour", "day", "month", "year"] as const;
+import {
+  describeInversions,
+  mergePlans,
+  PERIOD_ORDER_RULE,
+  periodInversions,
+  type PlanLimits,
+  WINDOWS,
+} from "./limits.js";
 
 /** Options after defaults, as the provider uses them. */
 export interface ResolvedKongOptions {
@@ -79,6 +82,20 @@ export function markOf(tags: string[] | null | undefined, gateway: string): stri
       .find((t) => t.startsWith(CRED_TAG))
       ?.slice(CRED_TAG.length)
       .toLowerCase() ?? ""
+  );
+}
+
+/**
+ * True when the plugin `rl` already has `config` (each of its fields; Kong answers `null` for an unset
+ * window) and exactly the tags `tags` (in any order): setting them again would change nothing.
+ */
+function sameSettings(rl: KongEntity, config: Record<string, unknown>, tags: string[]): boolean {
+  const current = (rl.config ?? {}) as Record<string, unknown>;
+  const had = new Set(rl.tags ?? []);
+  return (
+    Object.entries(config).every(([k, v]) => (current[k] ?? null) === v) &&
+    had.size === new Set(tags).size &&
+    tags.every((t) => had.has(t))
   );
 }
 
@@ -133,6 +150,8 @@ export class KongProvider implements Provider {
   /**
    * The plans of `apis` and their merged limits: each window takes the largest limit of the plans.
    * @throws InvalidReference a plan the `plans` option does not define
+   * @throws PolicyViolation (422) the plans are each valid but their merge is not: Kong's rate-limiting
+   *   plugin would refuse it (a longer window's limit lower than a shorter one's, see `limits.ts`)
    */
   private limitsOf(apis: GatewayApi[]): { plans: string[]; limits: PlanLimits | undefined } {
     const plans = [...new Set(apis.flatMap((a) => a.usagePlans))].sort();
@@ -144,12 +163,14 @@ export class KongProvider implements Provider {
       );
     }
     if (plans.length === 0) return { plans, limits: undefined };
-    const limits: PlanLimits = {};
-    for (const p of plans)
-      for (const w of WINDOWS) {
-        const v = this.opts.plans[p]![w];
-        if (v !== undefined) limits[w] = Math.max(limits[w] ?? 0, v);
-      }
+    const { limits, source } = mergePlans(plans, this.opts.plans);
+    const inversions = periodInversions(limits);
+    if (inversions.length > 0) {
+      throw this.errors.error(
+        PolicyViolation,
+        `usage plans ${plans.map((p) => `'${p}'`).join(", ")} cannot be combined on this gateway: merged (each window the largest limit of the plans) they give ${describeInversions(limits, inversions, source)}, and ${PERIOD_ORDER_RULE}; give the app plans that fit together, or change the gateway's 'plans' option`,
+      );
+    }
     return { plans, limits };
   }
 
@@ -212,8 +233,10 @@ export class KongProvider implements Provider {
 
   /**
    * Brings the consumer's ACL groups and rate-limiting plugin to what `apis` need:
-   * adds missing groups, sets the plugin, then removes the groups credhook added that are no longer needed (add before remove).
+   * adds missing groups, sets the plugin (unless it already has these limits and plans: a no-op update writes nothing),
+   * then removes the groups credhook added that are no longer needed (add before remove).
    * Entities without this gateway's mark are left as they are.
+   * @throws InvalidReference | PolicyViolation from {@link limitsOf}, before any write
    */
   private async applyAccess(consumer: KongEntity, credentialId: string, apis: GatewayApi[]): Promise<void> {
     const { plans, limits } = this.limitsOf(apis);
@@ -244,9 +267,10 @@ export class KongProvider implements Provider {
         policy: this.opts.policy,
         limit_by: "consumer",
       };
-      if (rl)
-        await this.admin.call("PATCH", `/plugins/${rl.id}`, what, { body: { config, tags: planTags }, ok: [200] });
-      else
+      if (rl) {
+        if (!sameSettings(rl, config, planTags))
+          await this.admin.call("PATCH", `/plugins/${rl.id}`, what, { body: { config, tags: planTags }, ok: [200] });
+      } else
         await this.admin.call("POST", `${cpath}/plugins`, what, {
           body: { name: "rate-limiting", config, tags: planTags },
           ok: [201],
@@ -277,6 +301,7 @@ export class KongProvider implements Provider {
    * ACL groups and rate-limiting plugin, all marked. A retried create finds the consumer
    * its deterministic username names (409) and carries on.
    * @throws InvalidReference a usage plan not in `plans` (before any write)
+   * @throws PolicyViolation the app's plans merge into limits Kong refuses (before any write)
    * @throws Conflict the key value is another consumer's, or the username is taken by a consumer without this credential's mark
    * @throws Throttled | UpstreamError | UpstreamUnavailable | UpstreamTimeout Admin API failures, with `partial` once the consumer exists
    */
@@ -312,9 +337,11 @@ export class KongProvider implements Provider {
   }
 
   /**
-   * Applies the app's new API/plan set: ACL groups added, the plugin set, groups removed (add before remove).
+   * Applies the app's new API/plan set: ACL groups added, the plugin set, groups removed (add before remove);
+   * what already is as wanted is not written again.
    * @throws NotFound the consumer is gone or not this gateway's (this credential's)
    * @throws InvalidReference a usage plan not in `plans` (before any write)
+   * @throws PolicyViolation the new plans merge into limits Kong refuses (before any write)
    */
   async update(input: ProviderUpdateInput): Promise<ProviderUpdateResult> {
     const { consumer, credentialId } = await this.owned(input);

@@ -57,7 +57,7 @@ export const optionsSchema = {
       type: "object",
       default: {},
       description:
-        "Portal usage plan id → its limits, set on the consumer's `rate-limiting` plugin. A plan not listed here is unknown (422). With several plans, each window takes the largest limit of them. Default `{}`: an app with no usage plan gets no rate-limiting plugin.",
+        "Portal usage plan id → its limits, set on the consumer's `rate-limiting` plugin. A plan not listed here is unknown (422). With several plans, each window takes the largest limit of them. Kong's plugin requires second <= minute <= hour <= day <= month <= year wherever both are set (`kong/plugins/rate-limiting/schema.lua`, https://github.com/Kong/kong/blob/master/kong/plugins/rate-limiting/schema.lua): a plan that breaks it is a configuration error, and a request whose plans merge into limits that break it answers 422 (credhook warns of such pairs at start). Default `{}`: an app with no usage plan gets no rate-limiting plugin.",
       additionalProperties: {
         type: "object",
         additionalProperties: false,

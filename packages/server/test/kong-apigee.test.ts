@@ -1,16 +1,23 @@
 /**
  * Kong and Apigee behind the real server (SQLite store, the embedded gateway beside them):
- * `credhook adopt` of an existing Kong consumer and Apigee app, and no orphan after a
- * write that lands late or a gateway that fails in the middle of a multi-gateway create.
+ * `credhook adopt` of an existing Kong consumer and Apigee app, no orphan after a
+ * write that lands late or a gateway that fails in the middle of a multi-gateway create, and
+ * Kong plans Kong's rate-limiting plugin refuses: refused by check-config and serve, 422 for a
+ * request whose plans merge into such limits.
  *
  * Both fakes run on one {@link ManualClock}: a write they hold lands when a test advances it,
  * never while the client still waits, so the client's time-out (real time) is generous: 2 s
  * a call, which a busy machine does not reach on a local call.
  */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startApigeeFake, type ApigeeFake } from "@credhook/fakes/apigee";
 import { startKongFake, type KongFake } from "@credhook/fakes/kong";
 import { ManualClock } from "@credhook/fakes/clock";
+import { checkConfig } from "../src/check-config.js";
+import { importProviderModule, loadConfigFile } from "../src/index.js";
 import { errorOf, LOCAL_YAML, startTestServer, type TestServer } from "./helpers.js";
 
 const YAML = LOCAL_YAML.replace(
@@ -18,7 +25,7 @@ const YAML = LOCAL_YAML.replace(
   `  kong:
     provider: kong
     credentialType: API_KEY
-    options: { adminUrl: "\${KONG_URL}", plans: { k-gold: { minute: 100 } }, timeoutMs: 2000, maxRetries: 0 }
+    options: { adminUrl: "\${KONG_URL}", plans: { k-gold: { minute: 100 }, k-burst: { second: 150 } }, timeoutMs: 2000, maxRetries: 0 }
   apigee:
     provider: apigee
     credentialType: API_KEY
@@ -174,5 +181,76 @@ describe("never an orphan", () => {
     expect(await s.credhook.store.stateFor("local").list("cred:")).toEqual([]);
     await settle();
     expect(apigee.apps()).toEqual([]);
+  });
+});
+
+describe("Kong plans Kong's rate-limiting plugin refuses", () => {
+  it("check-config and serve refuse a plan whose longer window allows fewer requests, naming its YAML path and the periods", async () => {
+    const yaml = YAML.replace("k-burst: { second: 150 }", "k-burst: { second: 150 }, k-bad: { minute: 100, hour: 50 }");
+    const env = { KONG_URL: kong.url, APIGEE_URL: apigee.url };
+    const problem =
+      /^\[provider-kong\] gateways\.kong\.options\.plans\.k-bad: minute 100 above hour 50: Kong refuses this plan/;
+    const dir = mkdtempSync(join(tmpdir(), "credhook-kong-plans-"));
+    try {
+      writeFileSync(join(dir, "webhook.config.yaml"), yaml);
+      const config = await loadConfigFile(join(dir, "webhook.config.yaml"), {
+        env: { CREDHOOK_PASSWORD: "kong-plans-password", CREDHOOK_DATA_DIR: dir, ...env },
+      });
+      const checked = await checkConfig(config, importProviderModule).catch((e: unknown) => e);
+      expect((checked as { messages: string[] }).messages).toEqual([expect.stringMatching(problem)]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const served = await startTestServer(yaml, env).catch((e: unknown) => e);
+    expect((served as { messages: string[] }).messages).toEqual([expect.stringMatching(problem)]);
+  });
+
+  it("serve starts with plans valid alone and warns of the pairs one app cannot have", () => {
+    const line = s.logs.map((l) => JSON.parse(l)).find((l) => l.at === "gateways.kong.options.plans");
+    expect(line).toMatchObject({
+      level: "warn",
+      gateway: "kong",
+      conflicts: ["'k-gold' + 'k-burst': second 150 (plan 'k-burst') above minute 100 (plan 'k-gold')"],
+    });
+  });
+
+  it("a create whose Kong plans merge into limits Kong refuses answers 422 naming the plans and the periods, not 502; nothing is left on any gateway", async () => {
+    const before = kong.requests.length;
+    const res = await s.post("/v1/createCredentials", {
+      appName: "Burst and Gold",
+      developer: dev,
+      apis: [{ id: "k-orders", usagePlans: [{ id: "k-gold" }, { id: "k-burst" }] }, { id: "orders-3" }],
+    });
+    const err = await errorOf(res);
+    expect(err.status).toBe(422);
+    expect(err.messages.join(" ")).toContain(
+      "usage plans 'k-burst', 'k-gold' cannot be combined on this gateway: merged (each window the largest limit of the plans) they give second 150 (plan 'k-burst') above minute 100 (plan 'k-gold')",
+    );
+    expect(kong.requests.slice(before).filter((r) => r.method !== "GET")).toEqual([]);
+    expect(kong.consumers()).toEqual([]);
+    expect(await s.credhook.store.stateFor("local").list("cred:")).toEqual([]);
+    expect((await s.credhook.store.list()).filter((r) => r.status === "active")).toEqual([]);
+  });
+
+  it("an update adding a Kong plan that cannot join the app's other plan answers 422; the consumer keeps what it had", async () => {
+    const created = await s.call("/v1/createCredentials", {
+      appName: "Gold",
+      developer: dev,
+      apis: [{ id: "k-orders", usagePlans: [{ id: "k-gold" }] }],
+    });
+    expect(created.status).toBe(200);
+    const apiKeyId = (created.json as { apiKeyId: string }).apiKeyId;
+    const before = kong.requests.length;
+    const err = await errorOf(
+      await s.post("/v1/updateCredentials", {
+        credentialType: "API_KEY",
+        apiKeyId,
+        apis: [{ id: "k-orders", action: "NONE", usagePlans: [{ id: "k-burst", action: "ADDED" }] }],
+      }),
+    );
+    expect(err.status).toBe(422);
+    expect(err.messages.join(" ")).toContain("second 150 (plan 'k-burst') above minute 100 (plan 'k-gold')");
+    expect(kong.requests.slice(before).filter((r) => r.method !== "GET")).toEqual([]);
+    expect(kong.plugins().map((p) => p.config)).toMatchObject([{ second: null, minute: 100 }]);
   });
 });

@@ -10,7 +10,10 @@
  * - a missing entity is 404 `{"message":"Not found"}`; a duplicate `username`,
  *   key-auth `key`, consumer+ACL `group` or consumer+plugin `name` is 409
  *   `{"code":5,"name":"unique constraint violation","message":"UNIQUE violation detected on '{key=\"…\"}'","fields":{…}}`
- *   (the message carries the duplicate value, key included); a schema violation 400 with code 2;
+ *   (the message carries the duplicate value, key included); a schema violation 400 with code 2 — among them a
+ *   rate-limiting plugin whose limits are out of Kong's period order (second <= minute <= hour <= day <= month <= year
+ *   wherever both are set), on its create and on a PATCH, with Kong's body
+ *   `{"code":2,"name":"schema violation","message":"schema violation (config: The limit for hour(50.0) cannot be lower than the limit for minute(100.0))","fields":{"config":"The limit for …"}}`;
  * - lists page by `size` (1–1000, default 100) and an opaque `offset`, answering
  *   `{"data":[…],"next":"/consumers?offset=…","offset":"…"}` (`next: null` on the last page);
  *   `?tags=a,b` filters with AND, `?tags=a/b` with OR, at most 5 tags, never mixed
@@ -114,6 +117,25 @@ type Entity = { id: string; tags: string[] | null };
 /** Printable, no space, no `,` or `/` (Kong's tag rule). */
 const TAG = /^[!-+\-.0-~\u0080-\uffff]+$/;
 const RATE_FIELDS = ["second", "minute", "hour", "day", "month", "year"] as const;
+
+/**
+ * Kong's `validate_periods_order` (the rate-limiting plugin's `custom_validator` in
+ * `kong/plugins/rate-limiting/schema.lua`, https://github.com/Kong/kong/blob/master/kong/plugins/rate-limiting/schema.lua):
+ * the first pair of windows, shortest first, whose longer window's limit is lower, in Kong's words
+ * (its `%.1f`: `The limit for hour(50.0) cannot be lower than the limit for minute(100.0)`); undefined when in order.
+ */
+function periodOrderViolation(config: Record<string, unknown>): string | undefined {
+  for (const [i, lower] of RATE_FIELDS.entries()) {
+    const v1 = config[lower];
+    if (typeof v1 !== "number") continue;
+    for (const upper of RATE_FIELDS.slice(i + 1)) {
+      const v2 = config[upper];
+      if (typeof v2 === "number" && v2 < v1)
+        return `The limit for ${upper}(${v2.toFixed(1)}) cannot be lower than the limit for ${lower}(${v1.toFixed(1)})`;
+    }
+  }
+  return undefined;
+}
 
 const notFound = (): JsonFakeAnswer => ({ status: 404, body: { message: "Not found" } });
 const schemaViolation = (fields: Record<string, unknown>, text: string): JsonFakeAnswer => ({
@@ -276,6 +298,8 @@ export async function startKongFake(options: KongFakeOptions = {}): Promise<Kong
           `config.${f}: value must be greater than 0`,
         );
     }
+    const order = periodOrderViolation(config);
+    if (order) return schemaViolation({ config: order }, `config: ${order}`);
     if (!RATE_FIELDS.some((f) => typeof config[f] === "number")) {
       return schemaViolation(
         {
