@@ -430,6 +430,15 @@ export interface ProviderExtension<Config = unknown> {
    * @returns one message per problem, naming its YAML path; empty when none
    */
   problems?(config: Config, context: ExtensionCheckContext): string[];
+  /**
+   * What works as configured but goes wrong in a setting the operator should change (a key
+   * that every instance sharing the store must have alike, left unset): `credhook check-config`
+   * prints them under `warnings:`, `credhook serve` logs each at `warn` when it starts. Needs no
+   * store and no listener; `context.sharedStore` is false in `check-config`, so judge a shared
+   * store by `context.store` there.
+   * @returns one message per warning, naming its YAML path and the fix; empty when none
+   */
+  warnings?(config: Config, context: ExtensionCheckContext): string[];
   /** Lines `credhook check-config` prints about the block (what it will serve, where). */
   describe?(config: Config): string[];
   /**

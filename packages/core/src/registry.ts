@@ -56,19 +56,20 @@ export interface ConfiguredExtension {
 
 /**
  * The extensions `config` turns on (each key of {@link BUILTIN_EXTENSIONS} present in it), their
- * blocks parsed, and the problems each reports against the gateways and the store.
+ * blocks parsed, and the problems and warnings each reports against the gateways and the store.
  * @param gateways the loaded gateways, by name
  * @param sharedStore whether the store is shared by instances; false before it is opened
- * @returns the extensions and one message per problem (each naming its YAML path)
+ * @returns the extensions, one message per problem and one per warning (each naming its YAML path)
  * @throws ConfigError when a block is invalid, or its package cannot be loaded or contributes no extension for it
  */
 export async function loadExtensions(
   config: CredhookConfig,
   gateways: ReadonlyMap<string, Gateway>,
   options: { importModule: LoadGatewaysOptions["importModule"]; sharedStore?: boolean },
-): Promise<{ extensions: ConfiguredExtension[]; problems: string[] }> {
+): Promise<{ extensions: ConfiguredExtension[]; problems: string[]; warnings: string[] }> {
   const extensions: ConfiguredExtension[] = [];
   const problems: string[] = [];
+  const warnings: string[] = [];
   const blocks = config as unknown as Record<string, unknown>;
   for (const [configKey, providerType] of Object.entries(BUILTIN_EXTENSIONS)) {
     const raw = blocks[configKey];
@@ -81,16 +82,16 @@ export async function loadExtensions(
       ]);
     const parsed = extension.parseConfig(raw, configKey);
     const own = [...gateways.values()].filter((g) => providerPackage(g.providerType) === providerPackage(providerType));
-    problems.push(
-      ...(extension.problems?.(parsed, {
-        providers: own.map((g) => ({ gateway: g.name, provider: g.provider })),
-        store: config.store,
-        sharedStore: options.sharedStore ?? false,
-      }) ?? []),
-    );
+    const context = {
+      providers: own.map((g) => ({ gateway: g.name, provider: g.provider })),
+      store: config.store,
+      sharedStore: options.sharedStore ?? false,
+    };
+    problems.push(...(extension.problems?.(parsed, context) ?? []));
+    warnings.push(...(extension.warnings?.(parsed, context) ?? []));
     extensions.push({ configKey, providerType, extension, config: parsed, gateways: own });
   }
-  return { extensions, problems };
+  return { extensions, problems, warnings };
 }
 
 /** A configured gateway: its name, type, credential type and provider. */

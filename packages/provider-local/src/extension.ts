@@ -4,7 +4,8 @@
  * core's registry (`BUILTIN_EXTENSIONS`, `loadExtensions`) and this interface alone; everything
  * that knows the gateway's config, its providers and its store needs is here:
  * - the block parsed once into {@link EmbeddedGatewayConfig};
- * - the checks against the gateways and the store (`credhook check-config` and `serve` alike);
+ * - the checks against the gateways and the store (`credhook check-config` and `serve` alike), and the
+ *   warnings (the OAuth signing keys' encryption key unset on a shared store);
  * - usage-plan counters on the PostgreSQL store (`limits.counters: store`, the default there):
  *   a small pool of its own on the store's database, closed with the gateway;
  * - its own listener (`listen`), or its handler mounted under `pathPrefix` on the webhook's port.
@@ -19,7 +20,7 @@ import type {
 } from "@credhook/core/provider";
 import type { LocalProvider } from "./index.js";
 import { type EmbeddedGatewayConfig, parseEmbeddedGatewayConfig } from "./gateway/config.js";
-import { EMBEDDED_GATEWAY_STATE, EmbeddedGateway } from "./gateway/index.js";
+import { EMBEDDED_GATEWAY_STATE, EmbeddedGateway, GENERATED_KEK_FILE } from "./gateway/index.js";
 import { OAUTH_PATHS } from "./gateway/oauth.js";
 
 /** The config key of the embedded gateway, as core's `BUILTIN_EXTENSIONS` names it. */
@@ -54,6 +55,31 @@ export function embeddedGatewayProblems(config: EmbeddedGatewayConfig, context: 
     );
   }
   return problems;
+}
+
+/**
+ * What works as configured but goes wrong once several instances share the store: a
+ * client-credentials gateway's signing keys kept in the PostgreSQL store (no `keyFile`) without a
+ * configured `encryptionKey`, so that each instance would generate its own key into its data
+ * directory and the second could not decrypt what the first stored (it refuses to start).
+ * @param clientCredentials whether a `provider: local` gateway issues CLIENT_CREDENTIALS (the OAuth endpoints, and their signing keys, are on)
+ * @returns one message per warning, naming its YAML path and the fix; empty when none
+ */
+export function embeddedGatewayWarnings(
+  config: EmbeddedGatewayConfig,
+  context: ExtensionCheckContext,
+  clientCredentials: boolean,
+): string[] {
+  const shared = context.sharedStore || context.store.postgres !== undefined;
+  const s = config.oauth.signing;
+  if (!shared || !clientCredentials || s.keyFile || s.encryptionKey) return [];
+  const option = "embeddedGateway.oauth.signing.encryptionKey";
+  return [
+    `${option} is not set on a store that several instances share (PostgreSQL): each instance generates its own key into ` +
+      `${GENERATED_KEK_FILE} in its data directory to encrypt the OAuth signing keys in the store, so an instance with another ` +
+      `data directory cannot decrypt them and refuses to start. Set ${option} to the same key on every instance: ` +
+      `base64 of 32 bytes (openssl rand -base64 32), e.g. from a Kubernetes Secret`,
+  ];
 }
 
 /** What `credhook check-config` prints about `embeddedGateway:`. */
@@ -105,6 +131,12 @@ export function embeddedGatewayExtension(
     configKey: EMBEDDED_GATEWAY_KEY,
     parseConfig: parseEmbeddedGatewayConfig,
     problems: embeddedGatewayProblems,
+    warnings: (config, context) =>
+      embeddedGatewayWarnings(
+        config,
+        context,
+        context.providers.some(({ provider: p }) => isLocal(p) && p.credentialType === "CLIENT_CREDENTIALS"),
+      ),
     describe: describeEmbeddedGateway,
     async start(config: EmbeddedGatewayConfig, context: ExtensionContext): Promise<RunningExtension> {
       const providers = context.providers.map((p) => p.provider).filter(isLocal);

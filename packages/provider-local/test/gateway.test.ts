@@ -13,6 +13,7 @@ import {
   CredentialDirectory,
   EncryptedStoreKeyStorage,
   FileKeyStorage,
+  type KekOrigin,
   normalisePath,
   parseEmbeddedGatewayConfig,
   PlanLimiter,
@@ -104,28 +105,36 @@ describe("signing keys: generated, stored encrypted or in a key file, rotated wi
     expect(stored).not.toMatch(/"(d|p|q|dp|dq|qi)":/);
   });
 
-  it("refuses to start with a different encryption key, saying which option", async () => {
+  it("refuses to start with a different encryption key, saying which key (the option, or the file it generated) and the fix", async () => {
     const state = memoryStateStore();
-    const keys = new SigningKeys({
-      storage: new EncryptedStoreKeyStorage(state, randomBytes(32)),
-      alg: "ES256",
-      rotateAfterMs: 0,
-      publishAheadMs: 0,
-      retainMs: 0,
-      logger: silentLogger,
+    const keysUnder = (origin?: KekOrigin) =>
+      new SigningKeys({
+        storage: new EncryptedStoreKeyStorage(state, randomBytes(32), origin),
+        alg: "ES256",
+        rotateAfterMs: 0,
+        publishAheadMs: 0,
+        retainMs: 0,
+        logger: silentLogger,
+      });
+    const first = keysUnder();
+    await first.init();
+    const kid = first.describe()[0]!.kid;
+    await expect(keysUnder().init()).rejects.toMatchObject({
+      code: "CONFIG_INVALID",
+      messages: [
+        `embeddedGateway.oauth.signing.encryptionKey does not decrypt signing key ${kid} in the store: it was encrypted with another key. ` +
+          "Set the same embeddedGateway.oauth.signing.encryptionKey on every instance sharing the store (e.g. from one Kubernetes Secret): " +
+          "the one the other instances use, or, where one ran without embeddedGateway.oauth.signing.encryptionKey, the oauth-signing.kek it generated in its data directory",
+      ],
     });
-    await keys.init();
-    const wrong = new SigningKeys({
-      storage: new EncryptedStoreKeyStorage(state, randomBytes(32)),
-      alg: "ES256",
-      rotateAfterMs: 0,
-      publishAheadMs: 0,
-      retainMs: 0,
-      logger: silentLogger,
+    await expect(keysUnder({ configured: false, file: "/data/b/oauth-signing.kek" }).init()).rejects.toMatchObject({
+      messages: [
+        `signing key ${kid} in the store cannot be decrypted with /data/b/oauth-signing.kek, the key this instance generated because embeddedGateway.oauth.signing.encryptionKey is not set: ` +
+          "another instance sharing the store encrypted it with a key of its own. " +
+          "Set embeddedGateway.oauth.signing.encryptionKey to the same key on every instance (base64 of 32 bytes, e.g. from one Kubernetes Secret): " +
+          "the key that decrypts the stored signing keys is the oauth-signing.kek in the data directory of the instance that generated them",
+      ],
     });
-    await expect(wrong.init()).rejects.toThrow(
-      /embeddedGateway\.oauth\.signing\.encryptionKey is not the key it was stored with/,
-    );
   });
 
   it("in a key file (created 0600), and an operator's own JWKS file without kid or times is used as is", async () => {

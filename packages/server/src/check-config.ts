@@ -45,6 +45,22 @@ export async function describeExtensions(
 }
 
 /**
+ * What `credhook check-config` warns of (it prints them under `warnings:`, `serve` logs them when it
+ * starts): each extension's warnings, such as the embedded gateway's OAuth signing keys on PostgreSQL
+ * without one configured encryption key for every instance.
+ * @param gateways the loaded gateways (from {@link checkConfig})
+ * @param importModule how provider packages are imported (the server's `importProviderModule`)
+ * @returns one message per warning, naming its YAML path and the fix
+ */
+export async function configWarnings(
+  config: CredhookConfig,
+  gateways: Map<string, Gateway>,
+  importModule: (specifier: string) => Promise<unknown>,
+): Promise<string[]> {
+  return (await loadExtensions(config, gateways, { importModule })).warnings;
+}
+
+/**
  * Runs every check of `config` that needs no store and no listener: loads each
  * gateway's provider (options validated, state in memory), builds the router,
  * checks the configured passwords against the password policy and each extension's block
@@ -108,12 +124,14 @@ export function describeExpiry(config: Pick<CredhookConfig, "gateways">): string
  * {@link printableOptions}), the routes, the extensions (the embedded gateway), the server and the store.
  * @param gateways what {@link checkConfig} returned for `config`
  * @param extensionLines what {@link describeExtensions} says of the extensions
+ * @param warnings what {@link configWarnings} says: a `warnings:` section before the verdict, when any
  * @returns the report's lines, each ending in a line break
  */
 export function checkConfigReport(
   config: LoadedConfig,
   gateways: Map<string, Gateway>,
   extensionLines: string[],
+  warnings: readonly string[] = [],
 ): string {
   const out: string[] = [
     `config: ${config.configFile}${config.embeddedDefault ? " (embedded default: no config file found)" : ""}`,
@@ -141,7 +159,8 @@ export function checkConfigReport(
     `server: ${JSON.stringify(maskSecrets(config.server))}`,
     `store: ${JSON.stringify(maskSecrets(config.store))}`,
     "",
-    "configuration is valid",
   );
+  if (warnings.length > 0) out.push("warnings:", ...warnings.map((w) => `  - ${w}`), "");
+  out.push("configuration is valid");
   return `${out.join("\n")}\n`;
 }

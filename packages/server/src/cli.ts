@@ -27,7 +27,7 @@ import type { Logger } from "@credhook/core";
 import { destination } from "pino";
 import { createRuntime, openStore, startServer, importProviderModule, SHUTDOWN_MARGIN_MS } from "./app.js";
 import { CONFIG_SEARCH_PLACES, embeddedConfigText, loadConfigFile, type LoadedConfig } from "./config.js";
-import { checkConfig, checkConfigReport, describeExtensions } from "./check-config.js";
+import { checkConfig, checkConfigReport, configWarnings, describeExtensions } from "./check-config.js";
 import { describeListenError } from "./listen-errors.js";
 import { createLogger, operatorMessage, settleLogs } from "./logging.js";
 import { hashPassword, passwordProblem } from "./passwords.js";
@@ -155,7 +155,12 @@ program
       const config = await loadConfig(opts.config);
       const gateways = await checkConfig(config, importProviderModule);
       process.stdout.write(
-        checkConfigReport(config, gateways, await describeExtensions(config, gateways, importProviderModule)),
+        checkConfigReport(
+          config,
+          gateways,
+          await describeExtensions(config, gateways, importProviderModule),
+          await configWarnings(config, gateways, importProviderModule),
+        ),
       );
       await Promise.allSettled([...gateways.values()].map((g) => g.provider.close?.()));
       process.exit(0);

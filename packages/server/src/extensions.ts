@@ -14,7 +14,8 @@ import { importProviderModule } from "./runtime.js";
 
 /**
  * Starts every extension the config turns on, after the same checks as `credhook check-config`
- * (made with the store's `shared` known: usage-plan counters default to the store on PostgreSQL).
+ * (made with the store's `shared` known: usage-plan counters default to the store on PostgreSQL);
+ * logs each of their warnings (the ones `check-config` prints) at `warn` first.
  * @param observe counts one answered request of an extension's endpoints (the server's metrics)
  * @returns the running extensions by config key (`embeddedGateway`), in the registry's order
  * @throws ConfigError when a block does not fit the gateways or the store; Error when one cannot start (those started are closed)
@@ -25,11 +26,12 @@ export async function startExtensions(
   logger: PinoLogger,
   observe: (endpoint: string, status: number) => void,
 ): Promise<Map<string, RunningExtension>> {
-  const { extensions, problems } = await loadExtensions(config, runtime.gateways, {
+  const { extensions, problems, warnings } = await loadExtensions(config, runtime.gateways, {
     importModule: importProviderModule,
     sharedStore: runtime.store.shared ?? false,
   });
   if (problems.length > 0) throw new ConfigError(problems);
+  for (const warning of warnings) logger.warn(warning);
   const running = new Map<string, RunningExtension>();
   try {
     for (const e of extensions) {

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as oidc from "openid-client";
-import { checkConfig } from "../src/check-config.js";
+import { checkConfig, checkConfigReport, configWarnings } from "../src/check-config.js";
 import { createLogger, embeddedConfigText, importProviderModule, loadConfigFile, startServer } from "../src/index.js";
 import { AUTH, errorOf, PASSWORD, startTestServer, SERVER_YAML, type TestServer } from "./helpers.js";
 
@@ -131,6 +132,49 @@ embeddedGateway: { keyCheck: { apiHeader: ${apiHeader} } }
     await expect(startTestServer(yaml("x-credhook-"))).rejects.toMatchObject({
       messages: [expect.stringMatching(/apiHeader 'x-credhook-' would let a client choose the API/)],
     });
+  });
+
+  it("warns (check-config's warnings: section) where instances share the store and the OAuth signing keys have no configured encryption key, and only there", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "credhook-check-config-"));
+    const warningsOf = async (store: string, gateways: string, signing: string) => {
+      writeFileSync(
+        join(dir, "webhook.config.yaml"),
+        `${SERVER_YAML.replace(/^store: .*$/m, `store: ${store}`)}gateways: ${gateways}
+routes: [ { default: local } ]
+embeddedGateway: { oauth: { signing: ${signing} } }
+`,
+      );
+      const config = await loadConfigFile(join(dir, "webhook.config.yaml"), {
+        env: { CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir },
+      });
+      const gateways_ = await checkConfig(config, importProviderModule);
+      const warnings = await configWarnings(config, gateways_, importProviderModule);
+      return { warnings, report: checkConfigReport(config, gateways_, [], warnings) };
+    };
+    const postgres = `{ postgres: "postgres://credhook@db.example:5432/credhook" }`;
+    const withM2m = `{ local: { provider: local, credentialType: API_KEY }, m2m: { provider: local, credentialType: CLIENT_CREDENTIALS } }`;
+    try {
+      const { warnings, report } = await warningsOf(postgres, withM2m, "{}");
+      expect(warnings).toEqual([
+        expect.stringMatching(
+          /^embeddedGateway\.oauth\.signing\.encryptionKey is not set on a store that several instances share \(PostgreSQL\): each instance generates its own key into oauth-signing\.kek in its data directory .* refuses to start\. Set embeddedGateway\.oauth\.signing\.encryptionKey to the same key on every instance: base64 of 32 bytes \(openssl rand -base64 32\), e.g\. from a Kubernetes Secret$/,
+        ),
+      ]);
+      expect(report).toContain(`\nwarnings:\n  - ${warnings[0]}\n\nconfiguration is valid\n`);
+      const key = randomBytes(32).toString("base64");
+      for (const [store, gateways, signing] of [
+        [postgres, withM2m, `{ encryptionKey: "${key}" }`], // the same key everywhere
+        [postgres, withM2m, "{ keyFile: ./keys.json }"], // no keys in the store
+        [postgres, "{ local: { provider: local, credentialType: API_KEY } }", "{}"], // no OAuth: no signing keys
+        [`{ sqlite: "${dir}/credhook.db" }`, withM2m, "{}"], // one instance
+      ] as const) {
+        const { warnings: none, report: quiet } = await warningsOf(store, gateways, signing);
+        expect(none, `${store} ${gateways} ${signing}`).toEqual([]);
+        expect(quiet).not.toContain("warnings:");
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("names the YAML path of a wrong option", async () => {

@@ -199,11 +199,11 @@ describe("core's loadExtensions", () => {
   it("loads nothing when the block is absent", async () => {
     imports.length = 0;
     const out = await loadExtensions(config({}), new Map(), { importModule: importModule(localFactory) });
-    expect(out).toEqual({ extensions: [], problems: [] });
+    expect(out).toEqual({ extensions: [], problems: [], warnings: [] });
     expect(imports).toEqual([]);
   });
 
-  it("hands the extension the gateways of its own package, by short name or package name, and collects its problems", async () => {
+  it("hands the extension the gateways of its own package, by short name or package name, and collects its problems and warnings", async () => {
     const gateways = new Map([
       ["a", gateway("a", "local")],
       ["b", gateway("b", "@credhook/provider-local")],
@@ -213,6 +213,7 @@ describe("core's loadExtensions", () => {
       configKey: "embeddedGateway",
       parseConfig: (raw) => JSON.stringify(raw),
       problems: (parsed, context) => [`${parsed} over ${context.providers.map((p) => p.gateway).join(",")}`],
+      warnings: (parsed, context) => [`${parsed} shared=${context.sharedStore} store=${Object.keys(context.store)}`],
       start: async () => ({ close: async () => undefined }),
     };
     const out = await loadExtensions(config({ embeddedGateway: { x: 1 } }), gateways, {
@@ -220,6 +221,7 @@ describe("core's loadExtensions", () => {
       sharedStore: true,
     });
     expect(out.problems).toEqual(['{"x":1} over a,b']);
+    expect(out.warnings).toEqual(['{"x":1} shared=true store=sqlite']);
     expect(out.extensions.map((e) => [e.configKey, e.providerType, e.config])).toEqual([
       ["embeddedGateway", "local", '{"x":1}'],
     ]);

@@ -59,8 +59,10 @@ export interface SigningConfig {
   /**
    * Key that encrypts signing keys kept in the credential store (AES-256-GCM):
    * base64 of 32 bytes (`openssl rand -base64 32`). Unset or empty: generated on first
-   * start into `<dataDir>/oauth-signing.kek` (0600) — set it explicitly when
-   * several instances share a store.
+   * start into `<dataDir>/oauth-signing.kek` (0600) — set the same one on every
+   * instance when several share a store (`check-config` and start-up warn on
+   * PostgreSQL without it; an instance whose key does not decrypt the stored
+   * signing keys refuses to start).
    */
   encryptionKey?: string;
   /** A new signing key takes over after this many days; 0 never rotates. @default 30 */

@@ -30,7 +30,14 @@ import { sendProblem, splitTarget } from "./http.js";
 import { KEY_CHECK_PATH, KeyCheck, type CheckStatus } from "./key-check.js";
 import { PlanLimiter, type SharedLimitsBackend } from "./limits.js";
 import { OAUTH_PATHS, OAuthServer } from "./oauth.js";
-import { EncryptedStoreKeyStorage, FileKeyStorage, SigningKeys, type SigningKeyStorage } from "./signing-keys.js";
+import {
+  EncryptedStoreKeyStorage,
+  FileKeyStorage,
+  GENERATED_KEK_FILE,
+  type KekOrigin,
+  SigningKeys,
+  type SigningKeyStorage,
+} from "./signing-keys.js";
 
 export { parseEmbeddedGatewayConfig, embeddedGatewaySchema, checkEmbeddedGatewayConfig } from "./config.js";
 export type {
@@ -46,8 +53,14 @@ export { CredentialDirectory } from "./directory.js";
 export type { CredentialGrant, DirectoryOptions } from "./directory.js";
 export { PlanLimiter } from "./limits.js";
 export type { LimitRefusal, SharedLimitsBackend } from "./limits.js";
-export { SigningKeys, EncryptedStoreKeyStorage, FileKeyStorage, publicJwk } from "./signing-keys.js";
-export type { SigningKeyRecord, SigningKeyStorage, SigningKeysOptions } from "./signing-keys.js";
+export {
+  SigningKeys,
+  EncryptedStoreKeyStorage,
+  FileKeyStorage,
+  GENERATED_KEK_FILE,
+  publicJwk,
+} from "./signing-keys.js";
+export type { KekOrigin, SigningKeyRecord, SigningKeyStorage, SigningKeysOptions } from "./signing-keys.js";
 export { OAuthServer, OAUTH_PATHS } from "./oauth.js";
 export type { VerifiedToken } from "./oauth.js";
 export { KeyCheck, KEY_CHECK_PATH, normalisePath } from "./key-check.js";
@@ -55,9 +68,6 @@ export type { CheckStatus } from "./key-check.js";
 
 /** Name of the provider-state namespace the embedded gateway keeps its own state in (signing keys); no gateway can have it. */
 export const EMBEDDED_GATEWAY_STATE = "@embedded-gateway";
-
-/** File under `dataDir` holding the generated signing-key encryption key when none is configured. */
-export const GENERATED_KEK_FILE = "oauth-signing.kek";
 
 /** The endpoint a request was for, for metrics. */
 export type GatewayEndpoint = "check" | "token" | "introspection" | "jwks" | "metadata" | "other";
@@ -80,14 +90,22 @@ export interface EmbeddedGatewayOptions {
   now?: () => number;
 }
 
-/** The key-encryption key: configured, else read from (or generated into) `<dataDir>/oauth-signing.kek`. */
-function keyEncryptionKey(configured: string | undefined, dataDir: string, logger: Logger): Buffer {
-  if (configured) return Buffer.from(configured, "base64");
+/**
+ * The key-encryption key and where it came from: configured, else read from (or generated into)
+ * `<dataDir>/oauth-signing.kek`.
+ */
+function keyEncryptionKey(
+  configured: string | undefined,
+  dataDir: string,
+  logger: Logger,
+): { kek: Buffer; origin: KekOrigin } {
+  if (configured) return { kek: Buffer.from(configured, "base64"), origin: { configured: true } };
   const file = join(dataDir, GENERATED_KEK_FILE);
+  const origin: KekOrigin = { configured: false, file };
   try {
     const kek = Buffer.from(readFileSync(file, "utf8").trim(), "base64");
     if (kek.length !== 32) throw new Error(`${file} does not hold base64 of 32 bytes`);
-    return kek;
+    return { kek, origin };
   } catch (err) {
     if ((err as { code?: string }).code !== "ENOENT") throw err;
   }
@@ -99,7 +117,7 @@ function keyEncryptionKey(configured: string | undefined, dataDir: string, logge
     { file },
     "generated the key that encrypts the OAuth signing keys in the store; set embeddedGateway.oauth.signing.encryptionKey to share it between instances",
   );
-  return kek;
+  return { kek, origin };
 }
 
 /** The embedded gateway: key check, OAuth endpoints and plan limits over the embedded providers' credentials. */
@@ -156,7 +174,8 @@ export class EmbeddedGateway {
    * Builds the gateway: indexes API keys created before the index existed,
    * loads (or generates) the signing keys when a client-credentials gateway
    * exists, and starts the cache's coherence check.
-   * @throws Error when the store or the key file cannot be read or written, or the encryption key does not decrypt the stored keys
+   * @throws ConfigError when the encryption key (configured, or generated into the data dir) does not decrypt the stored signing keys: the message names the fix
+   * @throws Error when the store or the key file cannot be read or written
    */
   static async create(options: EmbeddedGatewayOptions): Promise<EmbeddedGateway> {
     const { config, providers, logger } = options;
@@ -168,9 +187,12 @@ export class EmbeddedGateway {
     let keys: SigningKeys | undefined;
     if (providers.some((p) => p.credentialType === "CLIENT_CREDENTIALS")) {
       const s = config.oauth.signing;
-      const storage: SigningKeyStorage = s.keyFile
-        ? new FileKeyStorage(s.keyFile, s.alg)
-        : new EncryptedStoreKeyStorage(options.state, keyEncryptionKey(s.encryptionKey, options.dataDir, logger));
+      let storage: SigningKeyStorage;
+      if (s.keyFile) storage = new FileKeyStorage(s.keyFile, s.alg);
+      else {
+        const { kek, origin } = keyEncryptionKey(s.encryptionKey, options.dataDir, logger);
+        storage = new EncryptedStoreKeyStorage(options.state, kek, origin);
+      }
       keys = new SigningKeys({
         storage,
         alg: s.alg,
