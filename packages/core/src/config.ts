@@ -230,7 +230,7 @@ export interface CredhookConfig {
   secretScanning?: SecretScanningConfig;
   /** The expiry pass (docs/expiry.md). */
   expiry?: ExpiryConfig;
-  /** Directory for credhook's own files (the generated password's hash). @default "./data" */
+  /** Directory for credhook's own files (a generated password's file and hash). @default "./data" */
   dataDir: string;
   gateways: Record<string, GatewayConfig>;
   routes: RouteRule[];

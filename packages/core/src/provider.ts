@@ -486,8 +486,9 @@ export interface RunningExtension {
   readonly mount?: { path: string; handler: RequestListener; aliases?: Readonly<Record<string, string>> };
   /**
    * Called once the webhook listens: opens a listener of its own, or notes the webhook's address.
-   * @param webhook the webhook's port and its URL on this machine (`http://127.0.0.1:PORT`)
-   * @returns the base URL of its endpoints on this machine, or undefined when it serves none
+   * @param webhook the webhook's port and its URL as bound (`http://0.0.0.0:PORT` when it listens on every
+   *   IPv4 address, `http://127.0.0.1:PORT` when it listens on the loopback address only)
+   * @returns the base URL of its endpoints as bound (the address its own listener is bound to), or undefined when it serves none
    * @throws Error when its own port cannot be opened (`code` EADDRINUSE/EACCES and `port`, as node:net's)
    */
   serve?(webhook: { port: number; url: string }): Promise<string | undefined>;

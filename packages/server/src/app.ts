@@ -12,7 +12,7 @@ import type { Response } from "express";
 import type { CredhookConfig, Logger } from "@credhook/core";
 import { createEdgeServer } from "./edge.js";
 import { serveExtensions } from "./extensions.js";
-import { type AppOptions, type CredhookApp, createApp } from "./http-app.js";
+import { type AppOptions, type CredhookApp, prepareApp } from "./http-app.js";
 import { errorBody, sendJson } from "./http-errors.js";
 import { createLogger } from "./logging.js";
 import { startBackgroundReconcile, startExpiryLoop } from "./loops.js";
@@ -56,11 +56,16 @@ function starting(req: IncomingMessage, res: ServerResponse): void {
 
 /** A listening server. */
 export interface RunningServer {
-  /** `http://127.0.0.1:PORT` (or the configured host). */
+  /**
+   * The webhook's base URL as it is bound: `http://<address>:<port>` with the address the socket
+   * listens on — `0.0.0.0` (every IPv4 address of the machine, the default `server.host`), `[::]`
+   * (every address), or one address (`127.0.0.1`: this machine only); a host name is shown as the
+   * address it resolved to. On this machine a wildcard address is reached as itself or `127.0.0.1`.
+   */
   url: string;
-  /** Base URL of the embedded gateway's endpoints on this machine (own port, or the webhook's URL + pathPrefix), when configured. */
+  /** Base URL of the embedded gateway's endpoints as bound (own port, or the webhook's URL + pathPrefix), when configured. */
   gatewayUrl?: string;
-  /** Base URL on this machine of every extension that serves endpoints, by config key (`embeddedGateway`: {@link gatewayUrl}). */
+  /** Base URL as bound of every extension that serves endpoints, by config key (`embeddedGateway`: {@link gatewayUrl}). */
   extensionUrls: ReadonlyMap<string, string>;
   port: number;
   server: Server;
@@ -73,9 +78,18 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** `http://<address>:<port>` of a listening socket: the address it is bound to, an IPv6 one in brackets. */
+function boundUrl(address: AddressInfo): string {
+  return `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
+}
+
 /**
  * Builds the app and listens on `options.port` (default `config.server.port`; 0 picks a free port).
- * @throws ConfigError | Error (EADDRINUSE …)
+ * Every port is bound before anything is written for the portal users: the webhook's first (it
+ * answers `starting` while the store is opened), then each extension's own (the embedded
+ * gateway's); only then are generated passwords written (see `resolveUsers` in passwords.ts), so a
+ * start that fails — a port in use, a store away — leaves no password behind.
+ * @throws ConfigError | Error (EADDRINUSE …: `code` and `port` as node:net's, for `describeListenError`)
  */
 export async function startServer(
   config: CredhookConfig,
@@ -103,10 +117,17 @@ export async function startServer(
     server.once("listening", resolve);
     server.once("error", reject);
   });
+  const bound = server.address() as AddressInfo;
+  const { port } = bound;
+  const url = boundUrl(bound);
+  let extensionUrls: Map<string, string>;
   try {
-    credhook = await createApp(config, { ...options, logger, waitForStore: true });
+    const prepared = await prepareApp(config, { ...options, logger, waitForStore: true });
+    credhook = prepared.app;
     try {
       await credhook.store.claimServer?.(); // one server per SQLite file
+      extensionUrls = await serveExtensions(credhook.extensions, { port, url });
+      prepared.settleUsers(); // every port is bound: now the generated passwords may be written
     } catch (err) {
       await credhook.close();
       throw err;
@@ -118,7 +139,6 @@ export async function startServer(
   }
   handler = credhook.app;
   server.keepAliveTimeout = config.server.keepAliveTimeoutMs;
-  const port = (server.address() as AddressInfo).port;
   const stopReconcile = startBackgroundReconcile(credhook, config);
   const stopExpiry = startExpiryLoop(credhook, config, (r) => credhook!.metrics.observeExpiryPass(r));
   const outbox = credhook.store.outbox;
@@ -133,16 +153,6 @@ export async function startServer(
         })
       : async () => undefined;
   const stopSweep = () => Promise.all([stopReconcile(), stopExpiry(), stopEvents()]).then(() => undefined);
-  const shownHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
-  const url = `http://${shownHost}:${port}`;
-  let extensionUrls: Map<string, string>;
-  try {
-    extensionUrls = await serveExtensions(credhook.extensions, { port, url });
-  } catch (err) {
-    server.close();
-    await credhook.close();
-    throw err;
-  }
   const gatewayUrl = extensionUrls.get("embeddedGateway");
   let closing: Promise<void> | undefined;
   return {

@@ -8,7 +8,7 @@
  * {@link startDemoClouds} is also what the multi-cloud tests start.
  */
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -20,6 +20,7 @@ import type { ApigeeFake } from "@credhook/fakes/apigee";
 import { randomBase62 } from "@credhook/core/provider-kit";
 import { startServer, type RunningServer } from "./app.js";
 import { loadConfigFile } from "./config.js";
+import { DEMO_PORT_SETTING, describeListenError } from "./listen-errors.js";
 import { createLogger } from "./logging.js";
 
 /** Why the demo cannot run from an installed package. */
@@ -163,26 +164,66 @@ export interface DemoOptions {
 }
 
 /**
- * Starts the fakes and the server on `examples/multi-cloud.yaml`, walks one app
- * through create → update → revoke (printing what lands on each cloud), and
- * leaves the server running. Returns the server and the fakes; close both to stop.
+ * Starts the fakes and the server on `examples/multi-cloud.yaml` (on 127.0.0.1: the demo prints its
+ * password and runs fake clouds, so it is reachable from this machine only), walks one app
+ * through create → update → revoke (printing what lands on each cloud), and leaves the server
+ * running. Returns the server and the fakes; close both to stop (closing the server also removes
+ * the demo's temporary data directory).
+ * @throws Error when it cannot start — the config file is missing, the port is in use (the message
+ *   names the port and `--port`/`PORT`, as `credhook serve`'s does) — or the walk-through fails;
+ *   whatever it started is stopped and its data directory removed first
  */
 export async function runDemo(
   options: DemoOptions = {},
 ): Promise<{ server: RunningServer; clouds: DemoClouds; password: string }> {
   const print = options.print ?? ((l: string) => process.stdout.write(`${l}\n`));
+  const file = options.config ?? fileURLToPath(new URL("../../../examples/multi-cloud.yaml", import.meta.url));
+  if (!existsSync(file)) throw new Error(options.config ? `config file ${file} does not exist` : DEMO_NEEDS_REPOSITORY);
   const clouds = await startDemoClouds();
   const dataDir = mkdtempSync(join(tmpdir(), "credhook-demo-"));
-  const password = randomBase62(24);
-  const file = options.config ?? fileURLToPath(new URL("../../../examples/multi-cloud.yaml", import.meta.url));
-  if (!existsSync(file)) {
+  const removeDataDir = () => rmSync(dataDir, { recursive: true, force: true });
+  let server: RunningServer | undefined;
+  try {
+    const password = randomBase62(24);
+    server = await startDemoServer(file, options.port ?? 8080, {
+      ...process.env,
+      ...clouds.env,
+      CREDHOOK_PASSWORD: password,
+      CREDHOOK_DATA_DIR: dataDir,
+    });
+    await walkThrough(server, clouds, password, dataDir, print, options.walkthrough !== false);
+    const running = server;
+    return { server: { ...running, close: () => running.close().then(removeDataDir) }, clouds, password };
+  } catch (err) {
+    await server?.close();
     await clouds.close();
-    throw new Error(options.config ? `config file ${file} does not exist` : DEMO_NEEDS_REPOSITORY);
+    removeDataDir();
+    throw err;
   }
-  const config = await loadConfigFile(file, {
-    env: { ...process.env, ...clouds.env, CREDHOOK_PASSWORD: password, CREDHOOK_DATA_DIR: dataDir },
-  });
-  const server = await startServer(config, { port: options.port ?? 8080, logger: createLogger("error") });
+}
+
+/**
+ * The demo's server on `file` with `env`, on 127.0.0.1 and `port`.
+ * @throws Error naming the port and `--port`/`PORT` when it is in use ({@link describeListenError})
+ */
+async function startDemoServer(file: string, port: number, env: Record<string, string | undefined>) {
+  const config = await loadConfigFile(file, { env });
+  try {
+    return await startServer(config, { port, host: "127.0.0.1", logger: createLogger("error") });
+  } catch (err) {
+    throw describeListenError(err, config, env, DEMO_PORT_SETTING) ?? err;
+  }
+}
+
+/** Prints where the demo runs and, with `steps`, walks one app through create → update → revoke; then how to try it. */
+async function walkThrough(
+  server: RunningServer,
+  clouds: DemoClouds,
+  password: string,
+  dataDir: string,
+  print: (line: string) => void,
+  steps: boolean,
+): Promise<void> {
   const auth = `Basic ${Buffer.from(`portal:${password}`).toString("base64")}`;
   const call = async (path: string, body: unknown) => {
     const res = await fetch(server.url + path, {
@@ -194,9 +235,9 @@ export async function runDemo(
     return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
   };
   print(
-    `credhook demo: ${server.url} with gateways aws, azure, gcp, kong, apigee (fakes) and local; data in ${dataDir}`,
+    `credhook demo: ${server.url} with gateways aws, azure, gcp, kong, apigee (fakes) and local; data in ${dataDir} (removed when it stops)`,
   );
-  if (options.walkthrough !== false) {
+  if (steps) {
     const show = async (title: string) => {
       print(`\n${title}`);
       for (const l of describeClouds(clouds)) print(l);
@@ -303,5 +344,4 @@ export async function runDemo(
   print(
     `    -d '{"appName":"Mine","developer":"me@example.com","apis":[{"id":"5aba4csvd4","usagePlans":[{"id":"1el57v"}]},{"id":"orders-eu-1"}]}'`,
   );
-  return { server, clouds, password };
 }

@@ -75,7 +75,7 @@ export function mountExtensions(app: Express, running: ReadonlyMap<string, Runni
 
 /**
  * Lets every extension serve once the webhook listens (its own listener, or its address under the webhook's).
- * @returns each extension's base URL on this machine, by config key
+ * @returns each extension's base URL as bound, by config key
  * @throws Error when one cannot open its port (those before it are serving: close the app)
  */
 export async function serveExtensions(

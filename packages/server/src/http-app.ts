@@ -9,6 +9,7 @@ import type { Logger as PinoLogger } from "pino";
 import {
   compileContractValidator,
   type CredhookConfig,
+  type Logger,
   type OperationOutcome,
   type Orchestrator,
   type RunningExtension,
@@ -23,7 +24,7 @@ import { closeExtensions, mountExtensions, startExtensions } from "./extensions.
 import { errorHandler, sendError, sendJson } from "./http-errors.js";
 import { createLogger, requestLogger } from "./logging.js";
 import { createMetrics, type Metrics } from "./metrics.js";
-import { announceGeneratedPassword, resolveUsers } from "./passwords.js";
+import { type GeneratedPassword, type PortalUsers, resolveUsers } from "./passwords.js";
 import { createReadiness, livez, readyz } from "./probes.js";
 import { createRuntime } from "./runtime.js";
 import { githubAlertHandler, githubKeysOf } from "./secret-scanning.js";
@@ -42,10 +43,11 @@ export interface AppOptions {
    */
   waitForStore?: boolean;
   /**
-   * Called once when a password was generated for a user with an empty
-   * password. Default: prints it to stderr (not to the log).
+   * Called once for each password generated for a user with an empty password, once its two files are
+   * written (see docs/configuration.md, "The password"). Default: one `warn` log line with the password
+   * file's path (never the password), and the password itself on stderr only where stderr is a terminal.
    */
-  announcePassword?: (username: string, password: string, file: string) => void;
+  announcePassword?: (generated: GeneratedPassword) => void;
   /** How long `/readyz` trusts a gateway health check, ms. @default 15000 */
   readinessTtlMs?: number;
   /**
@@ -110,11 +112,31 @@ const ENDPOINTS: Record<string, string[]> = {
 
 /**
  * Builds the application: opens the store, loads every gateway's provider,
- * resolves the portal users (generating a password where needed), and mounts
+ * resolves the portal users (generating a password where needed, its files written), and mounts
  * the routes.
  * @throws ConfigError when a provider fails to load or validate, or the store cannot be opened
+ * @throws Error when a generated password's files cannot be written
  */
 export async function createApp(config: CredhookConfig, options: AppOptions = {}): Promise<CredhookApp> {
+  const { app, settleUsers } = await prepareApp(config, options);
+  try {
+    settleUsers();
+  } catch (err) {
+    await app.close();
+    throw err;
+  }
+  return app;
+}
+
+/**
+ * {@link createApp} with the portal users' generated passwords made but not written: `settleUsers()`
+ * writes them and says what the operator should know (`PortalUsers.settle` in passwords.ts).
+ * `startServer` calls it once every port is bound, so that a start that fails leaves no password behind.
+ */
+export async function prepareApp(
+  config: CredhookConfig,
+  options: AppOptions = {},
+): Promise<{ app: CredhookApp; settleUsers: () => void }> {
   const logger = options.logger ?? createLogger(config.server.logLevel);
   const metrics = createMetrics();
   const runtime = await createRuntime(config, {
@@ -126,13 +148,9 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
   });
   const { store, orchestrator } = runtime;
   metrics.watchStore(store);
-  let users;
+  let portalUsers: PortalUsers;
   try {
-    users = await resolveUsers(
-      config.server.auth.users,
-      config.dataDir,
-      options.announcePassword ?? announceGeneratedPassword,
-    );
+    portalUsers = await resolveUsers(config.server.auth.users, config.dataDir);
   } catch (err) {
     await runtime.close();
     throw err;
@@ -234,7 +252,7 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
     next();
   };
   const auth = basicAuth({
-    users,
+    users: portalUsers.users,
     realm: config.server.auth.realm,
     maxFailures: config.server.auth.maxFailures,
     failureWindowS: config.server.auth.failureWindowS,
@@ -310,5 +328,5 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
     res.send(await metrics.registry.metrics());
   });
   app.use(errorHandler);
-  return built;
+  return { app: built, settleUsers: () => portalUsers.settle(logger as unknown as Logger, options.announcePassword) };
 }

@@ -139,7 +139,7 @@ export function createLogger(level: LoggerOptions["level"] = "info", destination
 }
 
 /**
- * Writes a message meant for the operator — a start-up failure, the generated password — on
+ * Writes a message meant for the operator — a start-up failure (never a secret: a generated password goes to a file) — on
  * stderr: as the plain `text` when stdout is a terminal (someone is reading), else as one JSON
  * line shaped like the logger's (`level`, `time`, `service`, `msg`, and `fields`), so that a log
  * pipeline reading a container's or a service's output gets JSON on every line.

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
@@ -24,6 +24,34 @@ dataDir: "\${CREDHOOK_DATA_DIR}"
 gateways: { local: { provider: local, credentialType: API_KEY } }
 routes: [ { default: local } ]
 `;
+
+/**
+ * A config whose one user `portal` has no password (`CREDHOOK_PASSWORD` unset), in a temp dir that is
+ * also its data dir: where a generated password goes, and `start(env)`, which starts a server on it
+ * (`env` added), its log lines captured.
+ */
+function withoutPassword(prefix: string) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const file = join(dir, "webhook.config.yaml");
+  writeFileSync(file, yaml(`      - { username: portal, password: "\${CREDHOOK_PASSWORD:-}" }`));
+  const start = async (env: Record<string, string> = {}) => {
+    const lines: Array<Record<string, unknown>> = [];
+    const sink = new Writable({
+      write: (c, _e, cb) => {
+        for (const l of String(c).split("\n").filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>);
+        cb();
+      },
+    });
+    const server = await startServer(await loadConfigFile(file, { env: { CREDHOOK_DATA_DIR: dir, ...env } }), {
+      port: 0,
+      host: "127.0.0.1",
+      logger: createLogger("debug", sink),
+    });
+    servers.push(server);
+    return { server, lines, text: () => lines.map((l) => JSON.stringify(l)).join("\n") };
+  };
+  return { passwordFile: join(dir, "initial-portal-password"), hashFile: join(dir, "auth-portal.scrypt"), start };
+}
 
 describe("Basic auth", () => {
   it("accepts every configured user: plain password from the environment and scrypt hash (rotation)", async () => {
@@ -64,43 +92,71 @@ describe("Basic auth", () => {
     expect((await h(basic("portal", "correct-horse-battery"))).status).toBe(204); // remembered: never locked out
   });
 
-  it("generates a strong password when none is set, prints it once, keeps only its scrypt hash (0600), and reuses it", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "credhook-gen-"));
-    const file = join(dir, "webhook.config.yaml");
-    writeFileSync(file, yaml(`      - { username: portal, password: "\${CREDHOOK_PASSWORD:-}" }`));
-    const env = { CREDHOOK_DATA_DIR: dir };
-    const announced: string[] = [];
-    const logs: string[] = [];
-    const sink = new Writable({ write: (c, _e, cb) => (logs.push(String(c)), cb()) });
-    const start = async () =>
-      startServer(await loadConfigFile(file, { env }), {
-        port: 0,
-        host: "127.0.0.1",
-        logger: createLogger("debug", sink),
-        announcePassword: (_u, p) => announced.push(p),
-      });
+  it("generates a strong password when none is set: in a 0600 file (its path logged, never the password) and its scrypt hash, reused; reminds of the file while it is there, says where the hash is once it is gone", async () => {
+    const { passwordFile, hashFile, start } = withoutPassword("credhook-gen-");
+    const health = (s: RunningServer, pass: string) =>
+      fetch(`${s.url}/v1/health`, { headers: { authorization: basic("portal", pass) } }).then((r) => r.status);
+
     const first = await start();
-    expect(announced).toHaveLength(1);
-    const password = announced[0]!;
+    const password = readFileSync(passwordFile, "utf8").replace(/\n$/, "");
     expect(password).toMatch(/^[0-9A-Za-z]{24}$/);
-    const stored = readFileSync(join(dir, "auth-portal.scrypt"), "utf8");
+    expect(statSync(passwordFile).mode & 0o777).toBe(0o600);
+    const stored = readFileSync(hashFile, "utf8");
     expect(stored).toMatch(/^scrypt\$/);
     expect(stored).not.toContain(password);
-    expect(statSync(join(dir, "auth-portal.scrypt")).mode & 0o777).toBe(0o600);
-    expect(
-      (await fetch(`${first.url}/v1/health`, { headers: { authorization: basic("portal", password) } })).status,
-    ).toBe(204);
-    expect((await fetch(`${first.url}/v1/health`, { headers: { authorization: basic("portal", "") } })).status).toBe(
-      401,
-    );
-    await first.close();
+    expect(statSync(hashFile).mode & 0o777).toBe(0o600);
+    expect(first.lines.find((l) => l.passwordFile)).toMatchObject({
+      level: "warn",
+      username: "portal",
+      passwordFile,
+      hashFile,
+      msg: expect.stringContaining(`then delete that file (rm ${passwordFile})`),
+    });
+    expect(await health(first.server, password)).toBe(204);
+    expect(await health(first.server, "")).toBe(401);
+    await first.server.close();
 
+    // the file still there: its path again (not the password), the password unchanged
     const second = await start();
-    servers.push(second);
-    expect(announced).toHaveLength(1); // not generated again
-    expect(
-      (await fetch(`${second.url}/v1/health`, { headers: { authorization: basic("portal", password) } })).status,
-    ).toBe(204);
-    expect(logs.join("")).not.toContain(password);
+    expect(readFileSync(passwordFile, "utf8")).toBe(`${password}\n`);
+    expect(second.lines.find((l) => l.passwordFile)).toMatchObject({
+      level: "warn",
+      msg: expect.stringContaining(`the password generated for portal user 'portal' is still in ${passwordFile}`),
+    });
+    expect(await health(second.server, password)).toBe(204);
+    await second.server.close();
+
+    // the operator stored it and deleted the file: the hash is still the password's, and the line says how to start over
+    rmSync(passwordFile);
+    const third = await start();
+    expect(third.lines.find((l) => l.hashFile)).toMatchObject({
+      level: "info",
+      msg: expect.stringContaining(`or delete that file and restart to generate a new one`),
+    });
+    expect(third.lines.some((l) => l.passwordFile)).toBe(false);
+    expect(await health(third.server, password)).toBe(204);
+    expect([first, second, third].map((s) => s.text()).join("\n")).not.toContain(password);
+  });
+
+  it("a password of the user's own makes the generated one's files go; the generated one kept where it is the one configured", async () => {
+    const { passwordFile, hashFile, ...setup } = withoutPassword("credhook-own-");
+    /** A start and a stop with `env` added: what it logged. */
+    const start = async (env: Record<string, string>) => {
+      const { server, text } = await setup.start(env);
+      await server.close();
+      return text();
+    };
+    await start({});
+    const generated = readFileSync(passwordFile, "utf8").trim();
+    // CREDHOOK_PASSWORD_FILE pointed at the generated password's file: it is the configured one, kept (and the reminder stays)
+    expect(await start({ CREDHOOK_PASSWORD_FILE: passwordFile })).toContain("is still in");
+    expect(existsSync(passwordFile) && existsSync(hashFile)).toBe(true);
+    // a password of its own: the generated one opens nothing now, its files are deleted and the log says so
+    const own = await start({ CREDHOOK_PASSWORD: "the-operators-own-password" });
+    expect(own).toContain(`has a password of its own now, so the one generated on its first start opens nothing`);
+    expect(existsSync(passwordFile) || existsSync(hashFile)).toBe(false);
+    // unset again: a new password, in a new file
+    await start({});
+    expect(readFileSync(passwordFile, "utf8").trim()).not.toBe(generated);
   });
 });

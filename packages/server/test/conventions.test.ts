@@ -1,10 +1,10 @@
 // Operators' conventions: string log levels and JSON on every line when stdout is not a terminal
-// (start-up failures and the generated-password banner included); one password policy for
+// (start-up failures included; a generated password never in a line, only its file's path); one password policy for
 // CREDHOOK_PASSWORD and `credhook hash-password`; a JSON body that starts with a UTF-8 byte
 // order mark accepted (RFC 8259 §8.1).
 import { describe, expect, it } from "vitest";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,26 +21,37 @@ const jsonLines = (text: string) =>
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 describe("log lines when stdout is not a terminal", () => {
-  it("`credhook serve` with a generated password writes only JSON lines, levels as strings, the banner one of them", async () => {
+  it("`credhook serve` with a generated password writes only JSON lines, levels as strings; the password in none: in a 0600 file whose path is logged; the listening line names the addresses bound", async () => {
     const cwd = mkdtempSync(join(tmpdir(), "credhook-json-"));
     const cli = spawnCredhook([process.execPath, CLI, "serve"], {
       cwd,
       env: { ...env, PORT: "0", CREDHOOK_GATEWAY_PORT: "0", CREDHOOK_PASSWORD: "" },
     });
-    await cli.listening();
+    const url = await cli.listening();
+    const passwordFile = join(cwd, "data", "initial-portal-password");
+    const password = readFileSync(passwordFile, "utf8").replace(/\n$/, "");
+    expect(password).toMatch(/^[0-9A-Za-z]{24}$/);
+    expect(statSync(passwordFile).mode & 0o777).toBe(0o600);
+    const health = await fetch(`${url}/v1/health`, {
+      headers: { authorization: `Basic ${Buffer.from(`portal:${password}`).toString("base64")}` },
+    });
+    expect(health.status).toBe(204);
     expect((await cli.stop()).code).toBe(0);
+    expect(cli.output()).not.toContain(password);
     const lines = jsonLines(cli.output());
     expect(lines.length).toBeGreaterThan(3);
     for (const l of lines) expect(["trace", "debug", "info", "warn", "error", "fatal"]).toContain(l.level);
-    const banner = lines.find((l) => typeof l.msg === "string" && l.msg.includes("so one was generated"));
-    expect(banner).toMatchObject({
+    expect(lines.find((l) => typeof l.msg === "string" && l.msg.includes("so one was generated"))).toMatchObject({
       level: "warn",
       service: "credhook",
       username: "portal",
+      passwordFile,
       hashFile: join(cwd, "data", "auth-portal.scrypt"),
     });
-    expect(banner!.password).toMatch(/^[0-9A-Za-z]{24}$/);
-    expect(lines.some((l) => l.msg === "credhook listening" && l.level === "info")).toBe(true);
+    // the embedded default binds every IPv4 address (server.host and embeddedGateway.listen.host 0.0.0.0): the line says so
+    const listening = lines.find((l) => l.msg === "credhook listening" && l.level === "info");
+    expect(listening?.url).toMatch(/^http:\/\/0\.0\.0\.0:\d+$/);
+    expect(listening?.embeddedGateway).toMatch(/^http:\/\/0\.0\.0\.0:\d+$/);
   });
 
   it("a start-up failure is one JSON line on stderr, with its messages", () => {

@@ -1,6 +1,9 @@
 import { expect, it } from "vitest";
+import { existsSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { runDemo } from "../src/demo.js";
 import { spawnTracked } from "./children.js";
@@ -54,6 +57,10 @@ it("`credhook demo` walks one app across AWS, Azure, Google, Kong, Apigee and th
     await server.close();
     await clouds.close();
   }
+  // its temporary data directory goes with it
+  const dataDir = /data in (\S+) \(removed when it stops\)/.exec(lines.join("\n"))?.[1];
+  expect(dataDir).toBeDefined();
+  expect(existsSync(dataDir!)).toBe(false);
 });
 
 it("`credhook demo` listens on $PORT; a PORT that is not a port is a clear error", async () => {
@@ -96,4 +103,38 @@ it("`credhook demo` listens on $PORT; a PORT that is not a port is a clear error
   bad.stderr!.on("data", (d) => (err += String(d)));
   expect(await new Promise((r) => bad.once("exit", r))).toBe(1);
   expect(err).toContain("the port must be an integer from 0 to 65535 (got 'http' from PORT)");
+});
+
+it("`credhook demo` next to a server on its port fails naming the port and --port/PORT, as serve does; it and a demo on a bad config leave no temporary directory", async () => {
+  const taken = createServer();
+  await new Promise<void>((r) => taken.listen(0, "0.0.0.0", r));
+  const port = (taken.address() as AddressInfo).port;
+  const badConfig = join(mkdtempSync(join(tmpdir(), "credhook-demo-config-")), "bad.yaml");
+  writeFileSync(badConfig, "server: { port: eighty }\n");
+  /** `credhook demo` with its own TMPDIR (where it makes its data directory): exit code, stderr, what it left there. */
+  const demo = async (args: string[], env: Record<string, string>) => {
+    const tmp = mkdtempSync(join(tmpdir(), "credhook-demo-tmp-"));
+    const child = spawnTracked(
+      process.execPath,
+      [fileURLToPath(new URL("../bin/credhook.mjs", import.meta.url)), "demo", "--no-walkthrough", ...args],
+      { env: { ...process.env, CREDHOOK_FROM_SOURCE: "1", TMPDIR: tmp, ...env }, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let err = "";
+    child.stderr!.on("data", (d) => (err += String(d)));
+    const code = await new Promise((r) => child.once("exit", r));
+    return { code, err, left: readdirSync(tmp).filter((f) => f.startsWith("credhook-demo-")) };
+  };
+  try {
+    const [busy, bad] = await Promise.all([demo([], { PORT: String(port) }), demo(["--config", badConfig], {})]);
+    expect(busy.code).toBe(1);
+    expect(busy.err).toContain(`port ${port} on 127.0.0.1, the webhook's port, is in use`);
+    expect(busy.err).toContain("pass --port a free port (or set PORT to one), or 0 for any free one");
+    expect(busy.err).not.toContain("EADDRINUSE");
+    expect(busy.left).toEqual([]);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toContain("server.port");
+    expect(bad.left).toEqual([]);
+  } finally {
+    await new Promise((r) => taken.close(r));
+  }
 });

@@ -3,7 +3,7 @@
 // does not answer is logged once and does not hold up the shutdown.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -57,6 +57,29 @@ describe("a port in use", () => {
     expect(run.stderr).toContain("the webhook's port, is in use");
     expect(run.stderr).toContain(`server.port in`);
     expect(run.stderr).toContain(`PORT=${takenPort}`);
+  });
+
+  it("at a first start generates no password; the next start, the port free, generates it and serves with it", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "credhook-first-start-"));
+    const firstStart = { CREDHOOK_PASSWORD: "", CREDHOOK_DATA_DIR: dataDir, PORT: "0" };
+    const run = failedServe([], { ...firstStart, CREDHOOK_GATEWAY_PORT: String(takenPort) });
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain(`port ${takenPort} on 0.0.0.0, the embedded gateway's port, is in use`);
+    expect(run.stdout + run.stderr).not.toContain("so one was generated");
+    expect(readdirSync(dataDir).filter((f) => f.startsWith("auth-") || f.startsWith("initial-"))).toEqual([]);
+
+    const cli = spawnCredhook([process.execPath, CLI, "serve"], {
+      cwd,
+      env: { ...baseEnv, ...firstStart, CREDHOOK_GATEWAY_PORT: "0" },
+    });
+    const url = await cli.listening();
+    const password = readFileSync(join(dataDir, "initial-portal-password"), "utf8").trim();
+    const health = await fetch(`${url}/v1/health`, {
+      headers: { authorization: `Basic ${Buffer.from(`portal:${password}`).toString("base64")}` },
+    });
+    expect(health.status).toBe(204);
+    expect((await cli.stop()).code).toBe(0);
+    expect(existsSync(join(dataDir, "auth-portal.scrypt"))).toBe(true);
   });
 
   it("written in a config file names the file and its key", () => {

@@ -333,7 +333,8 @@ export class EmbeddedGateway {
   /**
    * Listens on `embeddedGateway.listen` (port 0 picks a free one); sets the
    * public URL to `http://localhost:<port>` unless `publicUrl` is configured.
-   * @returns the base URL reached on this machine
+   * @returns the base URL as bound: `http://<address>:<port>` with the address the socket listens on
+   *   (`0.0.0.0`, every IPv4 address, by default; an IPv6 one in brackets)
    * @throws Error when the gateway is configured with pathPrefix, or the port is taken
    */
   async listen(): Promise<string> {
@@ -353,10 +354,9 @@ export class EmbeddedGateway {
       });
     });
     this.server = server;
-    const port = (server.address() as AddressInfo).port;
-    const host = l.host === "0.0.0.0" || l.host === "::" ? "127.0.0.1" : l.host;
+    const { port, address, family } = server.address() as AddressInfo;
     if (!this.options.config.publicUrl) this.setPublicUrl(`http://localhost:${port}`);
-    return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+    return `http://${family === "IPv6" ? `[${address}]` : address}:${port}`;
   }
 
   /**
