@@ -12,6 +12,7 @@ import { CREDENTIAL_EVENT_TYPES } from "./events.js";
 import { EXPIRY_ACTIONS, type GatewayExpiryConfig, resolveExpiryPolicies } from "./orchestration/expiry.js";
 import type { RouteRule } from "./routing.js";
 import { API_KEY_PREFIX_PATTERN, DEFAULT_API_KEY_PREFIX } from "./secrets.js";
+import { closestName, didYouMean } from "./suggest.js";
 import { formatAjvErrors } from "./validation.js";
 
 /** A portal user allowed to call the webhook. Exactly one of `password` / `passwordHash`. */
@@ -482,52 +483,142 @@ export function yamlPath(base: string, instancePath: string): string {
   return out === "" ? "(root)" : out;
 }
 
-/** Readable messages, one per problem, each starting with its YAML path under `base`. */
-export function formatConfigErrors(errors: ErrorObject[] | null | undefined, base: string): string[] {
-  return formatAjvErrors(errors, (instancePath) => yamlPath(base, instancePath));
+/** The segments of a JSON pointer (`/gateways/aws~1us`, `#/properties/server`), unescaped. */
+function pointerSegments(pointer: string): string[] {
+  return pointer
+    .replace(/^#/, "")
+    .split("/")
+    .slice(1)
+    .map((seg) => decodeURIComponent(seg).replace(/~1/g, "/").replace(/~0/g, "~"));
+}
+
+/** The value at a JSON pointer in `root`, or undefined when the path does not exist. */
+function valueAt(root: unknown, pointer: string): unknown {
+  let at = root;
+  for (const seg of pointerSegments(pointer)) {
+    if (at === null || typeof at !== "object") return undefined;
+    at = (at as Record<string, unknown>)[seg];
+  }
+  return at;
+}
+
+/** What {@link formatConfigErrors} may look at to suggest the name that was meant. */
+export interface ConfigErrorContext {
+  /** The schema validated against: an unknown key gets the closest of its object's `properties` as a suggestion. */
+  schema?: object;
+  /** The data validated: a string that is not one of an `enum`'s values gets the closest one as a suggestion. */
+  data?: unknown;
 }
 
 /**
- * Validates an interpolated config object and applies defaults.
- * Checks the schema, then references: every route's gateway exists, `default`
- * is the last route, every user has a password source.
- * @throws ConfigError listing every problem with its YAML path
+ * The suggestion for one ajv error: for an unknown key (`additionalProperties`), the closest key the schema knows
+ * at that place (the error's `schemaPath` less its keyword); for a value not in an `enum`, the closest value.
+ * @returns ` (did you mean 'port'?)`, or "" when nothing is close
  */
-export function validateConfig(raw: unknown): CredhookConfig {
+function suggestionFor(err: ErrorObject, context: ConfigErrorContext): string {
+  if (err.keyword === "additionalProperties" && context.schema) {
+    const parent = valueAt(context.schema, err.schemaPath.slice(0, err.schemaPath.lastIndexOf("/")));
+    const known = (parent as { properties?: Record<string, unknown> } | undefined)?.properties;
+    return known ? didYouMean(String(err.params.additionalProperty), Object.keys(known)) : "";
+  }
+  if (err.keyword === "enum" && "data" in context) {
+    const value = valueAt(context.data, err.instancePath);
+    const allowed = (err.params.allowedValues as unknown[]).filter((v): v is string => typeof v === "string");
+    return typeof value === "string" ? didYouMean(value, allowed) : "";
+  }
+  return "";
+}
+
+/**
+ * Readable messages, one per problem, each starting with its YAML path under `base`; with `context`, an unknown key
+ * or enum value ends with the known one closest to it (`server must not have property 'prot' (did you mean 'port'?)`).
+ */
+export function formatConfigErrors(
+  errors: ErrorObject[] | null | undefined,
+  base: string,
+  context: ConfigErrorContext = {},
+): string[] {
+  return formatAjvErrors(
+    errors,
+    (instancePath) => yamlPath(base, instancePath),
+    (err) => suggestionFor(err, context),
+  );
+}
+
+/** A plain object (not an array, not null): a YAML mapping. */
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/**
+ * Every problem of an interpolated config object at once — its schema's (unknown keys with the closest known one,
+ * types, ranges) and its references' (every route's gateway exists, `default` is the last route, every user has one
+ * password source, the expiry policies) — and the object with defaults applied. A reference check whose part of the
+ * object failed the schema is left out (it would repeat that problem in other words).
+ * @returns `config`: the object with defaults applied, a {@link CredhookConfig} only when `problems` is empty;
+ *   `problems`: one message per problem, each starting with its YAML path
+ */
+export function configProblems(raw: unknown): { config: CredhookConfig; problems: string[] } {
   // `${PORT:-8080}` interpolates to a string: coerce scalars to the schema's types, and fill defaults.
   // The validator is configSchema's with those options, compiled ahead of time by `pnpm schema` (no compiling here).
   const validate = validateConfigSchema as unknown as ValidateFunction;
   const copy = structuredClone(raw ?? {});
-  if (!validate(copy)) throw new ConfigError(formatConfigErrors(validate.errors, ""));
+  const errors = validate(copy) ? [] : (validate.errors ?? []);
+  const problems = formatConfigErrors(errors, "", { schema: configSchema, data: copy });
   const config = copy as unknown as CredhookConfig & { server: Partial<ServerConfig> };
-  const problems: string[] = [];
-  if (config.server.requestTimeoutMs! < config.server.headersTimeoutMs!) {
-    problems.push(
-      `server.requestTimeoutMs (${config.server.requestTimeoutMs}) must be >= server.headersTimeoutMs (${config.server.headersTimeoutMs}): the whole request includes its headers`,
-    );
+  if (!isObject(config)) return { config, problems };
+  /** Whether the schema found a problem at or under the JSON pointer `at`. */
+  const failed = (at: string) => errors.some((e) => e.instancePath === at || e.instancePath.startsWith(`${at}/`));
+  const server = isObject(config.server) ? config.server : undefined;
+  if (server && !failed("/server/requestTimeoutMs") && !failed("/server/headersTimeoutMs")) {
+    if (server.requestTimeoutMs! < server.headersTimeoutMs!)
+      problems.push(
+        `server.requestTimeoutMs (${server.requestTimeoutMs}) must be >= server.headersTimeoutMs (${server.headersTimeoutMs}): the whole request includes its headers`,
+      );
   }
-  if (config.server.auth) config.server.auth.maxGlobalFailures ??= 10 * config.server.auth.maxFailures;
-  if (!config.server.auth)
+  if (server && server.auth === undefined)
     problems.push(
       'server.auth must be set: at least one user, e.g. { users: [{ username: portal, password: "${CREDHOOK_PASSWORD}" }] }',
     );
-  config.server.auth?.users.forEach((u, i) => {
-    if (u.password !== undefined && u.passwordHash !== undefined)
-      problems.push(`server.auth.users[${i}] must have only one of password and passwordHash`);
-    if (u.password === undefined && u.passwordHash === undefined)
-      problems.push(`server.auth.users[${i}] must have password or passwordHash`);
-  });
-  const names = new Set(Object.keys(config.gateways));
-  config.routes.forEach((r, i) => {
-    const gw = "default" in r ? r.default : r.gateway;
-    if (!names.has(gw))
-      problems.push(
-        `routes[${i}].${"default" in r ? "default" : "gateway"} names gateway '${gw}', which is not under gateways: (known: ${[...names].join(", ")})`,
-      );
-    if ("default" in r && i !== config.routes.length - 1)
-      problems.push(`routes[${i}]: the default route must be the last one (routes after it never match)`);
-  });
-  problems.push(...resolveExpiryPolicies(config.gateways).problems);
+  if (server?.auth && !failed("/server/auth")) {
+    server.auth.maxGlobalFailures ??= 10 * server.auth.maxFailures;
+    server.auth.users.forEach((u, i) => {
+      if (u.password !== undefined && u.passwordHash !== undefined)
+        problems.push(`server.auth.users[${i}] must have only one of password and passwordHash`);
+      if (u.password === undefined && u.passwordHash === undefined)
+        problems.push(`server.auth.users[${i}] must have password or passwordHash`);
+    });
+  }
+  const gateways = isObject(config.gateways) ? config.gateways : {};
+  const names = Object.keys(gateways);
+  if (Array.isArray(config.routes)) {
+    config.routes.forEach((r, i) => {
+      if (!isObject(r) || failed(`/routes/${i}`)) return;
+      const key = "default" in r ? "default" : "gateway";
+      const gw = "default" in r ? r.default : r.gateway;
+      if (!names.includes(gw)) {
+        const meant = closestName(gw, names);
+        problems.push(
+          `routes[${i}].${key} names gateway '${gw}', which is not under gateways: (${meant ? `did you mean '${meant}'? ` : ""}known: ${names.join(", ")})`,
+        );
+      }
+      if ("default" in r && i !== config.routes.length - 1)
+        problems.push(`routes[${i}]: the default route must be the last one (routes after it never match)`);
+    });
+  }
+  const checked = Object.entries(gateways).filter(
+    ([name, gw]) => isObject(gw) && !failed(`/gateways/${name.replace(/~/g, "~0").replace(/\//g, "~1")}/expiry`),
+  );
+  problems.push(...resolveExpiryPolicies(Object.fromEntries(checked)).problems);
+  return { config: config as CredhookConfig, problems };
+}
+
+/**
+ * Validates an interpolated config object and applies defaults: {@link configProblems}, thrown.
+ * @throws ConfigError listing every problem with its YAML path
+ */
+export function validateConfig(raw: unknown): CredhookConfig {
+  const { config, problems } = configProblems(raw);
   if (problems.length > 0) throw new ConfigError(problems);
-  return config as CredhookConfig;
+  return config;
 }

@@ -38,7 +38,9 @@ export type {
   ServerConfig,
   StoreConfig,
 } from "./config.js";
-export { configSchema, formatConfigErrors, validateConfig } from "./config.js";
+export type { ConfigErrorContext } from "./config.js";
+export { configProblems, configSchema, formatConfigErrors, validateConfig } from "./config.js";
+export { closestName } from "./suggest.js";
 export type { CompileOptions, ContractValidator } from "./validation.js";
 export {
   addPrecompiledValidators,
@@ -62,6 +64,7 @@ export {
   loadExtensions,
   loadGateways,
   loadStore,
+  packageProblems,
 } from "./registry.js";
 /** The extension interface (also `@credhook/core/provider`'s), for a host that starts and asks extensions. */
 export type { ExtensionCheckContext, ExtensionContext, ProviderExtension, RunningExtension } from "./provider.js";

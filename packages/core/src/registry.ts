@@ -11,14 +11,14 @@
  * start-up with a {@link ConfigError} naming the YAML path — never skipped.
  */
 import type { CredentialType } from "./contract.js";
-import type { CredhookConfig } from "./config.js";
-import { formatConfigErrors } from "./config.js";
+import { type CredhookConfig, formatConfigErrors, isObject } from "./config.js";
 import { ConfigError, isCredhookError } from "./errors.js";
 import type { Logger } from "./logger.js";
 import type { Provider, ProviderExtension, ProviderFactory, ProviderStateStore } from "./provider.js";
 import type { CredentialStore, RateSlots, StoreFactory } from "./store.js";
 import { redactSecrets } from "./provider-kit/redact.js";
 import { redactingLogger, secretOptionValues } from "./provider-kit/secret-options.js";
+import { closestName } from "./suggest.js";
 import { compileSchema } from "./validation.js";
 
 /** Short provider names and the packages they load. */
@@ -144,18 +144,48 @@ function isFactory(value: unknown): value is ProviderFactory & StoreFactory {
   );
 }
 
+/** The built-in names of each kind of package, and the packages they load. */
+const BUILTINS = {
+  provider: BUILTIN_PROVIDERS,
+  store: BUILTIN_STORES,
+} as const;
+
+/**
+ * The message for a package a `provider:` value (or `store:` key) names that is not installed, at `at`. A name that
+ * is not built in gets the built-in names, and either the closest one when it looks like a typo of it
+ * (`provider: AWS` — did you mean 'aws'?) or how to install a package of that name.
+ */
+function notInstalled(kind: "provider" | "store", name: string, at: string): string {
+  const builtins = BUILTINS[kind];
+  const pkg = builtins[name] ?? name;
+  const install =
+    `install it next to credhook, e.g. pnpm add ${pkg}; ` +
+    `a package of credhook's workspace that is not built runs from its TypeScript sources, in its folder: ` +
+    `CREDHOOK_FROM_SOURCE=1 node --conditions=dev-source <checkout>/packages/server/bin/credhook.mjs serve`;
+  if (name in builtins) return `${at}: ${kind} package '${pkg}' is not installed (${install})`;
+  const known = Object.keys(builtins);
+  // a package name of credhook's own scope is compared with the built-in packages, any other name with the short names
+  const meant = closestName(name, name.startsWith("@credhook/") ? Object.values(builtins) : known);
+  const list = `built-in ${kind}s: ${known.join(", ")}; any other value is a package name`;
+  return meant
+    ? `${at}: ${kind} package '${pkg}' is not installed — did you mean '${meant}'? (${list})`
+    : `${at}: ${kind} package '${pkg}' is not installed (${list}: ${install})`;
+}
+
 /**
  * Imports the factory a package default-exports.
  * @param kind `provider` or `store`, for messages
- * @param pkg the package to import
- * @throws ConfigError naming `at` when it cannot be loaded or is not a factory
+ * @param name the `provider:` value, or the store's key: a built-in name or a package name
+ * @throws ConfigError naming `at` when it cannot be loaded (not installed: with the built-in names and the closest
+ *   one, see {@link notInstalled}) or is not a factory
  */
 async function loadFactory(
   kind: "provider" | "store",
-  pkg: string,
+  name: string,
   at: string,
   importModule: LoadGatewaysOptions["importModule"],
 ): Promise<ProviderFactory & StoreFactory> {
+  const pkg = BUILTINS[kind][name] ?? name;
   let mod: unknown;
   try {
     mod = await importModule(pkg);
@@ -165,9 +195,7 @@ async function loadFactory(
     throw new ConfigError(
       [
         missing
-          ? `${at}: ${kind} package '${pkg}' is not installed (install it next to credhook, e.g. pnpm add ${pkg}; ` +
-            `a package of credhook's workspace that is not built runs from its TypeScript sources, in its folder: ` +
-            `CREDHOOK_FROM_SOURCE=1 node --conditions=dev-source <checkout>/packages/server/bin/credhook.mjs serve)`
+          ? notInstalled(kind, name, at)
           : `${at}: ${kind} package '${pkg}' failed to load: ${(err as Error).message}`,
       ],
       { cause: err },
@@ -182,13 +210,73 @@ async function loadFactory(
   return factory;
 }
 
+/**
+ * A package's options validated by its factory's schema, defaults applied to a copy (the value as written is not
+ * changed; a store's options may be a string, as `sqlite: ./data/credhook.db`).
+ * @param raw the options as written
+ * @param at their YAML path (`gateways.aws-us.options`, `store.postgres`)
+ * @returns `options`, or `problems`: one message per problem, `[provider-aws] <path> …` (an unknown option with the
+ *   closest the schema knows)
+ */
+function checkedOptions(
+  kind: "provider" | "store",
+  factory: ProviderFactory | StoreFactory,
+  raw: unknown,
+  at: string,
+): { options: unknown } | { problems: string[] } {
+  const validate = compileSchema(factory.optionsSchema, { coerceTypes: true, useDefaults: true });
+  const options = structuredClone(raw);
+  if (validate(options)) return { options };
+  return {
+    problems: formatConfigErrors(validate.errors, at, { schema: factory.optionsSchema, data: options }).map(
+      (m) => `[${kind}-${factory.type}] ${m}`,
+    ),
+  };
+}
+
 /** Imports a provider package's factory. @throws ConfigError naming `at` when it cannot be loaded or is not a factory */
 export async function loadProviderFactory(
   provider: string,
   at: string,
   importModule: LoadGatewaysOptions["importModule"],
 ): Promise<ProviderFactory> {
-  return loadFactory("provider", providerPackage(provider), at, importModule);
+  return loadFactory("provider", provider, at, importModule);
+}
+
+/**
+ * What loading the packages `config` names would find wrong, without creating anything: each gateway's provider
+ * package (one that is not installed with the built-in names and the closest one) and its `options` against the
+ * package's schema (an unknown option with the closest one), and likewise the store's package and options. A part
+ * the config's schema already refused (a gateway without a `provider:` string, `options` that are not an object,
+ * a `store:` without exactly one key) is skipped: {@link configProblems} reports it.
+ * @param config an interpolated config, defaults applied, possibly with problems of its own ({@link configProblems})
+ * @param importModule how packages are imported (see {@link LoadGatewaysOptions.importModule})
+ * @returns one message per problem, each naming its YAML path; empty when every package loads and accepts its options
+ */
+export async function packageProblems(
+  config: CredhookConfig,
+  importModule: LoadGatewaysOptions["importModule"],
+): Promise<string[]> {
+  const check = async (kind: "provider" | "store", name: string, raw: unknown, at: string, optionsAt: string) => {
+    try {
+      const checked = checkedOptions(kind, await loadFactory(kind, name, at, importModule), raw, optionsAt);
+      return "problems" in checked ? checked.problems : [];
+    } catch (err) {
+      return isCredhookError(err) ? err.messages : [`${at}: ${(err as Error).message}`];
+    }
+  };
+  const checks: Promise<string[]>[] = [];
+  for (const [name, gw] of Object.entries(isObject(config.gateways) ? config.gateways : {})) {
+    const options = isObject(gw) ? (gw.options ?? {}) : undefined;
+    if (typeof gw?.provider === "string" && gw.provider !== "" && isObject(options))
+      checks.push(check("provider", gw.provider, options, `gateways.${name}.provider`, `gateways.${name}.options`));
+  }
+  const store = isObject(config.store) ? Object.entries(config.store) : [];
+  if (store.length === 1) {
+    const [name, raw] = store[0]!;
+    checks.push(check("store", name, raw, `store.${name}`, `store.${name}`));
+  }
+  return (await Promise.all(checks)).flat();
 }
 
 /** What {@link loadStore} needs from its caller. */
@@ -211,18 +299,15 @@ export interface LoadStoreOptions {
 export async function loadStore(config: CredhookConfig, options: LoadStoreOptions): Promise<CredentialStore> {
   const [name, raw] = Object.entries(config.store)[0]!;
   const at = `store.${name}`;
-  const factory = await loadFactory("store", BUILTIN_STORES[name] ?? name, at, options.importModule);
-  const validate = compileSchema(factory.optionsSchema, { coerceTypes: true, useDefaults: true });
-  const opts = { value: structuredClone(raw) };
-  const schema = validate as unknown as (v: unknown) => boolean;
-  if (!schema(opts.value))
-    throw new ConfigError(formatConfigErrors(validate.errors, at).map((m) => `[store-${factory.type}] ${m}`));
-  return factory.create(opts.value, {
+  const factory = await loadFactory("store", name, at, options.importModule);
+  const checked = checkedOptions("store", factory, raw, at);
+  if ("problems" in checked) throw new ConfigError(checked.problems);
+  return factory.create(checked.options, {
     configPath: at,
     baseDir: options.baseDir,
     logger: redactingLogger(
       options.logger.child({ store: factory.type }),
-      secretOptionValues(factory.optionsSchema, opts.value),
+      secretOptionValues(factory.optionsSchema, checked.options),
     ),
     ...(options.waitAtStart ? { waitAtStart: true } : {}),
   });
@@ -244,14 +329,12 @@ export async function loadGateways(
     let secrets: string[] = [];
     try {
       const factory = await loadProviderFactory(gw.provider, `${at}.provider`, options.importModule);
-      const validate = compileSchema(factory.optionsSchema, { coerceTypes: true, useDefaults: true });
-      const opts = structuredClone(gw.options ?? {});
-      if (!validate(opts)) {
-        problems.push(
-          ...formatConfigErrors(validate.errors, `${at}.options`).map((m) => `[provider-${factory.type}] ${m}`),
-        );
+      const checked = checkedOptions("provider", factory, gw.options ?? {}, `${at}.options`);
+      if ("problems" in checked) {
+        problems.push(...checked.problems);
         continue;
       }
+      const opts = checked.options as Record<string, unknown>;
       secrets = secretOptionValues(factory.optionsSchema, opts);
       const logger = redactingLogger(options.logger.child({ gateway: name }), secrets);
       const provider = await factory.create(opts, {

@@ -200,14 +200,16 @@ export function formatAjvError(err: ErrorObject, where: string): string {
  * Readable, de-duplicated messages for a failed validation, one per problem;
  * `if`/`oneOf`/`anyOf` wrapper errors are dropped (their causes are listed).
  * @param locate renders an ajv instance path (`/apis/0/id`) as the message's location
+ * @param hint the text appended to one error's message (a suggestion such as ` (did you mean 'port'?)`); none by default
  */
 export function formatAjvErrors(
   errors: ErrorObject[] | null | undefined,
   locate: (instancePath: string) => string,
+  hint: (err: ErrorObject) => string = () => "",
 ): string[] {
   const lines = (errors ?? [])
     .filter((e) => e.keyword !== "if" && e.keyword !== "oneOf" && e.keyword !== "anyOf")
-    .map((e) => formatAjvError(e, locate(e.instancePath)));
+    .map((e) => formatAjvError(e, locate(e.instancePath)) + hint(e));
   return [...new Set(lines)];
 }
 

@@ -8,6 +8,7 @@
  */
 import { ConfigError } from "@credhook/core/errors";
 import {
+  apiKeyScanPattern,
   BUILTIN_EXTENSIONS,
   createRouter,
   loadExtensions,
@@ -61,11 +62,12 @@ export async function configWarnings(
 }
 
 /**
- * Runs every check of `config` that needs no store and no listener: loads each
- * gateway's provider (options validated, state in memory), builds the router,
- * checks the configured passwords against the password policy and each extension's block
- * (the embedded gateway's) against the gateways and the store, as its package says, and GitHub's
- * public keys of `secretScanning.github` (each a P-256 public key, its file readable).
+ * Runs every check of `config` that needs no store and no listener, beyond what loading the file checked
+ * (`loadConfigFile`: the schema, the routes, each package and its options): creates each gateway's provider
+ * (state in memory: a provider's own start-up checks, its credential type), builds the router, checks the configured
+ * passwords against the password policy and each extension's block (the embedded gateway's) against the gateways
+ * and the store, as its package says, and GitHub's public keys of `secretScanning.github` (each a P-256 public key,
+ * its file readable) — and reports what all of them found at once.
  * @param importModule how provider packages are imported (the server's `importProviderModule`)
  * @returns the loaded gateways (close their providers when done)
  * @throws ConfigError listing every problem with its YAML path
@@ -74,20 +76,30 @@ export async function checkConfig(
   config: CredhookConfig,
   importModule: (specifier: string) => Promise<unknown>,
 ): Promise<Map<string, Gateway>> {
-  const gateways = await loadGateways(config, {
-    importModule,
-    logger: silentLogger as Logger,
-    stateFor: () => memoryStateStore(),
-  });
+  const problems = [...userPasswordProblems(config.server.auth.users)];
+  const collect = (err: unknown) => {
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...err.messages);
+  };
+  try {
+    githubKeysOf(config);
+  } catch (err) {
+    collect(err);
+  }
+  let gateways: Map<string, Gateway> | undefined;
+  try {
+    gateways = await loadGateways(config, {
+      importModule,
+      logger: silentLogger as Logger,
+      stateFor: () => memoryStateStore(),
+    });
+  } catch (err) {
+    collect(err);
+  }
+  if (!gateways) throw new ConfigError(problems);
   try {
     createRouter(config.routes);
-    const extensions = await loadExtensions(config, gateways, { importModule });
-    const problems = [...userPasswordProblems(config.server.auth.users), ...extensions.problems];
-    try {
-      githubKeysOf(config);
-    } catch (err) {
-      problems.push(...(err instanceof ConfigError ? err.messages : [String(err)]));
-    }
+    problems.push(...(await loadExtensions(config, gateways, { importModule })).problems);
     if (problems.length > 0) throw new ConfigError(problems);
     return gateways;
   } catch (err) {
@@ -119,9 +131,54 @@ export function describeExpiry(config: Pick<CredhookConfig, "gateways">): string
 }
 
 /**
+ * A sink's URL as credhook prints it: a password in its user-info and every query value (webhook URLs often carry a
+ * token there) masked as `****`.
+ */
+export function printableUrl(url: string): string {
+  const u = new URL(url);
+  if (u.password) u.password = "****";
+  for (const key of new Set(u.searchParams.keys())) u.searchParams.set(key, "****");
+  // URLSearchParams percent-encodes what it writes: show the mask as it is written.
+  return u.href.replaceAll("%2A%2A%2A%2A", "****");
+}
+
+/**
+ * `credhook check-config`'s lines on the credential events (docs/events.md): each sink (its `name` when it has one,
+ * its URL with {@link printableUrl}, the event types it takes, its time-out; its signing secret as `****`), or that
+ * there is none, then the retention, polling and retries.
+ */
+export function describeEvents(config: Pick<CredhookConfig, "events">): string[] {
+  const { sinks, retentionDays, pollIntervalMs, retry } = config.events;
+  return [
+    sinks.length === 0
+      ? "events.sinks: none (events are kept for `credhook audit` only)"
+      : "events.sinks (each event POSTed, signed per Standard Webhooks):",
+    ...sinks.map(
+      (sink) =>
+        `  ${sink.name ? `${sink.name}: ` : ""}${printableUrl(sink.url)} secret=**** types=${sink.types?.join(",") ?? "all"} timeoutMs=${sink.timeoutMs}`,
+    ),
+    `events: retentionDays=${retentionDays} pollIntervalMs=${pollIntervalMs} retry=${JSON.stringify(retry)}`,
+  ];
+}
+
+/**
+ * `credhook check-config`'s lines on the API key format (docs/leak-response.md): `keys.prefix`, and the regular
+ * expression a secret scanner registers to find the keys (`apiKeyScanPattern`: GitHub secret scanning's partner
+ * program or custom patterns, gitleaks, trufflehog).
+ */
+export function describeKeys(config: Pick<CredhookConfig, "keys">): string[] {
+  return [
+    `keys.prefix: ${config.keys.prefix} (generated API keys: the prefix, 40 random base62 characters and a 6-character checksum)`,
+    `  secret-scanning pattern to register (GitHub, gitleaks, trufflehog): ${apiKeyScanPattern(config.keys.prefix)}`,
+  ];
+}
+
+/**
  * What `credhook check-config` prints for a configuration {@link checkConfig} accepted: the
  * config file, each gateway with its provider's capabilities and its options (secrets masked,
- * {@link printableOptions}), the routes, the extensions (the embedded gateway), the server and the store.
+ * {@link printableOptions}), the routes, the extensions (the embedded gateway), the secret-scanning endpoint, the
+ * key prefix and the pattern to register with secret scanners ({@link describeKeys}), the event sinks
+ * ({@link describeEvents}), the expiry policies, the server and the store.
  * @param gateways what {@link checkConfig} returned for `config`
  * @param extensionLines what {@link describeExtensions} says of the extensions
  * @param warnings what {@link configWarnings} says: a `warnings:` section before the verdict, when any
@@ -153,7 +210,14 @@ export function checkConfigReport(
         `  ${i + 1}. ${"default" in r ? `* (default) -> ${r.default}` : `${r.apis.join(", ")} -> ${r.gateway}`}`,
       ),
   );
-  out.push("", ...extensionLines, describeSecretScanning(config), ...describeExpiry(config));
+  out.push(
+    "",
+    ...extensionLines,
+    describeSecretScanning(config),
+    ...describeKeys(config),
+    ...describeEvents(config),
+    ...describeExpiry(config),
+  );
   out.push(
     "",
     `server: ${JSON.stringify(maskSecrets(config.server))}`,

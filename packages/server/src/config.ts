@@ -2,7 +2,8 @@
  * Loading of `webhook.config.yaml`: discovery and parsing with cosmiconfig (YAML
  * via the `yaml` package), `${VAR}` / `${VAR:-default}` interpolation from the
  * environment, secrets read from files (`${file:/run/secrets/x}`, `VAR_FILE`),
- * validation by core's config schema (messages name the YAML path), and relative
+ * validation by core's config schema and of the packages it names (every problem at once, messages name the
+ * YAML path and the name that was meant), and relative
  * paths resolved against the config file's directory. With no file at all,
  * {@link loadConfigFile} can fall back to the embedded default
  * ({@link EMBEDDED_CONFIG_FILE}), which `credhook init` also writes.
@@ -11,10 +12,11 @@ import { readFileSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { cosmiconfig } from "cosmiconfig";
-import { parse as parseYaml } from "yaml";
+import { parseDocument, type YAMLError } from "yaml";
 import { ConfigError } from "@credhook/core/errors";
-import { validateConfig, type CredhookConfig } from "@credhook/core";
+import { configProblems, type CredhookConfig, packageProblems } from "@credhook/core";
 import { type EmbeddedGatewayConfig, parseEmbeddedGatewayConfig } from "@credhook/provider-local/gateway";
+import { importProviderModule } from "./runtime.js";
 
 /** File names searched (in the working directory) when no `--config` is given. */
 export const CONFIG_SEARCH_PLACES = ["webhook.config.yaml", "webhook.config.yml"];
@@ -50,6 +52,11 @@ export interface LoadConfigOptions {
    * @default false
    */
   embeddedDefault?: boolean;
+  /**
+   * Imports a provider or store package, to check that each one the config names is installed and accepts its
+   * options. @default importProviderModule (the server's: its own dependencies, then the working directory's)
+   */
+  importModule?: (specifier: string) => Promise<unknown>;
 }
 
 /** Options of {@link interpolate}. */
@@ -149,16 +156,51 @@ export function interpolate(
   return value;
 }
 
+/**
+ * One message per YAML syntax error of a file: where (`file:line:column`), what (the `yaml` library's text) and the
+ * library's code frame — the line and a `^` under the column — each frame line indented by 4 spaces, so that it
+ * stands under the message in `credhook: invalid configuration:`'s list.
+ */
+function yamlSyntaxProblems(filepath: string, errors: readonly YAMLError[]): string[] {
+  return errors.map((err) => {
+    // With prettyErrors the message is "<what> at line L, column C:\n\n<frame>\n" (linePos holds L and C).
+    const [head = "", ...rest] = err.message.split("\n");
+    const pos = err.linePos?.[0];
+    const what = head.replace(/ at line \d+, column \d+:$/, "");
+    const frame = rest.join("\n").replace(/^\n+|\n+$/g, "");
+    return [
+      `${filepath}${pos ? `:${pos.line}:${pos.col}` : ""}: not valid YAML: ${what}`,
+      ...(frame ? frame.split("\n").map((line) => `    ${line}`.trimEnd()) : []),
+    ].join("\n");
+  });
+}
+
 const yamlLoader = (filepath: string, content: string) => {
-  try {
-    return parseYaml(content, { prettyErrors: true }) as unknown;
-  } catch (err) {
-    throw new ConfigError([`${filepath}: not valid YAML: ${(err as Error).message.split("\n")[0]}`], { cause: err });
-  }
+  // Every syntax error of the file at once (the parser goes on after one), each with its code frame.
+  const doc = parseDocument(content, { prettyErrors: true });
+  if (doc.errors.length > 0) throw new ConfigError(yamlSyntaxProblems(filepath, doc.errors), { cause: doc.errors[0] });
+  return doc.toJS() as unknown;
 };
 
+/** The YAML path a problem's message starts with (`gateways.aws.options.region` of `[provider-aws] gateways.aws.options.region must …`). */
+function problemPath(message: string): string {
+  return /^(?:\[[^\]]*\] )?([^\s:]+)/.exec(message)?.[1] ?? "";
+}
+
+/** Whether the YAML path `path` is `at` or under it (`at.x`, `at[0]`). */
+function isUnder(path: string, at: string): boolean {
+  return path === at || path.startsWith(`${at}.`) || path.startsWith(`${at}[`);
+}
+
 /**
- * Reads, interpolates and validates the configuration.
+ * Reads, interpolates and validates the configuration, and reports every problem at once: a YAML syntax error
+ * stops there (every syntax error of the file, each with its code frame, {@link yamlSyntaxProblems}); otherwise
+ * `${VAR}`s that cannot be interpolated, the schema's problems (an unknown key with the closest known one:
+ * `server must not have property 'prot' (did you mean 'port'?)`), the references (routes naming unknown gateways,
+ * expiry policies), each gateway's provider package (one that is not installed, with the built-in providers and
+ * the closest one) and its options, the store's package and options, and the embedded gateway's block — one
+ * {@link ConfigError}, each message starting with its YAML path. `credhook serve` and `credhook check-config` load
+ * through it alike.
  * @param file path of the YAML file; omitted: `$CREDHOOK_CONFIG`, else `webhook.config.yaml` in
  *   `cwd`, else (with `options.embeddedDefault`) the embedded default
  * @throws ConfigError when the file is missing or invalid (each message names the YAML path)
@@ -197,20 +239,31 @@ export async function loadConfigFile(file?: string, options: LoadConfigOptions =
   }
   // The embedded default lives inside the installed package: its relative paths mean the working directory.
   const base = embedded ? cwd : dirname(result.filepath);
-  const problems: string[] = [];
-  const interpolated = interpolate(result.config, env, "", problems, { baseDir: base });
-  if (problems.length > 0) throw new ConfigError(problems);
-  const config = validateConfig(interpolated);
+  // Every problem at once: interpolation, the schema and the references, the packages and their options, the
+  // embedded gateway's block — less what only repeats a value that could not be interpolated (it is empty).
+  const interpolation: string[] = [];
+  const interpolated = interpolate(result.config, env, "", interpolation, { baseDir: base });
+  const { config, problems } = configProblems(interpolated);
+  problems.push(...(await packageProblems(config, options.importModule ?? importProviderModule)));
+  // Parsed once here, into its type (the server's start parses it again through the extension: idempotent).
+  let embeddedGateway: EmbeddedGatewayConfig | undefined;
+  const block = config.embeddedGateway;
+  if (typeof block === "object" && block !== null && !Array.isArray(block)) {
+    try {
+      embeddedGateway = parseEmbeddedGatewayConfig(block);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(...err.messages);
+    }
+  }
+  const unresolved = interpolation.map(problemPath);
+  const all = [...interpolation, ...problems.filter((m) => !unresolved.some((at) => isUnder(problemPath(m), at)))];
+  if (all.length > 0) throw new ConfigError(all);
   const abs = (p: string) => (p === ":memory:" || isAbsolute(p) ? p : resolve(base, p));
   if (typeof config.store.sqlite === "string") config.store = { sqlite: abs(config.store.sqlite) };
   config.dataDir = abs(config.dataDir);
-  // Parsed once here, into its type (the server's start parses it again through the extension: idempotent).
-  let embeddedGateway: EmbeddedGatewayConfig | undefined;
-  if (config.embeddedGateway) {
-    embeddedGateway = parseEmbeddedGatewayConfig(config.embeddedGateway);
-    const keyFile = embeddedGateway.oauth.signing.keyFile;
-    if (keyFile) embeddedGateway.oauth.signing.keyFile = abs(keyFile);
-  }
+  const keyFile = embeddedGateway?.oauth.signing.keyFile;
+  if (embeddedGateway && keyFile) embeddedGateway.oauth.signing.keyFile = abs(keyFile);
   return Object.assign(config, {
     configFile: result.filepath,
     embeddedDefault: embedded,

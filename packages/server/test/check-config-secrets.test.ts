@@ -8,9 +8,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { defineProvider, type Provider } from "@credhook/core/provider";
 import { checkConfig, checkConfigReport } from "../src/check-config.js";
 import { importProviderModule, loadConfigFile } from "../src/index.js";
+import { apiKeyStubProvider } from "./fixtures/stub-provider.js";
 
 const SECRETS = {
   AWS_SECRET: "aws-secret-access-key-0001",
@@ -23,29 +23,19 @@ const SECRETS = {
 };
 
 /** A third-party provider whose `headers` option carries a credential. */
-const headersProvider = defineProvider({
-  type: "headers",
-  optionsSchema: {
-    type: "object",
-    additionalProperties: false,
-    required: ["url"],
-    properties: {
-      url: { type: "string", description: "Base URL of the gateway's admin API." },
-      headers: {
-        type: "object",
-        additionalProperties: { type: "string" },
-        writeOnly: true,
-        description: "Headers of every call, e.g. `Authorization`: secret.",
-      },
+const headersProvider = apiKeyStubProvider("headers", {
+  type: "object",
+  additionalProperties: false,
+  required: ["url"],
+  properties: {
+    url: { type: "string", description: "Base URL of the gateway's admin API." },
+    headers: {
+      type: "object",
+      additionalProperties: { type: "string" },
+      writeOnly: true,
+      description: "Headers of every call, e.g. `Authorization`: secret.",
     },
   },
-  create: (): Provider => ({
-    capabilities: { credentialTypes: ["API_KEY"], importsApiKeyValue: false, readsBackSecret: false },
-    create: async () => ({ nativeId: "n", apiKey: "k", resources: {} }),
-    update: async () => ({ resources: {} }),
-    revoke: async () => "gone",
-    health: async () => {},
-  }),
 });
 
 const YAML = `
@@ -105,10 +95,10 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 it("check-config's report masks every provider's secret options and a third party's credential header", async () => {
   const file = join(dir, "webhook.config.yaml");
   writeFileSync(file, YAML);
-  const config = await loadConfigFile(file);
-  const gateways = await checkConfig(config, async (specifier) =>
-    specifier === "credhook-provider-headers" ? { default: headersProvider } : importProviderModule(specifier),
-  );
+  const importModule = async (specifier: string) =>
+    specifier === "credhook-provider-headers" ? { default: headersProvider } : importProviderModule(specifier);
+  const config = await loadConfigFile(file, { importModule });
+  const gateways = await checkConfig(config, importModule);
   try {
     const report = checkConfigReport(config, gateways, []);
     for (const secret of Object.values(SECRETS)) expect(report).not.toContain(secret);

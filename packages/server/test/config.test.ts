@@ -116,7 +116,8 @@ describe("config loading", () => {
   it("a provider package that is not installed stops start-up naming the YAML path", async () => {
     const messages = await configErrors(BASE.replace("provider: local", "provider: credhook-provider-doesnotexist"));
     expect(messages).toEqual([
-      "gateways.local.provider: provider package 'credhook-provider-doesnotexist' is not installed (install it next to credhook, e.g. pnpm add credhook-provider-doesnotexist; " +
+      "gateways.local.provider: provider package 'credhook-provider-doesnotexist' is not installed (built-in providers: local, aws, azure, gcp, kong, apigee; " +
+        "any other value is a package name: install it next to credhook, e.g. pnpm add credhook-provider-doesnotexist; " +
         "a package of credhook's workspace that is not built runs from its TypeScript sources, in its folder: " +
         "CREDHOOK_FROM_SOURCE=1 node --conditions=dev-source <checkout>/packages/server/bin/credhook.mjs serve)",
     ]);
@@ -299,5 +300,27 @@ describe("server limits in the config", () => {
     expect(code).toBe(1);
     expect(out).toContain("server.requestTimeoutMs must be >= 100");
     expect(out).toContain("server.auth.maxRememberedLogins must be >= 1");
+  });
+
+  it("`credhook check-config` on a file with typos lists every one with the name that was meant, and exits 1", async () => {
+    const { dir, file } = write(
+      BASE.replace("  port: ${PORT:-8080}", "  prot: 8080").replace("provider: local", "provider: Local"),
+    );
+    const { code, out } = await new Promise<{ code: number | null; out: string }>((resolve) => {
+      const child = spawnTracked(process.execPath, [CLI, "check-config", "--config", file], {
+        env: { ...process.env, CREDHOOK_PASSWORD: "long-enough-password", CREDHOOK_DATA_DIR: dir },
+      });
+      let text = "";
+      child.stdout!.on("data", (d) => (text += String(d)));
+      child.stderr!.on("data", (d) => (text += String(d)));
+      child.once("exit", (c) => resolve({ code: c, out: text }));
+    });
+    expect(code).toBe(1);
+    expect(out).toContain(
+      "credhook: invalid configuration:\n" +
+        "  - server must not have property 'prot' (did you mean 'port'?)\n" +
+        "  - gateways.local.provider: provider package 'Local' is not installed — did you mean 'local'? " +
+        "(built-in providers: local, aws, azure, gcp, kong, apigee; any other value is a package name)\n",
+    );
   });
 });

@@ -260,7 +260,8 @@ export function parseEmbeddedGatewayConfig(raw: unknown, at = "embeddedGateway")
   // An empty `${VAR:-}` means "not set".
   if (copy.publicUrl === "") delete copy.publicUrl;
   if (copy.oauth?.signing?.encryptionKey === "") delete copy.oauth.signing.encryptionKey;
-  if (!validate(copy)) throw new ConfigError(formatConfigErrors(validate.errors, at));
+  if (!validate(copy))
+    throw new ConfigError(formatConfigErrors(validate.errors, at, { schema: embeddedGatewaySchema, data: copy }));
   const config = copy as unknown as EmbeddedGatewayConfig;
   const problems = checkEmbeddedGatewayConfig(config, at);
   if (problems.length > 0) throw new ConfigError(problems);
