@@ -200,7 +200,8 @@ describe("the shipped config (the embedded default, which `credhook init` writes
     const server = await startServer(config, { port: 0, host: "127.0.0.1", logger: createLogger("silent") });
     try {
       const gw = server.gatewayUrl!;
-      expect(gw).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      // The address the gateway bound (embeddedGateway.listen.host: every IPv4 address by default), not a guess.
+      expect(gw).toMatch(/^http:\/\/0\.0\.0\.0:\d+$/);
       expect(gw).not.toBe(server.url);
       const create = (body: unknown) =>
         fetch(`${server.url}/v1/createCredentials`, {
