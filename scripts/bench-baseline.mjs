@@ -32,7 +32,7 @@ const journal = mode === "journal" ? await openJournal(process.argv[4]) : undefi
 async function openJournal(dir) {
   const { openSqliteStore } = await import("../packages/store-sqlite/src/index.ts");
   const { appKeyOf } = await import("../packages/core/src/entry/store.ts");
-  const { newRecordId } = await import("../packages/core/src/store.ts");
+  const { newRecordId } = await import("../packages/core/src/credential-record.ts");
   const { credentialEvent } = await import("../packages/core/src/events.ts");
   const store = await openSqliteStore({ path: `${dir}/journal.db` });
   setInterval(() => void store.outbox.settleUnsent(new Date().toISOString()), 1000).unref();

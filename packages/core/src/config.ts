@@ -9,7 +9,7 @@ import type { CredentialType } from "./contract.js";
 import { validateConfigSchema } from "./config.validators.generated.js";
 import { ConfigError } from "./errors.js";
 import { CREDENTIAL_EVENT_TYPES } from "./events.js";
-import { EXPIRY_ACTIONS, type GatewayExpiryConfig, resolveExpiryPolicies } from "./orchestration/expiry.js";
+import { EXPIRY_ACTIONS, type GatewayExpiryConfig, resolveExpiryPolicies } from "./expiry-policy.js";
 import type { RouteRule } from "./routing.js";
 import { API_KEY_PREFIX_PATTERN, DEFAULT_API_KEY_PREFIX } from "./secrets.js";
 import { closestName, didYouMean } from "./suggest.js";

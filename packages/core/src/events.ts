@@ -10,8 +10,8 @@
  */
 import { createHash } from "node:crypto";
 import type { CredentialType } from "./contract.js";
+import { newRecordId, type CredentialRecord } from "./credential-record.js";
 import type { AppIdentity } from "./provider.js";
-import { newRecordId, type CredentialRecord } from "./store.js";
 
 /**
  * The event types, `credential.<change>`:

@@ -82,14 +82,14 @@ export type { LeakOptions, LeakOutcome } from "./orchestration/leak.js";
 export type {
   CredentialExpiry,
   ExpiryAction,
-  ExpiryPassResult,
   ExpiryPolicies,
   ExpiryPolicy,
   GatewayExpiryConfig,
   GatewayExpiryPolicies,
   PlanExpiryConfig,
-} from "./orchestration/expiry.js";
-export { credentialExpiry, EXPIRY_ACTIONS, expiryState, resolveExpiryPolicies } from "./orchestration/expiry.js";
+} from "./expiry-policy.js";
+export { credentialExpiry, EXPIRY_ACTIONS, expiryState, resolveExpiryPolicies } from "./expiry-policy.js";
+export type { ExpiryPassResult } from "./orchestration/expiry.js";
 export type {
   AbandonedCleanup,
   AdoptionRequest,

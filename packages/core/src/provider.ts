@@ -36,7 +36,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { CredentialType } from "./contract.js";
 import type { Logger } from "./logger.js";
-import type { RateSlots } from "./store.js";
 
 /** JSON value a provider may keep in the store. Never a secret. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -359,6 +358,28 @@ export async function writeState(state: ProviderStateStore, changes: StateChange
     if ("delete" in c) await state.delete(c.key);
     else await state.put(c.key, c.value);
   }
+}
+
+/**
+ * Call slots shared by every instance on the store, for the clouds' quotas,
+ * which are per account — not per instance (docs/cloud-facts.md): a store that
+ * several instances share offers them (`CredentialStore.rateSlots`), and core
+ * hands them to each provider ({@link ProviderContext.rateSlots}). Each call of a
+ * limited operation reserves the next slot of its key. The slots of a key form
+ * one token bucket for all instances (GCRA, the generic cell rate algorithm:
+ * one "theoretical arrival time" per key): after an idle period up to `burst`
+ * slots start at once, then one every `intervalMs`, so at most
+ * `burst - 1 + t / intervalMs` calls start in any `t` ms, wherever they run.
+ * With `burst` 1, slots are at least `intervalMs` apart.
+ */
+export interface RateSlots {
+  /**
+   * Reserves the next slot of `key`.
+   * @param intervalMs spacing between two slots of the key at the steady rate, ms
+   * @param burst slots that may start at once after an idle period (≥ 1) @default 1
+   * @returns how long to wait before making the call, ms (0: now)
+   */
+  reserve(key: string, intervalMs: number, burst?: number): Promise<number>;
 }
 
 /** What core passes to {@link ProviderFactory.create}. */

@@ -15,7 +15,7 @@ import {
   validateConfig,
 } from "../src/index.js";
 import { UpstreamError } from "../src/errors.js";
-import type { CredentialRecord } from "../src/store.js";
+import type { CredentialRecord } from "../src/credential-record.js";
 
 const DAY = 86_400_000;
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");

@@ -1,6 +1,6 @@
 /** Record ids: UUID version 7, so that they sort by creation time (the stores' primary-key index grows at one end). */
 import { expect, it } from "vitest";
-import { newRecordId } from "../src/store.js";
+import { newRecordId } from "../src/credential-record.js";
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

@@ -23,6 +23,7 @@ export type {
   ProviderStateStore,
   ProviderUpdateInput,
   ProviderUpdateResult,
+  RateSlots,
   RequestListener,
   RevokeOutcome,
   RotatedSecret,
@@ -43,4 +44,3 @@ export type { CredentialType } from "../contract.js";
 /** Every credential type of the contract, in its order (what a provider may declare in `capabilities.credentialTypes`). */
 export { CREDENTIAL_TYPES } from "../contract.js";
 export type { Logger } from "../logger.js";
-export type { RateSlots } from "../store.js";

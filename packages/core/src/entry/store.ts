@@ -5,22 +5,18 @@
  * the in-process `StoreLocks`; `AvailabilityLog`), and the events outbox beside the records. Named exports only
  * (packages/core/README.md, "Public surface").
  */
+export type { AppRecords, CredentialStore, StoreContext, StoreFactory, StoreLocks } from "../store.js";
+/** The record a store keeps (what core writes before and after the cloud calls). */
 export type {
   AbandonedInfo,
-  AppRecords,
   CredentialRecord,
   CredentialStatus,
-  CredentialStore,
   ExpiryInfo,
   GatewayApiWithGateway,
   GatewayBinding,
   PendingOperation,
-  RateSlots,
-  StoreContext,
-  StoreFactory,
-  StoreLocks,
   UnsettledInfo,
-} from "../store.js";
+} from "../credential-record.js";
 export { CREDENTIALS_INDEXES_SQL, credentialsTableSql } from "../store.js";
 export { appKeyOf } from "../orchestration/api-sets.js";
 export type { Fence } from "../fence.js";
@@ -47,4 +43,4 @@ export { KeyedLock } from "../keyed-lock.js";
 /** Types the interface refers to, re-exported so that a store needs no other entry point for them. */
 export type { CredentialType } from "../contract.js";
 export type { Logger } from "../logger.js";
-export type { JsonValue, ProviderStateStore } from "../provider.js";
+export type { JsonValue, ProviderStateStore, RateSlots } from "../provider.js";

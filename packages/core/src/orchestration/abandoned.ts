@@ -4,23 +4,18 @@
  * `abandoned` before any cleanup, keeping every hint to find what exists.
  * Cleanup passes revoke the record's bindings and search the gateways where a
  * write may have landed unseen for the credential's mark; the record goes
- * only after a pass that fails nowhere once the settle window is over. Also
- * the revoke helpers every operation uses.
+ * only after a pass that fails nowhere once the settle window is over. The
+ * revokes and searches it runs are revoke.ts's building blocks.
  */
 import type { CredhookError } from "../errors.js";
 import { isCredhookError } from "../errors.js";
-import type {
-  GatewayApi,
-  OwnedResource,
-  ProviderCredentialRef,
-  ProviderResources,
-  RevokeOutcome,
-} from "../provider.js";
-import type { CredentialRecord, GatewayBinding } from "../store.js";
+import type { OwnedResource, ProviderResources } from "../provider.js";
+import type { CredentialRecord } from "../credential-record.js";
 import type { CredentialType } from "../contract.js";
 import { groupByGateway, uniq } from "./api-sets.js";
 import type { OrchestrationContext } from "./context.js";
 import { markAbandoned } from "./journal.js";
+import { findByCredential, revokeBindings, revokeOne } from "./revoke.js";
 import type { AbandonedCleanup } from "./types.js";
 
 /**
@@ -158,90 +153,6 @@ export async function cleanupAbandoned(
   return { revoked, found: searched, deleted: false, errors };
 }
 
-/** The resources `gateway` holds with the credential's mark: its {@link Provider.findByCredential}, else its listOwned filtered by credential id. */
-export async function findByCredential(
-  ctx: OrchestrationContext,
-  gateway: string,
-  rec: CredentialRecord,
-  apis: GatewayApi[],
-): Promise<OwnedResource[]> {
-  const provider = ctx.gateway(gateway).provider;
-  if (provider.findByCredential) {
-    return provider.findByCredential({ credentialId: rec.id, credentialType: rec.credentialType, app: rec.app, apis });
-  }
-  if (provider.listOwned) return (await provider.listOwned()).filter((r) => r.credentialId === rec.id);
-  return [];
-}
-
-/** One provider revoke, typed, with its outcome (`revoked` when the provider returns nothing). */
-export async function revokeOne(
-  ctx: OrchestrationContext,
-  gateway: string,
-  ref: ProviderCredentialRef,
-): Promise<RevokeOutcome> {
-  try {
-    return (await ctx.gateway(gateway).provider.revoke(ref)) ?? "revoked";
-  } catch (err) {
-    throw ctx.asTyped(err, gateway);
-  }
-}
-
-/**
- * Searches `gateway` for resources carrying `rec`'s mark ({@link findByCredential})
- * and revokes each, but those in `except` (native ids the caller handles), each
- * call with the request's bounded retries when `retries`.
- * @returns the resources revoked (not those the gateway reported as not its own)
- * @throws the first failing search or revoke, typed
- */
-export async function revokeMarked(
-  ctx: OrchestrationContext,
-  gateway: string,
-  rec: CredentialRecord,
-  apis: GatewayApi[],
-  retries: boolean,
-  except: string[] = [],
-): Promise<OwnedResource[]> {
-  const revoked: OwnedResource[] = [];
-  for (const r of await ctx.compensating(() => findByCredential(ctx, gateway, rec, apis), retries)) {
-    if (except.includes(r.nativeId)) continue;
-    const outcome = await ctx.compensating(
-      () => revokeOne(ctx, gateway, ctx.ref(rec, { gateway, nativeId: r.nativeId, resources: {} })),
-      retries,
-    );
-    if (outcome !== "not-owned") revoked.push(r);
-  }
-  return revoked;
-}
-
-/**
- * Revokes every binding in parallel (each with the request's bounded retries
- * when `inRequest`); returns the ones that failed, with their errors. A
- * binding whose resource no longer carries the credential's mark is left
- * alone (logged): credhook never revokes what is not its own.
- */
-export async function revokeBindings(
-  ctx: OrchestrationContext,
-  rec: CredentialRecord,
-  inRequest = false,
-): Promise<Array<{ binding: GatewayBinding; error: CredhookError }>> {
-  const results = await Promise.allSettled(
-    rec.bindings.map(async (b) => {
-      const outcome = await ctx.compensating(() => revokeOne(ctx, b.gateway, ctx.ref(rec, b)), inRequest);
-      if (outcome === "not-owned") {
-        ctx.logger.error(
-          { credentialId: rec.id, gateway: b.gateway, nativeId: b.nativeId },
-          "a recorded resource no longer carries this credential's mark: left untouched",
-        );
-      }
-    }),
-  );
-  return results.flatMap((r, i) =>
-    r.status === "rejected"
-      ? [{ binding: rec.bindings[i]!, error: ctx.asTyped(r.reason, rec.bindings[i]!.gateway) }]
-      : [],
-  );
-}
-
 /**
  * One sweep over abandoned creates (all, or one app's): a cleanup pass each,
  * under the app's lock. The server runs it every `reconcile.abandonedIntervalS`;
@@ -281,6 +192,10 @@ export async function sweepApp(
   return ctx.store.findByAppKey(appKey, credentialType);
 }
 
+/**
+ * One cleanup pass over the abandoned record `id`, re-read (the caller holds its app's lock); never throws.
+ * @returns what the pass did, or undefined when the record is gone, no longer abandoned, or the pass failed (logged)
+ */
 export async function sweepOne(ctx: OrchestrationContext, id: string): Promise<AbandonedCleanup | undefined> {
   try {
     const fresh = await ctx.store.get(id);

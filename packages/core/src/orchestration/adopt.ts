@@ -7,7 +7,7 @@
 import type { UpdateCredentialsRequest } from "../contract.js";
 import { isCredhookError, NotFound } from "../errors.js";
 import type { AppIdentity, ProviderResources } from "../provider.js";
-import { newRecordId, type CredentialRecord, type GatewayApiWithGateway } from "../store.js";
+import { newRecordId, type CredentialRecord, type GatewayApiWithGateway } from "../credential-record.js";
 import { appKeyOf, applyChanges, groupByGateway, uniq } from "./api-sets.js";
 import type { OrchestrationContext } from "./context.js";
 import { routeApis } from "./plan.js";
@@ -128,34 +128,9 @@ export async function adopt(
   const out: AdoptionResult[] = [];
   for (const e of entries) {
     const publicId = (e.credentialType === "API_KEY" ? e.apiKeyId : e.clientId) ?? "";
-    const skip = (reason: string, gateway?: string) =>
-      out.push({ publicId, action: "skipped", reason, ...(gateway ? { gateway } : {}) });
-    if (!publicId) {
-      skip(`${e.credentialType === "API_KEY" ? "apiKeyId" : "clientId"} is missing`);
-      continue;
-    }
-    let apis: GatewayApiWithGateway[];
-    try {
-      apis = routeApis(ctx, e.apis);
-    } catch (err) {
-      skip(isCredhookError(err) ? err.messages.join("; ") : String(err));
-      continue;
-    }
-    const gateways = uniq(apis.map((a) => a.gateway));
-    if (gateways.length !== 1) {
-      skip(
-        `its APIs route to ${gateways.length} gateways (${gateways.join(", ")}); adopt a credential of one gateway at a time`,
-      );
-      continue;
-    }
-    const gateway = gateways[0]!;
-    const gw = ctx.gateway(gateway);
-    if (gw.credentialType !== e.credentialType) {
-      skip(`gateway '${gateway}' issues ${gw.credentialType}, not ${e.credentialType}`, gateway);
-      continue;
-    }
-    if (!gw.provider.adopt) {
-      skip(`gateway '${gateway}' (provider ${gw.providerType}) cannot adopt existing credentials`, gateway);
+    const target = adoptionTarget(ctx, e, publicId);
+    if ("reason" in target) {
+      out.push({ publicId, action: "skipped", ...target });
       continue;
     }
     const app: AppIdentity = {
@@ -163,50 +138,101 @@ export async function adopt(
       developer: e.developer,
       ...(e.appSlug ? { appSlug: e.appSlug } : {}),
     };
-    const appKey = appKeyOf(app);
-    const result = await ctx.lock.run(appKey, async (): Promise<AdoptionResult> => {
-      if (await ctx.store.findByPublicId(e.credentialType, publicId))
-        return { publicId, action: "skipped", gateway, reason: "credhook already holds this credential" };
-      if (await ctx.store.findByAppKey(appKey, e.credentialType))
-        return {
-          publicId,
-          action: "skipped",
-          gateway,
-          reason: `the app already has a ${e.credentialType} credential in credhook`,
-        };
-      if (options.dryRun) return { publicId, action: "would adopt", gateway };
-      const id = newRecordId();
-      let resources: ProviderResources;
-      try {
-        ({ resources } = await gw.provider.adopt!({
-          credentialId: id,
-          credentialType: e.credentialType,
-          nativeId: publicId,
-          resources: {},
-          app,
-          apis: groupByGateway(apis).get(gateway)!,
-        }));
-      } catch (err) {
-        return { publicId, action: "skipped", gateway, reason: ctx.asTyped(err, gateway).messages.join("; ") };
-      }
-      const now = ctx.nowIso();
-      const adopted: CredentialRecord = {
-        id,
-        credentialType: e.credentialType,
-        appKey,
-        app,
-        publicId,
-        status: "active",
-        apis,
-        bindings: [{ gateway, nativeId: publicId, resources }],
-        createdAt: now,
-        updatedAt: now,
-      };
-      await ctx.store.insert(adopted, [ctx.event("credential.adopted", adopted, { reason: "credhook adopt" })]);
-      ctx.logger.info({ credentialId: id, gateway, publicId }, "existing credential adopted");
-      return { publicId, action: "adopted", gateway, credentialId: id };
-    });
-    out.push(result);
+    out.push(await ctx.lock.run(appKeyOf(app), () => adoptOne(ctx, e, publicId, app, target, options.dryRun ?? false)));
   }
   return out;
+}
+
+/** Where an adoption goes: the one gateway an entry's APIs route to, and the APIs with their gateway. */
+interface AdoptionTarget {
+  gateway: string;
+  apis: GatewayApiWithGateway[];
+}
+
+/**
+ * The gateway `e` is adopted on, or why it is skipped: its id is missing, its APIs route nowhere or to several
+ * gateways, or that gateway issues another credential type or cannot adopt.
+ */
+function adoptionTarget(
+  ctx: OrchestrationContext,
+  e: AdoptionRequest,
+  publicId: string,
+): AdoptionTarget | { reason: string; gateway?: string } {
+  if (!publicId) return { reason: `${e.credentialType === "API_KEY" ? "apiKeyId" : "clientId"} is missing` };
+  let apis: GatewayApiWithGateway[];
+  try {
+    apis = routeApis(ctx, e.apis);
+  } catch (err) {
+    return { reason: isCredhookError(err) ? err.messages.join("; ") : String(err) };
+  }
+  const gateways = uniq(apis.map((a) => a.gateway));
+  if (gateways.length !== 1) {
+    return {
+      reason: `its APIs route to ${gateways.length} gateways (${gateways.join(", ")}); adopt a credential of one gateway at a time`,
+    };
+  }
+  const gateway = gateways[0]!;
+  const gw = ctx.gateway(gateway);
+  if (gw.credentialType !== e.credentialType)
+    return { reason: `gateway '${gateway}' issues ${gw.credentialType}, not ${e.credentialType}`, gateway };
+  if (!gw.provider.adopt)
+    return { reason: `gateway '${gateway}' (provider ${gw.providerType}) cannot adopt existing credentials`, gateway };
+  return { gateway, apis };
+}
+
+/**
+ * Adopts one entry (the caller holds its app's lock): skipped when credhook already holds the credential or the
+ * app has one of its type; else the gateway puts credhook's mark on the resource and an `active` record is stored
+ * with its `credential.adopted` event. A gateway's refusal is a skip with its reason.
+ * @throws only store failures
+ */
+async function adoptOne(
+  ctx: OrchestrationContext,
+  e: AdoptionRequest,
+  publicId: string,
+  app: AppIdentity,
+  { gateway, apis }: AdoptionTarget,
+  dryRun: boolean,
+): Promise<AdoptionResult> {
+  const appKey = appKeyOf(app);
+  if (await ctx.store.findByPublicId(e.credentialType, publicId))
+    return { publicId, action: "skipped", gateway, reason: "credhook already holds this credential" };
+  if (await ctx.store.findByAppKey(appKey, e.credentialType))
+    return {
+      publicId,
+      action: "skipped",
+      gateway,
+      reason: `the app already has a ${e.credentialType} credential in credhook`,
+    };
+  if (dryRun) return { publicId, action: "would adopt", gateway };
+  const id = newRecordId();
+  let resources: ProviderResources;
+  try {
+    ({ resources } = await ctx.gateway(gateway).provider.adopt!({
+      credentialId: id,
+      credentialType: e.credentialType,
+      nativeId: publicId,
+      resources: {},
+      app,
+      apis: groupByGateway(apis).get(gateway)!,
+    }));
+  } catch (err) {
+    return { publicId, action: "skipped", gateway, reason: ctx.asTyped(err, gateway).messages.join("; ") };
+  }
+  const now = ctx.nowIso();
+  const adopted: CredentialRecord = {
+    id,
+    credentialType: e.credentialType,
+    appKey,
+    app,
+    publicId,
+    status: "active",
+    apis,
+    bindings: [{ gateway, nativeId: publicId, resources }],
+    createdAt: now,
+    updatedAt: now,
+  };
+  await ctx.store.insert(adopted, [ctx.event("credential.adopted", adopted, { reason: "credhook adopt" })]);
+  ctx.logger.info({ credentialId: id, gateway, publicId }, "existing credential adopted");
+  return { publicId, action: "adopted", gateway, credentialId: id };
 }

@@ -5,7 +5,7 @@
  */
 import type { ApiChange } from "../contract.js";
 import type { AppIdentity, GatewayApi, ProviderUpdateInput } from "../provider.js";
-import type { GatewayApiWithGateway } from "../store.js";
+import type { GatewayApiWithGateway } from "../credential-record.js";
 
 /**
  * Identity of an app in the store: `slug:<developer>/<appSlug>` when the portal sends a slug, else

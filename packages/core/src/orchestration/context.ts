@@ -23,7 +23,8 @@ import type { ProviderCapabilities, ProviderCredentialRef } from "../provider.js
 import type { Gateway } from "../registry.js";
 import type { Router } from "../routing.js";
 import { generateApiKeyValue } from "../secrets.js";
-import type { CredentialRecord, CredentialStore, GatewayBinding, StoreLocks } from "../store.js";
+import type { CredentialRecord, GatewayBinding } from "../credential-record.js";
+import type { CredentialStore, StoreLocks } from "../store.js";
 import {
   credentialEvent,
   type CredentialEvent,

@@ -13,7 +13,7 @@
  */
 import { Conflict, PolicyViolation } from "../errors.js";
 import type { RevokeOutcome } from "../provider.js";
-import type { CredentialRecord } from "../store.js";
+import type { CredentialRecord } from "../credential-record.js";
 import type { OrchestrationContext } from "./context.js";
 import { markLeaked } from "./journal.js";
 import type { DisableOptions, OperationOutcome } from "./types.js";

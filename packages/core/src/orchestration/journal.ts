@@ -4,7 +4,7 @@
  * interrupted create into an `abandoned` record, and a leak's first report.
  */
 import type { CredentialEvent } from "../events.js";
-import { newRecordId, type CredentialRecord } from "../store.js";
+import { newRecordId, type CredentialRecord } from "../credential-record.js";
 import type { OrchestrationContext } from "./context.js";
 import type { CreatePlan } from "./plan.js";
 

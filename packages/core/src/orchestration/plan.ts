@@ -7,7 +7,7 @@
 import type { CreateCredentialsRequest, CredentialType, UpdateCredentialsRequest } from "../contract.js";
 import { PolicyViolation } from "../errors.js";
 import type { AppIdentity, GatewayApi, ProviderUpdateInput } from "../provider.js";
-import type { CredentialRecord, GatewayApiWithGateway } from "../store.js";
+import type { CredentialRecord, GatewayApiWithGateway } from "../credential-record.js";
 import { appKeyOf, applyChanges, groupByGateway, uniq } from "./api-sets.js";
 import type { GatewayTopology } from "./context.js";
 

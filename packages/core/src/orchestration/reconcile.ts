@@ -5,10 +5,11 @@
  * live one on a gateway it is not bound to) and reports drift (a mark no
  * record explains), which it never deletes.
  */
-import type { CredentialRecord } from "../store.js";
+import type { CredentialRecord } from "../credential-record.js";
 import { driftEvent } from "../events.js";
 import { uniq } from "./api-sets.js";
-import { revokeOne, sweepOne } from "./abandoned.js";
+import { sweepOne } from "./abandoned.js";
+import { revokeOne } from "./revoke.js";
 import type { OrchestrationContext } from "./context.js";
 import { finishUnfinished } from "./recovery.js";
 import { settleRecord, unsettledRecords } from "./settle.js";
@@ -44,16 +45,32 @@ export async function reconcile(ctx: OrchestrationContext, options: ReconcileOpt
     garbage: [],
     unlistable: [],
   };
+  await finishUnfinishedRecords(ctx, report, before);
+  await cleanUpAbandonedCreates(ctx, report);
+  await settleUnsettledUpdates(ctx, report);
+  await reportDrift(ctx, report, before);
+  return report;
+}
+
+/** The `pending` and `revoking` records last written before `before`, each finished under its app's lock ({@link finishUnfinished}). */
+async function finishUnfinishedRecords(
+  ctx: OrchestrationContext,
+  report: ReconcileReport,
+  before: string,
+): Promise<void> {
   for (const rec of await ctx.store.listUnfinished(before)) {
     const entry = await ctx.lock.run(rec.appKey, async () => {
       const fresh = await ctx.store.get(rec.id);
       if (!fresh || fresh.updatedAt >= before || (fresh.status !== "pending" && fresh.status !== "revoking"))
         return undefined;
-      return finishUnfinished(ctx, fresh, dryRun);
+      return finishUnfinished(ctx, fresh, report.dryRun);
     });
     if (entry) report.unfinished.push(entry);
   }
-  // Abandoned creates: no request owns them any more, whatever their age.
+}
+
+/** Abandoned creates: no request owns them any more, whatever their age — a cleanup pass each, what it found is garbage. */
+async function cleanUpAbandonedCreates(ctx: OrchestrationContext, report: ReconcileReport): Promise<void> {
   for (const rec of await ctx.store.listAbandoned()) {
     const entry: ReconcileEntry = {
       credentialId: rec.id,
@@ -63,7 +80,7 @@ export async function reconcile(ctx: OrchestrationContext, options: ReconcileOpt
       gateways: uniq([...rec.bindings.map((b) => b.gateway), ...(rec.abandoned?.uncertain ?? [])]),
       errors: [],
     };
-    if (dryRun) {
+    if (report.dryRun) {
       entry.action = `would revoke ${rec.bindings.length} recorded resource(s) and search ${rec.abandoned?.uncertain.length ?? 0} gateway(s) for the credential's mark`;
     } else {
       const r = await ctx.lock.run(rec.appKey, () => sweepOne(ctx, rec.id));
@@ -78,9 +95,11 @@ export async function reconcile(ctx: OrchestrationContext, options: ReconcileOpt
     }
     report.abandoned.push(entry);
   }
-  // Failed or interrupted updates whose late writes may have landed: each gateway brought back to the record once settled.
-  const unsettled = await unsettledRecords(ctx);
-  for (const rec of unsettled) {
+}
+
+/** Failed or interrupted updates whose late writes may have landed: each gateway brought back to the record once settled. */
+async function settleUnsettledUpdates(ctx: OrchestrationContext, report: ReconcileReport): Promise<void> {
+  for (const rec of await unsettledRecords(ctx)) {
     const info = rec.unsettled!;
     const entry: ReconcileEntry = {
       credentialId: rec.id,
@@ -92,7 +111,7 @@ export async function reconcile(ctx: OrchestrationContext, options: ReconcileOpt
     };
     if (ctx.stillSettling(info.settleUntil))
       entry.action = `a failed update's writes may still land until ${info.settleUntil}; checked after that`;
-    else if (dryRun)
+    else if (report.dryRun)
       entry.action =
         "would bring these gateways back to the record (re-apply its API set; revoke its mark where it is not bound)";
     else {
@@ -109,7 +128,14 @@ export async function reconcile(ctx: OrchestrationContext, options: ReconcileOpt
     }
     report.unsettled.push(entry);
   }
-  // Drift: what gateways hold under credhook's mark that no credential record explains (listed afresh).
+}
+
+/**
+ * Drift: what gateways hold under credhook's mark that no credential record explains (listed afresh) — reported
+ * as an orphan with a `credential.drift_found` event, never deleted; a resource marked with a credential whose
+ * record says it is not there ({@link isGarbageOf}) is garbage, revoked under its app's lock.
+ */
+async function reportDrift(ctx: OrchestrationContext, report: ReconcileReport, before: string): Promise<void> {
   const records = await ctx.store.list();
   const held = new Set(records.flatMap((r) => r.bindings.map((b) => `${b.gateway}\u0000${b.nativeId}`)));
   const byId = new Map(records.map((r) => [r.id, r]));
@@ -125,12 +151,12 @@ export async function reconcile(ctx: OrchestrationContext, options: ReconcileOpt
         if (owner && !isGarbageOf(owner, gw.name, before)) continue; // one resource of several, or an operation in flight
         if (!owner) {
           report.orphans.push({ gateway: gw.name, ...r });
-          if (!dryRun) await ctx.store.outbox?.append([driftEvent(gw.name, r, ctx.nowIso())]);
+          if (!report.dryRun) await ctx.store.outbox?.append([driftEvent(gw.name, r, ctx.nowIso())]);
           continue;
         }
         // Marked with a credential whose record says it is not there: an abandoned create's late write, or a failed update's.
         report.garbage.push({ gateway: gw.name, ...r });
-        if (dryRun) continue;
+        if (report.dryRun) continue;
         await ctx.lock.run(owner.appKey, async () => {
           const fresh = await ctx.store.get(owner.id);
           if (!fresh || !isGarbageOf(fresh, gw.name, before)) return;
@@ -149,7 +175,6 @@ export async function reconcile(ctx: OrchestrationContext, options: ReconcileOpt
       report.unlistable.push(`${gw.name}: ${ctx.asTyped(err, gw.name).messages[0]}`);
     }
   }
-  return report;
 }
 
 /**

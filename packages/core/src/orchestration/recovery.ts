@@ -7,14 +7,22 @@
  */
 import { UpstreamUnavailable } from "../errors.js";
 import type { OwnedResource } from "../provider.js";
-import type { CredentialRecord, GatewayApiWithGateway, GatewayBinding } from "../store.js";
+import type { CredentialRecord, GatewayApiWithGateway, GatewayBinding } from "../credential-record.js";
 import { changesBetween, groupByGateway, uniq } from "./api-sets.js";
-import { cleanupAbandoned, findByCredential, revokeBindings } from "./abandoned.js";
+import { cleanupAbandoned } from "./abandoned.js";
+import { findByCredential, revokeBindings } from "./revoke.js";
 import type { OrchestrationContext } from "./context.js";
 import { markAbandoned } from "./journal.js";
 import { markUnsettled, sweep } from "./settle.js";
 import type { ReconcileEntry, ReconcileLoopResult } from "./types.js";
 
+/**
+ * Finishes a record a crash left `pending` or `revoking` (`credhook reconcile`, the reconcile loop, and
+ * {@link finishBeforeUse}): an interrupted create is abandoned and cleaned up, an interrupted revoke finished, an
+ * interrupted update rolled back to the API set before it.
+ * @param dryRun say what would be done (the entry's `action`), do nothing
+ * @returns what was (or would be) done, the gateways concerned and the errors met (secret-free)
+ */
 export async function finishUnfinished(
   ctx: OrchestrationContext,
   rec: CredentialRecord,
@@ -22,88 +30,122 @@ export async function finishUnfinished(
 ): Promise<ReconcileEntry> {
   const op = rec.status === "revoking" ? "revoke" : (rec.pending?.op ?? "create");
   const entry: ReconcileEntry = { credentialId: rec.id, appKey: rec.appKey, op, action: "", gateways: [], errors: [] };
-  // Resources of this credential a gateway holds but the record does not (the crash came between the cloud call and the store write).
-  const strays = async (gateways: string[], apis: GatewayApiWithGateway[]) => {
-    const out: GatewayBinding[] = [];
-    const groups = groupByGateway(apis);
-    for (const g of gateways) {
-      for (const r of await findByCredential(ctx, g, rec, groups.get(g) ?? []).catch(() => [] as OwnedResource[])) {
-        if (!rec.bindings.some((b) => b.gateway === g && b.nativeId === r.nativeId))
-          out.push({ gateway: g, nativeId: r.nativeId, resources: {} });
-      }
-    }
-    return out;
-  };
+  if (op === "create") await finishInterruptedCreate(ctx, rec, entry, dryRun);
+  else if (op === "revoke") await finishInterruptedRevoke(ctx, rec, entry, dryRun);
+  else await rollBackInterruptedUpdate(ctx, rec, entry, dryRun);
+  return entry;
+}
 
-  if (op === "create") {
-    // An interrupted create: the portal never received it, and writes in flight at the crash may still land. Abandon it and clean up.
-    const uncertain = rec.pending?.createOn ?? rec.bindings.map((b) => b.gateway);
-    entry.gateways = uniq([...rec.bindings.map((b) => b.gateway), ...uncertain]);
-    if (dryRun) {
-      entry.action = `would abandon it: revoke ${rec.bindings.length} recorded resource(s) and search ${uncertain.length} gateway(s) for its mark`;
-      return entry;
+/**
+ * Resources of `rec`'s credential that `gateways` hold but the record does not (the crash came between the cloud
+ * call and the store write), found by its mark over `apis`. A gateway whose search fails adds nothing.
+ */
+async function strays(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  gateways: string[],
+  apis: GatewayApiWithGateway[],
+): Promise<GatewayBinding[]> {
+  const out: GatewayBinding[] = [];
+  const groups = groupByGateway(apis);
+  for (const g of gateways) {
+    for (const r of await findByCredential(ctx, g, rec, groups.get(g) ?? []).catch(() => [] as OwnedResource[])) {
+      if (!rec.bindings.some((b) => b.gateway === g && b.nativeId === r.nativeId))
+        out.push({ gateway: g, nativeId: r.nativeId, resources: {} });
     }
-    markAbandoned(
-      rec,
-      "interrupted create (the process stopped before it finished)",
-      uncertain,
-      ctx.settleUntil(uncertain, Date.parse(rec.pending?.startedAt ?? rec.createdAt)),
-      ctx.nowIso(),
-    );
-    await ctx.store.save(rec, [ctx.event("credential.abandoned", rec, { reason: rec.abandoned!.reason })]);
-    const result = await cleanupAbandoned(ctx, rec, false);
-    entry.errors.push(...result.errors);
-    entry.action = result.deleted
-      ? "abandoned, cleaned up, record deleted"
-      : result.errors.length > 0
-        ? "abandoned; cleanup incomplete, run reconcile again"
-        : `abandoned and cleaned up; record kept until ${rec.abandoned!.settleUntil} (a late write may still land)`;
-    return entry;
   }
+  return out;
+}
 
-  if (op === "revoke") {
-    const bindings = [
-      ...rec.bindings,
-      ...(await strays(
-        rec.bindings.map((b) => b.gateway),
-        rec.apis,
-      )),
-    ];
-    entry.gateways = uniq(bindings.map((b) => b.gateway));
-    if (dryRun) {
-      entry.action = `would revoke on ${bindings.length} gateway resource(s) and delete the record`;
-      return entry;
-    }
-    const left = await revokeBindings(ctx, { ...rec, bindings });
-    entry.errors.push(...left.map((l) => `${l.binding.gateway}: ${l.error.messages[0]}`));
-    if (left.length === 0) {
-      await ctx.store.delete(rec.id, [
-        ctx.event("credential.revoked", rec, {
-          gateways: bindings.map((b) => ({ gateway: b.gateway, nativeId: b.nativeId, plans: [] })),
-          reason: "an interrupted revoke, finished",
-        }),
-      ]);
-      entry.action = "revoked and deleted";
-    } else {
-      rec.bindings = left.map((l) => l.binding);
-      rec.updatedAt = ctx.nowIso();
-      await ctx.store.save(rec);
-      entry.action = "partly revoked; run reconcile again";
-    }
-    return entry;
+/**
+ * An interrupted create: the portal never received it, and writes in flight at the crash may still land. Abandons
+ * it (with its `credential.abandoned` event) and runs one cleanup pass; fills `entry`.
+ */
+async function finishInterruptedCreate(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  entry: ReconcileEntry,
+  dryRun: boolean,
+): Promise<void> {
+  const uncertain = rec.pending?.createOn ?? rec.bindings.map((b) => b.gateway);
+  entry.gateways = uniq([...rec.bindings.map((b) => b.gateway), ...uncertain]);
+  if (dryRun) {
+    entry.action = `would abandon it: revoke ${rec.bindings.length} recorded resource(s) and search ${uncertain.length} gateway(s) for its mark`;
+    return;
   }
+  markAbandoned(
+    rec,
+    "interrupted create (the process stopped before it finished)",
+    uncertain,
+    ctx.settleUntil(uncertain, Date.parse(rec.pending?.startedAt ?? rec.createdAt)),
+    ctx.nowIso(),
+  );
+  await ctx.store.save(rec, [ctx.event("credential.abandoned", rec, { reason: rec.abandoned!.reason })]);
+  const result = await cleanupAbandoned(ctx, rec, false);
+  entry.errors.push(...result.errors);
+  entry.action = result.deleted
+    ? "abandoned, cleaned up, record deleted"
+    : result.errors.length > 0
+      ? "abandoned; cleanup incomplete, run reconcile again"
+      : `abandoned and cleaned up; record kept until ${rec.abandoned!.settleUntil} (a late write may still land)`;
+}
 
-  // An interrupted update: roll back to the API set before it.
+/**
+ * An interrupted revoke: revokes every binding and every stray the bound gateways hold, then deletes the record with
+ * its `credential.revoked` event — or, when a revoke failed, keeps what is left for the next pass; fills `entry`.
+ */
+async function finishInterruptedRevoke(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  entry: ReconcileEntry,
+  dryRun: boolean,
+): Promise<void> {
+  const bound = rec.bindings.map((b) => b.gateway);
+  const bindings = [...rec.bindings, ...(await strays(ctx, rec, bound, rec.apis))];
+  entry.gateways = uniq(bindings.map((b) => b.gateway));
+  if (dryRun) {
+    entry.action = `would revoke on ${bindings.length} gateway resource(s) and delete the record`;
+    return;
+  }
+  const left = await revokeBindings(ctx, { ...rec, bindings });
+  entry.errors.push(...left.map((l) => `${l.binding.gateway}: ${l.error.messages[0]}`));
+  if (left.length === 0) {
+    await ctx.store.delete(rec.id, [
+      ctx.event("credential.revoked", rec, {
+        gateways: bindings.map((b) => ({ gateway: b.gateway, nativeId: b.nativeId, plans: [] })),
+        reason: "an interrupted revoke, finished",
+      }),
+    ]);
+    entry.action = "revoked and deleted";
+  } else {
+    rec.bindings = left.map((l) => l.binding);
+    rec.updatedAt = ctx.nowIso();
+    await ctx.store.save(rec);
+    entry.action = "partly revoked; run reconcile again";
+  }
+}
+
+/**
+ * An interrupted update: rolled back to the API set before it — what it created on newly reached gateways (recorded
+ * or found by its mark) is revoked, the kept gateways are updated back — and, once nothing failed, the record is
+ * active again with every gateway it touched unsettled (a write in flight at the crash may still land); fills `entry`.
+ */
+async function rollBackInterruptedUpdate(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  entry: ReconcileEntry,
+  dryRun: boolean,
+): Promise<void> {
   const pending = rec.pending!;
   const createdHere = [
     ...rec.bindings.filter((b) => pending.createOn.includes(b.gateway)),
-    ...(await strays(pending.createOn, pending.desiredApis ?? rec.apis)),
+    ...(await strays(ctx, rec, pending.createOn, pending.desiredApis ?? rec.apis)),
   ];
   const keep = rec.bindings.filter((b) => !pending.createOn.includes(b.gateway));
   entry.gateways = uniq([...createdHere, ...keep].map((b) => b.gateway));
   if (dryRun) {
     entry.action = `would roll the update back: revoke on ${createdHere.length} new gateway resource(s), restore ${keep.length}`;
-    return entry;
+    return;
   }
   const left = await revokeBindings(ctx, { ...rec, bindings: createdHere });
   entry.errors.push(...left.map((l) => `${l.binding.gateway}: ${l.error.messages[0]}`));
@@ -146,7 +188,6 @@ export async function finishUnfinished(
   }
   rec.updatedAt = ctx.nowIso();
   await ctx.store.save(rec);
-  return entry;
 }
 
 /**

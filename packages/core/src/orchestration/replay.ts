@@ -5,7 +5,7 @@
  */
 import type { CreateCredentialsResponse } from "../contract.js";
 import { CredhookError } from "../errors.js";
-import type { CredentialRecord } from "../store.js";
+import type { CredentialRecord } from "../credential-record.js";
 import { secretFingerprint } from "../events.js";
 import type { OrchestrationContext } from "./context.js";
 import type { CreateOutcome } from "./types.js";

@@ -11,9 +11,10 @@
  */
 import { isCredhookError } from "../errors.js";
 import type { GatewayApi } from "../provider.js";
-import type { CredentialRecord, UnsettledInfo } from "../store.js";
+import type { CredentialRecord, UnsettledInfo } from "../credential-record.js";
 import { changesBetween, groupByGateway } from "./api-sets.js";
-import { revokeMarked, revokeOne, sweepAbandoned } from "./abandoned.js";
+import { sweepAbandoned } from "./abandoned.js";
+import { revokeMarked, revokeOne } from "./revoke.js";
 import type { OrchestrationContext } from "./context.js";
 import type { SweepResult } from "./types.js";
 

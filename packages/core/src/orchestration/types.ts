@@ -4,7 +4,7 @@
  * per-operation modules and re-exported from `@credhook/core`.
  */
 import type { CircuitBreakerOptions } from "./circuits.js";
-import type { ExpiryPolicies } from "./expiry.js";
+import type { ExpiryPolicies } from "../expiry-policy.js";
 import type { CreateCredentialsRequest, CreateCredentialsResponse, CredentialType } from "../contract.js";
 import type { Logger } from "../logger.js";
 import type { OwnedResource } from "../provider.js";

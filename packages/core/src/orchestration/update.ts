@@ -8,20 +8,37 @@
 import { isDeepStrictEqual } from "node:util";
 import type { UpdateCredentialsRequest } from "../contract.js";
 import { isStoreFailure, PolicyViolation, UpstreamError, type CredhookError } from "../errors.js";
-import type { AppIdentity, GatewayApi, ProviderResources, ProviderUpdateInput } from "../provider.js";
-import type { CredentialRecord, GatewayBinding } from "../store.js";
+import type { ProviderResources, ProviderUpdateInput } from "../provider.js";
+import type { CredentialRecord, GatewayBinding } from "../credential-record.js";
 import { appKeyOf, changesBetween, uniq } from "./api-sets.js";
-import { revokeMarked, revokeOne } from "./abandoned.js";
+import { revokeMarked, revokeOne } from "./revoke.js";
 import type { OrchestrationContext } from "./context.js";
-import { checkValueImportable, planUpdate } from "./plan.js";
+import { checkValueImportable, planUpdate, type UpdatePlan } from "./plan.js";
 import { markUnsettled, settleRecord } from "./settle.js";
 import type { OperationOutcome } from "./types.js";
 import { assertNotDisabled } from "./disable.js";
 
+/** Where an update's gateway calls left things: what the rollback must undo, and what failed. */
+interface UpdateAttempt {
+  /** Gateways updated (the failed ones too: an update may have applied part of its change), with their binding before. */
+  updated: Array<{ gateway: string; before: GatewayBinding }>;
+  /** Bindings created on newly reached gateways (a failed create's `partial` too). */
+  created: GatewayBinding[];
+  /** Newly reached gateways where a failed create's write may still land. */
+  uncertain: string[];
+  /** Every gateway's failure, typed. */
+  failures: CredhookError[];
+}
+
+/** Saves the record (with the event of a type when given), one save after the other: {@link OrchestrationContext.serialSaver}. */
+type Saver = ReturnType<OrchestrationContext["serialSaver"]>;
+
 /**
  * Updates a credential the store knows (the caller holds the app's lock): see
  * the module comment. The intent (status `pending` with the API sets before
- * and after) is saved before any cloud call.
+ * and after) is saved before any cloud call; the kept gateways are updated and
+ * the new ones created at once, then — when all of that held — the lost
+ * gateways are removed; a failure rolls back instead ({@link rollBackUpdate}).
  * @throws Unroutable | PolicyViolation (422) from {@link planUpdate}; InvalidReference (422), Throttled (503), UpstreamError (502), UpstreamTimeout (504) from a gateway, after the rollback
  */
 export async function updateKnown(
@@ -33,83 +50,97 @@ export async function updateKnown(
   // Late writes of an earlier failed update, now settled: bring those gateways back to the record first.
   if (rec.unsettled) await settleRecord(ctx, rec, true);
   const plan = planUpdate(ctx, rec, req);
-  const {
-    desiredApis,
-    previousGroups,
-    desiredGroups,
-    desiredGateways,
-    toCreate,
-    toRemove,
-    toUpdate,
-    newApp,
-    renamed,
-    changesFor,
-  } = plan;
   let apiKey: string | undefined;
-  if (toCreate.length > 0) {
-    apiKey = await readKeyValue(ctx, rec, toCreate);
-    checkValueImportable(ctx, toCreate, apiKey);
+  if (plan.toCreate.length > 0) {
+    apiKey = await readKeyValue(ctx, rec, plan.toCreate);
+    checkValueImportable(ctx, plan.toCreate, apiKey);
   }
+  const saver = await saveIntent(ctx, rec, plan);
+  const attempt = await applyUpdate(ctx, rec, req, plan, apiKey, saver);
+  // The store failed or the lock is lost (another instance may act on the app once this one has stopped):
+  // stop here, before any further cloud write or record save; the pending record is recovered as an interrupted update.
+  const storeFailure = attempt.failures.find(isStoreFailure);
+  if (storeFailure) throw storeFailure;
+  if (attempt.failures.length > 0) return rollBackUpdate(ctx, rec, plan, attempt, saver);
+  return finishUpdate(ctx, rec, plan, saver);
+}
 
-  const previousApis = rec.apis;
+/**
+ * Writes the update's intent before any cloud call: status `pending`, the gateways to create on and remove from,
+ * and the API sets before and after (what recovery rolls back to when the process stops midway).
+ * @returns the record's saver for the rest of the update
+ */
+async function saveIntent(ctx: OrchestrationContext, rec: CredentialRecord, plan: UpdatePlan): Promise<Saver> {
   rec.status = "pending";
   rec.pending = {
     op: "update",
     startedAt: ctx.nowIso(),
-    createOn: toCreate,
-    removeFrom: toRemove,
-    previousApis,
-    desiredApis,
+    createOn: plan.toCreate,
+    removeFrom: plan.toRemove,
+    previousApis: rec.apis,
+    desiredApis: plan.desiredApis,
   };
   const saver = ctx.serialSaver(rec);
-  await saver(); // intent, before any cloud call
+  await saver();
+  return saver;
+}
 
+/**
+ * Updates the credential on every kept gateway and creates it (its key value `apiKey` imported) on every newly
+ * reached one, all at once; each binding a call changed or made is saved as it comes. Never throws: every failure
+ * is in the returned attempt.
+ */
+async function applyUpdate(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  req: UpdateCredentialsRequest,
+  plan: UpdatePlan,
+  apiKey: string | undefined,
+  saver: Saver,
+): Promise<UpdateAttempt> {
+  const attempt: UpdateAttempt = { updated: [], created: [], uncertain: [], failures: [] };
   const oldApp = rec.app;
-  const updated: Array<{ gateway: string; before: GatewayBinding }> = [];
-  const created: GatewayBinding[] = [];
-  const uncertain: string[] = [];
-  const failures: CredhookError[] = [];
   await Promise.all([
-    ...toUpdate.map(async (g) => {
+    ...plan.toUpdate.map(async (g) => {
       const b = rec.bindings.find((x) => x.gateway === g)!;
       const input: ProviderUpdateInput = {
         ...ctx.ref(rec, b),
-        app: newApp,
-        previous: previousGroups.get(g) ?? [],
-        desired: desiredGroups.get(g) ?? [],
-        changes: changesFor(g),
-        ...(renamed ? { previousAppName: oldApp.appName } : {}),
+        app: plan.newApp,
+        previous: plan.previousGroups.get(g) ?? [],
+        desired: plan.desiredGroups.get(g) ?? [],
+        changes: plan.changesFor(g),
+        ...(plan.renamed ? { previousAppName: oldApp.appName } : {}),
         ...(req.customCredentials ? { customCredentials: req.customCredentials } : {}),
       };
       try {
         const res = await ctx.gateway(g).provider.update(input);
-        updated.push({ gateway: g, before: { ...b } });
+        attempt.updated.push({ gateway: g, before: { ...b } });
         const resourcesChanged = !isDeepStrictEqual(b.resources, res.resources);
         b.resources = res.resources;
         // Unchanged resources (the embedded provider's, a no-op): the durable intent already says the same; the final save follows.
         if (resourcesChanged) await saver();
       } catch (err) {
-        failures.push(ctx.asTyped(err, g));
+        attempt.failures.push(ctx.asTyped(err, g));
         // It may have applied part of the change (a plan attached, another not): the inverse update undoes that too.
-        updated.push({ gateway: g, before: { ...b } });
+        attempt.updated.push({ gateway: g, before: { ...b } });
       }
     }),
-    ...toCreate.map(async (g) => {
+    ...plan.toCreate.map(async (g) => {
       try {
         const cred = await ctx.gateway(g).provider.create({
           credentialId: rec.id,
           credentialType: rec.credentialType,
-          app: newApp,
-          apis: desiredGroups.get(g)!,
+          app: plan.newApp,
+          apis: plan.desiredGroups.get(g)!,
           apiKeyValue: apiKey!,
         });
         const binding = { gateway: g, nativeId: cred.nativeId, resources: cred.resources };
         rec.bindings.push(binding);
-        created.push(binding);
+        attempt.created.push(binding);
         await saver();
       } catch (err) {
         const typed = ctx.asTyped(err, g);
-        failures.push(typed);
+        attempt.failures.push(typed);
         if (typed.partial) {
           const binding = {
             gateway: g,
@@ -117,46 +148,57 @@ export async function updateKnown(
             resources: typed.partial.resources as ProviderResources,
           };
           rec.bindings.push(binding);
-          created.push(binding);
+          attempt.created.push(binding);
         }
-        if (ctx.mayHaveLanded(typed)) uncertain.push(g);
+        if (ctx.mayHaveLanded(typed)) attempt.uncertain.push(g);
       }
     }),
   ]);
+  return attempt;
+}
 
-  // The store failed or the lock is lost (another instance may act on the app once this one has stopped):
-  // stop here, before any further cloud write or record save; the pending record is recovered as an interrupted update.
-  const storeFailure = failures.find(isStoreFailure);
-  if (storeFailure) throw storeFailure;
-  if (failures.length > 0) {
-    const notUndone = await compensateUpdate(
-      ctx,
-      rec,
-      updated,
-      created,
-      uncertain,
-      previousGroups,
-      desiredGroups,
-      newApp,
-      oldApp,
-    );
-    // Where a write of this update may still land (its outcome unknown, or its rollback failed), the gateway
-    // is brought back to the record once the settle window ends (see settle.ts).
-    const lateOn = (g: string) => failures.some((f) => f.gateway === g && ctx.mayHaveLanded(f));
-    const unsure = uniq([...updated.map((u) => u.gateway).filter(lateOn), ...uncertain, ...notUndone]);
-    markUnsettled(
-      ctx,
-      rec,
-      unsure.map((g) => ({ gateway: g, attempted: desiredGroups.get(g) ?? [] })),
-      Date.parse(rec.pending!.startedAt),
-    );
-    rec.status = "active";
-    delete rec.pending;
-    await saver();
-    throw ctx.firstByGatewayOrder(failures, desiredGateways);
-  }
+/**
+ * A failed update's end: undoes what it did ({@link compensateUpdate}), marks the gateways where one of its writes
+ * may still land unsettled (brought back to the record once the settle window ends, see settle.ts), and saves the
+ * record active again with the API set it had.
+ * @throws the failure of the first gateway in the plan's order (always)
+ */
+async function rollBackUpdate(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  plan: UpdatePlan,
+  attempt: UpdateAttempt,
+  saver: Saver,
+): Promise<never> {
+  const notUndone = await compensateUpdate(ctx, rec, plan, attempt);
+  // Where a write of this update may still land (its outcome unknown, or its rollback failed), the gateway
+  // is brought back to the record once the settle window ends (see settle.ts).
+  const lateOn = (g: string) => attempt.failures.some((f) => f.gateway === g && ctx.mayHaveLanded(f));
+  const unsure = uniq([...attempt.updated.map((u) => u.gateway).filter(lateOn), ...attempt.uncertain, ...notUndone]);
+  markUnsettled(
+    ctx,
+    rec,
+    unsure.map((g) => ({ gateway: g, attempted: plan.desiredGroups.get(g) ?? [] })),
+    Date.parse(rec.pending!.startedAt),
+  );
+  rec.status = "active";
+  delete rec.pending;
+  await saver();
+  throw ctx.firstByGatewayOrder(attempt.failures, plan.desiredGateways);
+}
 
-  // Removal last: it cannot be undone, so it runs only once everything else held.
+/**
+ * A successful update's end: removes the credential from the gateways that lost their last API — last, since it
+ * cannot be undone — and saves the record with its new app and API set and the `credential.updated` event.
+ * @throws the first removal's error, after the save (the binding stays: the next update or revoke retries it)
+ */
+async function finishUpdate(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  plan: UpdatePlan,
+  saver: Saver,
+): Promise<OperationOutcome> {
+  const { toCreate, toRemove, toUpdate, newApp } = plan;
   const removeFailures: CredhookError[] = [];
   await Promise.all(
     toRemove.map(async (g) => {
@@ -170,7 +212,7 @@ export async function updateKnown(
     }),
   );
   rec.app = newApp;
-  rec.apis = desiredApis;
+  rec.apis = plan.desiredApis;
   // Without a slug the app's identity is developer + name: a rename moves it, unless another credential holds the new one.
   const newKey = appKeyOf(newApp);
   if (newKey !== rec.appKey && !(await ctx.store.findByAppKey(newKey, rec.credentialType))) rec.appKey = newKey;
@@ -223,17 +265,13 @@ export async function readKeyValue(
  * has the request's bounded retries; what still fails is logged.
  * @returns the gateways where the rollback failed (the caller marks them unsettled)
  */
-export async function compensateUpdate(
+async function compensateUpdate(
   ctx: OrchestrationContext,
   rec: CredentialRecord,
-  updated: Array<{ gateway: string; before: GatewayBinding }>,
-  created: GatewayBinding[],
-  uncertain: string[],
-  previousGroups: Map<string, GatewayApi[]>,
-  desiredGroups: Map<string, GatewayApi[]>,
-  newApp: AppIdentity,
-  oldApp: AppIdentity,
+  { previousGroups, desiredGroups, newApp }: UpdatePlan,
+  { updated, created, uncertain }: UpdateAttempt,
 ): Promise<string[]> {
+  const oldApp = rec.app; // the record keeps its app until the update succeeds
   const gatewaysInOrder = [...updated.map((u) => u.gateway), ...created.map((b) => b.gateway), ...uncertain];
   const results = await Promise.allSettled([
     ...updated.map(async ({ gateway, before }) => {

@@ -21,7 +21,7 @@
  * process that share a quota share one limiter through core's `SharedResourcePool`.
  */
 import { assertFenceHeld } from "../fence.js";
-import type { RateSlots } from "../store.js";
+import type { RateSlots } from "../provider.js";
 
 /**
  * Refusal of an attempt whose wait would exceed the caller's limit. A plain
