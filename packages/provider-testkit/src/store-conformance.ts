@@ -407,6 +407,19 @@ export function storeConformance(
     expectEqual(ids(await outbox.list({ limit: 1 })), [revoked.id], "list with a limit: the newest");
   });
 
+  withOutbox("lists the events of a key's fingerprint, also once its record is gone", async (store, outbox) => {
+    const fp = `sha256:${"ef".repeat(16)}`;
+    const r = rec({ appKey: `${app}-fp`, keyFingerprint: fp });
+    const created = ev("credential.created", r);
+    await store.insert(r, [created]);
+    const other = rec({ appKey: `${app}-fp-other`, keyFingerprint: `sha256:${"01".repeat(16)}` });
+    await store.insert(other, [ev("credential.created", other)]);
+    const revoked = ev("credential.revoked", r);
+    await store.delete(r.id, [revoked]);
+    expectEqual(ids(await outbox.list({ fingerprint: fp })), [created.id, revoked.id], "the key's events");
+    expectEqual(ids(await outbox.list({ fingerprint: `sha256:${"23".repeat(16)}` })), [], "an unknown key's");
+  });
+
   withOutbox("claims each app's oldest pending event, once, until it is settled", async (store, outbox) => {
     const a = rec();
     const b = rec({ appKey: "slug:other-app", publicId: `k${randomUUID().slice(0, 8)}` });

@@ -39,26 +39,36 @@ function variableOf(source: string | undefined, env: Record<string, string | und
  * The error to report for a failed listen, naming the setting behind the port; undefined when
  * `err` is not a listen error about a port.
  * @param env the environment the config was interpolated with. @default process.env
+ * @param portOption the command-line option that chose the webhook's port instead of `server.port` (`--port`), named
+ * in its place
  */
 export function describeListenError(
   err: unknown,
   config: LoadedConfig,
   env: Record<string, string | undefined> = process.env,
+  portOption?: string,
 ): Error | undefined {
   const e = err as ListenError;
   if ((e?.code !== "EADDRINUSE" && e?.code !== "EACCES") || typeof e.port !== "number") return undefined;
   const gatewayPort = config.embeddedGateway?.listen?.port;
   const gateway = gatewayPort === e.port && config.server.port !== e.port;
   const path = gateway ? ["embeddedGateway", "listen", "port"] : ["server", "port"];
-  const source = portSource(config.configFile, path);
+  const option = gateway ? undefined : portOption;
+  const source = option ? undefined : portSource(config.configFile, path);
   const variable = variableOf(source, env);
   const what = gateway ? "the embedded gateway's port" : "the webhook's port";
-  const where = `${path.join(".")} in ${config.configFile}${config.embeddedDefault ? " (the embedded default)" : ""}${source ? `: ${source}` : ""}`;
+  const where = option
+    ? `${option} ${e.port} on the command line`
+    : `${path.join(".")} in ${config.configFile}${config.embeddedDefault ? " (the embedded default)" : ""}${source ? `: ${source}` : ""}`;
   const problem =
     e.code === "EADDRINUSE"
       ? "is in use (another process listens there — another credhook on this machine?)"
       : "may not be opened by this user (a port below 1024 needs privileges)";
-  const fix = variable ? `set ${variable.split(/[= ]/)[0]} to a free port` : `change ${path.join(".")}`;
+  const fix = option
+    ? `pass another ${option}`
+    : variable
+      ? `set ${variable.split(/[= ]/)[0]} to a free port`
+      : `change ${path.join(".")}`;
   return new Error(
     `port ${e.port} on ${e.address ?? "all addresses"}, ${what}, ${problem}: it is ${where}${variable ? ` (${variable})` : ""}; ${fix}, or 0 for any free one`,
   );

@@ -166,7 +166,13 @@ export async function adopt(
     const appKey = appKeyOf(app);
     const result = await ctx.lock.run(appKey, async (): Promise<AdoptionResult> => {
       if (await ctx.store.findByPublicId(e.credentialType, publicId))
-        return { publicId, action: "skipped", gateway, reason: "credhook already holds this credential" };
+        return {
+          publicId,
+          action: "skipped",
+          gateway,
+          reason: "credhook already holds this credential",
+          already: true,
+        };
       if (await ctx.store.findByAppKey(appKey, e.credentialType))
         return {
           publicId,
