@@ -214,6 +214,12 @@ export interface EventFilter {
   since?: string;
   /** Only events in this state. */
   status?: EventStatus;
+  /**
+   * Only events of the credential whose key has this fingerprint (`data.keyFingerprint`, as {@link secretFingerprint}
+   * makes it: `sha256:` and 32 lowercase hex digits): `credhook revoke --fingerprint` finds a key revoked before, whose
+   * record is gone. The stores read it from the event, without an index: an operator's command, not a request path.
+   */
+  fingerprint?: string;
   /** At most this many, the newest ones (still listed oldest first). @default 1000 */
   limit?: number;
 }

@@ -88,7 +88,8 @@ export class MemoryOutbox implements EventOutbox {
       (e) =>
         (filter.app === undefined || eventAppNames(e.event).includes(filter.app)) &&
         (filter.since === undefined || e.event.time >= filter.since) &&
-        (filter.status === undefined || e.status === filter.status),
+        (filter.status === undefined || e.status === filter.status) &&
+        (filter.fingerprint === undefined || e.event.data.keyFingerprint === filter.fingerprint),
     );
     return matched.slice(-(filter.limit ?? 1000)).map(copyOf);
   }

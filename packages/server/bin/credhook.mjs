@@ -103,8 +103,9 @@ if (!inWorkspace && !existsSync(built)) {
 }
 const fromDist = existsSync(built) && !(inWorkspace && process.env.CREDHOOK_FROM_SOURCE);
 const stale = fromDist ? staleSource() : undefined;
+let cli;
 if (fromDist && stale === undefined) {
-  await import(built.href);
+  cli = await import(built.href);
 } else {
   if (stale !== undefined) {
     process.stderr.write(
@@ -117,5 +118,6 @@ if (fromDist && stale === undefined) {
     const { register: registerTsx } = await import("tsx/esm/api");
     registerTsx();
   }
-  await import(new URL("../src/cli.ts", import.meta.url).href);
+  cli = await import(new URL("../src/cli.ts", import.meta.url).href);
 }
+await cli.main(process.argv);

@@ -9,25 +9,19 @@
  *   `credential.leaked` event with the record's move to `revoking`;
  * - `credhook disable` / `credhook enable` (same options): turns the credential off on every gateway, keeping its
  *   record and resources, or on again.
- * The functions answer from a store (and an orchestrator): the commands are thin wrappers, registered on the CLI
- * by {@link registerCredentialCommands}.
+ * The functions answer from a store (and an orchestrator): the commands (commands/inspect.ts, list.ts, revoke.ts,
+ * disable.ts, enable.ts) are thin wrappers.
  */
-import type { Command } from "commander";
 import type { CredentialRecord, CredentialStatus, CredentialStore } from "@credhook/core/store";
 import {
   type CredentialType,
-  type CredhookConfig,
   credentialExpiry,
   type ExpiryPolicies,
   expiryState,
   type Orchestrator,
-  resolveExpiryPolicies,
   revokeRequestFor,
 } from "@credhook/core";
 import { type ErrorCode, isCredhookError, retryAfterOf } from "@credhook/core/errors";
-import { destination } from "pino";
-import { createRuntime, openStore } from "./runtime.js";
-import { createLogger } from "./logging.js";
 
 /** The record states `credhook list --state` takes (a record's `status`). */
 export const CREDENTIAL_STATES: readonly CredentialStatus[] = ["pending", "active", "revoking", "abandoned"];
@@ -318,8 +312,16 @@ export interface CredentialActionResult {
   code?: ErrorCode;
   /** Seconds after which a retry makes sense, when the typed error says (a throttled or unavailable gateway). */
   retryAfterS?: number;
+  /**
+   * Set when the credential was in that state before: revoked before (its record is gone: `outcome` `revoked`, also for
+   * a disable), disabled on every gateway before (the gateways were told again), or not disabled (an enable).
+   */
+  already?: true;
+  /** Since when it has been so (ISO 8601), when known: the revoke's event time, the disable's mark. */
+  since?: string;
 }
 
+/** The outcome each action ends in when it worked. */
 const DONE: Record<CredentialAction, CredentialActionResult["outcome"]> = {
   revoke: "revoked",
   disable: "disabled",
@@ -360,13 +362,22 @@ export async function actOnCredentials(
       results.push({ ...base, outcome: "skipped", gateways: [], error });
       continue;
     }
+    // Read before acting: a disable of a credential every gateway confirmed off, an enable of one not disabled.
+    const already =
+      action === "disable"
+        ? rec.disabled && rec.disabled.gateways.length === rec.bindings.length
+          ? { already: true as const, since: rec.disabled.at }
+          : {}
+        : action === "enable" && !rec.disabled
+          ? { already: true as const }
+          : {};
     try {
       let outcome;
       if (action === "revoke") {
         outcome = await orchestrator.revoke(revokeRequestFor(rec), options);
       } else if (action === "disable") outcome = await orchestrator.disable(rec.id, options);
       else outcome = await orchestrator.enable(rec.id, how.reason ? { reason: how.reason } : {});
-      results.push({ ...base, outcome: DONE[action], gateways: outcome.gateways });
+      results.push({ ...base, outcome: DONE[action], gateways: outcome.gateways, ...already });
     } catch (err) {
       const retryAfterS = retryAfterOf(err);
       results.push({
@@ -392,153 +403,59 @@ export function revokeCredentials(
   return actOnCredentials("revoke", orchestrator, store, query, how);
 }
 
-/** What the commands need of `cli.ts`. */
-export interface CredentialCommandDeps {
-  /** Loads `--config FILE`, `$CREDHOOK_CONFIG` or `./webhook.config.yaml`, else the embedded default. */
-  loadConfig(file: string | undefined): Promise<CredhookConfig>;
-  /** Says why the command failed on stderr and exits 1. */
-  reportAndExit(err: unknown): never;
-}
-
-const CONFIG_OPTION = [
-  "-c, --config <file>",
-  "config file (default: ./webhook.config.yaml, or $CREDHOOK_CONFIG)",
-] as const;
-
-/** Runs `fn` on the config's store (opened for the command, closed after) and the config's expiry policies, prints its output, exits with its code. */
-async function withStore(
-  deps: CredentialCommandDeps,
-  configFile: string | undefined,
-  fn: (store: CredentialStore, policies: ExpiryPolicies) => Promise<{ out: string; code: number }>,
-): Promise<never> {
-  try {
-    const config = await deps.loadConfig(configFile);
-    const store = await openStore(config, createLogger("warn", destination(2)) as never);
-    let result;
-    try {
-      result = await fn(store, resolveExpiryPolicies(config.gateways).policies);
-    } finally {
-      await store.close();
-    }
-    process.stdout.write(result.out);
-    process.exit(result.code);
-  } catch (err) {
-    deps.reportAndExit(err);
+/**
+ * The credentials matching `query` that the audit trail says were revoked (their `credential.revoked` events: a
+ * revoked credential's record is gone), newest event per credential, as `action`'s results: for `revoke` and `disable`
+ * done already (`outcome` `revoked`, `already`), for `enable` failed (a revoked key cannot come back). What
+ * `credhook revoke`, `disable` and `enable` answer when no record matches, so that each can run again.
+ * Reads the store's outbox by the key's fingerprint or the app (at most its newest 1000 events); none without an outbox.
+ */
+export async function revokedBefore(
+  action: CredentialAction,
+  store: CredentialStore,
+  query: Pick<CredentialQuery, "app" | "fingerprint">,
+): Promise<CredentialActionResult[]> {
+  if (!store.outbox || (query.app === undefined && query.fingerprint === undefined)) return [];
+  const fingerprint = query.fingerprint === undefined ? undefined : normalizeFingerprint(query.fingerprint);
+  const events = await store.outbox.list(fingerprint !== undefined ? { fingerprint } : { app: query.app! });
+  const revoked = new Map<string, CredentialActionResult>();
+  const app = query.app;
+  for (const { event } of events) {
+    const d = event.data;
+    if (event.type !== "credential.revoked" || d.credentialId === undefined) continue;
+    if (fingerprint !== undefined && d.keyFingerprint !== fingerprint) continue;
+    if (app !== undefined && event.subject !== app && d.app?.appSlug !== app && d.app?.appName !== app) continue;
+    revoked.set(d.credentialId, {
+      credentialId: d.credentialId,
+      appKey: event.subject,
+      publicId: d.publicId ?? "",
+      gateways: [],
+      since: event.time,
+      ...(action === "enable"
+        ? { outcome: "failed", error: `revoked at ${event.time}: a revoked credential cannot be enabled` }
+        : { outcome: "revoked", already: true }),
+    });
   }
+  return [...revoked.values()];
 }
 
-/** Registers `inspect`, `list`, `revoke`, `disable` and `enable` on the `credhook` program. */
-export function registerCredentialCommands(program: Command, deps: CredentialCommandDeps): void {
-  const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
-  program
-    .command("inspect")
-    .description(
-      "show where a credential lives: its gateways, native ids, plans, age, last change and state (exit 1 when none matches)",
-    )
-    .argument("[app]", "the app: its slug, its name, or its app key (slug:…, app:…)")
-    .option(...CONFIG_OPTION)
-    .option("--fingerprint <fp>", "the credential whose key has this fingerprint (sha256:…, as events show it)")
-    .option("--json", "print the credentials as JSON")
-    .action((app: string | undefined, opts: { config?: string; fingerprint?: string; json?: boolean }) =>
-      withStore(deps, opts.config, async (store, policies) => {
-        if (app === undefined && opts.fingerprint === undefined) throw new Error("give an app, or --fingerprint F");
-        const views = await inspectCredentials(
-          store,
-          { ...(app !== undefined ? { app } : {}), ...(opts.fingerprint ? { fingerprint: opts.fingerprint } : {}) },
-          Date.now(),
-          policies,
-        );
-        const out = opts.json ? json(views) : `${formatCredentialDetails(views).join("\n")}\n`;
-        return { out, code: views.length > 0 ? 0 : 1 };
-      }),
-    );
-
-  program
-    .command("list")
-    .description("list the credentials the store keeps, oldest first, filtered")
-    .option(...CONFIG_OPTION)
-    .option("--app <app>", "only this app: its slug, its name, or its app key")
-    .option("--gateway <name>", "only credentials on this gateway")
-    .option("--developer <developer>", "only this developer's apps")
-    .option(
-      "--state <state>",
-      `only records in this state: ${CREDENTIAL_STATES.join(", ")}; or only credentials ${EXPIRY_STATES.join(" or ")} (docs/expiry.md)`,
-    )
-    .option("--type <type>", "only this credential type: API_KEY, CLIENT_CREDENTIALS")
-    .option("--fingerprint <fp>", "only the credential whose key has this fingerprint")
-    .option("--json", "print the credentials as JSON")
-    .action((opts: CredentialQuery & { config?: string; json?: boolean }) =>
-      withStore(deps, opts.config, async (store, policies) => {
-        if (opts.type !== undefined && opts.type !== "API_KEY" && opts.type !== "CLIENT_CREDENTIALS")
-          throw new Error(`--type must be API_KEY or CLIENT_CREDENTIALS (got '${opts.type}')`);
-        const { config: _config, json: asJson, ...query } = opts;
-        const views = await inspectCredentials(store, query, Date.now(), policies);
-        return { out: asJson ? json(views) : `${formatCredentialList(views).join("\n")}\n`, code: 0 };
-      }),
-    );
-
-  const actions: Array<{ action: CredentialAction; description: string }> = [
-    {
-      action: "revoke",
-      description:
-        "revoke a credential on every gateway at once (as the portal's revoke does); --reason leaked also emits credential.leaked",
-    },
-    {
-      action: "disable",
-      description:
-        "turn a credential off on every gateway at once, keeping its record and resources (the portal's update answers 409 until `credhook enable`); --reason leaked also emits credential.leaked",
-    },
-    { action: "enable", description: "turn a disabled credential on again on every gateway" },
+/**
+ * `credhook revoke`, `disable` and `enable`'s text: how many were acted on (and were so already), then a line per
+ * credential — its outcome and gateways, `already …` for one that was so, the error of one that failed.
+ */
+export function formatActionResults(action: CredentialAction, results: CredentialActionResult[]): string[] {
+  if (results.length === 0) return ["no credential matches, and the audit trail holds no revoke of one that did"];
+  const already = new Map<string, number>();
+  for (const r of results) if (r.already) already.set(r.outcome, (already.get(r.outcome) ?? 0) + 1);
+  const done = results.filter((r) => r.outcome === DONE[action] && !r.already).length;
+  const note = [...already].map(([outcome, n]) => `${n} already ${outcome}`).join(", ");
+  return [
+    `${DONE[action]} ${done} of ${results.length}${note ? ` (${note})` : ""}`,
+    ...results.map((r) => {
+      const state = r.already
+        ? `already ${r.outcome}${r.since ? ` (since ${r.since})` : ""}${r.gateways.length > 0 ? `; told again: ${r.gateways.join(", ")}` : ""}`
+        : `${r.outcome}${r.gateways.length > 0 ? ` on ${r.gateways.join(", ")}` : ""}`;
+      return `  - ${r.credentialId} (${r.appKey}): ${state}${r.error ? `: ${r.error}` : ""}`;
+    }),
   ];
-  for (const { action, description } of actions) {
-    program
-      .command(action)
-      .description(description)
-      .option(...CONFIG_OPTION)
-      .option("--fingerprint <fp>", "the credential whose key has this fingerprint (sha256:…)")
-      .option("--app <app>", "the app's credentials: its slug, its name, or its app key")
-      .option(
-        "--reason <reason>",
-        action === "enable"
-          ? "why, in words the event carries"
-          : "why: `leaked` (emits credential.leaked), or words the events carry",
-      )
-      .option("--json", "print the results as JSON")
-      .action(
-        async (opts: { config?: string; fingerprint?: string; app?: string; reason?: string; json?: boolean }) => {
-          try {
-            const config = await deps.loadConfig(opts.config);
-            const runtime = await createRuntime(config, { logger: createLogger("warn", destination(2)) });
-            let results: CredentialActionResult[];
-            try {
-              results = await actOnCredentials(
-                action,
-                runtime.orchestrator,
-                runtime.store,
-                {
-                  ...(opts.fingerprint ? { fingerprint: opts.fingerprint } : {}),
-                  ...(opts.app ? { app: opts.app } : {}),
-                },
-                { leaked: opts.reason === "leaked", ...(opts.reason ? { reason: opts.reason } : {}) },
-              );
-            } finally {
-              await runtime.close();
-            }
-            const lines = results.map(
-              (r) =>
-                `  - ${r.credentialId} (${r.appKey}): ${r.outcome}${r.gateways.length > 0 ? ` on ${r.gateways.join(", ")}` : ""}${r.error ? `: ${r.error}` : ""}`,
-            );
-            const done = results.filter((r) => r.outcome === DONE[action]).length;
-            process.stdout.write(
-              opts.json
-                ? json(results)
-                : `${results.length === 0 ? "no credential matches" : `${DONE[action]} ${done} of ${results.length}`}\n${lines.join("\n")}\n`,
-            );
-            process.exit(results.length > 0 && results.every((r) => r.outcome !== "failed") ? 0 : 1);
-          } catch (err) {
-            deps.reportAndExit(err);
-          }
-        },
-      );
-  }
 }

@@ -132,6 +132,11 @@ describe("inspect, list and revoke on PostgreSQL, from several instances", () =>
     const events = (await b.credhook.store.outbox!.list({ app: "weather-board" })).map((e) => e.event);
     expect(events.map((e) => e.type)).toEqual(["credential.created", "credential.leaked", "credential.revoked"]);
     expect(events[1]!.data).toMatchObject({ keyFingerprint: fingerprint, reason: "leaked" });
-    expect((await credhook(["revoke", "--fingerprint", fingerprint])).code).toBe(1); // nothing left to revoke
+    // Run again: nothing left to revoke, and the audit trail says it was revoked — done (idempotent).
+    const again = await credhook(["revoke", "--fingerprint", fingerprint, "--json"]);
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout)).toEqual([
+      expect.objectContaining({ publicId: key.apiKeyId, outcome: "revoked", already: true }),
+    ]);
   });
 });

@@ -269,7 +269,13 @@ describe("ownership before any write", () => {
     expect(adopted).toMatchObject({ publicId: foreign.id, action: "adopted", gateway: "mc" });
     expect(cloud.keys.get(foreign.id)!.mark).toEqual({ gateway: "mc", credentialId: adopted!.credentialId });
     expect(await s.credhook.orchestrator.adopt([entry])).toEqual([
-      { publicId: foreign.id, action: "skipped", gateway: "mc", reason: "credhook already holds this credential" },
+      {
+        publicId: foreign.id,
+        action: "skipped",
+        gateway: "mc",
+        reason: "credhook already holds this credential",
+        already: true,
+      },
     ]);
     const upd = await s.post("/v1/updateCredentials", {
       credentialType: "API_KEY",

@@ -542,8 +542,15 @@ export class PostgresCredentialStore implements CredentialStore {
         const { rows } = await q<EventRowRead>(
           `SELECT ${EVENT_COLUMNS} FROM events
            WHERE ($1::text IS NULL OR subject = $1 OR app_slug = $1 OR app_name = $1) AND ($2::text IS NULL OR time >= $2)
-             AND ($3::text IS NULL OR status = $3) ORDER BY seq DESC LIMIT $4`,
-          [filter.app ?? null, filter.since ?? null, filter.status ?? null, filter.limit ?? 1000],
+             AND ($3::text IS NULL OR status = $3) AND ($5::text IS NULL OR event->'data'->>'keyFingerprint' = $5)
+           ORDER BY seq DESC LIMIT $4`,
+          [
+            filter.app ?? null,
+            filter.since ?? null,
+            filter.status ?? null,
+            filter.limit ?? 1000,
+            filter.fingerprint ?? null,
+          ],
         );
         return rows.reverse().map(storedEventOf);
       },

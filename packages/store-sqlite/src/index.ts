@@ -560,11 +560,14 @@ export class SqliteCredentialStore implements CredentialStore {
       const rows = this.stmt(
         `SELECT seq, event, status, attempts, next_attempt_at, sinks_done, last_error, settled_at FROM events
          WHERE (@app IS NULL OR subject = @app OR app_slug = @app OR app_name = @app) AND (@since IS NULL OR time >= @since)
-           AND (@status IS NULL OR status = @status) ORDER BY seq DESC LIMIT @limit`,
+           AND (@status IS NULL OR status = @status)
+           AND (@fingerprint IS NULL OR json_extract(event, '$.data.keyFingerprint') = @fingerprint)
+         ORDER BY seq DESC LIMIT @limit`,
       ).all({
         app,
         since: filter.since ?? null,
         status: filter.status ?? null,
+        fingerprint: filter.fingerprint ?? null,
         limit: filter.limit ?? 1000,
       }) as EventRowRead[];
       return rows.reverse().map(storedEventOf);

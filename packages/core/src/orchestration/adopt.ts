@@ -196,7 +196,7 @@ async function adoptOne(
 ): Promise<AdoptionResult> {
   const appKey = appKeyOf(app);
   if (await ctx.store.findByPublicId(e.credentialType, publicId))
-    return { publicId, action: "skipped", gateway, reason: "credhook already holds this credential" };
+    return { publicId, action: "skipped", gateway, reason: "credhook already holds this credential", already: true };
   if (await ctx.store.findByAppKey(appKey, e.credentialType))
     return {
       publicId,

@@ -155,6 +155,8 @@ export interface AdoptionResult {
   credentialId?: string;
   /** Why it was skipped. */
   reason?: string;
+  /** Skipped because credhook holds this credential already (an adoption run again): nothing to do. */
+  already?: true;
 }
 
 /** Result of {@link Orchestrator.create}. */

@@ -10,6 +10,7 @@ import { T0, ev, expectEqual, expectRejects, fail, ids, later, type OutboxCase, 
 /** The outbox tests, in their order. */
 export const outboxTests: OutboxCase[] = [
   { name: "events are committed with their record write, never without it", check: eventsCommittedWithRecord },
+  { name: "lists the events of a key's fingerprint, also once its record is gone", check: listsEventsByFingerprint },
   { name: "claims each app's oldest pending event, once, until it is settled", check: claimsOldestPendingPerApp },
   { name: "a dead event no longer holds back its app; pruning keeps pending events", check: deadEventReleasesItsApp },
   { name: "with no sink, one write settles every pending event no live claim holds", check: settlesUnsentAtOnce },
@@ -49,6 +50,21 @@ async function eventsCommittedWithRecord(s: StoreSuite, store: CredentialStore, 
   expectEqual(ids(await outbox.list({ app: app.slice(5) })), ids(listed), "list by the app's slug");
   expectEqual(ids(await outbox.list({ app: "slug:nobody" })), [], "list of another app");
   expectEqual(ids(await outbox.list({ limit: 1 })), [revoked.id], "list with a limit: the newest");
+}
+
+/** Lists the events of a key's fingerprint (`EventFilter.fingerprint`), also once its record is gone. */
+async function listsEventsByFingerprint(s: StoreSuite, store: CredentialStore, outbox: EventOutbox): Promise<void> {
+  const { app, rec } = s;
+  const fp = `sha256:${"ef".repeat(16)}`;
+  const r = rec({ appKey: `${app}-fp`, keyFingerprint: fp });
+  const created = ev("credential.created", r);
+  await store.insert(r, [created]);
+  const other = rec({ appKey: `${app}-fp-other`, keyFingerprint: `sha256:${"01".repeat(16)}` });
+  await store.insert(other, [ev("credential.created", other)]);
+  const revoked = ev("credential.revoked", r);
+  await store.delete(r.id, [revoked]);
+  expectEqual(ids(await outbox.list({ fingerprint: fp })), [created.id, revoked.id], "the key's events");
+  expectEqual(ids(await outbox.list({ fingerprint: `sha256:${"23".repeat(16)}` })), [], "an unknown key's");
 }
 
 /** Claims each app's oldest pending event, once, until it is settled. */

@@ -1,0 +1,44 @@
+/**
+ * `credhook list [--app A] [--gateway G] [--developer D] [--state S] [--type T] [--fingerprint F] [--json]`: the
+ * store's credentials, oldest first, filtered (docs/leak-response.md). The views and their lines are inspect.ts's.
+ */
+import type { Command } from "commander";
+import { resolveExpiryPolicies } from "@credhook/core";
+import {
+  CREDENTIAL_STATES,
+  type CredentialQuery,
+  EXPIRY_STATES,
+  formatCredentialList,
+  inspectCredentials,
+} from "../inspect.js";
+import { CONFIG_OPTION, withStore } from "./common.js";
+import { EXIT, jsonOut, linesOut, run } from "./output.js";
+
+/** Registers `credhook list` on `program`: exit 0 also when nothing matches the filters. */
+export function register(program: Command): void {
+  program
+    .command("list")
+    .description("list the credentials the store keeps, oldest first, filtered")
+    .option(...CONFIG_OPTION)
+    .option("--app <app>", "only this app: its slug, its name, or its app key")
+    .option("--gateway <name>", "only credentials on this gateway")
+    .option("--developer <developer>", "only this developer's apps")
+    .option(
+      "--state <state>",
+      `only records in this state: ${CREDENTIAL_STATES.join(", ")}; or only credentials ${EXPIRY_STATES.join(" or ")} (docs/expiry.md)`,
+    )
+    .option("--type <type>", "only this credential type: API_KEY, CLIENT_CREDENTIALS")
+    .option("--fingerprint <fp>", "only the credential whose key has this fingerprint")
+    .option("--json", "print the credentials as JSON")
+    .action((opts: CredentialQuery & { config?: string; json?: boolean }) =>
+      run(async () => {
+        if (opts.type !== undefined && opts.type !== "API_KEY" && opts.type !== "CLIENT_CREDENTIALS")
+          throw new Error(`--type must be API_KEY or CLIENT_CREDENTIALS (got '${opts.type}')`);
+        const { config: file, json, ...query } = opts;
+        const views = await withStore(file, (store, config) =>
+          inspectCredentials(store, query, Date.now(), resolveExpiryPolicies(config.gateways).policies),
+        );
+        return { out: json ? jsonOut(views) : linesOut(formatCredentialList(views)), code: EXIT.done };
+      }),
+    );
+}
