@@ -76,6 +76,22 @@ export type { Logger } from "./logger.js";
 export { silentLogger } from "./logger.js";
 export { Orchestrator } from "./orchestrator.js";
 export { revokeRequestFor } from "./orchestration/revoke.js";
+/** Finding credentials by what an operator knows of them, and acting on each found (docs/leak-response.md). */
+export type {
+  ActionOptions,
+  CredentialAction,
+  CredentialActionResult,
+  CredentialOperations,
+  CredentialQuery,
+} from "./orchestration/credentials.js";
+export {
+  ACTION_DONE,
+  actOnCredentials,
+  CREDENTIAL_STATES,
+  EXPIRY_STATES,
+  findCredentials,
+  normalizeFingerprint,
+} from "./orchestration/credentials.js";
 export type { CircuitBreakerOptions } from "./orchestration/circuits.js";
 export type { LeakOptions, LeakOutcome } from "./orchestration/leak.js";
 /** Credential expiry (docs/expiry.md): the config's policies resolved, one credential's expiry decided. */

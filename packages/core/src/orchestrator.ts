@@ -12,10 +12,12 @@
  *   operation each, with its compensation; `disable.ts` — turning a credential off and on;
  *   `leak.ts` — a leak reported without acting on a gateway;
  * - `expiry.ts` — credential expiry: the config's policies, one credential's expiry, the periodic pass;
- * - `abandoned.ts` — cleanup of abandoned creates, and the revoke helpers;
+ * - `abandoned.ts` — cleanup of abandoned creates;
  * - `recovery.ts` — interrupted operations, and the serve loop's pass;
  * - `settle.ts` — failed updates whose writes may land late, brought back to the record;
  * - `reconcile.ts` — `credhook reconcile`'s report, garbage and drift;
+ * - `credentials.ts` — finding credentials by app, fingerprint, gateway, developer or state, and acting on each
+ *   found (revoke, disable, enable) for an operator's command or a secret-scanning alert;
  * - `health.ts`; `context.ts` — the state and helpers they share.
  */
 import type { CreateCredentialsRequest, RevokeCredentialsRequest, UpdateCredentialsRequest } from "./contract.js";
@@ -24,6 +26,15 @@ import type { Gateway } from "./registry.js";
 import { adopt, adoptAndUpdate } from "./orchestration/adopt.js";
 import { OrchestrationContext } from "./orchestration/context.js";
 import { createOrReplay } from "./orchestration/create.js";
+import {
+  type ActionOptions,
+  type CredentialAction,
+  type CredentialActionResult,
+  type CredentialQuery,
+  actOnCredentials,
+  findCredentials,
+} from "./orchestration/credentials.js";
+import type { CredentialRecord } from "./credential-record.js";
 import { setCredentialEnabled } from "./orchestration/disable.js";
 import { type ExpiryPassResult, expiryPass } from "./orchestration/expiry.js";
 import { health } from "./orchestration/health.js";
@@ -164,6 +175,31 @@ export class Orchestrator {
    */
   reportLeaked(credentialId: string, options: LeakOptions = {}): Promise<LeakOutcome> {
     return reportLeaked(this.ctx, credentialId, options);
+  }
+
+  /**
+   * The store's records matching `query` (every given field must match), oldest first: by the store's fingerprint
+   * index when a fingerprint is given (`credhook inspect --fingerprint`, a secret-scanning alert), else from every
+   * record (an operator's listing, not a request path).
+   * @throws Error an invalid fingerprint or state
+   */
+  findCredentials(query: CredentialQuery): Promise<CredentialRecord[]> {
+    return findCredentials(this.ctx.store, query);
+  }
+
+  /**
+   * `credhook revoke`, `disable`, `enable` and a secret-scanning alert's policy: acts on each credential matching
+   * `query` (by fingerprint or app) on every gateway at once, one credential after another, through {@link revoke},
+   * {@link disable} and {@link enable}. Idempotent: a credential revoked before is answered from the audit trail.
+   * @returns one result per credential; a gateway's failure is a `failed` result, not a throw
+   * @throws Error `query` names neither a fingerprint nor an app, or the app matches several apps
+   */
+  actOnCredentials(
+    action: CredentialAction,
+    query: Pick<CredentialQuery, "app" | "fingerprint" | "credentialId">,
+    how: ActionOptions = {},
+  ): Promise<CredentialActionResult[]> {
+    return actOnCredentials(action, this, this.ctx.store, query, how);
   }
 
   /**

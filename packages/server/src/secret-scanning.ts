@@ -22,6 +22,7 @@ import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Logger as PinoLogger } from "pino";
 import {
   compileSchema,
+  type CredentialActionResult,
   type CredhookConfig,
   formatAjvErrors,
   type Orchestrator,
@@ -40,7 +41,6 @@ import {
 import type { CredentialStore } from "@credhook/core/store";
 import { parseJsonBody, rawBodyOf } from "./body.js";
 import { sendJson } from "./http-errors.js";
-import { type CredentialActionResult, actOnCredentials, findCredentials } from "./inspect.js";
 import type { SecretScanningOutcome } from "./metrics.js";
 
 /** The alert's `secretScanning.github` block, defaults applied. */
@@ -174,7 +174,7 @@ export interface GithubAlertDeps {
   config: GithubSecretScanningConfig;
   /** GitHub's keys by identifier ({@link loadGithubKeys}). */
   keys: ReadonlyMap<string, KeyObject>;
-  orchestrator: Pick<Orchestrator, "revoke" | "disable" | "enable" | "reportLeaked">;
+  orchestrator: Pick<Orchestrator, "findCredentials" | "actOnCredentials" | "reportLeaked">;
   store: CredentialStore;
   logger: PinoLogger;
   /** Counts each outcome (`credhook_secret_scanning_reports_total`). */
@@ -336,7 +336,7 @@ async function handleAlert(deps: GithubAlertDeps, matches: GithubAlertMatch[]): 
     const fingerprint = secretFingerprint(m.token);
     const places = matches.filter((x) => x.token === m.token).length;
     const reason = `GitHub secret scanning: found in ${printable(m.url, 300) || "a public repository"}${m.source ? ` (${printable(m.source, 60)})` : ""}${places > 1 ? ` and ${places - 1} more place${places > 2 ? "s" : ""}` : ""}`;
-    const records = !known || known.has(fingerprint) ? await findCredentials(deps.store, { fingerprint }) : [];
+    const records = !known || known.has(fingerprint) ? await deps.orchestrator.findCredentials({ fingerprint }) : [];
     const report: TokenReport = {
       fingerprint,
       label: records.length > 0 ? "true_positive" : "false_positive",
@@ -354,12 +354,12 @@ async function applyPolicy(
   fingerprint: string,
   reason: string,
 ): Promise<TokenReport["credentials"]> {
-  const { orchestrator, store } = deps;
+  const { orchestrator } = deps;
   const how = { leaked: true, reason };
   const policy = deps.config.policy;
   if (policy === "notify") {
     const out: TokenReport["credentials"] = [];
-    for (const rec of await findCredentials(store, { fingerprint })) {
+    for (const rec of await orchestrator.findCredentials({ fingerprint })) {
       try {
         await orchestrator.reportLeaked(rec.id, { reason });
         out.push({ credentialId: rec.id, outcome: "notified", gateways: [] });
@@ -369,7 +369,7 @@ async function applyPolicy(
     }
     return out;
   }
-  const results = await actOnCredentials(policy, orchestrator, store, { fingerprint }, how);
+  const results = await orchestrator.actOnCredentials(policy, { fingerprint }, how);
   const out: TokenReport["credentials"] = [];
   for (const r of results) {
     if (policy === "disable" && r.outcome === "failed" && r.code !== undefined && REVOKE_INSTEAD.has(r.code)) {
@@ -379,10 +379,8 @@ async function applyPolicy(
         { credentialId: r.credentialId, appKey: r.appKey, why: r.error },
         "secret-scanning alert: the credential cannot be disabled, so it is revoked instead",
       );
-      const [revoked] = await actOnCredentials(
+      const [revoked] = await orchestrator.actOnCredentials(
         "revoke",
-        orchestrator,
-        store,
         { fingerprint, credentialId: r.credentialId },
         how,
       );
@@ -406,7 +404,7 @@ const gone = (credentialId: string): TokenReport["credentials"][number] => ({
   error: "revoked meanwhile",
 });
 
-/** One {@link actOnCredentials} result as the alert reports it. */
+/** One `Orchestrator.actOnCredentials` result as the alert reports it. */
 function toReport(r: CredentialActionResult): TokenReport["credentials"][number] {
   const outcome: SecretScanningOutcome =
     r.outcome === "disabled" || r.outcome === "revoked" ? r.outcome : r.outcome === "skipped" ? "skipped" : "failed";

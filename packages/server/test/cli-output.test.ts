@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { credentialEvent, secretFingerprint } from "@credhook/core";
 import type { CredentialRecord } from "@credhook/core/store";
 import { createRuntime, createLogger, loadConfigFile } from "../src/index.js";
-import type { CredentialView } from "../src/inspect.js";
+import type { CredentialView } from "../src/credential-views.js";
 import { spawnTracked } from "./children.js";
 import { CLI, LOCAL_YAML, PROCESS_START_MS, cliEnv, freePort, runCredhook, spawnCredhook } from "./helpers.js";
 

@@ -2,18 +2,24 @@
  * The `credhook` program as it is built (cli.ts, commands/), in process: every `--help` ends with the one exit-code
  * table, the docs' exit-code tables list every command and every code, `audit --help` names every event type the
  * outbox writes and `demo --help` the five clouds the demo runs; and what `credhook revoke`, `disable` and `enable`
- * answer when no record matches: the audit trail's revoke of the key or the app (inspect.ts `revokedBefore`).
+ * answer when no record matches: the audit trail's revoke of the key or the app (core's `actOnCredentials`).
  * cli-output.test.ts runs the commands as processes.
  */
 import { describe, expect, it } from "vitest";
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { CREDENTIAL_EVENT_TYPES, credentialEvent } from "@credhook/core";
+import {
+  actOnCredentials,
+  CREDENTIAL_EVENT_TYPES,
+  type CredentialAction,
+  type CredentialQuery,
+  credentialEvent,
+} from "@credhook/core";
 import type { CredentialRecord } from "@credhook/core/store";
 import { MemoryCredentialStore } from "@credhook/provider-testkit";
 import { credhookProgram } from "../src/cli.js";
 import { EXIT_CODES, exitCodesHelp } from "../src/commands/output.js";
-import { formatActionResults, revokedBefore } from "../src/inspect.js";
+import { formatActionResults } from "../src/credential-views.js";
 
 const REPO = fileURLToPath(new URL("../../../", import.meta.url));
 
@@ -89,7 +95,12 @@ describe("the docs' exit-code tables", () => {
   });
 });
 
-describe("revokedBefore: a credential revoked before, from the audit trail", () => {
+describe("actOnCredentials when no record matches: a credential revoked before, from the audit trail", () => {
+  /** Core's actOnCredentials on `store`, with operations that must not be called (no record matches). */
+  const revokedBefore = (action: CredentialAction, store: MemoryCredentialStore, query: CredentialQuery) => {
+    const never = () => Promise.reject(new Error("no gateway call expected: nothing matches"));
+    return actOnCredentials(action, { revoke: never, disable: never, enable: never }, store, query);
+  };
   /** A store holding the events of credential `c1` of app `shop` (key `fp`), created then revoked: its record gone. */
   async function storeWithRevoked(fp: string): Promise<MemoryCredentialStore> {
     const store = new MemoryCredentialStore();

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resolveExpiryPolicies } from "@credhook/core";
 import { startAwsFake, type AwsFake } from "@credhook/fakes/aws";
 import { describeExpiry } from "../src/check-config.js";
-import { formatCredentialDetails, formatCredentialList, inspectCredentials } from "../src/inspect.js";
+import { formatCredentialDetails, formatCredentialList, inspectCredentials } from "../src/credential-views.js";
 import { SERVER_YAML, startTestServer, type TestServer, until } from "./helpers.js";
 
 const DAY = 86_400_000;

@@ -11,7 +11,7 @@ import { rmSync } from "node:fs";
 import { isCredhookKey, secretFingerprint } from "@credhook/core";
 import type { AwsFake } from "@credhook/fakes/aws";
 import type { RunningServer } from "../src/index.js";
-import { inspectCredentials, type CredentialView } from "../src/inspect.js";
+import { inspectCredentials, type CredentialView } from "../src/credential-views.js";
 import {
   AUTH,
   AWS_AND_LOCAL_YAML,

@@ -5,15 +5,9 @@
  * gateway's key check refuses it at once, and the audit trail says `credential.leaked`, then `credential.revoked`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isCredhookKey, secretFingerprint } from "@credhook/core";
+import { findCredentials, isCredhookKey, secretFingerprint } from "@credhook/core";
 import type { AwsFake } from "@credhook/fakes/aws";
-import {
-  actOnCredentials,
-  findCredentials,
-  formatCredentialDetails,
-  inspectCredentials,
-  revokeCredentials,
-} from "../src/inspect.js";
+import { formatCredentialDetails, inspectCredentials } from "../src/credential-views.js";
 import { SERVER_YAML, startTestServer, type TestServer } from "./helpers.js";
 import {
   checkKey,
@@ -104,9 +98,8 @@ describe("a leaked key, killed everywhere at once", () => {
   });
 
   it("revoke --fingerprint --reason leaked: off both AWS fakes, Azure and the embedded gateway in one call; the key check refuses it at once", async () => {
-    const results = await revokeCredentials(
-      s.credhook.orchestrator,
-      s.credhook.store,
+    const results = await s.credhook.orchestrator.actOnCredentials(
+      "revoke",
       { fingerprint },
       { leaked: true, reason: "leaked" },
     );
@@ -133,9 +126,17 @@ describe("a leaked key, killed everywhere at once", () => {
     expect(JSON.stringify(events)).not.toContain(key.apiKey);
   });
 
-  it("revoking what no longer exists finds nothing; an app name is matched only within one app", async () => {
-    expect(await revokeCredentials(s.credhook.orchestrator, s.credhook.store, { fingerprint })).toEqual([]);
-    await expect(revokeCredentials(s.credhook.orchestrator, s.credhook.store, {})).rejects.toThrow(/--fingerprint/);
+  it("revoking again answers from the audit trail: revoked already, since the revoke; no query at all is refused", async () => {
+    const revokedAt = (await s.credhook.store.outbox!.list({ fingerprint })).find(
+      (e) => e.event.type === "credential.revoked",
+    )!.event.time;
+    expect(await s.credhook.orchestrator.actOnCredentials("revoke", { fingerprint })).toEqual([
+      expect.objectContaining({ publicId: key.apiKeyId, outcome: "revoked", already: true, since: revokedAt }),
+    ]);
+    expect(
+      await s.credhook.orchestrator.actOnCredentials("revoke", { fingerprint: `sha256:${"0".repeat(32)}` }),
+    ).toEqual([]);
+    await expect(s.credhook.orchestrator.actOnCredentials("revoke", {})).rejects.toThrow(/--fingerprint/);
   });
 });
 
@@ -167,10 +168,8 @@ describe("a leaked key disabled everywhere at once, its record kept, and enabled
 
   it("disable --fingerprint --reason leaked: off on both AWS fakes, Azure and the embedded gateway in one call; the key check refuses it at once", async () => {
     expect(await check(key.apiKey)).toBe(200);
-    const results = await actOnCredentials(
+    const results = await s.credhook.orchestrator.actOnCredentials(
       "disable",
-      s.credhook.orchestrator,
-      s.credhook.store,
       { fingerprint },
       { leaked: true, reason: "leaked" },
     );
@@ -200,12 +199,12 @@ describe("a leaked key disabled everywhere at once, its record kept, and enabled
     });
     expect(replay.status).toBe(409);
     expect(JSON.stringify(replay.json)).not.toContain(key.apiKey);
-    await actOnCredentials("disable", s.credhook.orchestrator, s.credhook.store, { fingerprint }, { leaked: true });
+    await s.credhook.orchestrator.actOnCredentials("disable", { fingerprint }, { leaked: true });
     expect(await types()).toEqual(["credential.created", "credential.leaked", "credential.disabled"]);
   });
 
   it("enable turns it on again everywhere; the portal's update works again", async () => {
-    const results = await actOnCredentials("enable", s.credhook.orchestrator, s.credhook.store, { app: "suspect" });
+    const results = await s.credhook.orchestrator.actOnCredentials("enable", { app: "suspect" });
     expect(results).toEqual([expect.objectContaining({ outcome: "enabled" })]);
     expect(await check(key.apiKey)).toBe(200);
     expect([awsKey(fakes.us).enabled, awsKey(fakes.eu).enabled]).toEqual([true, true]);

@@ -1,17 +1,12 @@
 /**
  * What `credhook revoke`, `disable` and `enable` share: the same options (`--fingerprint F | --app A`, `--reason`,
- * `--json`), each matching credential acted on through the orchestrator on every gateway at once (inspect.ts's
- * `actOnCredentials`), and the same ending. Each is idempotent: run again, it answers that the credential is so
- * already — also once a revoke deleted its record, from the audit trail (`revokedBefore`) — and exits 0.
+ * `--json`), each matching credential acted on through the orchestrator on every gateway at once (core's
+ * `Orchestrator.actOnCredentials`), and the same ending. Each is idempotent: run again, it answers that the credential
+ * is so already — also once a revoke deleted its record, from the audit trail — and exits 0.
  */
 import type { Command } from "commander";
-import {
-  type CredentialAction,
-  type CredentialActionResult,
-  actOnCredentials,
-  formatActionResults,
-  revokedBefore,
-} from "../inspect.js";
+import type { CredentialAction, CredentialActionResult } from "@credhook/core";
+import { formatActionResults } from "../credential-views.js";
 import { CONFIG_OPTION, withRuntime } from "./common.js";
 import { EXIT, jsonOut, linesOut, run } from "./output.js";
 
@@ -41,10 +36,9 @@ export function registerCredentialAction(program: Command, action: CredentialAct
           ...(opts.app ? { app: opts.app } : {}),
         };
         const how = { leaked: opts.reason === "leaked", ...(opts.reason ? { reason: opts.reason } : {}) };
-        const results: CredentialActionResult[] = await withRuntime(opts.config, async (runtime) => {
-          const acted = await actOnCredentials(action, runtime.orchestrator, runtime.store, query, how);
-          return acted.length > 0 ? acted : revokedBefore(action, runtime.store, query);
-        });
+        const results: CredentialActionResult[] = await withRuntime(opts.config, (runtime) =>
+          runtime.orchestrator.actOnCredentials(action, query, how),
+        );
         return {
           out: opts.json ? jsonOut(results) : linesOut(formatActionResults(action, results)),
           code: results.length > 0 && results.every((r) => r.outcome !== "failed") ? EXIT.done : EXIT.error,

@@ -1,11 +1,11 @@
 /**
  * `credhook inspect APP | --fingerprint F [--json]`: where each matching credential lives — gateways, native ids,
  * plans, age, last change, state, expiry — read from the store (docs/leak-response.md). The views and their text
- * are inspect.ts's.
+ * are credential-views.ts's.
  */
 import type { Command } from "commander";
 import { resolveExpiryPolicies } from "@credhook/core";
-import { formatCredentialDetails, inspectCredentials } from "../inspect.js";
+import { formatCredentialDetails, inspectCredentials } from "../credential-views.js";
 import { CONFIG_OPTION, withStore } from "./common.js";
 import { EXIT, jsonOut, linesOut, run } from "./output.js";
 

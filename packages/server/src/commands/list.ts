@@ -1,16 +1,10 @@
 /**
  * `credhook list [--app A] [--gateway G] [--developer D] [--state S] [--type T] [--fingerprint F] [--json]`: the
- * store's credentials, oldest first, filtered (docs/leak-response.md). The views and their lines are inspect.ts's.
+ * store's credentials, oldest first, filtered (docs/leak-response.md). The views and their lines are credential-views.ts's.
  */
 import type { Command } from "commander";
-import { resolveExpiryPolicies } from "@credhook/core";
-import {
-  CREDENTIAL_STATES,
-  type CredentialQuery,
-  EXPIRY_STATES,
-  formatCredentialList,
-  inspectCredentials,
-} from "../inspect.js";
+import { CREDENTIAL_STATES, type CredentialQuery, EXPIRY_STATES, resolveExpiryPolicies } from "@credhook/core";
+import { formatCredentialList, inspectCredentials } from "../credential-views.js";
 import { CONFIG_OPTION, withStore } from "./common.js";
 import { EXIT, jsonOut, linesOut, run } from "./output.js";
 
