@@ -22,10 +22,11 @@ FROM ${BASE_IMAGE} AS build
 WORKDIR /src
 # The pnpm the repository pins (package.json "packageManager").
 RUN npm install --global --no-audit --no-fund pnpm@10.34.9
-# Dependencies first, from the manifests alone: this layer is rebuilt only when a manifest or the
+# Dependencies first, from the manifests alone (with .npmrc and .pnpmfile.cjs: a BASE_IMAGE older than
+# package.json's engines.node stops here, saying so): this layer is rebuilt only when a manifest or the
 # lockfile changes, not on every source edit. No native build anywhere: better-sqlite3 13 ships its
 # Node-API addon prebuilt in its package.
-COPY package.json pnpm-lock.yaml pnpm-workspace.yaml ./
+COPY package.json pnpm-lock.yaml pnpm-workspace.yaml .npmrc .pnpmfile.cjs ./
 COPY packages/core/package.json packages/core/
 COPY packages/fakes/package.json packages/fakes/
 COPY packages/provider-aws/package.json packages/provider-aws/

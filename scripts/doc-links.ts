@@ -16,10 +16,17 @@
  * folder, to its package (the nearest folder with a package.json), or to the repository root.
  *
  * Used by packages/server/test/doc-links.test.ts (the `pnpm test` tier).
+ *
+ * The built docs site (`pnpm docs:build` writes docs/.vitepress/dist) is checked the same way, by the
+ * build itself (docs/.vitepress/config.ts, `buildEnd`): {@link copyLinkedRepositoryFiles} puts the
+ * repository files its pages link to (the Grafana dashboard, the OpenAPI YAML …) into the site at
+ * their repository paths, then {@link findBrokenSiteLinks} crawls every page and the build fails on a
+ * link a plain static file server would not serve.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import GithubSlugger from "github-slugger";
+import { Parser } from "htmlparser2";
 import type { Nodes, Root } from "mdast";
 import { fromMarkdown } from "mdast-util-from-markdown";
 import { gfmFromMarkdown } from "mdast-util-gfm";
@@ -273,4 +280,120 @@ export function commentsOf(source: string): string {
     }
   }
   return out;
+}
+
+/** One link of the built docs site that a plain static file server would not serve. */
+export interface BrokenSiteLink {
+  /** The page it is on, relative to the site's folder (`guide/deploy.html`). */
+  page: string;
+  /** The link as written in the page (an `href` or `src`: `../deploy/grafana/credhook-dashboard.json`). */
+  href: string;
+  /** The file it asks the server for, relative to the site's folder, without the fragment (`deploy/grafana/credhook-dashboard.json`). */
+  path: string;
+  /** Why it does not resolve: no such file (nor a folder with an index.html), or no such id on the page. */
+  reason: string;
+}
+
+/** The origin the site's pages are given to resolve their links as a browser does (never contacted). */
+const SITE = "http://site.invalid";
+
+/** Every file under `dir`, relative to it, with `/` separators. */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => relative(dir, join(e.parentPath, e.name)).split("\\").join("/"));
+}
+
+/** The `href` and `src` values of an HTML text (entities decoded), and the ids it declares (`id`, `<a name>`). */
+function linksAndIds(html: string): { links: string[]; ids: Set<string> } {
+  const links: string[] = [];
+  const ids = new Set<string>();
+  const parser = new Parser({
+    onopentag(name, attributes) {
+      for (const attribute of ["href", "src"]) {
+        const value = attributes[attribute];
+        if (value !== undefined) links.push(value);
+      }
+      if (attributes.id !== undefined) ids.add(attributes.id);
+      if (name === "a" && attributes.name !== undefined) ids.add(attributes.name);
+    },
+  });
+  parser.write(html);
+  parser.end();
+  return { links, ids };
+}
+
+/**
+ * The file a plain static file server (nginx, `python3 -m http.server`, an object store) answers
+ * `path` with: the file at `path` under `dist`, or a folder's `index.html` — no rewrite such as
+ * VitePress's clean URLs (`/guide/deploy` for `guide/deploy.html`), which needs a server of its own.
+ * @returns its path relative to `dist`, or undefined (404)
+ */
+function servedFile(dist: string, path: string): string | undefined {
+  const target = join(dist, path);
+  if (!existsSync(target)) return undefined;
+  if (statSync(target).isFile()) return path;
+  const index = path === "" || path.endsWith("/") ? `${path}index.html` : `${path}/index.html`;
+  return existsSync(join(dist, index)) ? index : undefined;
+}
+
+/**
+ * Every link of the built site in `dist` that a plain static file server would not serve: each
+ * `href` and `src` of each HTML page that stays on the site (no scheme or host of its own: external
+ * links are not fetched), resolved against the page's URL as a browser does, must name a file under
+ * `dist` or a folder with an `index.html`, and its `#fragment`, on an HTML page, an id there. The site
+ * is served at the root of its host (VitePress's `base` is `/`).
+ */
+export function findBrokenSiteLinks(dist: string): BrokenSiteLink[] {
+  const pages = filesUnder(dist).filter((f) => f.endsWith(".html"));
+  const parsed = new Map<string, ReturnType<typeof linksAndIds>>();
+  const parse = (page: string) => {
+    let got = parsed.get(page);
+    if (!got) parsed.set(page, (got = linksAndIds(readFileSync(join(dist, page), "utf8"))));
+    return got;
+  };
+  const broken: BrokenSiteLink[] = [];
+  for (const page of pages) {
+    const base = new URL(`/${page}`, SITE);
+    for (const href of new Set(parse(page).links)) {
+      let url: URL;
+      try {
+        url = new URL(href, base);
+      } catch {
+        broken.push({ page, href, path: href, reason: "not a valid URL" });
+        continue;
+      }
+      if (url.origin !== SITE) continue;
+      const path = decodeURIComponent(url.pathname).slice(1);
+      const served = servedFile(dist, path);
+      if (served === undefined) {
+        broken.push({ page, href, path, reason: "no such file on the site (a static server answers 404)" });
+        continue;
+      }
+      const fragment = decodeURIComponent(url.hash.slice(1));
+      if (fragment !== "" && served.endsWith(".html") && !parse(served).ids.has(fragment))
+        broken.push({ page, href, path, reason: `no id "${fragment}" on ${served}` });
+    }
+  }
+  return broken;
+}
+
+/**
+ * Copies into the built site in `dist` each repository file (under `root`, as {@link repositoryFiles}
+ * lists them: never node_modules or a build's output) that a page links to and the site does not
+ * serve — the Grafana dashboard, the Kubernetes manifest, the OpenAPI YAML, the default config, a
+ * source file — to the same path as in the repository. The site keeps the repository's paths (its
+ * source folder is the repository root), so a page's relative link to such a file then resolves on
+ * any static server.
+ * @returns the paths copied, relative to both folders
+ */
+export function copyLinkedRepositoryFiles(root: string, dist: string): string[] {
+  const repository = new Set(repositoryFiles(root));
+  const wanted = new Set(findBrokenSiteLinks(dist).map((l) => l.path));
+  const copied = [...wanted].filter((path) => repository.has(path)).sort();
+  for (const path of copied) {
+    mkdirSync(dirname(join(dist, path)), { recursive: true });
+    copyFileSync(join(root, path), join(dist, path));
+  }
+  return copied;
 }

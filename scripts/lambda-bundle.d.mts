@@ -15,5 +15,7 @@ export function bundleLambda(options?: {
   unzippedBytes: number;
   files: number;
   providers: string[];
+  /** The config shipped as the zip's webhook.config.yaml: its path and how it was found, or the embedded default. */
+  config: string;
   work: string;
 }>;

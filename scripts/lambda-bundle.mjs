@@ -6,8 +6,12 @@
 //   pnpm lambda:bundle [--config FILE] [--providers aws,local] [--out FILE] [--work DIR]
 //
 //   --config     the webhook.config.yaml to run (shipped in the zip, CREDHOOK_CONFIG points at it);
-//                default: the embedded default with `store: { postgres: "${DATABASE_URL}" }`
-//   --providers  the provider packages to bundle (built-in names aws, azure, gcp, local, or package
+//                default: the file `credhook serve` would read here (the server's one lookup,
+//                findConfigFile in packages/server/src/config.ts): $CREDHOOK_CONFIG, else
+//                ./webhook.config.yaml (or .yml) in the working directory, else the embedded
+//                default with `store: { postgres: "${DATABASE_URL}" }`. Under `pnpm lambda:bundle`
+//                the working directory is the repository's root (pnpm runs scripts there).
+//   --providers  the provider packages to bundle (built-in names local, aws, azure, gcp, kong, apigee, or package
 //                names); default: those the config's gateways name
 //   --out        the zip (default ./credhook-lambda.zip); --work: where the unzipped files are
 //                written first (default ./lambda)
@@ -16,7 +20,8 @@
 // bundle/credhook.mjs (minified, with its third-party licences in bundle/credhook.mjs.LEGAL.txt; the
 // providers' and the store's options validators compiled ahead of time, as core's own are),
 // webhook.config.yaml, and the two data files the code reads beside itself (the contract's
-// OpenAPI document, the embedded default config). Prints the zip's size; the Lambda limits are
+// OpenAPI document, the embedded default config). index.mjs and the printed lines name the config
+// shipped (its path, and how it was found). Prints the zip's size; the Lambda limits are
 // 50 MB zipped for a direct upload, 250 MB unzipped
 // (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html).
 import { execFileSync } from "node:child_process";
@@ -30,37 +35,65 @@ import { parseDocument } from "yaml";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const SERVER = join(ROOT, "packages", "server");
-/** Built-in provider names and their packages (as @credhook/core's BUILTIN_PROVIDERS). */
-const BUILTIN_PROVIDERS = {
-  local: "@credhook/provider-local",
-  aws: "@credhook/provider-aws",
-  azure: "@credhook/provider-azure",
-  gcp: "@credhook/provider-gcp",
-};
+/**
+ * What the bundle reads from credhook's own TypeScript sources (loaded as `credhook` loads them: the
+ * CLI below registers the hooks first; vitest needs none): the server's config lookup and core's
+ * built-in provider names and packages.
+ */
+async function sources() {
+  const [{ findConfigFile, EMBEDDED_CONFIG_FILE }, { BUILTIN_PROVIDERS }] = await Promise.all([
+    import("../packages/server/src/config.ts"),
+    import("../packages/core/src/registry.ts"),
+  ]);
+  return { findConfigFile, EMBEDDED_CONFIG_FILE, BUILTIN_PROVIDERS };
+}
+
 /** The one store a Lambda bundle carries: executions environments share nothing but it. */
 const STORE = "@credhook/store-postgres";
 
-/** The config text to ship: `file`'s, or the embedded default on PostgreSQL. @throws when it names a store other than PostgreSQL */
-function configText(file) {
-  const text = file ? readFileSync(file, "utf8") : readFileSync(join(SERVER, "config", "webhook.config.yaml"), "utf8");
-  const doc = parseDocument(text);
-  if (!file) {
+/** How each source of findConfigFile reads in the printed lines. */
+const SOURCES = {
+  argument: "--config",
+  CREDHOOK_CONFIG: "$CREDHOOK_CONFIG",
+  "working directory": "found in the working directory",
+};
+
+/**
+ * The config to ship, looked up as `credhook serve` does (findConfigFile: `file`, `$CREDHOOK_CONFIG`,
+ * `./webhook.config.yaml`), else the embedded default on PostgreSQL; the lookup is {@link sources}'.
+ * @returns its text, and `shipped`: what it is, for index.mjs and the printed lines
+ * @throws when the file cannot be read, or names a store other than PostgreSQL (the message names the file)
+ */
+function configToShip(file, { findConfigFile, EMBEDDED_CONFIG_FILE }) {
+  const found = findConfigFile(file);
+  if (!found) {
+    const doc = parseDocument(readFileSync(EMBEDDED_CONFIG_FILE, "utf8"));
     doc.set("store", doc.createNode({ postgres: "${DATABASE_URL}" }));
-    return doc.toString();
+    return {
+      text: doc.toString(),
+      shipped: `the embedded default (${relative(ROOT, EMBEDDED_CONFIG_FILE)}) with store: { postgres: "\${DATABASE_URL}" }: no --config, no $CREDHOOK_CONFIG, no webhook.config.yaml in ${process.cwd()}`,
+    };
   }
-  const store = doc.get("store")?.toJSON?.() ?? doc.get("store");
+  const shipped = `${found.path} (${SOURCES[found.source]})`;
+  let text;
+  try {
+    text = readFileSync(found.path, "utf8");
+  } catch (err) {
+    throw new Error(`cannot read the config ${shipped}: ${err.code === "ENOENT" ? "no such file" : err.message}`);
+  }
+  const store = parseDocument(text).toJS()?.store;
   if (!store || typeof store !== "object" || !("postgres" in store)) {
     throw new Error(
-      `${file}: the Lambda bundle carries only the PostgreSQL store; set store: { postgres: "\${DATABASE_URL}" } (SQLite in one execution environment's /tmp would lose its records)`,
+      `${shipped}: the Lambda bundle carries only the PostgreSQL store; set store: { postgres: "\${DATABASE_URL}" } there, or pass --config FILE (SQLite in one execution environment's /tmp would lose its records)`,
     );
   }
-  return text;
+  return { text, shipped };
 }
 
-/** The provider packages `text`'s gateways name. */
-function providersOf(text) {
+/** The provider packages `text`'s gateways name (a built-in name as its package, by `builtin`). */
+function providersOf(text, builtin) {
   const gateways = parseDocument(text).toJS()?.gateways ?? {};
-  return [...new Set(Object.values(gateways).map((g) => BUILTIN_PROVIDERS[g.provider] ?? g.provider))];
+  return [...new Set(Object.values(gateways).map((g) => builtin[g.provider] ?? g.provider))];
 }
 
 /** Total size in bytes and number of files under `dir`. */
@@ -119,13 +152,15 @@ function precompiledPlugin(modules) {
 
 /**
  * Builds the bundle into `work` and zips it to `out`.
- * @returns the zip's path and size, the unzipped size and file count, and the providers bundled
+ * @returns the zip's path and size, the unzipped size and file count, the providers bundled and the config shipped
  */
 export async function bundleLambda({ config, providers, out = "credhook-lambda.zip", work = "lambda" } = {}) {
   out = resolve(out);
   work = resolve(work);
-  const text = configText(config);
-  const packages = providers ? providers.map((p) => BUILTIN_PROVIDERS[p] ?? p) : providersOf(text);
+  const server = await sources();
+  const { text, shipped } = configToShip(config, server);
+  const builtin = server.BUILTIN_PROVIDERS;
+  const packages = providers ? providers.map((p) => builtin[p] ?? p) : providersOf(text, builtin);
   rmSync(work, { recursive: true, force: true });
   mkdirSync(join(work, "bundle"), { recursive: true });
   const version = JSON.parse(readFileSync(join(SERVER, "package.json"), "utf8")).version;
@@ -172,13 +207,22 @@ export async function bundleLambda({ config, providers, out = "credhook-lambda.z
     join(work, "index.mjs"),
     `// credhook ${version} for AWS Lambda: handler index.handler (API Gateway, function URL), index.reconcileHandler (a schedule).\n` +
       `// Its configuration: webhook.config.yaml beside this file, unless CREDHOOK_CONFIG names another.\n` +
+      `// webhook.config.yaml is ${shipped.replace(/\n/g, " ")}.\n` +
       `process.env.CREDHOOK_CONFIG ||= "webhook.config.yaml";\n` +
       `export { handler, reconcileHandler } from "./bundle/credhook.mjs";\n`,
   );
   const unzipped = tally(work);
   const zip = zipSync(filesOf(work), { level: 9 });
   writeFileSync(out, zip);
-  return { out, bytes: zip.length, unzippedBytes: unzipped.bytes, files: unzipped.files, providers: packages, work };
+  return {
+    out,
+    bytes: zip.length,
+    unzippedBytes: unzipped.bytes,
+    files: unzipped.files,
+    providers: packages,
+    config: shipped,
+    work,
+  };
 }
 
 const MB = (n) => `${(n / 1e6).toFixed(2)} MB`;
@@ -193,9 +237,12 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     },
   });
   try {
+    const { loadSources } = await import("../packages/server/bin/dev-source-hook.mjs");
+    await loadSources();
     const r = await bundleLambda({ ...values, providers: values.providers?.split(",").filter(Boolean) });
     process.stdout.write(
       `${r.out}: ${MB(r.bytes)} zipped (${r.bytes} bytes; direct upload limit 50 MB), ${MB(r.unzippedBytes)} unzipped in ${r.files} files (limit 250 MB)\n` +
+        `  config: ${r.config}\n` +
         `  providers: ${r.providers.join(", ")}; store: ${STORE}\n` +
         `  handler: index.handler (and index.reconcileHandler for a schedule); runtime nodejs22.x or nodejs24.x\n`,
     );

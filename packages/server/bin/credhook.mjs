@@ -9,16 +9,18 @@
 // never loads a development tool and stops with a message when it has no dist/).
 // credhook needs Node.js 22 or later (the SQLite store's driver, better-sqlite3 13, is
 // built on Node-API 10): on an older Node it stops here with a message, before anything
-// loads a native addon that would crash.
+// loads a native addon that would crash, and names the fix (an `npm install` of the packages on
+// such a Node only warns, EBADENGINE, unless npm's engine-strict is set).
 const [nodeMajor] = process.versions.node.split(".").map(Number);
 if (nodeMajor < 22) {
   process.stderr.write(
-    `credhook needs Node.js 22 or later; this is Node.js ${process.version} (Node 20 reached end of life in April 2026)\n`,
+    `credhook needs Node.js 22 or later; this is Node.js ${process.version} (Node 20 reached end of life in April 2026).\n` +
+      "Install Node.js 22 or 24, or put Node 22 from npm first on PATH for this shell:\n\n" +
+      '  export PATH="$(dirname "$(npx --yes node@22 -p process.execPath)")":$PATH\n',
   );
   process.exit(1);
 }
 import { existsSync, readdirSync, statSync } from "node:fs";
-import { register } from "node:module";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { setFlagsFromString } from "node:v8";
@@ -112,12 +114,8 @@ if (fromDist && stale === undefined) {
       `credhook: dist/ is older than ${stale}: running the TypeScript sources (\`pnpm build\` refreshes dist/)\n`,
     );
   }
-  const { registerDevSource } = await import("./dev-source-hook.mjs");
-  if (!registerDevSource()) {
-    register(new URL("./dev-source-hook.mjs", import.meta.url));
-    const { register: registerTsx } = await import("tsx/esm/api");
-    registerTsx();
-  }
+  const { loadSources } = await import("./dev-source-hook.mjs");
+  await loadSources();
   cli = await import(new URL("../src/cli.ts", import.meta.url).href);
 }
 await cli.main(process.argv);

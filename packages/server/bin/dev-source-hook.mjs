@@ -117,6 +117,19 @@ export function registerDevSource() {
 }
 
 /**
+ * Makes this process load the workspace's TypeScript sources, as `credhook` runs them (and
+ * scripts/lambda-bundle.mjs, to read the server's config lookup): the synchronous hooks above,
+ * else (a Node 22 before 22.15, or a process with an ESM loader of its own) tsx with the
+ * asynchronous form of the "dev-source" condition below on Node's hooks thread.
+ */
+export async function loadSources() {
+  if (registerDevSource()) return;
+  nodeModule.register(new URL("./dev-source-hook.mjs", import.meta.url));
+  const { register: registerTsx } = await import("tsx/esm/api");
+  registerTsx();
+}
+
+/**
  * The asynchronous form of the "dev-source" condition, for `module.register` (Node's
  * hooks thread) beside tsx on a Node 22 without module.registerHooks.
  */

@@ -1,5 +1,5 @@
 /**
- * Loading of `webhook.config.yaml`: discovery and parsing with cosmiconfig (YAML
+ * Loading of `webhook.config.yaml`: the lookup ({@link findConfigFile}), parsing with cosmiconfig (YAML
  * via the `yaml` package), `${VAR}` / `${VAR:-default}` interpolation from the
  * environment, secrets read from files (`${file:/run/secrets/x}`, `VAR_FILE`),
  * validation by core's config schema and of the packages it names (every problem at once, messages name the
@@ -8,7 +8,7 @@
  * {@link loadConfigFile} can fall back to the embedded default
  * ({@link EMBEDDED_CONFIG_FILE}), which `credhook init` also writes.
  */
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { cosmiconfig } from "cosmiconfig";
@@ -175,6 +175,34 @@ function yamlSyntaxProblems(filepath: string, errors: readonly YAMLError[]): str
   });
 }
 
+/** A config file {@link findConfigFile} names, and how it was named. */
+export interface FoundConfigFile {
+  /** Absolute path of the file (named by `file` or `$CREDHOOK_CONFIG`, it may not exist: loading it says so). */
+  readonly path: string;
+  /** How: the `file` argument (`--config`), `$CREDHOOK_CONFIG`, or the first of {@link CONFIG_SEARCH_PLACES} in the working directory. */
+  readonly source: "argument" | "CREDHOOK_CONFIG" | "working directory";
+}
+
+/**
+ * The lookup of the config file, one for every command that reads one (`credhook serve`,
+ * `check-config` …, {@link loadConfigFile}) and for `pnpm lambda:bundle` (scripts/lambda-bundle.mjs):
+ * `file` (`--config FILE`), else `$CREDHOOK_CONFIG`, else the first of {@link CONFIG_SEARCH_PLACES}
+ * that exists in `cwd`. Relative paths resolve against `cwd`. Reads no file.
+ * @returns the file and how it was named; undefined when none is named and none is in `cwd` (where
+ *   the caller allows it, the embedded default {@link EMBEDDED_CONFIG_FILE} is read instead)
+ */
+export function findConfigFile(
+  file?: string,
+  options: Pick<LoadConfigOptions, "env" | "cwd"> = {},
+): FoundConfigFile | undefined {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  if (file) return { path: resolve(cwd, file), source: "argument" };
+  if (env.CREDHOOK_CONFIG) return { path: resolve(cwd, env.CREDHOOK_CONFIG), source: "CREDHOOK_CONFIG" };
+  const found = CONFIG_SEARCH_PLACES.map((name) => join(cwd, name)).find((path) => existsSync(path));
+  return found === undefined ? undefined : { path: found, source: "working directory" };
+}
+
 const yamlLoader = (filepath: string, content: string) => {
   // Every syntax error of the file at once (the parser goes on after one), each with its code frame.
   const doc = parseDocument(content, { prettyErrors: true });
@@ -202,38 +230,37 @@ function isUnder(path: string, at: string): boolean {
  * {@link ConfigError}, each message starting with its YAML path. `credhook serve` and `credhook check-config` load
  * through it alike.
  * @param file path of the YAML file; omitted: `$CREDHOOK_CONFIG`, else `webhook.config.yaml` in
- *   `cwd`, else (with `options.embeddedDefault`) the embedded default
+ *   `cwd` ({@link findConfigFile}), else (with `options.embeddedDefault`) the embedded default;
+ *   a file found empty is an error, not a reason to take the embedded default
  * @throws ConfigError when the file is missing or invalid (each message names the YAML path)
  */
 export async function loadConfigFile(file?: string, options: LoadConfigOptions = {}): Promise<LoadedConfig> {
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
+  // Only loads: the lookup is findConfigFile's.
   const explorer = cosmiconfig("webhook", {
-    searchPlaces: CONFIG_SEARCH_PLACES,
-    searchStrategy: "none",
     loaders: { ".yaml": yamlLoader, ".yml": yamlLoader },
     cache: false,
   });
-  const target = file ?? env.CREDHOOK_CONFIG;
+  const found = findConfigFile(file, { env, cwd });
   let result;
   let embedded = false;
   try {
-    result = target ? await explorer.load(resolve(cwd, target)) : await explorer.search(cwd);
-    if (!result && !target && options.embeddedDefault) {
+    if (found) result = await explorer.load(found.path);
+    else if (options.embeddedDefault) {
       result = await explorer.load(EMBEDDED_CONFIG_FILE);
       embedded = true;
     }
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     const code = (err as { code?: string }).code;
-    if (code === "ENOENT")
-      throw new ConfigError([`config file ${resolve(cwd, target ?? "")} does not exist`], { cause: err });
+    if (code === "ENOENT") throw new ConfigError([`config file ${found?.path} does not exist`], { cause: err });
     throw new ConfigError([`cannot read config: ${(err as Error).message}`], { cause: err });
   }
   if (!result || result.isEmpty) {
     throw new ConfigError([
-      target
-        ? `config file ${target} is empty`
+      found
+        ? `config file ${found.path} is empty`
         : `no ${CONFIG_SEARCH_PLACES.join(" or ")} in ${cwd} (pass --config FILE or set CREDHOOK_CONFIG)`,
     ]);
   }

@@ -221,6 +221,14 @@ describe("config loading", () => {
     ).toBe(false);
   });
 
+  it("an empty webhook.config.yaml in the working directory is an error that names it, not a silent fall-back to the embedded default", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "credhook-empty-file-"));
+    writeFileSync(join(dir, "webhook.config.yaml"), "");
+    await expect(loadConfigFile(undefined, { cwd: dir, env: {}, embeddedDefault: true })).rejects.toThrow(
+      `config file ${join(dir, "webhook.config.yaml")} is empty`,
+    );
+  });
+
   it("invalid YAML and a missing file are clear errors", async () => {
     expect(await configErrors("server: [unclosed")).toEqual([expect.stringMatching(/not valid YAML/)]);
     await expect(loadConfigFile("/nonexistent/webhook.config.yaml")).rejects.toThrow(/does not exist/);

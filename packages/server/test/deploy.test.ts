@@ -356,7 +356,9 @@ describe("Dockerfile", () => {
       .filter((l) => l.startsWith("COPY "))
       .flatMap((l) => l.slice(5).split(/\s+/).slice(0, -1));
     const manifests = readdirSync(repo("packages")).map((p) => `packages/${p}/package.json`);
-    expect(copied.sort()).toEqual(["package.json", "pnpm-lock.yaml", "pnpm-workspace.yaml", ...manifests].sort());
+    expect(copied.sort()).toEqual(
+      ["package.json", "pnpm-lock.yaml", "pnpm-workspace.yaml", ".npmrc", ".pnpmfile.cjs", ...manifests].sort(),
+    );
   });
 
   it("the ignore files leave out what the README's steps leave behind (packs/, lambda/, the Lambda zip)", () => {

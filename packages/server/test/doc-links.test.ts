@@ -2,14 +2,21 @@
  * The repository is self-contained: every relative link of its Markdown files and every
  * document or path reference in Markdown text, source comments and YAML resolves inside it
  * (scripts/doc-links.ts). A fixture repository shows that the check fails on each kind of
- * dangling reference and passes what resolves.
+ * dangling reference and passes what resolves. A fixture docs site shows the same of the built
+ * site's check (every link a plain static server would serve), which `pnpm docs:build` runs.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { findDanglingReferences, repositoryFiles } from "../../../scripts/doc-links.js";
+import {
+  copyLinkedRepositoryFiles,
+  findBrokenSiteLinks,
+  findDanglingReferences,
+  repositoryFiles,
+} from "../../../scripts/doc-links.js";
+import { fixtureTree } from "./fixture-tree.js";
 
 const REPO = fileURLToPath(new URL("../../..", import.meta.url));
 
@@ -58,12 +65,8 @@ describe("the repository's documentation references", () => {
 });
 
 describe("the check on a fixture repository", () => {
-  const root = mkdtempSync(join(tmpdir(), "credhook-doc-links-"));
-  afterAll(() => rmSync(root, { recursive: true, force: true }));
-  const write = (path: string, text: string) => {
-    mkdirSync(dirname(join(root, path)), { recursive: true });
-    writeFileSync(join(root, path), text);
-  };
+  const { root, write, remove } = fixtureTree("credhook-doc-links-");
+  afterAll(remove);
   write(".gitignore", "node_modules/\n/packs/\n");
   write("package.json", "{}\n");
   write(
@@ -136,5 +139,69 @@ describe("the check on a fixture repository", () => {
     write("docs/guide.md", "# Guide\n\n## The part\n\n## No such part\n\nBack to the [README](../README.md).\n");
     const left = findDanglingReferences(root, repositoryFiles(root)).map((d) => `${d.file}:${d.line} ${d.reference}`);
     expect(left).toEqual(["README.md:6 ../outside.md"]);
+  });
+});
+
+describe("the built docs site's check", () => {
+  const { root, write, remove } = fixtureTree("credhook-site-links-");
+  afterAll(remove);
+  const dist = join(root, "docs/.vitepress/dist");
+  // A repository with a built site inside it (a .gitignore'd dist/, as VitePress writes it).
+  write(".gitignore", "node_modules/\ndist/\n");
+  write("deploy/dashboard.json", "{}\n");
+  write("Dockerfile", "FROM node\n");
+  write("node_modules/dep/data.json", "{}\n");
+  write("docs/.vitepress/dist/assets/app.js", "");
+  write("docs/.vitepress/dist/guide/index.html", "<h1>Guide</h1>");
+  write(
+    "docs/.vitepress/dist/index.html",
+    [
+      '<link rel="modulepreload" href="/assets/app.js"><script src="/assets/app.js"></script>',
+      '<link rel="stylesheet" href="/assets/gone.css">',
+      '<a href="/docs/a.html">a</a> <a href="docs/a.html#the-part">its part</a> <a href="./">home</a>',
+      '<a href="/docs/a">a, as a clean URL</a> <a href="docs/a.html#no-such-part">a wrong heading</a>',
+      '<a href="guide/">a folder with an index</a> <a href="guide">the same, no slash</a> <a href="docs/">a folder without</a>',
+      '<a href="https://example.com/x.html">elsewhere</a> <a href="mailto:ops@example.com">mail</a> <a href="//cdn.example.com/x.js">cdn</a>',
+      '<h2 id="top">Top</h2><a href="#top">up</a> <a href="#bottom">down</a> <a href="?q=1&amp;r=2#top">a query</a>',
+      '<pre><code>&lt;a href="/only/in/text.html"&gt;</code></pre>',
+    ].join("\n"),
+  );
+  write(
+    "docs/.vitepress/dist/docs/a.html",
+    [
+      '<h2 id="the-part">The part</h2><a name="legacy"></a><a href="./a.html#legacy">an a name</a>',
+      '<a href="../deploy/dashboard.json">the dashboard</a> <a href="../Dockerfile" download="">the Dockerfile</a>',
+      '<a href="../node_modules/dep/data.json">a dependency\'s file</a> <a href="../deploy/missing.yaml">a missing file</a>',
+      '<a href="../index.html#top">home, top</a> <a href="../../../../index.html">above the root</a>',
+    ].join("\n"),
+  );
+
+  /** The check's findings as `page: href (reason)`. */
+  const found = () => findBrokenSiteLinks(dist).map((l) => `${l.page}: ${l.href} (${l.reason})`);
+  const missing = "no such file on the site (a static server answers 404)";
+
+  it("lists each link a plain static server would not serve, with its page and why: a clean URL, a missing file or id", () => {
+    expect(found().sort()).toEqual(
+      [
+        `index.html: /assets/gone.css (${missing})`,
+        `index.html: /docs/a (${missing})`,
+        'index.html: docs/a.html#no-such-part (no id "no-such-part" on docs/a.html)',
+        `index.html: docs/ (${missing})`,
+        'index.html: #bottom (no id "bottom" on index.html)',
+        `docs/a.html: ../deploy/dashboard.json (${missing})`,
+        `docs/a.html: ../Dockerfile (${missing})`,
+        `docs/a.html: ../node_modules/dep/data.json (${missing})`,
+        `docs/a.html: ../deploy/missing.yaml (${missing})`,
+      ].sort(),
+    );
+  });
+
+  it("copies the repository files the pages link to into the site at their paths, and nothing of node_modules", () => {
+    expect(copyLinkedRepositoryFiles(root, dist)).toEqual(["Dockerfile", "deploy/dashboard.json"]);
+    expect(readFileSync(join(dist, "deploy/dashboard.json"), "utf8")).toBe("{}\n");
+    expect(found().filter((f) => f.startsWith("docs/a.html"))).toEqual([
+      `docs/a.html: ../node_modules/dep/data.json (${missing})`,
+      `docs/a.html: ../deploy/missing.yaml (${missing})`,
+    ]);
   });
 });

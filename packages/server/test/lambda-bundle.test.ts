@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -39,6 +39,10 @@ gateways:
 routes:
   - default: aws-us
 `;
+
+/** This process's environment without `name` (the operator's shell, where it is unset). */
+const envWithout = (name: string): NodeJS.ProcessEnv =>
+  Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== name));
 
 describe("the Lambda bundle", () => {
   it("with the AWS provider: a zip under 10 MB, no native addon, no node_modules; cold in a fresh process it answers GET /v1/health 204", async () => {
@@ -83,6 +87,52 @@ describe("the Lambda bundle", () => {
       rmSync(join(REPO, "lambda"), { recursive: true, force: true });
     }
   }, 120_000);
+
+  it("without --config, ships the webhook.config.yaml of the working directory, as `credhook serve` there reads it, and names it", () => {
+    const dir = join(work, "cwd");
+    mkdirSync(dir);
+    const text = `# the operator's file\n${awsConfig("lambda_cwd")}`;
+    writeFileSync(join(dir, "webhook.config.yaml"), text);
+    const run = spawnSync(process.execPath, [BUNDLE_SCRIPT], {
+      cwd: dir,
+      env: envWithout("CREDHOOK_CONFIG"),
+      encoding: "utf8",
+    });
+    expect(run.status, run.stderr).toBe(0);
+    const file = join(dir, "webhook.config.yaml");
+    expect(run.stdout).toContain(`config: ${file} (found in the working directory)`);
+    expect(run.stdout).toContain("providers: @credhook/provider-aws; store: @credhook/store-postgres");
+    const root = unzipTo(join(dir, "credhook-lambda.zip"), join(dir, "task"));
+    expect(readFileSync(join(root, "webhook.config.yaml"), "utf8")).toBe(text);
+    expect(readFileSync(join(root, "index.mjs"), "utf8")).toContain(
+      `// webhook.config.yaml is ${file} (found in the working directory).`,
+    );
+  }, 120_000);
+
+  it("looks the config up as `credhook serve` does: --config, then $CREDHOOK_CONFIG, then the working directory's", () => {
+    // Three configs the bundle refuses (SQLite) before it builds anything: the refusal names the one it took.
+    const dir = join(work, "lookup");
+    mkdirSync(dir);
+    const sqlite = awsConfig("x").replace(/^store: .*$/m, "store: { sqlite: /tmp/credhook.db }");
+    for (const name of ["webhook.config.yaml", "from-env.yaml", "from-flag.yaml"])
+      writeFileSync(join(dir, name), sqlite);
+    const refusal = (args: string[], env: NodeJS.ProcessEnv) => {
+      const run = spawnSync(process.execPath, [BUNDLE_SCRIPT, ...args], { cwd: dir, env, encoding: "utf8" });
+      expect(run.status).toBe(1);
+      expect(run.stderr).toContain("the Lambda bundle carries only the PostgreSQL store");
+      return run.stderr.split(": the Lambda bundle")[0];
+    };
+    const base = envWithout("CREDHOOK_CONFIG");
+    expect(refusal([], base)).toBe(
+      `lambda-bundle: ${join(dir, "webhook.config.yaml")} (found in the working directory)`,
+    );
+    expect(refusal([], { ...base, CREDHOOK_CONFIG: "from-env.yaml" })).toBe(
+      `lambda-bundle: ${join(dir, "from-env.yaml")} ($CREDHOOK_CONFIG)`,
+    );
+    expect(refusal(["--config", "from-flag.yaml"], { ...base, CREDHOOK_CONFIG: "from-env.yaml" })).toBe(
+      `lambda-bundle: ${join(dir, "from-flag.yaml")} (--config)`,
+    );
+  });
 
   it("refuses a config whose store is not PostgreSQL, saying why", () => {
     const config = join(work, "sqlite.yaml");
