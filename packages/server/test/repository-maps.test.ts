@@ -24,7 +24,7 @@ const COMMANDS = credhookProgram()
   .commands.map((c) => c.name())
   .sort();
 
-/** The `packages/<name>` paths a Markdown text names in backticks (`packages/x`, `packages/x/src/…`). */
+/** The `packages/<name>` paths a Markdown text names in backticks (the folder alone, or a path inside it). */
 function packagesNamed(text: string): string[] {
   return [...new Set([...text.matchAll(/`packages\/([a-z0-9-]+)[`/]/g)].map((m) => `packages/${m[1]}`))].sort();
 }
