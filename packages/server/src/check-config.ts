@@ -8,9 +8,7 @@
  */
 import { ConfigError } from "@credhook/core/errors";
 import {
-  BUILTIN_EXTENSIONS,
   createRouter,
-  loadExtensions,
   loadGateways,
   maskSecretOptions,
   resolveExpiryPolicies,
@@ -20,51 +18,47 @@ import {
   type Logger,
 } from "@credhook/core";
 import { memoryStateStore } from "@credhook/core/provider-kit";
+import {
+  describeEmbeddedGateway,
+  type EmbeddedGatewaySetting,
+  embeddedGatewayProblems,
+  embeddedGatewayWarnings,
+  parseEmbeddedGatewayConfig,
+} from "@credhook/gateway";
 import { maskSecrets, type LoadedConfig } from "./config.js";
 import { userPasswordProblems } from "./passwords.js";
 import { describeSecretScanning, githubKeysOf } from "./secret-scanning.js";
 
-/**
- * What `credhook check-config` prints about the extensions (the embedded gateway): each
- * configured one's own lines, `<key>: off` for each block that is absent.
- * @param gateways the loaded gateways (from {@link checkConfig})
- * @param importModule how provider packages are imported (the server's `importProviderModule`)
- */
-export async function describeExtensions(
-  config: CredhookConfig,
-  gateways: Map<string, Gateway>,
-  importModule: (specifier: string) => Promise<unknown>,
-): Promise<string[]> {
-  const { extensions } = await loadExtensions(config, gateways, { importModule });
-  const lines: string[] = [];
-  for (const key of Object.keys(BUILTIN_EXTENSIONS)) {
-    const e = extensions.find((x) => x.configKey === key);
-    lines.push(...(e ? (e.extension.describe?.(e.config) ?? [`${key}: on`]) : [`${key}: off (no ${key}: block)`]));
-  }
-  return lines;
+/** What `credhook check-config` prints about `embeddedGateway:`: its own lines, or that it is off. */
+export function describeEmbeddedGatewayBlock(config: CredhookConfig): string[] {
+  return config.embeddedGateway
+    ? describeEmbeddedGateway(parseEmbeddedGatewayConfig(config.embeddedGateway))
+    : ["embeddedGateway: off (no embeddedGateway: block)"];
+}
+
+/** The setting the `embeddedGateway:` block is checked against before the store is opened (`sharedStore` unknown: false). */
+function gatewaySetting(config: CredhookConfig, gateways: Map<string, Gateway>): EmbeddedGatewaySetting {
+  return { gateways, store: config.store, sharedStore: false };
 }
 
 /**
  * What `credhook check-config` warns of (it prints them under `warnings:`, `serve` logs them when it
- * starts): each extension's warnings, such as the embedded gateway's OAuth signing keys on PostgreSQL
- * without one configured encryption key for every instance.
+ * starts): the embedded gateway's, such as its OAuth signing keys on PostgreSQL without one configured
+ * encryption key for every instance.
  * @param gateways the loaded gateways (from {@link checkConfig})
- * @param importModule how provider packages are imported (the server's `importProviderModule`)
  * @returns one message per warning, naming its YAML path and the fix
  */
-export async function configWarnings(
-  config: CredhookConfig,
-  gateways: Map<string, Gateway>,
-  importModule: (specifier: string) => Promise<unknown>,
-): Promise<string[]> {
-  return (await loadExtensions(config, gateways, { importModule })).warnings;
+export function configWarnings(config: CredhookConfig, gateways: Map<string, Gateway>): string[] {
+  return config.embeddedGateway
+    ? embeddedGatewayWarnings(parseEmbeddedGatewayConfig(config.embeddedGateway), gatewaySetting(config, gateways))
+    : [];
 }
 
 /**
  * Runs every check of `config` that needs no store and no listener: loads each
  * gateway's provider (options validated, state in memory), builds the router,
- * checks the configured passwords against the password policy and each extension's block
- * (the embedded gateway's) against the gateways and the store, as its package says, and GitHub's
+ * checks the configured passwords against the password policy and the embedded gateway's block
+ * against the gateways and the store (`@credhook/gateway`'s checks), and GitHub's
  * public keys of `secretScanning.github` (each a P-256 public key, its file readable).
  * @param importModule how provider packages are imported (the server's `importProviderModule`)
  * @returns the loaded gateways (close their providers when done)
@@ -81,10 +75,13 @@ export async function checkConfig(
   });
   try {
     createRouter(config.routes);
-    const extensions = await loadExtensions(config, gateways, { importModule });
-    const problems = [...userPasswordProblems(config.server.auth.users), ...extensions.problems];
+    const problems = userPasswordProblems(config.server.auth.users);
+    if (config.embeddedGateway) {
+      const block = parseEmbeddedGatewayConfig(config.embeddedGateway);
+      problems.push(...embeddedGatewayProblems(block, gatewaySetting(config, gateways)));
+    }
     try {
-      githubKeysOf(config);
+      githubKeysOf(config.secretScanning?.github, (config as { configFile?: string }).configFile);
     } catch (err) {
       problems.push(...(err instanceof ConfigError ? err.messages : [String(err)]));
     }
@@ -121,16 +118,16 @@ export function describeExpiry(config: Pick<CredhookConfig, "gateways">): string
 /**
  * What `credhook check-config` prints for a configuration {@link checkConfig} accepted: the
  * config file, each gateway with its provider's capabilities and its options (secrets masked,
- * {@link printableOptions}), the routes, the extensions (the embedded gateway), the server and the store.
+ * {@link printableOptions}), the routes, the embedded gateway, the server and the store.
  * @param gateways what {@link checkConfig} returned for `config`
- * @param extensionLines what {@link describeExtensions} says of the extensions
+ * @param gatewayLines what {@link describeEmbeddedGatewayBlock} says of the embedded gateway
  * @param warnings what {@link configWarnings} says: a `warnings:` section before the verdict, when any
  * @returns the report's lines, each ending in a line break
  */
 export function checkConfigReport(
   config: LoadedConfig,
   gateways: Map<string, Gateway>,
-  extensionLines: string[],
+  gatewayLines: string[],
   warnings: readonly string[] = [],
 ): string {
   const out: string[] = [
@@ -153,7 +150,7 @@ export function checkConfigReport(
         `  ${i + 1}. ${"default" in r ? `* (default) -> ${r.default}` : `${r.apis.join(", ")} -> ${r.gateway}`}`,
       ),
   );
-  out.push("", ...extensionLines, describeSecretScanning(config), ...describeExpiry(config));
+  out.push("", ...gatewayLines, describeSecretScanning(config), ...describeExpiry(config));
   out.push(
     "",
     `server: ${JSON.stringify(maskSecrets(config.server))}`,

@@ -27,7 +27,7 @@ import type { Logger } from "@credhook/core";
 import { destination } from "pino";
 import { createRuntime, openStore, startServer, importProviderModule, SHUTDOWN_MARGIN_MS } from "./app.js";
 import { CONFIG_SEARCH_PLACES, embeddedConfigText, loadConfigFile, type LoadedConfig } from "./config.js";
-import { checkConfig, checkConfigReport, configWarnings, describeExtensions } from "./check-config.js";
+import { checkConfig, checkConfigReport, configWarnings, describeEmbeddedGatewayBlock } from "./check-config.js";
 import { describeListenError } from "./listen-errors.js";
 import { createLogger, operatorMessage, settleLogs } from "./logging.js";
 import { hashPassword, passwordProblem } from "./passwords.js";
@@ -114,9 +114,10 @@ program
           tracing: !!tracing,
           // CREDHOOK_MEMORY, which the `credhook` command (bin/credhook.mjs) applies at start
           memory: process.env.CREDHOOK_MEMORY === "lean" ? "lean" : "default",
-          // Each serving extension's URL under its config key (embeddedGateway), and what it tells (the issuer).
-          ...Object.fromEntries(running.extensionUrls),
-          ...Object.assign({}, ...[...running.credhook.extensions.values()].map((e) => e.describe?.() ?? {})),
+          // The embedded gateway's URL as bound, and its OAuth issuer.
+          ...(running.gatewayUrl
+            ? { embeddedGateway: running.gatewayUrl, issuer: running.credhook.embeddedGateway?.issuer }
+            : {}),
         },
         "credhook listening",
       );
@@ -155,12 +156,7 @@ program
       const config = await loadConfig(opts.config);
       const gateways = await checkConfig(config, importProviderModule);
       process.stdout.write(
-        checkConfigReport(
-          config,
-          gateways,
-          await describeExtensions(config, gateways, importProviderModule),
-          await configWarnings(config, gateways, importProviderModule),
-        ),
+        checkConfigReport(config, gateways, describeEmbeddedGatewayBlock(config), configWarnings(config, gateways)),
       );
       await Promise.allSettled([...gateways.values()].map((g) => g.provider.close?.()));
       process.exit(0);

@@ -14,7 +14,7 @@ import { cosmiconfig } from "cosmiconfig";
 import { parse as parseYaml } from "yaml";
 import { ConfigError } from "@credhook/core/errors";
 import { validateConfig, type CredhookConfig } from "@credhook/core";
-import { type EmbeddedGatewayConfig, parseEmbeddedGatewayConfig } from "@credhook/provider-local/gateway";
+import { type EmbeddedGatewayConfig, parseEmbeddedGatewayConfig } from "@credhook/gateway";
 
 /** File names searched (in the working directory) when no `--config` is given. */
 export const CONFIG_SEARCH_PLACES = ["webhook.config.yaml", "webhook.config.yml"];
@@ -204,7 +204,7 @@ export async function loadConfigFile(file?: string, options: LoadConfigOptions =
   const abs = (p: string) => (p === ":memory:" || isAbsolute(p) ? p : resolve(base, p));
   if (typeof config.store.sqlite === "string") config.store = { sqlite: abs(config.store.sqlite) };
   config.dataDir = abs(config.dataDir);
-  // Parsed once here, into its type (the server's start parses it again through the extension: idempotent).
+  // Parsed once here, into its type (`startEmbeddedGateway` parses it again: idempotent).
   let embeddedGateway: EmbeddedGatewayConfig | undefined;
   if (config.embeddedGateway) {
     embeddedGateway = parseEmbeddedGatewayConfig(config.embeddedGateway);

@@ -6,8 +6,6 @@
 export type {
   AppIdentity,
   CredentialSearch,
-  ExtensionCheckContext,
-  ExtensionContext,
   GatewayApi,
   JsonValue,
   OwnedResource,
@@ -17,16 +15,13 @@ export type {
   ProviderCreateInput,
   ProviderCredential,
   ProviderCredentialRef,
-  ProviderExtension,
   ProviderFactory,
   ProviderResources,
   ProviderStateStore,
   ProviderUpdateInput,
   ProviderUpdateResult,
-  RequestListener,
   RevokeOutcome,
   RotatedSecret,
-  RunningExtension,
   StateChange,
 } from "../provider.js";
 export { writeState } from "../provider.js";
