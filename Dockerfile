@@ -29,6 +29,7 @@ RUN npm install --global --no-audit --no-fund pnpm@10.34.9
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml .npmrc .pnpmfile.cjs ./
 COPY packages/core/package.json packages/core/
 COPY packages/fakes/package.json packages/fakes/
+COPY packages/gateway/package.json packages/gateway/
 COPY packages/provider-aws/package.json packages/provider-aws/
 COPY packages/provider-azure/package.json packages/provider-azure/
 COPY packages/provider-gcp/package.json packages/provider-gcp/

@@ -14,7 +14,7 @@
 import { BUILTIN_PROVIDERS, BUILTIN_STORES, configSchema } from "../packages/core/src/index.js";
 import type { ProviderFactory } from "../packages/core/src/entry/provider.js";
 import type { StoreFactory } from "../packages/core/src/entry/store.js";
-import { embeddedGatewaySchema } from "../packages/provider-local/src/gateway/index.js";
+import { embeddedGatewaySchema } from "../packages/gateway/src/index.js";
 import { importProviderModule } from "../packages/server/src/index.js";
 
 /** A JSON Schema object (any keyword). */

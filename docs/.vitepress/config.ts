@@ -120,6 +120,7 @@ export default defineConfig({
         text: "Contribute",
         items: [
           { text: "CONTRIBUTING", link: "/CONTRIBUTING" },
+          { text: "Changelog", link: "/CHANGELOG" },
           { text: "Writing a provider", link: "/docs/writing-a-provider" },
           { text: "Repository layout", link: "/docs/repository-layout" },
           { text: "Tests", link: "/docs/testing" },
@@ -127,10 +128,12 @@ export default defineConfig({
       },
       {
         text: "Packages",
-        items: ["core", "server", "store-sqlite", "store-postgres", "provider-testkit", "fakes"].map((p) => ({
-          text: `@credhook/${p}`,
-          link: `/packages/${p}/README`,
-        })),
+        items: ["core", "server", "gateway", "store-sqlite", "store-postgres", "provider-testkit", "fakes"].map(
+          (p) => ({
+            text: `@credhook/${p}`,
+            link: `/packages/${p}/README`,
+          }),
+        ),
       },
     ],
   },

@@ -237,8 +237,8 @@ export interface CredhookConfig {
   routes: RouteRule[];
   /**
    * The embedded gateway's endpoints (key check, OAuth token endpoint, plan
-   * limits) for the `provider: local` gateways; off when absent. The block as written: its
-   * owner, provider-local's extension ({@link BUILTIN_EXTENSIONS}), parses it into its own type.
+   * limits) for the `provider: local` gateways; off when absent. The block as written: the
+   * server parses it with `@credhook/gateway`'s `parseEmbeddedGatewayConfig` into its own type.
    */
   embeddedGateway?: object;
 }

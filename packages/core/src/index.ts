@@ -51,23 +51,8 @@ export {
   openApiDocument,
   precompiledKey,
 } from "./validation.js";
-export type {
-  ConfiguredExtension,
-  Gateway,
-  LoadGatewaysOptions,
-  LoadStoreOptions,
-} from "./registry.js";
-export {
-  BUILTIN_EXTENSIONS,
-  BUILTIN_PROVIDERS,
-  BUILTIN_STORES,
-  loadExtensions,
-  loadGateways,
-  loadStore,
-  packageProblems,
-} from "./registry.js";
-/** The extension interface (also `@credhook/core/provider`'s), for a host that starts and asks extensions. */
-export type { ExtensionCheckContext, ExtensionContext, ProviderExtension, RunningExtension } from "./provider.js";
+export type { Gateway, LoadGatewaysOptions, LoadStoreOptions } from "./registry.js";
+export { BUILTIN_PROVIDERS, BUILTIN_STORES, loadGateways, loadStore, packageProblems } from "./registry.js";
 export { MASKED_OPTION, maskSecretOptions } from "./provider-kit/secret-options.js";
 export { drainHttpServer } from "./drain.js";
 export type { RouteRule, Router } from "./routing.js";

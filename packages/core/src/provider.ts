@@ -33,7 +33,6 @@
  * - **Never less access than before on failure.** When a credential moves
  *   (usage-plan swap, product change), add before remove.
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
 import type { CredentialType } from "./contract.js";
 import type { Logger } from "./logger.js";
 
@@ -414,111 +413,4 @@ export interface ProviderFactory<Options = Record<string, unknown>> {
    * @throws ConfigError options that are valid in shape but not usable (name the option)
    */
   create(options: Options, context: ProviderContext): Provider | Promise<Provider>;
-  /**
-   * What the package contributes besides its gateways' credentials (the embedded provider: its
-   * embedded gateway), switched on by a top-level block of the config. The server finds it
-   * through the registry ({@link BUILTIN_EXTENSIONS}, {@link loadExtensions}) and asks it through
-   * this interface alone: it never inspects a provider's class.
-   */
-  readonly extension?: ProviderExtension;
-}
-
-/**
- * A provider package's contribution besides credentials: something that runs beside the webhook
- * over the providers of the package's gateways — the embedded gateway, which enforces what the
- * `provider: local` gateways issue. Turned on by the top-level config block {@link configKey}
- * (which core's config schema must know: see {@link BUILTIN_EXTENSIONS}); off without it.
- *
- * Its life, as the server drives it: {@link parseConfig} once per start, {@link problems}
- * (`credhook check-config` and `credhook serve` alike), {@link start} once the store and the
- * gateways are open, then {@link RunningExtension.serve} once the webhook listens, and
- * {@link RunningExtension.close} on shutdown.
- * @typeParam Config the block, parsed (defaults applied)
- */
-export interface ProviderExtension<Config = unknown> {
-  /** Top-level key of `webhook.config.yaml` that turns it on, e.g. `embeddedGateway`. */
-  readonly configKey: string;
-  /**
-   * Validates the block (after `${VAR}` interpolation) and applies its defaults.
-   * @param raw the block as read from YAML (or as already parsed: parsing is idempotent)
-   * @param at its YAML path, for messages
-   * @throws ConfigError listing every problem with its YAML path
-   */
-  parseConfig(raw: unknown, at: string): Config;
-  /**
-   * What keeps the block from working with the rest of the configuration (no gateway of this
-   * package, a store it cannot use). Needs no store and no listener.
-   * @returns one message per problem, naming its YAML path; empty when none
-   */
-  problems?(config: Config, context: ExtensionCheckContext): string[];
-  /**
-   * What works as configured but goes wrong in a setting the operator should change (a key
-   * that every instance sharing the store must have alike, left unset): `credhook check-config`
-   * prints them under `warnings:`, `credhook serve` logs each at `warn` when it starts. Needs no
-   * store and no listener; `context.sharedStore` is false in `check-config`, so judge a shared
-   * store by `context.store` there.
-   * @returns one message per warning, naming its YAML path and the fix; empty when none
-   */
-  warnings?(config: Config, context: ExtensionCheckContext): string[];
-  /** Lines `credhook check-config` prints about the block (what it will serve, where). */
-  describe?(config: Config): string[];
-  /**
-   * Starts it (not yet listening): reads its state, builds its handler. The server calls it
-   * only when {@link problems} found none (with the store's `sharedStore` known).
-   * @throws ConfigError | Error when the store, a file or a key cannot be used; nothing is left open then
-   */
-  start(config: Config, context: ExtensionContext): Promise<RunningExtension>;
-}
-
-/** What {@link ProviderExtension.problems} is told about the rest of the configuration. */
-export interface ExtensionCheckContext {
-  /** The gateways whose provider this package made (possibly none), with their gateway names. */
-  providers: Array<{ gateway: string; provider: Provider }>;
-  /** The config's `store:` block, as validated (its one key names the store: `sqlite`, `postgres`, a package). */
-  store: Readonly<Record<string, unknown>>;
-  /** True when the store is shared by instances (PostgreSQL); false before the store is opened (`check-config`). */
-  sharedStore: boolean;
-}
-
-/** What {@link ProviderExtension.start} gets from the server. */
-export interface ExtensionContext extends ExtensionCheckContext {
-  /** Persistent key–value state in the credential store under `namespace` (a name no gateway has). */
-  stateFor(namespace: string): ProviderStateStore;
-  /** credhook's data directory (absolute), for files of its own. */
-  dataDir: string;
-  /** The server's logger (bind a component of your own). Never log secrets. */
-  logger: Logger;
-  /** Counts one answered request of the extension's endpoints (`endpoint`: a short label), for the server's metrics. */
-  observe?(endpoint: string, status: number): void;
-}
-
-/** A node:http request listener (express and the server's own listeners accept one). */
-export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
-
-/** A started {@link ProviderExtension}. */
-export interface RunningExtension {
-  /**
-   * HTTP endpoints the server mounts on the webhook's own port, outside its Basic auth, request
-   * log and routing: `handler` answers every path under `path` (and sees `req.url` relative to
-   * it); each `aliases` entry maps an exact path outside `path` (GET and HEAD) to the path under
-   * it that answers it (RFC 8414 §3.1: the metadata of an issuer with a path lives at
-   * `/.well-known/oauth-authorization-server<path>`). Absent: it serves on a port of its own, if any.
-   */
-  readonly mount?: { path: string; handler: RequestListener; aliases?: Readonly<Record<string, string>> };
-  /**
-   * Called once the webhook listens: opens a listener of its own, or notes the webhook's address.
-   * @param webhook the webhook's port and its URL as bound (`http://0.0.0.0:PORT` when it listens on every
-   *   IPv4 address, `http://127.0.0.1:PORT` when it listens on the loopback address only)
-   * @returns the base URL of its endpoints as bound (the address its own listener is bound to), or undefined when it serves none
-   * @throws Error when its own port cannot be opened (`code` EADDRINUSE/EACCES and `port`, as node:net's)
-   */
-  serve?(webhook: { port: number; url: string }): Promise<string | undefined>;
-  /** Fields for the server's "credhook listening" log line (e.g. the embedded gateway's OAuth issuer). */
-  describe?(): Record<string, string>;
-  /**
-   * Stops: closes its listener (in-flight requests get `timeoutMs`, then every connection is
-   * closed), its timers, and what it opened besides (a database pool).
-   * @param timeoutMs how long in-flight requests get, ms
-   */
-  close(timeoutMs: number): Promise<void>;
 }

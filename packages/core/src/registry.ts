@@ -14,7 +14,7 @@ import type { CredentialType } from "./contract.js";
 import { type CredhookConfig, formatConfigErrors, isObject } from "./config.js";
 import { ConfigError, isCredhookError } from "./errors.js";
 import type { Logger } from "./logger.js";
-import type { Provider, ProviderExtension, ProviderFactory, ProviderStateStore, RateSlots } from "./provider.js";
+import type { Provider, ProviderFactory, ProviderStateStore, RateSlots } from "./provider.js";
 import type { CredentialStore, StoreFactory } from "./store.js";
 import { redactSecrets } from "./provider-kit/redact.js";
 import { redactingLogger, secretOptionValues } from "./provider-kit/secret-options.js";
@@ -30,69 +30,6 @@ export const BUILTIN_PROVIDERS: Readonly<Record<string, string>> = {
   kong: "@credhook/provider-kong",
   apigee: "@credhook/provider-apigee",
 };
-
-/**
- * Top-level config blocks that turn on a provider package's {@link ProviderExtension}, and the
- * `provider:` name of the package that owns each: `embeddedGateway:` is provider-local's
- * embedded gateway. The config schema knows each key; the package is loaded for its block even
- * when no gateway uses it (its `problems` then say so).
- */
-export const BUILTIN_EXTENSIONS: Readonly<Record<string, string>> = {
-  embeddedGateway: "local",
-};
-
-/** An extension the config turns on, with its parsed block and the gateways of its package. */
-export interface ConfiguredExtension {
-  /** The config block's key (`embeddedGateway`). */
-  configKey: string;
-  /** The `provider:` name of the package that contributes it (`local`). */
-  providerType: string;
-  extension: ProviderExtension;
-  /** The block, parsed by {@link ProviderExtension.parseConfig} (defaults applied): pass it on as it is. */
-  config: unknown;
-  /** The configured gateways whose provider this package made (possibly none). */
-  gateways: Gateway[];
-}
-
-/**
- * The extensions `config` turns on (each key of {@link BUILTIN_EXTENSIONS} present in it), their
- * blocks parsed, and the problems and warnings each reports against the gateways and the store.
- * @param gateways the loaded gateways, by name
- * @param sharedStore whether the store is shared by instances; false before it is opened
- * @returns the extensions, one message per problem and one per warning (each naming its YAML path)
- * @throws ConfigError when a block is invalid, or its package cannot be loaded or contributes no extension for it
- */
-export async function loadExtensions(
-  config: CredhookConfig,
-  gateways: ReadonlyMap<string, Gateway>,
-  options: { importModule: LoadGatewaysOptions["importModule"]; sharedStore?: boolean },
-): Promise<{ extensions: ConfiguredExtension[]; problems: string[]; warnings: string[] }> {
-  const extensions: ConfiguredExtension[] = [];
-  const problems: string[] = [];
-  const warnings: string[] = [];
-  const blocks = config as unknown as Record<string, unknown>;
-  for (const [configKey, providerType] of Object.entries(BUILTIN_EXTENSIONS)) {
-    const raw = blocks[configKey];
-    if (raw === undefined) continue;
-    const factory = await loadProviderFactory(providerType, configKey, options.importModule);
-    const extension = factory.extension;
-    if (!extension || extension.configKey !== configKey)
-      throw new ConfigError([
-        `${configKey}: provider package '${providerPackage(providerType)}' contributes no ${configKey}`,
-      ]);
-    const parsed = extension.parseConfig(raw, configKey);
-    const own = [...gateways.values()].filter((g) => providerPackage(g.providerType) === providerPackage(providerType));
-    const context = {
-      providers: own.map((g) => ({ gateway: g.name, provider: g.provider })),
-      store: config.store,
-      sharedStore: options.sharedStore ?? false,
-    };
-    problems.push(...(extension.problems?.(parsed, context) ?? []));
-    warnings.push(...(extension.warnings?.(parsed, context) ?? []));
-    extensions.push({ configKey, providerType, extension, config: parsed, gateways: own });
-  }
-  return { extensions, problems, warnings };
-}
 
 /** A configured gateway: its name, type, credential type and provider. */
 export interface Gateway {

@@ -14,8 +14,9 @@
  * - `meta:changed`: a fresh random stamp written after every change, so that
  *   caches in other processes sharing the store see that something changed.
  *
- * The embedded gateway (`@credhook/provider-local/gateway`) enforces what this
- * provider issues: key checks for NGINX/Envoy, OAuth client credentials, plan limits.
+ * The embedded gateway (`@credhook/gateway`) enforces what this provider issues (key checks
+ * for NGINX/Envoy, OAuth client credentials, plan limits): it reads the credentials through
+ * {@link localCredentialReader}, this package's one door for it.
  */
 import { randomUUID } from "node:crypto";
 import { ConfigError, Conflict, InvalidReference, NotFound } from "@credhook/core/errors";
@@ -40,12 +41,13 @@ import {
   writeState,
 } from "@credhook/core/provider";
 import { hashSecret, randomBase62, verifySecretHash, gatewayError, gatewayMessage } from "@credhook/core/provider-kit";
-import { embeddedGatewayExtension } from "./extension.js";
 import { newNativeId } from "./native-id.js";
 import { optionsSchema } from "./schema.js";
 import type {
   LocalCredentialChange,
+  LocalCredentialReader,
   LocalCredentialState,
+  LocalCredentialView,
   LocalProviderOptions,
   UsagePlanDefinition,
   UsagePlanLimits,
@@ -53,7 +55,9 @@ import type {
 
 export type {
   LocalCredentialChange,
+  LocalCredentialReader,
   LocalCredentialState,
+  LocalCredentialView,
   LocalProviderOptions,
   UsagePlanDefinition,
   UsagePlanLimits,
@@ -67,14 +71,8 @@ const KEY_INDEX_PREFIX = "key:";
 /** Provider-state key of the change stamp (a fresh UUID after every change). */
 const CHANGE_STAMP_KEY = "meta:changed";
 
-/** A credential as the embedded gateway sees it: its state, native id and gateway. */
-export interface LocalCredentialView extends LocalCredentialState {
-  nativeId: string;
-  gateway: string;
-}
-
 /** The embedded provider for one gateway. */
-export class LocalProvider implements Provider {
+export class LocalProvider implements Provider, LocalCredentialReader {
   readonly capabilities = {
     credentialTypes: ["API_KEY", "CLIENT_CREDENTIALS"] as CredentialType[],
     importsApiKeyValue: true,
@@ -418,14 +416,17 @@ export class LocalProvider implements Provider {
 }
 
 /**
- * The `provider: local` factory: options typed from, and defaulted by, `schema.ts`; its extension
- * is the embedded gateway (`embeddedGateway:`, see `extension.ts`).
+ * The embedded gateway's reader of `provider`'s credentials ({@link LocalCredentialReader}) when it is a
+ * `provider: local` gateway's, else undefined (any other provider: the gateway has nothing to read there).
  */
+export function localCredentialReader(provider: Provider): LocalCredentialReader | undefined {
+  return provider instanceof LocalProvider ? provider : undefined;
+}
+
+/** The `provider: local` factory: options typed from, and defaulted by, `schema.ts`. */
 const localProviderFactory = defineProvider({
   type: "local",
   optionsSchema,
-  // Every provider core hands the extension is this factory's: the guard only gives them their class's type.
-  extension: embeddedGatewayExtension((p): p is LocalProvider => p instanceof LocalProvider),
   create(options, context: ProviderContext) {
     const seen = new Set<string>();
     const problems: string[] = [];

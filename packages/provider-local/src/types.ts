@@ -45,3 +45,42 @@ export interface LocalCredentialChange {
   /** SHA-256 hex digests of the secrets whose lookups the change affects (old and new on a rotation). */
   secretHashes: string[];
 }
+
+/** A credential as the embedded gateway sees it: its state, native id and gateway. */
+export interface LocalCredentialView extends LocalCredentialState {
+  nativeId: string;
+  gateway: string;
+}
+
+/**
+ * What the embedded gateway (`@credhook/gateway`) reads of one `provider: local` gateway, and the one
+ * thing it tells it (its token URL): the credentials found by key digest or native id, their changes
+ * (in this process through {@link onChange}, across processes through {@link changeStamp}) and the
+ * usage plans' limits. {@link localCredentialReader} gives it for a provider.
+ */
+export interface LocalCredentialReader {
+  /** The gateway's name (key under `gateways:`). */
+  readonly gatewayName: string;
+  /** The credential type the gateway issues (from YAML). */
+  readonly credentialType: CredentialType;
+  /**
+   * The API key whose SHA-256 hex digest is `secretHash` (one point read of the `key:` index, one of the
+   * credential), or undefined when no credential of this gateway has that key; a disabled one has `enabled: false`.
+   * @throws whatever the credential store throws when it cannot be read
+   */
+  findByKeyDigest(secretHash: string): Promise<LocalCredentialView | undefined>;
+  /** The credential with native id `nativeId` (an API key id or client id), or undefined. @throws as {@link findByKeyDigest} */
+  findByNativeId(nativeId: string): Promise<LocalCredentialView | undefined>;
+  /** The store's change stamp of this gateway (a fresh UUID after every change), or undefined before the first change. */
+  changeStamp(): Promise<string | undefined>;
+  /** Calls `listener` after every change this provider makes in this process. @returns a function that removes it */
+  onChange(listener: (change: LocalCredentialChange) => void): () => void;
+  /** Adds the `key:` index entry of every API key that lacks one. @returns how many were added */
+  ensureKeyIndex(): Promise<number>;
+  /** The limits of usage plan `planId`, or undefined when it has none. */
+  planLimits(planId: string): UsagePlanLimits | undefined;
+  /** Every usage plan of this gateway that has limits. */
+  limitedPlans(): ReadonlyMap<string, UsagePlanLimits>;
+  /** Sets the URL returned as a client's `customCredentials.tokenUrl` when the `tokenUrl` option is not set. */
+  useTokenUrl(url: string): void;
+}

@@ -1,8 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import { silentLogger } from "@credhook/core";
-import { memoryStateStore } from "@credhook/provider-testkit";
-import localProviderFactory, { type LocalProvider, type LocalProviderOptions } from "../src/index.js";
+import { hashSecret } from "@credhook/core/provider-kit";
+import { memoryStateStore, ScriptedProvider } from "@credhook/provider-testkit";
+import localProviderFactory, {
+  type LocalProvider,
+  type LocalProviderOptions,
+  localCredentialReader,
+} from "../src/index.js";
 import { newNativeId } from "../src/native-id.js";
 
 const make = async (options: LocalProviderOptions = {}) => {
@@ -138,5 +143,61 @@ describe("provider-local", () => {
       status: 422,
       messages: ["[gateway local] API 'unknown' does not exist"],
     });
+  });
+
+  it("rejects duplicate plan ids in the options", async () => {
+    await expect(make({ usagePlans: ["a", { id: "a", rate: { perSecond: 1 } }] })).rejects.toMatchObject({
+      messages: [expect.stringContaining("gateways.local.options.usagePlans[1].id 'a' is listed twice")],
+    });
+  });
+});
+
+describe("the embedded gateway's reader (localCredentialReader)", () => {
+  it("is the provider of a provider: local gateway, and nothing for any other provider", async () => {
+    const { provider } = await make();
+    expect(localCredentialReader(provider)).toBe(provider);
+    expect(localCredentialReader(new ScriptedProvider())).toBeUndefined();
+  });
+
+  it("finds a key by its digest through the index; keys created before the index are indexed by ensureKeyIndex", async () => {
+    const { provider, state } = await make();
+    const p = localCredentialReader(provider)!;
+    const cred = await provider.create({
+      credentialId: randomUUID(),
+      credentialType: "API_KEY",
+      app,
+      apis: [{ id: "orders", usagePlans: ["gold"] }],
+    });
+    expect(await p.findByKeyDigest(hashSecret(cred.apiKey!))).toMatchObject({
+      nativeId: cred.nativeId,
+      enabled: true,
+      apis: [{ id: "orders", usagePlans: ["gold"] }],
+    });
+    expect(await state.get(`key:${hashSecret(cred.apiKey!)}`)).toEqual({ nativeId: cred.nativeId });
+
+    // As an older version left it: a credential without an index entry.
+    await state.put("cred:lkold", {
+      credentialType: "API_KEY",
+      credentialId: "c",
+      secretHash: hashSecret("old-key"),
+      enabled: true,
+      apis: [],
+      appName: "Old",
+      developer: "d",
+      createdAt: "",
+      updatedAt: "",
+    });
+    expect(await p.findByKeyDigest(hashSecret("old-key"))).toBeUndefined();
+    expect(await p.ensureKeyIndex()).toBe(1);
+    expect(await p.findByKeyDigest(hashSecret("old-key"))).toMatchObject({ nativeId: "lkold", appName: "Old" });
+    expect(await p.ensureKeyIndex()).toBe(0);
+  });
+
+  it("a stale index entry never grants: the credential's digest must match", async () => {
+    const { provider, state } = await make();
+    const p = localCredentialReader(provider)!;
+    const cred = await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [] });
+    await state.put(`key:${hashSecret("other")}`, { nativeId: cred.nativeId });
+    expect(await p.findByKeyDigest(hashSecret("other"))).toBeUndefined();
   });
 });

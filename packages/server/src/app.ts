@@ -1,17 +1,16 @@
 /**
  * `credhook serve`'s server: {@link startServer} listens, answers while the store opens, then
- * hands requests to the app, starts the background loops and lets the extensions serve; on close
- * it drains in-flight requests. The jobs live in their own modules, re-exported here:
- * runtime.ts (store, gateways, orchestrator), http-app.ts (the express app), extensions.ts (what
- * provider packages contribute: the embedded gateway's listener), loops.ts (background reconcile)
- * and shutdown.ts (the drain).
+ * hands requests to the app, starts the background loops and lets the embedded gateway serve; on
+ * close it drains in-flight requests. The jobs live in their own modules, re-exported here:
+ * runtime.ts (store, gateways, orchestrator), http-app.ts (the express app: `createApp`'s steps and
+ * the routes), loops.ts (background reconcile) and shutdown.ts (the drain); the embedded gateway
+ * is `@credhook/gateway`.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Response } from "express";
 import type { CredhookConfig, Logger } from "@credhook/core";
 import { createEdgeServer } from "./edge.js";
-import { serveExtensions } from "./extensions.js";
 import { type AppOptions, type CredhookApp, prepareApp } from "./http-app.js";
 import { errorBody, sendJson } from "./http-errors.js";
 import { createLogger } from "./logging.js";
@@ -65,8 +64,6 @@ export interface RunningServer {
   url: string;
   /** Base URL of the embedded gateway's endpoints as bound (own port, or the webhook's URL + pathPrefix), when configured. */
   gatewayUrl?: string;
-  /** Base URL as bound of every extension that serves endpoints, by config key (`embeddedGateway`: {@link gatewayUrl}). */
-  extensionUrls: ReadonlyMap<string, string>;
   port: number;
   server: Server;
   credhook: CredhookApp;
@@ -86,8 +83,8 @@ function boundUrl(address: AddressInfo): string {
 /**
  * Builds the app and listens on `options.port` (default `config.server.port`; 0 picks a free port).
  * Every port is bound before anything is written for the portal users: the webhook's first (it
- * answers `starting` while the store is opened), then each extension's own (the embedded
- * gateway's); only then are generated passwords written (see `resolveUsers` in passwords.ts), so a
+ * answers `starting` while the store is opened), then the embedded gateway's own (with
+ * `embeddedGateway.listen`); only then are generated passwords written (see `resolveUsers` in passwords.ts), so a
  * start that fails — a port in use, a store away — leaves no password behind.
  * @throws ConfigError | Error (EADDRINUSE …: `code` and `port` as node:net's, for `describeListenError`)
  */
@@ -120,13 +117,13 @@ export async function startServer(
   const bound = server.address() as AddressInfo;
   const { port } = bound;
   const url = boundUrl(bound);
-  let extensionUrls: Map<string, string>;
+  let gatewayUrl: string | undefined;
   try {
     const prepared = await prepareApp(config, { ...options, logger, waitForStore: true });
     credhook = prepared.app;
     try {
       await credhook.store.claimServer?.(); // one server per SQLite file
-      extensionUrls = await serveExtensions(credhook.extensions, { port, url });
+      gatewayUrl = await credhook.embeddedGateway?.serve({ port, url });
       prepared.settleUsers(); // every port is bound: now the generated passwords may be written
     } catch (err) {
       await credhook.close();
@@ -153,12 +150,10 @@ export async function startServer(
         })
       : async () => undefined;
   const stopSweep = () => Promise.all([stopReconcile(), stopExpiry(), stopEvents()]).then(() => undefined);
-  const gatewayUrl = extensionUrls.get("embeddedGateway");
   let closing: Promise<void> | undefined;
   return {
     url,
     ...(gatewayUrl ? { gatewayUrl } : {}),
-    extensionUrls,
     port,
     server,
     credhook,

@@ -9,9 +9,7 @@
 import { ConfigError } from "@credhook/core/errors";
 import {
   apiKeyScanPattern,
-  BUILTIN_EXTENSIONS,
   createRouter,
-  loadExtensions,
   loadGateways,
   maskSecretOptions,
   resolveExpiryPolicies,
@@ -21,52 +19,48 @@ import {
   type Logger,
 } from "@credhook/core";
 import { memoryStateStore } from "@credhook/core/provider-kit";
+import {
+  describeEmbeddedGateway,
+  type EmbeddedGatewaySetting,
+  embeddedGatewayProblems,
+  embeddedGatewayWarnings,
+  parseEmbeddedGatewayConfig,
+} from "@credhook/gateway";
 import { maskSecrets, type LoadedConfig } from "./config.js";
 import { userPasswordProblems } from "./passwords.js";
 import { describeSecretScanning, githubKeysOf } from "./secret-scanning.js";
 
-/**
- * What `credhook check-config` prints about the extensions (the embedded gateway): each
- * configured one's own lines, `<key>: off` for each block that is absent.
- * @param gateways the loaded gateways (from {@link checkConfig})
- * @param importModule how provider packages are imported (the server's `importProviderModule`)
- */
-export async function describeExtensions(
-  config: CredhookConfig,
-  gateways: Map<string, Gateway>,
-  importModule: (specifier: string) => Promise<unknown>,
-): Promise<string[]> {
-  const { extensions } = await loadExtensions(config, gateways, { importModule });
-  const lines: string[] = [];
-  for (const key of Object.keys(BUILTIN_EXTENSIONS)) {
-    const e = extensions.find((x) => x.configKey === key);
-    lines.push(...(e ? (e.extension.describe?.(e.config) ?? [`${key}: on`]) : [`${key}: off (no ${key}: block)`]));
-  }
-  return lines;
+/** What `credhook check-config` prints about `embeddedGateway:`: its own lines, or that it is off. */
+export function describeEmbeddedGatewayBlock(config: CredhookConfig): string[] {
+  return config.embeddedGateway
+    ? describeEmbeddedGateway(parseEmbeddedGatewayConfig(config.embeddedGateway))
+    : ["embeddedGateway: off (no embeddedGateway: block)"];
+}
+
+/** The setting the `embeddedGateway:` block is checked against before the store is opened (`sharedStore` unknown: false). */
+function gatewaySetting(config: CredhookConfig, gateways: Map<string, Gateway>): EmbeddedGatewaySetting {
+  return { gateways, store: config.store, sharedStore: false };
 }
 
 /**
  * What `credhook check-config` warns of (it prints them under `warnings:`, `serve` logs them when it
- * starts): each extension's warnings, such as the embedded gateway's OAuth signing keys on PostgreSQL
- * without one configured encryption key for every instance.
+ * starts): the embedded gateway's, such as its OAuth signing keys on PostgreSQL without one configured
+ * encryption key for every instance.
  * @param gateways the loaded gateways (from {@link checkConfig})
- * @param importModule how provider packages are imported (the server's `importProviderModule`)
  * @returns one message per warning, naming its YAML path and the fix
  */
-export async function configWarnings(
-  config: CredhookConfig,
-  gateways: Map<string, Gateway>,
-  importModule: (specifier: string) => Promise<unknown>,
-): Promise<string[]> {
-  return (await loadExtensions(config, gateways, { importModule })).warnings;
+export function configWarnings(config: CredhookConfig, gateways: Map<string, Gateway>): string[] {
+  return config.embeddedGateway
+    ? embeddedGatewayWarnings(parseEmbeddedGatewayConfig(config.embeddedGateway), gatewaySetting(config, gateways))
+    : [];
 }
 
 /**
  * Runs every check of `config` that needs no store and no listener, beyond what loading the file checked
  * (`loadConfigFile`: the schema, the routes, each package and its options): creates each gateway's provider
  * (state in memory: a provider's own start-up checks, its credential type), builds the router, checks the configured
- * passwords against the password policy and each extension's block (the embedded gateway's) against the gateways
- * and the store, as its package says, and GitHub's public keys of `secretScanning.github` (each a P-256 public key,
+ * passwords against the password policy and the embedded gateway's block against the gateways and
+ * the store (`@credhook/gateway`'s checks), and GitHub's public keys of `secretScanning.github` (each a P-256 public key,
  * its file readable) — and reports what all of them found at once.
  * @param importModule how provider packages are imported (the server's `importProviderModule`)
  * @returns the loaded gateways (close their providers when done)
@@ -82,7 +76,7 @@ export async function checkConfig(
     problems.push(...err.messages);
   };
   try {
-    githubKeysOf(config);
+    githubKeysOf(config.secretScanning?.github, (config as { configFile?: string }).configFile);
   } catch (err) {
     collect(err);
   }
@@ -99,7 +93,10 @@ export async function checkConfig(
   if (!gateways) throw new ConfigError(problems);
   try {
     createRouter(config.routes);
-    problems.push(...(await loadExtensions(config, gateways, { importModule })).problems);
+    if (config.embeddedGateway) {
+      const block = parseEmbeddedGatewayConfig(config.embeddedGateway);
+      problems.push(...embeddedGatewayProblems(block, gatewaySetting(config, gateways)));
+    }
     if (problems.length > 0) throw new ConfigError(problems);
     return gateways;
   } catch (err) {
@@ -176,18 +173,18 @@ export function describeKeys(config: Pick<CredhookConfig, "keys">): string[] {
 /**
  * What `credhook check-config` prints for a configuration {@link checkConfig} accepted: the
  * config file, each gateway with its provider's capabilities and its options (secrets masked,
- * {@link printableOptions}), the routes, the extensions (the embedded gateway), the secret-scanning endpoint, the
+ * {@link printableOptions}), the routes, the embedded gateway, the secret-scanning endpoint, the
  * key prefix and the pattern to register with secret scanners ({@link describeKeys}), the event sinks
  * ({@link describeEvents}), the expiry policies, the server and the store.
  * @param gateways what {@link checkConfig} returned for `config`
- * @param extensionLines what {@link describeExtensions} says of the extensions
+ * @param gatewayLines what {@link describeEmbeddedGatewayBlock} says of the embedded gateway
  * @param warnings what {@link configWarnings} says: a `warnings:` section before the verdict, when any
  * @returns the report's lines, each ending in a line break
  */
 export function checkConfigReport(
   config: LoadedConfig,
   gateways: Map<string, Gateway>,
-  extensionLines: string[],
+  gatewayLines: string[],
   warnings: readonly string[] = [],
 ): string {
   const out: string[] = [
@@ -212,7 +209,7 @@ export function checkConfigReport(
   );
   out.push(
     "",
-    ...extensionLines,
+    ...gatewayLines,
     describeSecretScanning(config),
     ...describeKeys(config),
     ...describeEvents(config),

@@ -15,7 +15,7 @@ import { cosmiconfig } from "cosmiconfig";
 import { parseDocument, type YAMLError } from "yaml";
 import { ConfigError } from "@credhook/core/errors";
 import { configProblems, type CredhookConfig, packageProblems } from "@credhook/core";
-import { type EmbeddedGatewayConfig, parseEmbeddedGatewayConfig } from "@credhook/provider-local/gateway";
+import { type EmbeddedGatewayConfig, parseEmbeddedGatewayConfig } from "@credhook/gateway";
 import { importProviderModule } from "./runtime.js";
 
 /** File names searched (in the working directory) when no `--config` is given. */
@@ -272,7 +272,7 @@ export async function loadConfigFile(file?: string, options: LoadConfigOptions =
   const interpolated = interpolate(result.config, env, "", interpolation, { baseDir: base });
   const { config, problems } = configProblems(interpolated);
   problems.push(...(await packageProblems(config, options.importModule ?? importProviderModule)));
-  // Parsed once here, into its type (the server's start parses it again through the extension: idempotent).
+  // Parsed once here, into its type (`startEmbeddedGateway` parses it again: idempotent).
   let embeddedGateway: EmbeddedGatewayConfig | undefined;
   const block = config.embeddedGateway;
   if (typeof block === "object" && block !== null && !Array.isArray(block)) {

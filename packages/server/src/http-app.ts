@@ -1,33 +1,45 @@
 /**
- * The express 5 application: the four contract endpoints behind Basic auth, contract
- * validation, the probes and `/metrics`, and ErrorResponse for every failure; the extensions'
- * endpoints (the embedded gateway under `pathPrefix`) mounted outside its auth, and so is the
- * secret-scanning alert endpoint (`secretScanning.github`), authenticated by GitHub's signature.
+ * The express 5 application, built by `createApp` as a list of steps, each handed the part of the
+ * configuration it needs: the store, the gateways' providers and the orchestrator (runtime.ts), the
+ * portal users (passwords.ts), the secret-scanning alert endpoint (secret-scanning.ts), the embedded
+ * gateway (`@credhook/gateway`), then the routes over them ({@link routes}). Each step that opens
+ * something pushes its closer onto one stack, which one failure path unwinds (and `close()` later).
+ *
+ * The routes: the four contract endpoints behind Basic auth, contract validation, the probes and
+ * `/metrics`, and ErrorResponse for every failure; the embedded gateway's endpoints (under
+ * `embeddedGateway.pathPrefix`) mounted outside its auth, and so is the secret-scanning alert
+ * endpoint (`secretScanning.github`), authenticated by GitHub's signature.
  */
-import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import type { Logger as PinoLogger } from "pino";
 import {
   compileContractValidator,
   type CredhookConfig,
+  type Gateway,
   type Logger,
   type OperationOutcome,
   type Orchestrator,
-  type RunningExtension,
+  type ServerConfig,
 } from "@credhook/core";
 import { ConfigError, ShuttingDown } from "@credhook/core/errors";
 import type { CredentialStore } from "@credhook/core/store";
+import { type RunningEmbeddedGateway, startEmbeddedGateway } from "@credhook/gateway";
 import { basicAuth } from "./auth.js";
 import { jsonBody } from "./body.js";
 import { chain } from "./chain.js";
 import { edgeChecks } from "./edge.js";
-import { closeExtensions, mountExtensions, startExtensions } from "./extensions.js";
 import { errorHandler, sendError, sendJson } from "./http-errors.js";
 import { createLogger, requestLogger } from "./logging.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { type GeneratedPassword, type PortalUsers, resolveUsers } from "./passwords.js";
 import { createReadiness, livez, readyz } from "./probes.js";
 import { createRuntime } from "./runtime.js";
-import { githubAlertHandler, githubKeysOf } from "./secret-scanning.js";
+import {
+  type GithubAlertDeps,
+  type GithubSecretScanningConfig,
+  githubAlertHandler,
+  githubKeysOf,
+} from "./secret-scanning.js";
 import { traceRequests } from "./tracing.js";
 
 /** Options of {@link createApp} / {@link startServer}. */
@@ -87,19 +99,17 @@ export interface CredhookApp {
   orchestrator: Orchestrator;
   store: CredentialStore;
   logger: PinoLogger;
-  /**
-   * What provider packages contribute besides credentials, started, by config key: the embedded
-   * gateway under `embeddedGateway` when that block is configured (not yet listening on its own port).
-   */
-  extensions: ReadonlyMap<string, RunningExtension>;
+  /** The embedded gateway, started when `embeddedGateway:` is configured (not yet listening on its own port). */
+  embeddedGateway?: RunningEmbeddedGateway;
   /** True once shutdown began: new requests are answered 503. */
   draining: boolean;
-  /** Closes providers and the store (call after the HTTP server stopped). */
+  /** Closes the embedded gateway, the providers and the store, the last opened first (call after the HTTP server stopped); idempotent. */
   close(): Promise<void>;
   /** The app's metrics (the edge counts its own refusals there). */
   metrics: Metrics;
 }
 
+/** credhook's own endpoints on the webhook's port and the methods each answers. */
 const ENDPOINTS: Record<string, string[]> = {
   "/v1/createCredentials": ["POST"],
   "/v1/updateCredentials": ["POST"],
@@ -110,11 +120,18 @@ const ENDPOINTS: Record<string, string[]> = {
   "/readyz": ["GET", "HEAD"],
 };
 
+/** The secret-scanning alert endpoint (`secretScanning.github`): its path and its handler (`githubAlertHandler`). */
+interface SecretScanningEndpoint {
+  path: string;
+  /** Answers `POST path` after a `jsonBody` with `raw` (it checks GitHub's signature over the body's bytes). */
+  handler: RequestHandler;
+}
+
 /**
- * Builds the application: opens the store, loads every gateway's provider,
- * resolves the portal users (generating a password where needed, its files written), and mounts
- * the routes.
- * @throws ConfigError when a provider fails to load or validate, or the store cannot be opened
+ * Builds the application: opens the store, loads every gateway's provider, resolves the portal users
+ * (generating a password where needed, its files written), starts the embedded gateway when configured,
+ * and mounts the routes.
+ * @throws ConfigError when a provider fails to load or validate, the store cannot be opened, or a block does not fit
  * @throws Error when a generated password's files cannot be written
  */
 export async function createApp(config: CredhookConfig, options: AppOptions = {}): Promise<CredhookApp> {
@@ -128,6 +145,38 @@ export async function createApp(config: CredhookConfig, options: AppOptions = {}
   return app;
 }
 
+/** Closes what the stack holds, the last opened first; the stack is empty afterwards. */
+async function unwind(closers: Array<() => Promise<void>>): Promise<void> {
+  for (const close of closers.splice(0).reverse()) await close();
+}
+
+/**
+ * The alert endpoint of `secretScanning.github`: its path and its handler (GitHub's keys loaded), undefined when
+ * the block is absent.
+ * @param configFile the config file's path, whose folder a relative key `file` is read from
+ * @param deps what the handler acts through (the orchestrator, the store, the logger, the metrics' callback)
+ * @throws ConfigError its path is one of credhook's own endpoints, or a key cannot be used
+ */
+function scanningEndpoint(
+  github: GithubSecretScanningConfig | undefined,
+  configFile: string | undefined,
+  deps: Omit<GithubAlertDeps, "config" | "keys">,
+): SecretScanningEndpoint | undefined {
+  if (!github) return undefined;
+  if (ENDPOINTS[github.path])
+    throw new ConfigError([`secretScanning.github.path ${github.path} is one of credhook's own endpoints`]);
+  const keys = githubKeysOf(github, configFile)!;
+  return { path: github.path, handler: githubAlertHandler({ config: github, keys, ...deps }) };
+}
+
+/** @throws ConfigError the alert endpoint's path is under the embedded gateway's (`pathPrefix`), which would answer it */
+function checkScanningPath(scanning: SecretScanningEndpoint | undefined, gateway: RunningEmbeddedGateway | undefined) {
+  const path = scanning?.path;
+  const under = gateway?.mount?.path;
+  if (path && under && (path === under || path.startsWith(`${under}/`)))
+    throw new ConfigError([`secretScanning.github.path ${path} is under ${under}, where the embedded gateway answers`]);
+}
+
 /**
  * {@link createApp} with the portal users' generated passwords made but not written: `settleUsers()`
  * writes them and says what the operator should know (`PortalUsers.settle` in passwords.ts).
@@ -139,91 +188,130 @@ export async function prepareApp(
 ): Promise<{ app: CredhookApp; settleUsers: () => void }> {
   const logger = options.logger ?? createLogger(config.server.logLevel);
   const metrics = createMetrics();
-  const runtime = await createRuntime(config, {
-    logger,
-    onGatewayCall: metrics.observeGatewayCall,
-    ...(options.store ? { store: options.store } : {}),
-    ...(options.waitForStore ? { waitForStore: true } : {}),
-    ...(options.now ? { now: options.now } : {}),
-  });
-  const { store, orchestrator } = runtime;
-  metrics.watchStore(store);
-  let portalUsers: PortalUsers;
+  const closers: Array<() => Promise<void>> = [];
   try {
-    portalUsers = await resolveUsers(config.server.auth.users, config.dataDir);
+    const runtime = await createRuntime(config, {
+      logger,
+      onGatewayCall: metrics.observeGatewayCall,
+      store: options.store,
+      waitForStore: options.waitForStore,
+      now: options.now,
+    });
+    closers.push(() => runtime.close());
+    metrics.watchStore(runtime.store);
+    const { orchestrator, store, gateways } = runtime;
+    const users = await resolveUsers(config.server.auth.users, config.dataDir);
+    const configFile = (config as { configFile?: string }).configFile;
+    const alerts = { orchestrator, store, logger, observe: metrics.observeSecretScanning };
+    const scanning = scanningEndpoint(config.secretScanning?.github, configFile, alerts);
+    const gateway = config.embeddedGateway
+      ? await startEmbeddedGateway(config.embeddedGateway, {
+          gateways,
+          store: config.store,
+          sharedStore: store.shared ?? false,
+          stateFor: (namespace) => store.stateFor(namespace),
+          dataDir: config.dataDir,
+          logger: logger as unknown as Logger,
+          observe: metrics.observeGateway,
+        })
+      : undefined;
+    if (gateway) closers.push(() => gateway.close(config.server.shutdownTimeoutMs));
+    checkScanningPath(scanning, gateway);
+    const { limits, readinessTtlMs, now } = options;
+    const app = routes(
+      { orchestrator, store, gateways, logger, metrics, users: users.users, scanning, gateway: gateway?.mount },
+      { server: config.server, limits, readinessTtlMs, now, isDraining: () => built.draining },
+    );
+    let closing: Promise<void> | undefined;
+    const built: CredhookApp = {
+      app,
+      orchestrator,
+      store,
+      logger,
+      metrics,
+      embeddedGateway: gateway,
+      draining: false,
+      close: () => (closing ??= unwind(closers)),
+    };
+    return { app: built, settleUsers: () => users.settle(logger as unknown as Logger, options.announcePassword) };
   } catch (err) {
-    await runtime.close();
+    await unwind(closers);
     throw err;
   }
-  const scanning = config.secretScanning?.github;
-  let scanningKeys: ReturnType<typeof githubKeysOf>;
-  try {
-    if (scanning) {
-      if (ENDPOINTS[scanning.path])
-        throw new ConfigError([`secretScanning.github.path ${scanning.path} is one of credhook's own endpoints`]);
-      scanningKeys = githubKeysOf(config);
-    }
-  } catch (err) {
-    await runtime.close();
-    throw err;
+}
+
+/** What {@link routes} routes requests to: the parts {@link prepareApp} built. */
+interface RouteParts {
+  orchestrator: Orchestrator;
+  store: CredentialStore;
+  /** The gateways, providers unwrapped: a readiness probe makes no span and no breaker trial. */
+  gateways: ReadonlyMap<string, Gateway>;
+  logger: PinoLogger;
+  metrics: Metrics;
+  /** The portal users (`resolveUsers` in passwords.ts). */
+  users: PortalUsers["users"];
+  /** The alert endpoint, when `secretScanning.github` is configured. */
+  scanning?: SecretScanningEndpoint;
+  /** The embedded gateway's handler on this port, when it serves under `pathPrefix`. */
+  gateway?: RunningEmbeddedGateway["mount"];
+}
+
+/** How {@link routes} answers: the `server:` block, the limits that override it, the probes' settings, the shutdown gate. */
+interface RouteSettings {
+  /** The config's `server:` block (body limit, trust proxy, auth). */
+  server: ServerConfig;
+  /** Limits that override the `server:` block's; undefined: the block's. */
+  limits?: ServerLimits;
+  /** How long `/readyz` trusts a gateway health check, ms. @default 15000 (probes.ts) */
+  readinessTtlMs?: number;
+  /** The clock of `/readyz`'s cached gateway checks, epoch ms. @default Date.now */
+  now?: () => number;
+  /** True once shutdown began: requests are answered 503. */
+  isDraining: () => boolean;
+}
+
+/**
+ * Mounts the embedded gateway's handler under its path and its aliases (GET and HEAD) — before the
+ * webhook's own layers, so outside its Basic auth, request log and routing.
+ */
+function mountGateway(app: Express, mount: NonNullable<RunningEmbeddedGateway["mount"]>): void {
+  app.use(mount.path, mount.handler);
+  for (const [from, to] of Object.entries(mount.aliases)) {
+    app.get(from, (req: Request, res: Response) => {
+      req.url = to;
+      mount.handler(req, res);
+    });
   }
-  let extensions: Map<string, RunningExtension>;
-  try {
-    extensions = await startExtensions(config, runtime, logger, metrics.observeGateway);
-  } catch (err) {
-    await runtime.close();
-    throw err;
-  }
-  const shadowing = scanning
-    ? [...extensions.values()].find(
-        ({ mount }) => mount && (scanning.path === mount.path || scanning.path.startsWith(`${mount.path}/`)),
-      )?.mount
-    : undefined;
-  if (scanning && shadowing) {
-    await closeExtensions(extensions, config.server.shutdownTimeoutMs);
-    await runtime.close();
-    throw new ConfigError([
-      `secretScanning.github.path ${scanning.path} is under ${shadowing.path}, where an extension (the embedded gateway) answers`,
-    ]);
-  }
+}
+
+/** The express application over `parts`, answering as `settings` say (not listening). */
+function routes(parts: RouteParts, settings: RouteSettings): Express {
+  const { orchestrator, store, logger, metrics, scanning } = parts;
+  const { server, isDraining } = settings;
+  const limits = settings.limits ?? {};
   const validator = compileContractValidator();
   const app = express();
   app.disable("x-powered-by");
-  app.set("trust proxy", config.server.trustProxy);
+  app.set("trust proxy", server.trustProxy);
   app.set("etag", false);
-  const built: CredhookApp = {
-    app,
-    orchestrator,
-    store,
-    logger,
-    extensions,
-    draining: false,
-    async close() {
-      await closeExtensions(extensions, config.server.shutdownTimeoutMs);
-      await runtime.close();
-    },
-    metrics,
-  };
-  const limits = options.limits ?? {};
-
-  // The extensions' endpoints on this port (the embedded gateway's under pathPrefix): outside the webhook's Basic auth, request log and routing.
-  mountExtensions(app, extensions);
+  // The embedded gateway's endpoints on this port (under pathPrefix): outside the webhook's Basic auth, request log and routing.
+  if (parts.gateway) mountGateway(app, parts.gateway);
   // Every request: its span, its log line, its metrics and the edge's checks — one router layer (see chain.ts).
-  app.use(chain(traceRequests(), requestLogger(logger), metrics.observe, edgeChecks(config.server.bodyLimitBytes)));
+  app.use(chain(traceRequests(), requestLogger(logger), metrics.observe, edgeChecks(server.bodyLimitBytes)));
   // Probes: unauthenticated, answered before the shutdown gate (/readyz reports draining itself).
   const readiness = createReadiness({
     store,
-    gateways: runtime.gateways, // unwrapped: a probe makes no span and no breaker trial
+    gateways: parts.gateways,
     openCircuits: () => orchestrator.openCircuits(),
-    isDraining: () => built.draining,
+    isDraining,
     logger,
-    ...(options.readinessTtlMs !== undefined ? { gatewayCheckTtlMs: options.readinessTtlMs } : {}),
-    ...(options.now ? { now: options.now } : {}),
+    ...(settings.readinessTtlMs !== undefined ? { gatewayCheckTtlMs: settings.readinessTtlMs } : {}),
+    ...(settings.now ? { now: settings.now } : {}),
   });
   app.get("/livez", livez);
   app.get("/readyz", readyz(readiness));
   const drainingGate = (req: Request, res: Response, next: NextFunction) => {
-    if (!built.draining) return next();
+    if (!isDraining()) return next();
     res.setHeader("Connection", "close");
     const e = new ShuttingDown("credhook is shutting down; retry on another instance or shortly", 5);
     sendError(res, req, 503, e.messages, { "Retry-After": String(e.retryAfterS) });
@@ -252,14 +340,14 @@ export async function prepareApp(
     next();
   };
   const auth = basicAuth({
-    users: portalUsers.users,
-    realm: config.server.auth.realm,
-    maxFailures: config.server.auth.maxFailures,
-    failureWindowS: config.server.auth.failureWindowS,
-    maxGlobalFailures: limits.maxGlobalFailures ?? config.server.auth.maxGlobalFailures,
-    maxConcurrentChecks: limits.maxConcurrentPasswordChecks ?? config.server.auth.maxConcurrentPasswordChecks,
-    rememberMs: limits.rememberLoginMs ?? config.server.auth.rememberLoginMs,
-    maxRemembered: config.server.auth.maxRememberedLogins,
+    users: parts.users,
+    realm: server.auth.realm,
+    maxFailures: server.auth.maxFailures,
+    failureWindowS: server.auth.failureWindowS,
+    maxGlobalFailures: limits.maxGlobalFailures ?? server.auth.maxGlobalFailures,
+    maxConcurrentChecks: limits.maxConcurrentPasswordChecks ?? server.auth.maxConcurrentPasswordChecks,
+    rememberMs: limits.rememberLoginMs ?? server.auth.rememberLoginMs,
+    maxRemembered: server.auth.maxRememberedLogins,
   });
   const jsonOnly = (req: Request, res: Response, next: NextFunction) => {
     if (req.method !== "POST") return next();
@@ -275,27 +363,13 @@ export async function prepareApp(
     }
     next();
   };
-  if (scanning && scanningKeys) {
+  if (scanning) {
     // GitHub's secret-scanning alerts: outside the Basic auth, authenticated by the signature over the body's bytes.
     metrics.knowRoute(scanning.path);
-    app.post(
-      scanning.path,
-      chain(
-        drainingGate,
-        jsonBody(config.server.bodyLimitBytes, { raw: true }),
-        githubAlertHandler({
-          config: scanning,
-          keys: scanningKeys,
-          orchestrator,
-          store,
-          logger,
-          observe: metrics.observeSecretScanning,
-        }),
-      ),
-    );
+    app.post(scanning.path, chain(drainingGate, jsonBody(server.bodyLimitBytes, { raw: true }), scanning.handler));
   }
   // Past the probes, in this order, as one router layer: the shutdown gate, unknown paths, auth, the body.
-  app.use(chain(drainingGate, knownEndpoint, auth, jsonOnly, jsonBody(config.server.bodyLimitBytes)));
+  app.use(chain(drainingGate, knownEndpoint, auth, jsonOnly, jsonBody(server.bodyLimitBytes)));
 
   /** Notes what an operation touched, for the request log line and the metrics. */
   const noteOutcome = (res: Response, out: OperationOutcome) => {
@@ -328,5 +402,5 @@ export async function prepareApp(
     res.send(await metrics.registry.metrics());
   });
   app.use(errorHandler);
-  return { app: built, settleUsers: () => portalUsers.settle(logger as unknown as Logger, options.announcePassword) };
+  return app;
 }

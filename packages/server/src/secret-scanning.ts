@@ -137,15 +137,18 @@ export function loadGithubKeys(config: GithubSecretScanningConfig, baseDir: stri
 }
 
 /**
- * GitHub's public keys of `config.secretScanning.github` ({@link loadGithubKeys}), a relative `file` read from the
+ * GitHub's public keys of the `secretScanning.github` block ({@link loadGithubKeys}), a relative `file` read from the
  * config file's directory (the working directory's for a config without a file); undefined when the block is absent.
  * `credhook check-config` and `credhook serve` make this check alike.
+ * @param github the config's `secretScanning.github` block
+ * @param configFile the config file's path (`LoadedConfig.configFile`); undefined for a config built in code
  * @throws ConfigError as {@link loadGithubKeys}
  */
-export function githubKeysOf(config: CredhookConfig): Map<string, KeyObject> | undefined {
-  const github = config.secretScanning?.github;
+export function githubKeysOf(
+  github: GithubSecretScanningConfig | undefined,
+  configFile: string | undefined,
+): Map<string, KeyObject> | undefined {
   if (!github) return undefined;
-  const configFile = (config as { configFile?: string }).configFile;
   return loadGithubKeys(github, configFile ? dirname(configFile) : process.cwd());
 }
 

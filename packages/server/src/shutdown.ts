@@ -1,7 +1,7 @@
 /**
  * Graceful shutdown of a listening server: answer new requests 503, stop the background loops,
  * let in-flight requests finish (closing keep-alive connections as they become idle), then close
- * the app (its extensions, the providers, the store).
+ * the app (the embedded gateway, the providers, the store).
  */
 import type { Server } from "node:http";
 import { drainHttpServer } from "@credhook/core";

@@ -1,7 +1,7 @@
 /**
  * The docs site (docs/.vitepress/config.ts): its sidebar lists every page, that is every Markdown
- * file of the repository the site is built from (the README as home, CONTRIBUTING, docs/, each
- * package's README), and links nothing else. `pnpm docs:build` (in .ci/run) checks the links inside
+ * file of the repository the site is built from (the README as home, CONTRIBUTING, the CHANGELOG,
+ * docs/, each package's README), and links nothing else. `pnpm docs:build` (in .ci/run) checks the links inside
  * the pages, in the config's buildEnd, which these tests run on a fixture site; and its Markdown
  * gives headings GitHub's ids and leaves links to files without an extension as written.
  */
@@ -35,6 +35,7 @@ it("the sidebar lists every page of the site, and only pages", async () => {
   const pages = [
     "/",
     "/CONTRIBUTING",
+    "/CHANGELOG",
     ...readdirSync(`${REPO}docs`)
       .filter((f) => f.endsWith(".md"))
       .map((f) => `/docs/${f.slice(0, -3)}`),

@@ -67,7 +67,7 @@ const check = (s: RunningServer, key: string, path: string) =>
 
 /**
  * Polls until `fn` answers `want`. The other instance sees a change at its next change-stamp check (every
- * `coherenceIntervalMs`, 200 ms here; that interval is tested with a moved clock in provider-local's gateway.test.ts);
+ * `coherenceIntervalMs`, 200 ms here; that interval is tested with a moved clock in packages/gateway/test/gateway.test.ts);
  * how long it took here is the machine's figure too: the bound is generous (a cache that never learns of the change
  * still fails) and the time is printed, not asserted.
  */

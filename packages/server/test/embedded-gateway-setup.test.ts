@@ -148,7 +148,7 @@ embeddedGateway: { oauth: { signing: ${signing} } }
         env: { CREDHOOK_PASSWORD: PASSWORD, CREDHOOK_DATA_DIR: dir },
       });
       const gateways_ = await checkConfig(config, importProviderModule);
-      const warnings = await configWarnings(config, gateways_, importProviderModule);
+      const warnings = configWarnings(config, gateways_);
       return { warnings, report: checkConfigReport(config, gateways_, [], warnings) };
     };
     const postgres = `{ postgres: "postgres://credhook@db.example:5432/credhook" }`;
@@ -199,8 +199,8 @@ describe("the shipped config (the embedded default, which `credhook init` writes
     });
     const server = await startServer(config, { port: 0, host: "127.0.0.1", logger: createLogger("silent") });
     try {
+      // The address its own listener is bound to: the shipped config's embeddedGateway.listen.host, every IPv4 address.
       const gw = server.gatewayUrl!;
-      // The address the gateway bound (embeddedGateway.listen.host: every IPv4 address by default), not a guess.
       expect(gw).toMatch(/^http:\/\/0\.0\.0\.0:\d+$/);
       expect(gw).not.toBe(server.url);
       const create = (body: unknown) =>

@@ -290,7 +290,7 @@ describe("usage plan limits", () => {
 describe("OAuth 2.0 client credentials (RFC 6749 §4.4, RFC 9068, RFC 8414, RFC 7662)", () => {
   const discover = (clientId: string, clientSecret: string, auth: "basic" | "post" = "basic") =>
     oidc.discovery(
-      new URL(s.credhook.extensions.get("embeddedGateway")!.describe!().issuer!),
+      new URL(s.credhook.embeddedGateway!.issuer),
       clientId,
       clientSecret,
       auth === "basic" ? oidc.ClientSecretBasic(clientSecret) : oidc.ClientSecretPost(clientSecret),
@@ -305,7 +305,7 @@ describe("OAuth 2.0 client credentials (RFC 6749 §4.4, RFC 9068, RFC 8414, RFC 
       { id: "m2m-reports", usagePlans: [{ id: "m2m-free" }] },
       { id: "m2m-billing" },
     ]);
-    const issuer = s.credhook.extensions.get("embeddedGateway")!.describe!().issuer!;
+    const issuer = s.credhook.embeddedGateway!.issuer;
     expect(cred.customCredentials.tokenUrl).toBe(`${issuer}/oauth2/token`);
     const config = await discover(cred.clientId, cred.clientSecret);
     const meta = config.serverMetadata();

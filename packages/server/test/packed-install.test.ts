@@ -78,9 +78,11 @@ describe("the packed install", () => {
       expect(existsSync(join(pkg, "dist", "fake")) || existsSync(join(pkg, "src", "fake")), cloud).toBe(false);
     }
     expect(existsSync(join(nm, "@credhook", "server", "dist", "cli.js"))).toBe(true);
+    // the embedded gateway, a package of its own the server depends on
+    expect(existsSync(join(nm, "@credhook", "gateway", "dist", "index.js"))).toBe(true);
   });
 
-  it("`credhook serve` from an empty folder serves the embedded default: /livez and /readyz 204 without credentials, the contract's calls with them", async () => {
+  it("`credhook serve` from an empty folder serves the embedded default: /livez and /readyz 204 without credentials, the contract's calls with them, the embedded gateway's key check on its own port", async () => {
     const cwd = join(work, "empty");
     mkdirSync(cwd);
     const cli = serve(cwd);
@@ -99,8 +101,14 @@ describe("the packed install", () => {
         body: JSON.stringify({ appName: "Packed", developer: "ops@example.com", apis: [{ id: "5aba4csvd4" }] }),
       });
       expect(created.status).toBe(200);
-      expect(((await created.json()) as { apiKey: string }).apiKey).toMatch(/^credhook[0-9A-Za-z]{46}$/);
+      const { apiKey } = (await created.json()) as { apiKey: string };
+      expect(apiKey).toMatch(/^credhook[0-9A-Za-z]{46}$/);
       expect((await fetch(`${url}/v1/health`, { headers: auth })).status).toBe(204);
+      // @credhook/gateway, started from the embedded default's embeddedGateway: block: an unknown key is 401, the
+      // live one 403 until a path rule names its API (keyCheck.apis is empty in the shipped config)
+      const gateway = /"embeddedGateway":"(http:\/\/[^"]+)"/.exec(out())![1]!;
+      expect((await fetch(`${gateway}/check`, { headers: { "x-api-key": "nope" } })).status).toBe(401);
+      expect((await fetch(`${gateway}/check`, { headers: { "x-api-key": apiKey } })).status).toBe(403);
       expect(out()).toContain("serving the embedded default");
       expect(existsSync(join(cwd, "data", "credhook.db"))).toBe(true);
     } finally {

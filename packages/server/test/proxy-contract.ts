@@ -278,7 +278,7 @@ export function proxyContract(start: (t: ProxyTargets) => Promise<RunningProxy>,
     const key = await createKey("Outage App", [{ id: "orders" }]);
     const before = seen.length;
     // The embedded gateway's listener goes away (credhook's webhook keeps running; afterAll closes it).
-    await credhook.credhook.extensions.get("embeddedGateway")!.close(1000);
+    await credhook.credhook.embeddedGateway!.close(1000);
     const res = await get("/orders/1", { "x-api-key": key.apiKey });
     expect(res.status).toBeGreaterThanOrEqual(500);
     const text = await res.text();

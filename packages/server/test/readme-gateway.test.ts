@@ -111,7 +111,7 @@ describe("docs/embedded-gateway.md, as written", () => {
     // The issuer (no publicUrl: http://localhost:<port>) is what discovery checks.
     const body = js
       .replace(/^import \* as client from "openid-client";\n/, "")
-      .replaceAll("http://localhost:8081", s.credhook.extensions.get("embeddedGateway")!.describe!().issuer!);
+      .replaceAll("http://localhost:8081", s.credhook.embeddedGateway!.issuer);
     const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (
       ...args: string[]
     ) => (...a: unknown[]) => Promise<unknown>;

@@ -395,7 +395,7 @@ describe("configuration", () => {
       startTestServer(
         `${LOCAL_YAML}secretScanning: { github: { path: /gateway/github, publicKeys: [ { id: a, pem: ${JSON.stringify(PEM)} } ] } }\nembeddedGateway: { pathPrefix: /gateway }\n`,
       ),
-    ).rejects.toThrow(/where an extension/);
+    ).rejects.toThrow(/where the embedded gateway answers/);
   });
 });
 

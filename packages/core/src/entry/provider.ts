@@ -6,8 +6,6 @@
 export type {
   AppIdentity,
   CredentialSearch,
-  ExtensionCheckContext,
-  ExtensionContext,
   GatewayApi,
   JsonValue,
   OwnedResource,
@@ -17,17 +15,14 @@ export type {
   ProviderCreateInput,
   ProviderCredential,
   ProviderCredentialRef,
-  ProviderExtension,
   ProviderFactory,
   ProviderResources,
   ProviderStateStore,
   ProviderUpdateInput,
   ProviderUpdateResult,
   RateSlots,
-  RequestListener,
   RevokeOutcome,
   RotatedSecret,
-  RunningExtension,
   StateChange,
 } from "../provider.js";
 export { writeState } from "../provider.js";

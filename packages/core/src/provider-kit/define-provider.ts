@@ -12,7 +12,7 @@
  * https://github.com/ThomasAribart/json-schema-to-ts
  */
 import type { FromSchema, JSONSchema } from "json-schema-to-ts";
-import type { Provider, ProviderContext, ProviderExtension, ProviderFactory } from "../provider.js";
+import type { Provider, ProviderContext, ProviderFactory } from "../provider.js";
 import { compileSchema } from "../validation.js";
 
 /** A provider's options schema: a JSON Schema object (not a boolean schema), written `as const`. */
@@ -46,8 +46,6 @@ export interface ProviderDefinition<S extends OptionsSchema, R, P extends Provid
    * @throws ConfigError options that are valid in shape but not usable (name the option)
    */
   create(options: R, context: ProviderContext): P | Promise<P>;
-  /** What the package contributes besides credentials, switched on by a config block: see {@link ProviderFactory.extension}. */
-  readonly extension?: ProviderExtension;
 }
 
 /**
@@ -113,6 +111,5 @@ export function defineProvider<
     create(options, context) {
       return definition.create(applyOptionDefaults<S, O, R>(definition.optionsSchema, options), context);
     },
-    ...(definition.extension ? { extension: definition.extension } : {}),
   };
 }

@@ -4,7 +4,7 @@
  * (check-config.ts makes the report); exit 1 when the config is invalid.
  */
 import type { Command } from "commander";
-import { checkConfig, checkConfigReport, configWarnings, describeExtensions } from "../check-config.js";
+import { checkConfig, checkConfigReport, configWarnings, describeEmbeddedGatewayBlock } from "../check-config.js";
 import { importProviderModule } from "../runtime.js";
 import { CONFIG_OPTION, loadConfig } from "./common.js";
 import { EXIT, run } from "./output.js";
@@ -24,8 +24,8 @@ export function register(program: Command): void {
         const out = checkConfigReport(
           config,
           gateways,
-          await describeExtensions(config, gateways, importProviderModule),
-          await configWarnings(config, gateways, importProviderModule),
+          describeEmbeddedGatewayBlock(config),
+          configWarnings(config, gateways),
         );
         await Promise.allSettled([...gateways.values()].map((g) => g.provider.close?.()));
         return { out, code: EXIT.done };

@@ -72,9 +72,10 @@ export function register(program: Command): void {
             tracing: !!tracing,
             // CREDHOOK_MEMORY, which the `credhook` command (bin/credhook.mjs) applies at start
             memory: process.env.CREDHOOK_MEMORY === "lean" ? "lean" : "default",
-            // Each serving extension's URL under its config key (embeddedGateway), and what it tells (the issuer).
-            ...Object.fromEntries(running.extensionUrls),
-            ...Object.assign({}, ...[...running.credhook.extensions.values()].map((e) => e.describe?.() ?? {})),
+            // The embedded gateway's URL as bound, and its OAuth issuer.
+            ...(running.gatewayUrl
+              ? { embeddedGateway: running.gatewayUrl, issuer: running.credhook.embeddedGateway?.issuer }
+              : {}),
           },
           "credhook listening",
         );

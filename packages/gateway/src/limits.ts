@@ -13,8 +13,7 @@
  */
 import { createHash } from "node:crypto";
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes } from "rate-limiter-flexible";
-import type { LocalProvider } from "../index.js";
-import type { UsagePlanLimits } from "../types.js";
+import type { LocalCredentialReader, UsagePlanLimits } from "@credhook/provider-local";
 
 /** A refusal: which limit, and when to try again. */
 export interface LimitRefusal {
@@ -127,7 +126,7 @@ export class PlanLimiter {
   }
 
   /** Limits of `plan` on `provider`'s gateway, created on first use. */
-  private limitsOf(provider: LocalProvider, plan: string): Limit[] {
+  private limitsOf(provider: LocalCredentialReader, plan: string): Limit[] {
     const key = `${provider.gatewayName}${SEP}${plan}`;
     let list = this.limits.get(key);
     if (list) return list;
@@ -153,7 +152,7 @@ export class PlanLimiter {
   }
 
   /** True when some plan in `plans` has limits on `provider`'s gateway. */
-  hasLimits(provider: LocalProvider, plans: readonly string[]): boolean {
+  hasLimits(provider: LocalCredentialReader, plans: readonly string[]): boolean {
     for (const p of plans) if (this.limitsOf(provider, p).length > 0) return true;
     return false;
   }
@@ -164,7 +163,7 @@ export class PlanLimiter {
    * @returns undefined when every limit admits it, else the refusal
    */
   async admit(
-    provider: LocalProvider,
+    provider: LocalCredentialReader,
     credentialId: string,
     plans: readonly string[],
   ): Promise<LimitRefusal | undefined> {

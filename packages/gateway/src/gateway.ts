@@ -1,7 +1,6 @@
 /**
- * @credhook/provider-local/gateway: the embedded gateway — the enforcement
- * point for what the `provider: local` gateways issue, for the proxies
- * operators already run.
+ * The embedded gateway: the enforcement point for what the `provider: local` gateways issue,
+ * for the proxies operators already run.
  *
  * | endpoint (relative to its base) | what |
  * |---|---|
@@ -12,9 +11,9 @@
  * | `GET /.well-known/oauth-authorization-server` | metadata (RFC 8414) |
  * | `GET /.well-known/openid-configuration` | the same metadata, where OpenID Connect discovery looks |
  *
- * The server runs it on its own port (`embeddedGateway.listen`) or under a path
- * prefix of the webhook's port (`embeddedGateway.pathPrefix`) — never behind the
- * webhook's Basic auth — and only when `embeddedGateway:` is configured.
+ * It serves on its own port (`embeddedGateway.listen`) or under a path prefix of the webhook's
+ * port (`embeddedGateway.pathPrefix`) — never behind the webhook's Basic auth; `start.ts` is how
+ * the server starts it.
  */
 import { randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -23,7 +22,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { drainHttpServer } from "@credhook/core";
 import type { Logger, ProviderStateStore } from "@credhook/core/provider";
-import type { LocalProvider } from "../index.js";
+import type { LocalCredentialReader } from "@credhook/provider-local";
 import type { EmbeddedGatewayConfig } from "./config.js";
 import { CredentialDirectory } from "./directory.js";
 import { sendProblem, splitTarget } from "./http.js";
@@ -39,33 +38,6 @@ import {
   type SigningKeyStorage,
 } from "./signing-keys.js";
 
-export { parseEmbeddedGatewayConfig, embeddedGatewaySchema, checkEmbeddedGatewayConfig } from "./config.js";
-export type {
-  EmbeddedGatewayConfig,
-  KeyCheckConfig,
-  LimitsConfig,
-  OAuthConfig,
-  SigningConfig,
-  SigningAlg,
-  ApiPathRule,
-} from "./config.js";
-export { CredentialDirectory } from "./directory.js";
-export type { CredentialGrant, DirectoryOptions } from "./directory.js";
-export { PlanLimiter } from "./limits.js";
-export type { LimitRefusal, SharedLimitsBackend } from "./limits.js";
-export {
-  SigningKeys,
-  EncryptedStoreKeyStorage,
-  FileKeyStorage,
-  GENERATED_KEK_FILE,
-  publicJwk,
-} from "./signing-keys.js";
-export type { KekOrigin, SigningKeyRecord, SigningKeyStorage, SigningKeysOptions } from "./signing-keys.js";
-export { OAuthServer, OAUTH_PATHS } from "./oauth.js";
-export type { VerifiedToken } from "./oauth.js";
-export { KeyCheck, KEY_CHECK_PATH, normalisePath } from "./key-check.js";
-export type { CheckStatus } from "./key-check.js";
-
 /** Name of the provider-state namespace the embedded gateway keeps its own state in (signing keys); no gateway can have it. */
 export const EMBEDDED_GATEWAY_STATE = "@embedded-gateway";
 
@@ -75,8 +47,8 @@ export type GatewayEndpoint = "check" | "token" | "introspection" | "jwks" | "me
 /** Options of {@link EmbeddedGateway.create}. */
 export interface EmbeddedGatewayOptions {
   config: EmbeddedGatewayConfig;
-  /** Every `provider: local` gateway's provider (API-key and client-credentials ones). */
-  providers: LocalProvider[];
+  /** Every `provider: local` gateway's credentials (API-key and client-credentials ones), as provider-local's `localCredentialReader` gives them. */
+  providers: LocalCredentialReader[];
   /** Provider-state namespace for the gateway's own state: `store.stateFor(EMBEDDED_GATEWAY_STATE)`. */
   state: ProviderStateStore;
   /** credhook's data directory (for a generated signing-key encryption key). */

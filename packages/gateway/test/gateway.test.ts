@@ -8,7 +8,7 @@ import { hashSecret, memoryStateStore } from "@credhook/core/provider-kit";
 import { silentLogger } from "@credhook/core";
 import type { ProviderStateStore } from "@credhook/core/provider";
 import { openSqliteStore, type SqliteCredentialStore } from "@credhook/store-sqlite";
-import localProviderFactory, { type LocalProvider, type LocalProviderOptions } from "../src/index.js";
+import localProviderFactory, { type LocalProvider, type LocalProviderOptions } from "@credhook/provider-local";
 import {
   CredentialDirectory,
   EncryptedStoreKeyStorage,
@@ -18,7 +18,7 @@ import {
   parseEmbeddedGatewayConfig,
   PlanLimiter,
   SigningKeys,
-} from "../src/gateway/index.js";
+} from "../src/index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "credhook-gateway-"));
 const stores: SqliteCredentialStore[] = [];
@@ -167,68 +167,6 @@ describe("signing keys: generated, stored encrypted or in a key file, rotated wi
 });
 
 describe("credential directory: lookup by key digest, coherent cache", () => {
-  it("finds a key by its digest through the index; keys created before the index are indexed by ensureKeyIndex", async () => {
-    const state = memoryStateStore();
-    const p = await provider(state);
-    const cred = await p.create({
-      credentialId: randomUUID(),
-      credentialType: "API_KEY",
-      app,
-      apis: [{ id: "orders", usagePlans: ["gold"] }],
-    });
-    expect(await p.findByKeyDigest(hashSecret(cred.apiKey!))).toMatchObject({
-      nativeId: cred.nativeId,
-      enabled: true,
-      apis: [{ id: "orders", usagePlans: ["gold"] }],
-    });
-    expect(await state.get(`key:${hashSecret(cred.apiKey!)}`)).toEqual({ nativeId: cred.nativeId });
-
-    // As an older version left it: a credential without an index entry.
-    await state.put("cred:lkold", {
-      credentialType: "API_KEY",
-      credentialId: "c",
-      secretHash: hashSecret("old-key"),
-      enabled: true,
-      apis: [],
-      appName: "Old",
-      developer: "d",
-      createdAt: "",
-      updatedAt: "",
-    });
-    expect(await p.findByKeyDigest(hashSecret("old-key"))).toBeUndefined();
-    expect(await p.ensureKeyIndex()).toBe(1);
-    expect(await p.findByKeyDigest(hashSecret("old-key"))).toMatchObject({ nativeId: "lkold", appName: "Old" });
-    expect(await p.ensureKeyIndex()).toBe(0);
-  });
-
-  it("a stale index entry never grants: the credential's digest must match", async () => {
-    const state = memoryStateStore();
-    const p = await provider(state);
-    const cred = await p.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [] });
-    await state.put(`key:${hashSecret("other")}`, { nativeId: cred.nativeId });
-    expect(await p.findByKeyDigest(hashSecret("other"))).toBeUndefined();
-  });
-
-  it("an imported key value that another live key of the gateway has is a Conflict", async () => {
-    const p = await provider(memoryStateStore());
-    await p.create({
-      credentialId: randomUUID(),
-      credentialType: "API_KEY",
-      app,
-      apis: [],
-      apiKeyValue: "SameValue0123456789abcdefghijklmnop",
-    });
-    await expect(
-      p.create({
-        credentialId: randomUUID(),
-        credentialType: "API_KEY",
-        app,
-        apis: [],
-        apiKeyValue: "SameValue0123456789abcdefghijklmnop",
-      }),
-    ).rejects.toMatchObject({ status: 409 });
-  });
-
   it("in this process a change invalidates at once; another process sharing the store sees it within the coherence interval", async () => {
     const file = join(dir, `shared-${randomUUID()}.db`);
     const storeA = await openSqliteStore({ path: file });
@@ -337,14 +275,6 @@ describe("plan limits", () => {
     expect(quota!.retryAfterS).toBeLessThanOrEqual(86_400);
     // Another credential has its own counters.
     expect(await limiter.admit(p, "c2", ["p"])).toBeUndefined();
-  });
-
-  it("rejects duplicate plan ids in the options", async () => {
-    await expect(
-      provider(memoryStateStore(), "API_KEY", { usagePlans: ["a", { id: "a", rate: { perSecond: 1 } }] }),
-    ).rejects.toMatchObject({
-      messages: [expect.stringContaining("gateways.local.options.usagePlans[1].id 'a' is listed twice")],
-    });
   });
 });
 

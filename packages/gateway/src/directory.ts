@@ -15,8 +15,7 @@
  */
 import { LRUCache } from "lru-cache";
 import type { GatewayApi, Logger } from "@credhook/core/provider";
-import type { LocalCredentialView, LocalProvider } from "../index.js";
-import type { LocalCredentialChange } from "../types.js";
+import type { LocalCredentialChange, LocalCredentialReader, LocalCredentialView } from "@credhook/provider-local";
 
 /** A live-or-disabled credential as the gateway checks it. */
 export interface CredentialGrant {
@@ -34,7 +33,7 @@ export interface CredentialGrant {
   /** API id → usage plan ids of that API. */
   apis: ReadonlyMap<string, readonly string[]>;
   /** The provider that issued it (for its plans' limits). */
-  provider: LocalProvider;
+  provider: LocalCredentialReader;
   /** Per-API values the key check answers with, computed once per cached entry. */
   memo: Map<string, unknown>;
 }
@@ -53,7 +52,7 @@ export interface DirectoryOptions {
 const NOT_FOUND = Object.freeze({ notFound: true as const });
 type Entry = CredentialGrant | typeof NOT_FOUND;
 
-function grantOf(view: LocalCredentialView, provider: LocalProvider): CredentialGrant {
+function grantOf(view: LocalCredentialView, provider: LocalCredentialReader): CredentialGrant {
   return {
     gateway: view.gateway,
     nativeId: view.nativeId,
@@ -72,8 +71,8 @@ function grantOf(view: LocalCredentialView, provider: LocalProvider): Credential
 /** Finds credentials of the embedded providers, with a coherent bounded cache. */
 export class CredentialDirectory {
   private readonly cache: LRUCache<string, Entry>;
-  private readonly keyProviders: LocalProvider[];
-  private readonly clientProviders: LocalProvider[];
+  private readonly keyProviders: LocalCredentialReader[];
+  private readonly clientProviders: LocalCredentialReader[];
   private readonly unsubscribe: Array<() => void>;
   /** Incremented by every invalidation; a lookup caches its result only when it did not move meanwhile. */
   private generation = 0;
@@ -86,7 +85,7 @@ export class CredentialDirectory {
    * @param options cache bounds and coherence period
    */
   constructor(
-    private readonly providers: LocalProvider[],
+    private readonly providers: LocalCredentialReader[],
     private readonly options: DirectoryOptions,
   ) {
     this.cache = new LRUCache<string, Entry>({ max: options.maxEntries, ttl: options.ttlMs, ttlAutopurge: false });
