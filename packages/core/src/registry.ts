@@ -18,8 +18,8 @@ import type { Logger } from "./logger.js";
 import type { Provider, ProviderExtension, ProviderFactory, ProviderStateStore } from "./provider.js";
 import type { CredentialStore, RateSlots, StoreFactory } from "./store.js";
 import { redactSecrets } from "./provider-kit/redact.js";
+import { resolveOptions } from "./provider-kit/define-provider.js";
 import { redactingLogger, secretOptionValues } from "./provider-kit/secret-options.js";
-import { compileSchema } from "./validation.js";
 
 /** Short provider names and the packages they load. */
 export const BUILTIN_PROVIDERS: Readonly<Record<string, string>> = {
@@ -211,17 +211,15 @@ export async function loadStore(config: CredhookConfig, options: LoadStoreOption
   const [name, raw] = Object.entries(config.store)[0]!;
   const at = `store.${name}`;
   const factory = await loadFactory("store", BUILTIN_STORES[name] ?? name, at, options.importModule);
-  const validate = compileSchema(factory.optionsSchema, { coerceTypes: true, useDefaults: true });
-  const opts = { value: structuredClone(raw) };
-  const schema = validate as unknown as (v: unknown) => boolean;
-  if (!schema(opts.value))
-    throw new ConfigError(formatConfigErrors(validate.errors, at).map((m) => `[store-${factory.type}] ${m}`));
-  return factory.create(opts.value, {
+  const { options: value, errors } = resolveOptions(factory.optionsSchema, raw, { coerceTypes: true });
+  if (errors.length > 0)
+    throw new ConfigError(formatConfigErrors(errors, at).map((m) => `[store-${factory.type}] ${m}`));
+  return factory.create(value, {
     configPath: at,
     baseDir: options.baseDir,
     logger: redactingLogger(
       options.logger.child({ store: factory.type }),
-      secretOptionValues(factory.optionsSchema, opts.value),
+      secretOptionValues(factory.optionsSchema, value),
     ),
     ...(options.waitAtStart ? { waitAtStart: true } : {}),
   });
@@ -243,12 +241,16 @@ export async function loadGateways(
     let secrets: string[] = [];
     try {
       const factory = await loadProviderFactory(gw.provider, `${at}.provider`, options.importModule);
-      const validate = compileSchema(factory.optionsSchema, { coerceTypes: true, useDefaults: true });
-      const opts = structuredClone(gw.options ?? {});
-      if (!validate(opts)) {
-        problems.push(
-          ...formatConfigErrors(validate.errors, `${at}.options`).map((m) => `[provider-${factory.type}] ${m}`),
-        );
+      // the one place defaults are applied (check-config and serve both load gateways here); create gets them as they are
+      const { options: opts, errors } = resolveOptions<Record<string, unknown>>(
+        factory.optionsSchema,
+        gw.options ?? {},
+        {
+          coerceTypes: true,
+        },
+      );
+      if (errors.length > 0) {
+        problems.push(...formatConfigErrors(errors, `${at}.options`).map((m) => `[provider-${factory.type}] ${m}`));
         continue;
       }
       secrets = secretOptionValues(factory.optionsSchema, opts);

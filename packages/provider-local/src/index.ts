@@ -18,7 +18,7 @@
  * provider issues: key checks for NGINX/Envoy, OAuth client credentials, plan limits.
  */
 import { randomUUID } from "node:crypto";
-import { ConfigError, Conflict, InvalidReference, NotFound } from "@credhook/core/errors";
+import { Conflict, InvalidReference, NotFound } from "@credhook/core/errors";
 import {
   defineProvider,
   type CredentialType,
@@ -426,20 +426,19 @@ const localProviderFactory = defineProvider({
   optionsSchema,
   // Every provider core hands the extension is this factory's: the guard only gives them their class's type.
   extension: embeddedGatewayExtension((p): p is LocalProvider => p instanceof LocalProvider),
-  create(options, context: ProviderContext) {
+  problems(options, context) {
     const seen = new Set<string>();
-    const problems: string[] = [];
-    (options.usagePlans ?? []).forEach((p, i) => {
+    return (options.usagePlans ?? []).flatMap((p, i) => {
       const id = typeof p === "string" ? p : p.id;
-      if (seen.has(id))
-        problems.push(
-          `${context.configPath}.usagePlans[${i}]${typeof p === "string" ? "" : ".id"} '${id}' is listed twice`,
-        );
+      const twice = seen.has(id);
       seen.add(id);
+      return twice
+        ? [`${context.configPath}.usagePlans[${i}]${typeof p === "string" ? "" : ".id"} '${id}' is listed twice`]
+        : [];
     });
-    if (problems.length > 0) throw new ConfigError(problems);
-    return new LocalProvider(options, context.state, context.gateway, context.credentialType);
   },
+  create: (options, context: ProviderContext) =>
+    new LocalProvider(options, context.state, context.gateway, context.credentialType),
 });
 
 export default localProviderFactory;
