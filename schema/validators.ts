@@ -68,7 +68,10 @@ function moduleOf(ajv: ReturnType<typeof createAjv>, refs: Record<string, string
   return asEsModule(standaloneCode(ajv, refs));
 }
 
-/** The option sets core compiles a package's `optionsSchema` with: its registry's (loading YAML) and `applyOptionDefaults`'. */
+/**
+ * The option sets core's `resolveOptions` compiles a package's `optionsSchema` with: the registry's (loading YAML,
+ * types coerced) and a direct caller's (a factory's `create` given options as written, `applyOptionDefaults`).
+ */
 export const OPTIONS_COMPILE_SETS: CompileOptions[] = [{ coerceTypes: true, useDefaults: true }, { useDefaults: true }];
 
 /** A validator compiled ahead of time: its key for core's `addPrecompiledValidators` and an ES module whose default export it is. */

@@ -25,6 +25,12 @@ export type MyOptions = OptionsOf<typeof optionsSchema>;
 export default defineProvider({
   type: "mycloud", // short name, in messages and logs
   optionsSchema, // ajv checks the YAML with it; `pnpm schema` puts it in the editors' schema
-  // once per gateway at start-up; options.timeoutMs: number (defaults applied)
+  credentialTypes: ["API_KEY"], // a gateway with another `credentialType` is refused, naming its YAML path
+  // what the schema cannot check, one message per problem naming its YAML path (check-config and serve)
+  problems: (options, context) =>
+    options.region !== "local" && !options.apiToken
+      ? [`${context.configPath}.apiToken: required outside the local emulator (region local)`]
+      : [],
+  // once per gateway at start-up; options.timeoutMs: number (defaults applied, once)
   create: (options, context) => new MyCloudProvider(options.region, options.timeoutMs, context),
 });

@@ -17,9 +17,9 @@ import type { Logger } from "./logger.js";
 import type { Provider, ProviderFactory, ProviderStateStore, RateSlots } from "./provider.js";
 import type { CredentialStore, StoreFactory } from "./store.js";
 import { redactSecrets } from "./provider-kit/redact.js";
+import { resolveOptions } from "./provider-kit/define-provider.js";
 import { redactingLogger, secretOptionValues } from "./provider-kit/secret-options.js";
 import { closestName } from "./suggest.js";
-import { compileSchema } from "./validation.js";
 
 /** Short provider names and the packages they load. */
 export const BUILTIN_PROVIDERS: Readonly<Record<string, string>> = {
@@ -148,8 +148,8 @@ async function loadFactory(
 }
 
 /**
- * A package's options validated by its factory's schema, defaults applied to a copy (the value as written is not
- * changed; a store's options may be a string, as `sqlite: ./data/credhook.db`).
+ * A package's options validated by its factory's schema, defaults applied to a copy ({@link resolveOptions}; the value
+ * as written is not changed; a store's options may be a string, as `sqlite: ./data/credhook.db`).
  * @param raw the options as written
  * @param at their YAML path (`gateways.aws-us.options`, `store.postgres`)
  * @returns `options`, or `problems`: one message per problem, `[provider-aws] <path> …` (an unknown option with the
@@ -161,11 +161,11 @@ function checkedOptions(
   raw: unknown,
   at: string,
 ): { options: unknown } | { problems: string[] } {
-  const validate = compileSchema(factory.optionsSchema, { coerceTypes: true, useDefaults: true });
-  const options = structuredClone(raw);
-  if (validate(options)) return { options };
+  // The one place defaults are applied (check-config and serve both load here): create gets the options as they are.
+  const { options, errors } = resolveOptions(factory.optionsSchema, raw, { coerceTypes: true });
+  if (errors.length === 0) return { options };
   return {
-    problems: formatConfigErrors(validate.errors, at, { schema: factory.optionsSchema, data: options }).map(
+    problems: formatConfigErrors(errors, at, { schema: factory.optionsSchema, data: options }).map(
       (m) => `[${kind}-${factory.type}] ${m}`,
     ),
   };

@@ -7,9 +7,11 @@ import {
   type Provider,
   type ProviderContext,
   type ResolvedOptionsOf,
+  resolveOptions,
 } from "../src/entry/provider.js";
 import { memoryStateStore } from "../src/entry/provider-kit.js";
-import { silentLogger } from "../src/index.js";
+import { ConfigError } from "../src/entry/errors.js";
+import { type CredhookConfig, loadGateways, silentLogger } from "../src/index.js";
 
 const schema = {
   type: "object",
@@ -128,5 +130,90 @@ describe("applyOptionDefaults", () => {
       mode: "delete",
       limits: { perSecond: 10 },
     });
+  });
+});
+
+describe("defaults applied once", () => {
+  it("resolveOptions copies, defaults and checks the options; what it made comes back as it is", () => {
+    const given = { region: "eu", timeoutMs: "7" };
+    const first = resolveOptions<Record<string, unknown>>(schema, given, { coerceTypes: true });
+    expect(first.options).toEqual({ region: "eu", timeoutMs: 7, mode: "delete", limits: { perSecond: 10 } });
+    expect(first.errors).toEqual([]);
+    expect(given).toEqual({ region: "eu", timeoutMs: "7" });
+    const again = resolveOptions(schema, first.options);
+    expect(again.options).toBe(first.options);
+    // against another schema they are options as written again
+    expect(resolveOptions({ ...schema }, first.options).options).not.toBe(first.options);
+    expect(resolveOptions(schema, { region: 1, mode: "x" }).errors.map((e) => e.instancePath)).toEqual([
+      "/region",
+      "/mode",
+    ]);
+  });
+
+  it("core's loader (check-config and serve) resolves a gateway's options, and create gets that very object", async () => {
+    const seen: unknown[] = [];
+    const defined = defineProvider({
+      type: "example",
+      optionsSchema: schema,
+      create: (options) => {
+        seen.push(options);
+        return provider(options);
+      },
+    });
+    // what the loader hands the package's factory, before defineProvider's create runs
+    const handed: unknown[] = [];
+    const factory = {
+      ...defined,
+      create: (options: OptionsOf<typeof schema>, ctx: ProviderContext) => {
+        handed.push(options);
+        return defined.create(options, ctx);
+      },
+    };
+    const gateways = {
+      g: { provider: "example-pkg", credentialType: "API_KEY", options: { region: "eu", timeoutMs: "9" } },
+    };
+    await loadGateways({ gateways } as unknown as CredhookConfig, {
+      importModule: async () => ({ default: factory }),
+      logger: silentLogger,
+      stateFor: () => memoryStateStore(),
+    });
+    expect(seen).toEqual([{ region: "eu", timeoutMs: 9, mode: "delete", limits: { perSecond: 10 } }]);
+    expect(seen[0]).toBe(handed[0]); // resolved by the loader, not a second time by the factory
+  });
+});
+
+describe("the scaffold every provider's index repeated: credential types and option problems", () => {
+  const factory = (created: string[]) =>
+    defineProvider({
+      type: "example",
+      optionsSchema: schema,
+      credentialTypes: ["API_KEY"],
+      problems: (options, ctx) => (options.timeoutMs > 1000 ? [`${ctx.configPath}.timeoutMs: above 1000 ms`] : []),
+      create: (options) => {
+        created.push(options.region);
+        return provider(options);
+      },
+    });
+
+  it("refuses another credential type and every problem in one ConfigError naming the YAML paths, before create runs", () => {
+    const created: string[] = [];
+    let err: unknown;
+    try {
+      factory(created).create({ region: "eu" }, { ...context, credentialType: "CLIENT_CREDENTIALS" });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).messages).toEqual([
+      "[provider-example] gateways.g.credentialType: provider 'example' issues API_KEY credentials only, not CLIENT_CREDENTIALS",
+      "[provider-example] gateways.g.options.timeoutMs: above 1000 ms",
+    ]);
+    expect(created).toEqual([]);
+  });
+
+  it("builds the provider when the type is declared and the options have no problem", async () => {
+    const created: string[] = [];
+    await factory(created).create({ region: "eu", timeoutMs: 10 }, context);
+    expect(created).toEqual(["eu"]);
   });
 });

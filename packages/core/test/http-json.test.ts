@@ -125,3 +125,83 @@ describe("JsonApiClient", () => {
     expect([down?.status, down?.outcomeUnknown]).toEqual([502, true]);
   });
 });
+
+describe("JsonApiClient of a REST gateway: paging, its own rate limit, deletes", () => {
+  const settings = (url: string) => ({
+    baseUrl: url,
+    gateway: "g",
+    headers: { authorization: "Bearer t" },
+    timeoutMs: 2000,
+    maxRetries: 0,
+    maxRetryAfterS: 1,
+    messageOf: (j: unknown) => (j as { message?: string } | undefined)?.message,
+    permissionHint: "grant X",
+  });
+  /** A list of `items` served `size` at a time, paged as `style` says; records each request's query. */
+  async function pagedList(style: "offset" | "startKey", items: Array<{ id: string }>, size = 2) {
+    const queries: URLSearchParams[] = [];
+    server = createServer((req, res) => {
+      const q = new URL(req.url ?? "/", "http://x").searchParams;
+      queries.push(q);
+      res.writeHead(req.headers.authorization === "Bearer t" ? 200 : 401, { "content-type": "application/json" });
+      if (style === "offset") {
+        const from = Number(q.get("offset") ?? 0);
+        const next = from + size < items.length ? String(from + size) : null;
+        res.end(JSON.stringify({ data: items.slice(from, from + size), offset: next }));
+      } else {
+        // Apigee's startKey: the page starts with that item, inclusive
+        const from = q.has("startKey") ? items.findIndex((i) => i.id === q.get("startKey")) : 0;
+        res.end(JSON.stringify({ app: items.slice(from, from + size) }));
+      }
+    });
+    await new Promise<void>((r) => server!.listen(0, "127.0.0.1", r));
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, queries };
+  }
+  const items = ["a", "b", "c", "d", "e"].map((id) => ({ id }));
+
+  it("list reads every page of an `offset`-paged list (Kong) with the page's query and the caller's filter", async () => {
+    const { url, queries } = await pagedList("offset", items);
+    const api = new JsonApiClient({
+      ...settings(url),
+      paging: { query: { size: "1000" }, items: "data", cursor: "offset", next: { field: "offset" } },
+    });
+    expect(await api.list("/consumers", "listing", { tags: "t1,t2" })).toEqual(items);
+    expect(queries.map((q) => q.toString())).toEqual([
+      "size=1000&tags=t1%2Ct2",
+      "size=1000&tags=t1%2Ct2&offset=2",
+      "size=1000&tags=t1%2Ct2&offset=4",
+    ]);
+  });
+
+  it("list reads every page of an inclusive `startKey` list (Apigee), each item once, until a page brings nothing new", async () => {
+    const { url, queries } = await pagedList("startKey", items);
+    const api = new JsonApiClient({
+      ...settings(url),
+      paging: { query: { rows: "1000" }, items: "app", cursor: "startKey", next: { lastItem: "id" } },
+    });
+    expect(await api.list("/apps", "listing")).toEqual(items);
+    expect(queries.map((q) => q.get("startKey"))).toEqual([null, "b", "c", "d", "e"]);
+  });
+
+  it("keeps its own rate limit, named after the API, when given `rateLimit`; a wait past maxRetryAfterS is a 503 at once", async () => {
+    const { url, seen } = await serve([json(200, {})]);
+    const api = new JsonApiClient({ ...settings(url), api: "Test API", rateLimit: { requests: 1, windowMs: 60_000 } });
+    await api.call("GET", "/a", "reading a");
+    const err = await api.call("GET", "/b", "reading b").then(
+      () => undefined,
+      (e: HttpCallFailed) => e.typed,
+    );
+    expect([err?.status, err?.message]).toEqual([503, expect.stringContaining("Test API")]);
+    expect(seen).toEqual(["GET"]);
+    await api.close();
+  });
+
+  it("delete counts a 404 (already gone) as done and fails on anything else but a 2xx", async () => {
+    const { url } = await serve([json(404, {}), json(204, {}), json(409, { message: "in use" })]);
+    const api = new JsonApiClient(settings(url));
+    await expect(api.delete("/x", "deleting x")).resolves.toBeUndefined();
+    await expect(api.delete("/x", "deleting x")).resolves.toBeUndefined();
+    const err = await api.delete("/x", "deleting x").catch((e: HttpCallFailed) => e.typed);
+    expect(err?.message).toBe("[gateway g] deleting x: conflict: in use");
+  });
+});

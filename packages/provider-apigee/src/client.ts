@@ -1,13 +1,13 @@
 /**
- * The Apigee management API (`apigee.googleapis.com/v1/organizations/{org}`) as the
- * provider calls it: core's `JsonApiClient` (fetch, time limit, bounded retries of
- * 429 RESOURCE_EXHAUSTED, typed errors) with a Bearer token from google-auth-library
- * (Application Default Credentials, a key file, or a fixed token for local fakes).
+ * What is Apigee's in how the provider calls the management API
+ * (`apigee.googleapis.com/v1/organizations/{org}`, through core's `JsonApiClient`: fetch, time
+ * limit, bounded retries of 429 RESOURCE_EXHAUSTED, typed errors): the Bearer token from
+ * google-auth-library (Application Default Credentials, a key file, or a fixed token for local
+ * fakes), Google's error message and the IAM permissions a 401/403 names.
  *
  * Errors are Google's `{"error":{"code","message","status"}}`
  * (https://cloud.google.com/apis/design/errors).
  */
-import { JsonApiClient, type RateLimiter } from "@credhook/core/provider-kit";
 import { GoogleAuth, OAuth2Client } from "google-auth-library";
 
 /** How the provider authenticates (the `credentials` option). */
@@ -43,38 +43,9 @@ export function authHeaders(credentials: ApigeeCredentials): () => Promise<Recor
   };
 }
 
-/** Google's error message (`error.message`). */
-function googleMessage(json: unknown): string | undefined {
+/** Google's error message (`error.message`), after its `status` when there is one. */
+export function googleMessage(json: unknown): string | undefined {
   const e = (json as { error?: { message?: unknown; status?: unknown } } | undefined)?.error;
   if (typeof e?.message !== "string") return undefined;
   return typeof e.status === "string" ? `${e.status}: ${e.message}` : e.message;
-}
-
-/** Settings of an {@link ApigeeClient}. */
-export interface ApigeeClientSettings {
-  endpoint: string;
-  organization: string;
-  credentials: ApigeeCredentials;
-  timeoutMs: number;
-  maxRetries: number;
-  maxRetryAfterS: number;
-  limiter?: RateLimiter;
-  gateway: string;
-}
-
-/** The management API of one organisation; paths are relative to `/v1/organizations/{org}`. */
-export class ApigeeClient extends JsonApiClient {
-  constructor(s: ApigeeClientSettings) {
-    super({
-      baseUrl: `${s.endpoint.replace(/\/+$/, "")}/v1/organizations/${encodeURIComponent(s.organization)}`,
-      gateway: s.gateway,
-      headers: authHeaders(s.credentials),
-      timeoutMs: s.timeoutMs,
-      maxRetries: s.maxRetries,
-      maxRetryAfterS: s.maxRetryAfterS,
-      ...(s.limiter ? { limiter: s.limiter } : {}),
-      messageOf: googleMessage,
-      permissionHint: APIGEE_PERMISSIONS,
-    });
-  }
 }

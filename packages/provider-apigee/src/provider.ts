@@ -11,34 +11,21 @@
  * - CLIENT_CREDENTIALS: the app's consumer key and secret are the client id and
  *   secret for Apigee's OAuthV2 token endpoint (client_credentials grant).
  *
- * credhook's mark is in the app's attributes (`credhook-gateway`, `credhook-credential`);
- * nothing without this gateway's mark is changed or deleted, and foreign apps come in
- * only through `adopt`. Developers are shared by a developer's apps and never deleted.
+ * credhook's mark is in the app's attributes (`credhook-gateway`, `credhook-credential`: core's
+ * `attributeMarker`); nothing without this gateway's mark is changed or deleted, and foreign apps
+ * come in only through `adopt`. Developers are shared by a developer's apps and never deleted.
+ * What every such provider shares — the ownership check, revoke's outcomes, findByCredential and
+ * listOwned by the mark, adopt's checks, `partial` after the first write, typed errors, the cached
+ * health probe, the management API's client — is core's `RestGatewayProvider`; this file holds
+ * what is Apigee's.
  */
-import {
-  CachedHealthProbe,
-  GatewayErrors,
-  HttpCallFailed,
-  generateApiKeyValue,
-  randomBase62,
-  unavailableFrom,
-} from "@credhook/core/provider-kit";
-import {
-  Conflict,
-  type CredhookError,
-  InvalidReference,
-  isCredhookError,
-  NotFound,
-  ValidationError,
-} from "@credhook/core/errors";
+import { Conflict, InvalidReference, NotFound } from "@credhook/core/errors";
 import type {
   CredentialSearch,
   CredentialType,
   GatewayApi,
-  Logger,
-  OwnedResource,
-  Provider,
   ProviderCapabilities,
+  ProviderContext,
   ProviderCreateInput,
   ProviderCredential,
   ProviderCredentialRef,
@@ -48,16 +35,16 @@ import type {
   RevokeOutcome,
   RotatedSecret,
 } from "@credhook/core/provider";
-import type { ApigeeClient } from "./client.js";
-
-/** Options after defaults, as the provider uses them. */
-export interface ResolvedApigeeOptions {
-  productMap: Record<string, string>;
-  apiMap: Record<string, string>;
-  appNamePrefix: string;
-  tokenUrl?: string;
-  healthCacheMs: number;
-}
+import {
+  attributeMarker,
+  generateApiKeyValue,
+  type MarkAttribute,
+  randomBase62,
+  type ResourceRef,
+  RestGatewayProvider,
+} from "@credhook/core/provider-kit";
+import { APIGEE_PERMISSIONS, authHeaders, googleMessage } from "./client.js";
+import type { ApigeeProviderOptionsWithDefaults } from "./schema.js";
 
 /** The fields of an Apigee app the provider reads. */
 interface App {
@@ -65,7 +52,7 @@ interface App {
   name: string;
   developerId?: string;
   developerEmail?: string;
-  attributes?: Array<{ name: string; value: string }>;
+  attributes?: MarkAttribute[];
   credentials?: Array<{
     consumerKey: string;
     consumerSecret: string;
@@ -74,29 +61,46 @@ interface App {
   }>;
 }
 
-const GATEWAY_ATTR = "credhook-gateway";
-const CREDENTIAL_ATTR = "credhook-credential";
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
 const enc = encodeURIComponent;
 
 /** Consumer keys and secrets Apigee accepts on import (keys.create: letters, digits, `_`, `-`, ≤ 2 KB). */
 export const APIGEE_KEY_PATTERN = "^[A-Za-z0-9_-]{1,2048}$";
 
-/** The provider; built by the factory in `index.ts`. */
-export class ApigeeProvider implements Provider {
+/** The provider of one Apigee gateway; built by the factory in `index.ts`. */
+export class ApigeeProvider extends RestGatewayProvider<App, readonly MarkAttribute[]> {
   readonly capabilities: ProviderCapabilities;
-  private readonly errors: GatewayErrors;
-  private readonly healthProbe: CachedHealthProbe;
+  private readonly credentialType: CredentialType;
 
+  /**
+   * @param opts the gateway's options, defaults applied
+   * @param context the gateway's name, credential type and logger
+   */
   constructor(
-    private readonly api: ApigeeClient,
-    private readonly opts: ResolvedApigeeOptions,
-    private readonly gateway: string,
-    private readonly credentialType: CredentialType,
-    private readonly logger: Logger,
-    private readonly release: () => Promise<void> = async () => {},
+    private readonly opts: ApigeeProviderOptionsWithDefaults,
+    context: Pick<ProviderContext, "gateway" | "credentialType" | "logger">,
   ) {
+    super(opts, context, {
+      kind: "developer app",
+      product: "Apigee",
+      marker: attributeMarker(context.gateway),
+      client: {
+        api: "Apigee management API",
+        baseUrl: `${opts.endpoint.replace(/\/+$/, "")}/v1/organizations/${enc(opts.organization)}`,
+        headers: authHeaders(opts.credentials),
+        messageOf: googleMessage,
+        permissionHint: APIGEE_PERMISSIONS,
+        // apps.list pages by `startKey`, the first app of the next page (inclusive), `rows` at a time
+        paging: {
+          query: { expand: "true", rows: "1000" },
+          items: "app",
+          cursor: "startKey",
+          next: { lastItem: "appId" },
+        },
+      },
+    });
+    const credentialType = context.credentialType;
+    this.credentialType = credentialType;
     this.capabilities = {
       credentialTypes: [credentialType],
       importsApiKeyValue: credentialType === "API_KEY",
@@ -105,37 +109,45 @@ export class ApigeeProvider implements Provider {
       // A consumer key's approve/revoke switch (developers.apps.keys, `action=revoke|approve`): both kinds are keys.
       disables: [credentialType],
     };
-    this.errors = new GatewayErrors(gateway);
-    this.healthProbe = new CachedHealthProbe(() => this.probe(), { successTtlMs: opts.healthCacheMs });
   }
 
-  /** Stops the client-side rate limiter. */
-  async close(): Promise<void> {
-    await this.release();
-  }
+  // ------------------------------------------------------------------ the app, as RestGatewayProvider asks
 
-  // ------------------------------------------------------------------ marks, names, lookups
+  protected readonly find = (ref: ResourceRef) => this.findApp(ref);
+  protected readonly marksOf = (app: App) => app.attributes;
+  protected readonly describe = (app: App) => ({
+    nativeId: this.nativeIdOf(app),
+    description: `developer app ${app.name}`,
+  });
+  protected readonly resourcesOf = (app: App, ref?: ResourceRef) => this.resources(app, this.developerOf(app, ref));
+  /** Deletes the app, and with it its keys. */
+  protected readonly remove = (app: App, ref: ProviderCredentialRef) =>
+    this.api.delete(this.appPath(this.developerOf(app, ref), app.name), `deleting app ${app.name}`);
+  /** The app named after the credential under the developer (one GET: the name is deterministic). */
+  protected readonly findMarked = async (credentialId: string, search: CredentialSearch) => {
+    const developer = search.app.developer.trim().toLowerCase();
+    if (!EMAIL.test(developer)) return [];
+    const path = this.appPath(developer, this.appNameOf(credentialId));
+    const app = await this.api.get<App>(path, "looking for the credential's app");
+    return app ? [app] : [];
+  };
+  protected readonly listMarked = () => this.listApps();
+  /** One cheap read of the organisation. */
+  protected readonly probe = () => this.api.call("GET", "", "reading the Apigee organisation", { ok: [200] });
+
+  /** The native id of `app`: the app id (API_KEY), the client id of its first key (CLIENT_CREDENTIALS). */
+  private nativeIdOf(app: App): string {
+    return this.credentialType === "API_KEY" ? app.appId : (app.credentials?.[0]?.consumerKey ?? app.appId);
+  }
 
   private appNameOf(credentialId: string): string {
     return `${this.opts.appNamePrefix}${this.gateway}-${credentialId.toLowerCase()}`.replace(/[^A-Za-z0-9._-]/g, "-");
   }
 
-  private attributes(credentialId: string, appName: string): Array<{ name: string; value: string }> {
-    return [
-      { name: GATEWAY_ATTR, value: this.gateway },
-      { name: CREDENTIAL_ATTR, value: credentialId.toLowerCase() },
-      { name: "DisplayName", value: appName.slice(0, 255) },
-    ];
-  }
-
-  /** The credential id the app's attributes mark for this gateway (undefined: not this gateway's). */
-  private markOf(app: App): string | undefined {
-    const attr = (n: string) => app.attributes?.find((a) => a.name === n)?.value;
-    return attr(GATEWAY_ATTR) === this.gateway ? (attr(CREDENTIAL_ATTR) ?? "").toLowerCase() : undefined;
-  }
-
-  private developerOf(app: App, fallback?: string): string {
-    return app.developerEmail ?? fallback ?? app.developerId ?? "";
+  /** The app's developer: its e-mail, else the one the reference kept, else its id. */
+  private developerOf(app: App, ref?: ResourceRef): string {
+    const kept = ref?.resources.developer;
+    return app.developerEmail ?? (typeof kept === "string" ? kept : undefined) ?? app.developerId ?? "";
   }
 
   private resources(app: App, developer: string): ProviderResources {
@@ -146,19 +158,9 @@ export class ApigeeProvider implements Provider {
     return `/developers/${enc(developer)}/apps/${enc(name)}`;
   }
 
-  private typed(err: unknown): CredhookError {
-    if (err instanceof HttpCallFailed) return err.typed;
-    if (isCredhookError(err)) return err;
-    throw err;
-  }
-
-  /** Runs `fn`, turning a failed call into core's typed error. */
-  private async run<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (err) {
-      throw this.typed(err);
-    }
+  /** The `DisplayName` attribute: the portal's app name (Apigee holds at most 255 characters). */
+  private displayName(appName: string): MarkAttribute {
+    return { name: "DisplayName", value: appName.slice(0, 255) };
   }
 
   /**
@@ -188,9 +190,7 @@ export class ApigeeProvider implements Provider {
   }
 
   /** The app a reference names: by the stored app id, else by the native id (an app id, or a client id found among the organisation's apps). */
-  private async find(
-    ref: Pick<ProviderCredentialRef, "nativeId" | "resources" | "credentialType">,
-  ): Promise<App | undefined> {
+  private async findApp(ref: ResourceRef): Promise<App | undefined> {
     const appId =
       typeof ref.resources.appId === "string"
         ? ref.resources.appId
@@ -214,54 +214,13 @@ export class ApigeeProvider implements Provider {
   }
 
   /**
-   * Every app of the organisation, expanded, paged by `startKey` (the first app of the next
-   * page, inclusive) and `rows`. It pages until a page brings nothing new, so a server that
-   * answers fewer rows than asked is still read whole (one more call at the end). `filter`
-   * (apps.list's, e.g. `consumerKey=…`) narrows the listing on the server; callers still check
-   * what comes back, so a server that ignores it is only slower.
+   * Every app of the organisation, expanded, every page (`startKey` paging; a server that answers
+   * fewer rows than asked is still read whole). `filter` (apps.list's, e.g. `consumerKey=…`)
+   * narrows the listing on the server; callers still check what comes back, so a server that
+   * ignores it is only slower.
    */
-  private async listApps(filter?: string): Promise<App[]> {
-    const out: App[] = [];
-    let startKey: string | undefined;
-    for (;;) {
-      const q = new URLSearchParams({
-        expand: "true",
-        rows: "1000",
-        ...(filter ? { filter } : {}),
-        ...(startKey ? { startKey } : {}),
-      });
-      const page =
-        (
-          (await this.api.call("GET", `/apps?${q}`, "listing the organisation's apps", { ok: [200] })).json as
-            | { app?: App[] }
-            | undefined
-        )?.app ?? [];
-      const fresh = startKey ? page.filter((a) => a.appId !== startKey) : page;
-      out.push(...fresh);
-      if (fresh.length === 0) return out;
-      startKey = page[page.length - 1]!.appId;
-    }
-  }
-
-  /** The app of `ref` with this gateway's (and, unless empty, `ref.credentialId`'s) mark. @throws NotFound otherwise */
-  private async owned(ref: ProviderCredentialRef): Promise<{ app: App; credentialId: string; developer: string }> {
-    const app = await this.run(() => this.find(ref));
-    if (!app) throw this.errors.error(NotFound, `credential ${ref.nativeId} does not exist on Apigee`);
-    const credentialId = this.markOf(app);
-    if (credentialId === undefined || (ref.credentialId !== "" && credentialId !== ref.credentialId.toLowerCase())) {
-      throw this.errors.error(
-        NotFound,
-        `app ${app.name} does not carry this gateway's mark${credentialId !== undefined ? ` for credential ${ref.credentialId}` : ""}; nothing was changed`,
-      );
-    }
-    return {
-      app,
-      credentialId,
-      developer: this.developerOf(
-        app,
-        typeof ref.resources.developer === "string" ? ref.resources.developer : undefined,
-      ),
-    };
+  private listApps(filter?: string): Promise<App[]> {
+    return this.api.list<App>("/apps", "listing the organisation's apps", filter ? { filter } : {});
   }
 
   /** The credentials of `app` this credential is: the client id's (CLIENT_CREDENTIALS), else every one. */
@@ -292,13 +251,28 @@ export class ApigeeProvider implements Provider {
     const wanted = new Set(products);
     for (const k of keys) {
       for (const p of (k.apiProducts ?? []).map((x) => x.apiproduct).filter((x) => !wanted.has(x))) {
-        await this.api.call(
-          "DELETE",
+        await this.api.delete(
           `${base}/keys/${enc(k.consumerKey)}/apiproducts/${enc(p)}`,
           `removing API product ${p} from a key of app ${app.name}`,
-          { ok: [200, 404], secrets: [k.consumerKey] },
+          [k.consumerKey],
         );
       }
+    }
+  }
+
+  /** Applies the new product set to the credential's keys (add before remove) and the app's new name. */
+  protected async apply(app: App, _credentialId: string, input: ProviderUpdateInput): Promise<undefined> {
+    const developer = this.developerOf(app, input);
+    const products = await this.productsOf(input.desired);
+    await this.setProducts(developer, app, this.keysOf(app, input.nativeId), products);
+    const display = this.displayName(input.app.appName);
+    if (app.attributes?.find((a) => a.name === display.name)?.value !== display.value) {
+      const kept = (app.attributes ?? []).filter((a) => a.name !== display.name);
+      await this.api.call("POST", `${this.appPath(developer, app.name)}/attributes`, `renaming app ${app.name}`, {
+        body: { attribute: [...kept, display] },
+        ok: [200],
+        idempotent: true,
+      });
     }
   }
 
@@ -319,108 +293,86 @@ export class ApigeeProvider implements Provider {
       );
     const products = await this.productsOf(input.apis);
     const name = this.appNameOf(input.credentialId);
-    const app = await this.run(async () => {
-      if (!(await this.api.get(`/developers/${enc(developer)}`, "reading the developer"))) {
-        await this.api.call("POST", "/developers", "creating the developer", {
-          body: {
-            email: developer,
-            firstName: developer.split("@")[0],
-            lastName: "(portal)",
-            userName: developer.slice(0, 255),
-            attributes: [{ name: "created-by", value: "credhook" }],
-          },
-          ok: [200, 201, 409],
-        });
-      }
-      const res = await this.api.call("POST", `/developers/${enc(developer)}/apps`, `creating app ${name}`, {
+    await this.run(async () => {
+      if (await this.api.get(`/developers/${enc(developer)}`, "reading the developer")) return;
+      await this.api.call("POST", "/developers", "creating the developer", {
         body: {
-          name,
-          attributes: this.attributes(input.credentialId, input.app.appName),
-          apiProducts: this.credentialType === "CLIENT_CREDENTIALS" ? products : [],
+          email: developer,
+          firstName: developer.split("@")[0],
+          lastName: "(portal)",
+          userName: developer.slice(0, 255),
+          attributes: [{ name: "created-by", value: "credhook" }],
         },
         ok: [200, 201, 409],
       });
-      return res.status === 409
-        ? await this.api.get<App>(this.appPath(developer, name), `reading app ${name}`)
-        : (res.json as App);
     });
-    if (!app || this.markOf(app) !== input.credentialId.toLowerCase())
-      throw this.errors.error(Conflict, `app name ${name} is taken by an app without this credential's mark`);
+    const body = {
+      name,
+      attributes: [...this.marker.mark(input.credentialId), this.displayName(input.app.appName)],
+      apiProducts: this.credentialType === "CLIENT_CREDENTIALS" ? products : [],
+    };
+    const app = await this.createOrFind(`/developers/${enc(developer)}/apps`, body, name, input.credentialId, () =>
+      this.api.get<App>(this.appPath(developer, name), `reading app ${name}`),
+    );
+    return this.afterFirstWrite(
+      app,
+      () => this.provision(app, developer, input, products),
+      this.resources(app, developer),
+    );
+  }
+
+  /** The writes of a create after the app: its key (API_KEY: imported) and its API products. */
+  private async provision(
+    app: App,
+    developer: string,
+    input: ProviderCreateInput,
+    products: string[],
+  ): Promise<ProviderCredential> {
     const resources = this.resources(app, developer);
-    try {
-      if (this.credentialType === "CLIENT_CREDENTIALS") {
-        const cred = app.credentials?.[0];
-        if (!cred) throw this.errors.error(NotFound, `app ${name} has no credential`);
-        await this.setProducts(developer, app, [cred], products);
-        return {
-          nativeId: cred.consumerKey,
-          clientSecret: cred.consumerSecret,
-          resources,
-          ...(this.opts.tokenUrl ? { customCredentials: { tokenUrl: this.opts.tokenUrl } } : {}),
-        };
-      }
-      const key = input.apiKeyValue ?? generateApiKeyValue();
-      const base = this.appPath(developer, name);
-      if (!app.credentials?.some((c) => c.consumerKey === key)) {
-        const res = await this.api.call("POST", `${base}/keys`, `importing the key of app ${name}`, {
-          body: { consumerKey: key, consumerSecret: randomBase62(40) },
-          ok: [200, 201, 409],
-          secrets: [key],
-        });
-        if (res.status === 409 && !(await this.api.get(`${base}/keys/${enc(key)}`, `reading the key of app ${name}`))) {
-          throw this.errors.error(
-            Conflict,
-            "the API key value is already a consumer key of another app in the Apigee organisation (409 ALREADY_EXISTS)",
-          );
-        }
-      }
-      const mine = {
-        consumerKey: key,
-        consumerSecret: "",
-        apiProducts: app.credentials?.find((c) => c.consumerKey === key)?.apiProducts ?? [],
+    if (this.credentialType === "CLIENT_CREDENTIALS") {
+      const cred = app.credentials?.[0];
+      if (!cred) throw this.errors.error(NotFound, `app ${app.name} has no credential`);
+      await this.setProducts(developer, app, [cred], products);
+      return {
+        nativeId: cred.consumerKey,
+        clientSecret: cred.consumerSecret,
+        resources,
+        ...(this.opts.tokenUrl ? { customCredentials: { tokenUrl: this.opts.tokenUrl } } : {}),
       };
-      await this.setProducts(developer, app, [mine], products);
-      // Add before remove: the key Apigee generated with the app goes once the imported one holds the products.
-      for (const c of (app.credentials ?? []).filter((x) => x.consumerKey !== key)) {
-        await this.api.call(
-          "DELETE",
-          `${base}/keys/${enc(c.consumerKey)}`,
-          `deleting the generated key of app ${name}`,
-          { ok: [200, 404], secrets: [c.consumerKey] },
+    }
+    const key = input.apiKeyValue ?? generateApiKeyValue();
+    const base = this.appPath(developer, app.name);
+    if (!app.credentials?.some((c) => c.consumerKey === key)) {
+      const res = await this.api.call("POST", `${base}/keys`, `importing the key of app ${app.name}`, {
+        body: { consumerKey: key, consumerSecret: randomBase62(40) },
+        ok: [200, 201, 409],
+        secrets: [key],
+      });
+      if (
+        res.status === 409 &&
+        !(await this.api.get(`${base}/keys/${enc(key)}`, `reading the key of app ${app.name}`))
+      ) {
+        throw this.errors.error(
+          Conflict,
+          "the API key value is already a consumer key of another app in the Apigee organisation (409 ALREADY_EXISTS)",
         );
       }
-      this.logger.info({ appId: app.appId, app: name }, "credential created on Apigee");
-      return { nativeId: app.appId, apiKey: key, resources };
-    } catch (err) {
-      const typed = this.typed(err);
-      typed.partial = {
-        nativeId: this.credentialType === "API_KEY" ? app.appId : (app.credentials?.[0]?.consumerKey ?? app.appId),
-        resources,
-      };
-      throw typed;
     }
+    const mine = {
+      consumerKey: key,
+      consumerSecret: "",
+      apiProducts: app.credentials?.find((c) => c.consumerKey === key)?.apiProducts ?? [],
+    };
+    await this.setProducts(developer, app, [mine], products);
+    // Add before remove: the key Apigee generated with the app goes once the imported one holds the products.
+    for (const c of (app.credentials ?? []).filter((x) => x.consumerKey !== key))
+      await this.api.delete(`${base}/keys/${enc(c.consumerKey)}`, `deleting the generated key of app ${app.name}`, [
+        c.consumerKey,
+      ]);
+    this.logger.info({ appId: app.appId, app: app.name }, "credential created on Apigee");
+    return { nativeId: app.appId, apiKey: key, resources };
   }
 
-  /** Applies the new product set to the credential's keys (add before remove) and the app's new name. @throws NotFound not this gateway's */
-  async update(input: ProviderUpdateInput): Promise<ProviderUpdateResult> {
-    const { app, credentialId, developer } = await this.owned(input);
-    const products = await this.productsOf(input.desired);
-    await this.run(async () => {
-      await this.setProducts(developer, app, this.keysOf(app, input.nativeId), products);
-      const display = app.attributes?.find((a) => a.name === "DisplayName")?.value;
-      if (display !== input.app.appName.slice(0, 255)) {
-        const kept = (app.attributes ?? []).filter((a) => a.name !== "DisplayName");
-        await this.api.call("POST", `${this.appPath(developer, app.name)}/attributes`, `renaming app ${app.name}`, {
-          body: { attribute: [...kept, { name: "DisplayName", value: input.app.appName.slice(0, 255) }] },
-          ok: [200],
-          idempotent: true,
-        });
-      }
-    });
-    return { resources: this.resources(app, developer), ...(input.credentialId === "" ? { credentialId } : {}) };
-  }
-
-  /** Deletes the app (and with it its keys) when it carries this gateway's mark and, unless empty, `ref.credentialId`'s. */
   /**
    * Turns each consumer key of the credential's developer app off (`POST …/keys/{key}?action=revoke`: Apigee then
    * refuses calls and token requests with it) or on again (`action=approve`), after checking the app's mark. The
@@ -429,10 +381,9 @@ export class ApigeeProvider implements Provider {
    */
   async setEnabled(ref: ProviderCredentialRef, enabled: boolean): Promise<RevokeOutcome> {
     return this.run(async () => {
-      const owned = await this.ownedApp(ref);
-      if (typeof owned === "string") return owned;
-      const { app, developer } = owned;
-      const base = this.appPath(developer, app.name);
+      const app = await this.ownedOr(ref);
+      if (typeof app === "string") return app;
+      const base = this.appPath(this.developerOf(app, ref), app.name);
       const status = enabled ? "approved" : "revoked";
       for (const k of (app.credentials ?? []).filter((c) => c.status !== status)) {
         await this.api.call(
@@ -447,114 +398,29 @@ export class ApigeeProvider implements Provider {
     });
   }
 
-  async revoke(ref: ProviderCredentialRef): Promise<RevokeOutcome> {
-    return this.run(async () => {
-      const owned = await this.ownedApp(ref);
-      if (typeof owned === "string") return owned;
-      const { app, developer } = owned;
-      await this.api.call("DELETE", this.appPath(developer, app.name), `deleting app ${app.name}`, { ok: [200, 404] });
-      this.logger.info({ appId: app.appId }, "credential revoked on Apigee");
-      return "revoked";
-    });
-  }
-
-  /**
-   * The developer app of `ref` and its developer when it carries this gateway's mark (and, when `ref.credentialId`
-   * is set, that credential's): what {@link revoke} and {@link setEnabled} act on. `gone` when there is no such app,
-   * `not-owned` (logged, left untouched) when it is not ours.
-   */
-  private async ownedApp(ref: ProviderCredentialRef): Promise<{ app: App; developer: string } | "gone" | "not-owned"> {
-    const app = await this.find(ref);
-    if (!app) return "gone";
-    const mark = this.markOf(app);
-    if (mark === undefined || (ref.credentialId !== "" && mark !== ref.credentialId.toLowerCase())) {
-      this.logger.info(
-        { nativeId: ref.nativeId, credentialId: ref.credentialId },
-        "app is not this gateway's (or not this credential's); left untouched",
-      );
-      return "not-owned";
-    }
-    const developer = this.developerOf(
-      app,
-      typeof ref.resources.developer === "string" ? ref.resources.developer : undefined,
-    );
-    return { app, developer };
-  }
-
-  private ownedResource(app: App): OwnedResource {
-    const credentialId = this.markOf(app);
-    const nativeId = this.credentialType === "API_KEY" ? app.appId : (app.credentials?.[0]?.consumerKey ?? app.appId);
-    return { nativeId, ...(credentialId ? { credentialId } : {}), description: `developer app ${app.name}` };
-  }
-
-  /** The app named after the credential under the developer (one GET: the name is deterministic). */
-  async findByCredential(search: CredentialSearch): Promise<OwnedResource[]> {
-    const developer = search.app.developer.trim().toLowerCase();
-    if (!UUID.test(search.credentialId) || !EMAIL.test(developer)) return [];
-    const app = await this.run(() =>
-      this.api.get<App>(
-        this.appPath(developer, this.appNameOf(search.credentialId)),
-        "looking for the credential's app",
-      ),
-    );
-    return app && this.markOf(app) === search.credentialId.toLowerCase() ? [this.ownedResource(app)] : [];
-  }
-
-  /** Every app of the organisation with this gateway's mark. */
-  async listOwned(): Promise<OwnedResource[]> {
-    return (await this.run(() => this.listApps()))
-      .filter((a) => this.markOf(a) !== undefined)
-      .map((a) => this.ownedResource(a));
-  }
-
   /**
    * Brings an app made outside credhook under this gateway: adds credhook's mark to its
    * attributes (its keys and products stay as they are). Idempotent for the same credential.
-   * @throws ValidationError `ref.credentialId` is not a UUID
-   * @throws NotFound no such app (or, for client credentials, no app holding that client id)
-   * @throws Conflict it carries another gateway's or credential's mark
+   * @throws NotFound no such app (or, for client credentials, no app holding that client id); and `adoptWith`'s errors
    */
-  async adopt(ref: ProviderCredentialRef & { apis: GatewayApi[] }): Promise<ProviderUpdateResult> {
-    if (!UUID.test(ref.credentialId))
-      throw new ValidationError([
-        this.errors.message(`adopt needs credhook's credential id (a UUID), got '${ref.credentialId}'`),
-      ]);
-    return this.run(async () => {
-      const app = await this.find(ref);
-      if (!app) throw this.errors.error(NotFound, `there is no app ${ref.nativeId} on Apigee to adopt`);
+  adopt(ref: ProviderCredentialRef & { apis: GatewayApi[] }): Promise<ProviderUpdateResult> {
+    return this.adoptWith(ref, async (app) => {
       const developer = this.developerOf(app);
-      const mark = this.markOf(app);
-      if (mark === ref.credentialId.toLowerCase()) return { resources: this.resources(app, developer) };
-      const foreign = app.attributes?.find((a) => a.name === GATEWAY_ATTR || a.name === CREDENTIAL_ATTR);
-      if (foreign)
-        throw this.errors.error(
-          Conflict,
-          `app ${app.name} carries another credhook mark (${foreign.name}=${foreign.value}); it is not adopted`,
-        );
+      const display = app.attributes?.find((a) => a.name === "DisplayName") ?? this.displayName(ref.app.appName);
       const kept = (app.attributes ?? []).filter((a) => a.name !== "DisplayName");
-      const attribute = [
-        ...kept,
-        ...this.attributes(
-          ref.credentialId,
-          app.attributes?.find((a) => a.name === "DisplayName")?.value ?? ref.app.appName,
-        ),
-      ];
+      const attribute = [...this.marker.withMark(kept, ref.credentialId), display];
       await this.api.call("POST", `${this.appPath(developer, app.name)}/attributes`, `marking app ${app.name}`, {
         body: { attribute },
         ok: [200],
         idempotent: true,
       });
-      this.logger.warn(
-        { appId: app.appId, credentialId: ref.credentialId },
-        "app made outside credhook adopted: credhook now updates and revokes it",
-      );
-      return { resources: this.resources(app, developer) };
+      return this.resources(app, developer);
     });
   }
 
   /** The consumer key (API_KEY) or the client id's secret. @throws NotFound none, or not this gateway's */
   async readSecret(ref: ProviderCredentialRef): Promise<{ apiKey?: string; clientSecret?: string }> {
-    const { app } = await this.owned(ref);
+    const { resource: app } = await this.owned(ref);
     const key = this.keysOf(app, ref.nativeId).find((c) => c.status !== "revoked");
     if (!key) throw this.errors.error(NotFound, `app ${app.name} has no live key`);
     return this.credentialType === "API_KEY" ? { apiKey: key.consumerKey } : { clientSecret: key.consumerSecret };
@@ -564,7 +430,8 @@ export class ApigeeProvider implements Provider {
   async rotateSecret(ref: ProviderCredentialRef, apiKeyValue?: string): Promise<RotatedSecret> {
     if (this.credentialType !== "API_KEY")
       throw this.errors.error(Conflict, "a client secret is read back, not rotated, on Apigee");
-    const { app, developer } = await this.owned(ref);
+    const { resource: app } = await this.owned(ref);
+    const developer = this.developerOf(app, ref);
     const key = apiKeyValue ?? generateApiKeyValue();
     const base = this.appPath(developer, app.name);
     const old = app.credentials ?? [];
@@ -583,24 +450,11 @@ export class ApigeeProvider implements Provider {
           { body: { apiProducts: products }, ok: [200], secrets: [key], idempotent: true },
         );
       for (const c of old)
-        await this.api.call("DELETE", `${base}/keys/${enc(c.consumerKey)}`, `deleting an old key of app ${app.name}`, {
-          ok: [200, 404],
-          secrets: [c.consumerKey, key],
-        });
+        await this.api.delete(`${base}/keys/${enc(c.consumerKey)}`, `deleting an old key of app ${app.name}`, [
+          c.consumerKey,
+          key,
+        ]);
     });
     return { apiKey: key, resources: this.resources(app, developer) };
-  }
-
-  /** One cheap read of the organisation, cached. @throws UpstreamUnavailable */
-  health(): Promise<void> {
-    return this.healthProbe.check();
-  }
-
-  private async probe(): Promise<void> {
-    try {
-      await this.api.call("GET", "", "reading the Apigee organisation", { ok: [200] });
-    } catch (err) {
-      throw unavailableFrom(this.gateway, this.typed(err), err);
-    }
   }
 }

@@ -4,6 +4,9 @@
  * defaults and their documentation.
  */
 
+import type { OptionsOf, ResolvedOptionsOf } from "@credhook/core/provider";
+import { restClientOptions } from "@credhook/core/provider-kit";
+
 const product = { type: "string", minLength: 1 } as const;
 
 /** The options schema core validates `gateways.<name>.options` with. */
@@ -84,49 +87,21 @@ export const optionsSchema = {
       description:
         "CLIENT_CREDENTIALS: the URL of the proxy running Apigee's OAuthV2 policy (GenerateAccessToken, client_credentials grant) — returned to the portal as customCredentials.tokenUrl.",
     },
-    timeoutMs: {
-      type: "integer",
-      minimum: 100,
-      maximum: 600000,
-      default: 15000,
-      description: "Time limit of one management call (ms), retries included; exceeded: 504. Default 15000.",
-    },
-    maxRetries: {
-      type: "integer",
-      minimum: 0,
-      maximum: 10,
-      default: 2,
-      description: "Retries of a throttled (429) call, and of a failed (5xx, network) read or delete. Default 2.",
-    },
-    maxRetryAfterS: {
-      type: "number",
-      minimum: 0,
-      maximum: 600,
-      default: 10,
-      description: "Longest wait (s) for a throttled call inside one request; longer: 503 at once. Default 10.",
-    },
-    rateLimit: {
-      type: "object",
-      additionalProperties: false,
-      default: {},
-      description:
-        "Client-side limit of management calls: at most `requests` per sliding `windowMs` (plus 50 ms of jitter margin), retries included. Apigee enforces a per-project quota on the management API and answers 429 RESOURCE_EXHAUSTED (https://cloud.google.com/apigee/docs/api-platform/reference/limits); the default (600 per 60 s) stays well below it. 0 requests: no limit.",
-      properties: {
-        requests: {
-          type: "integer",
-          minimum: 0,
-          default: 600,
-          description: "Calls per window; 0 turns the limit off. Default 600.",
-        },
-        windowMs: { type: "integer", minimum: 1, default: 60000, description: "Window length (ms). Default 60000." },
+    ...restClientOptions({
+      call: "management call",
+      timeoutMs: 15000,
+      rateLimit: {
+        requests: 600,
+        windowMs: 60000,
+        description:
+          "Client-side limit of management calls: at most `requests` per sliding `windowMs` (plus 50 ms of jitter margin), retries included. Apigee enforces a per-project quota on the management API and answers 429 RESOURCE_EXHAUSTED (https://cloud.google.com/apigee/docs/api-platform/reference/limits); the default (600 per 60 s) stays well below it. 0 requests: no limit.",
       },
-    },
-    healthCacheMs: {
-      type: "integer",
-      minimum: 0,
-      maximum: 3600000,
-      default: 30000,
-      description: "How long a health() answer is reused (ms). Default 30000.",
-    },
+    }),
   },
 } as const;
+
+/** Options of the `apigee` provider as written in YAML (`gateways.<name>.options`). */
+export type ApigeeProviderOptions = OptionsOf<typeof optionsSchema>;
+
+/** {@link ApigeeProviderOptions} with every schema default applied: what the provider is built from. */
+export type ApigeeProviderOptionsWithDefaults = ResolvedOptionsOf<typeof optionsSchema>;

@@ -35,6 +35,13 @@ export { optionsSchema } from "./schema.js";
 const awsProviderFactory = defineProvider({
   type: "aws",
   optionsSchema,
+  // Cognito app clients need the user pool and the resource server whose scopes they get
+  problems: (o, context) =>
+    context.credentialType !== "CLIENT_CREDENTIALS"
+      ? []
+      : (["userPoolId", "resourceServer"] as const)
+          .filter((k) => !o[k])
+          .map((k) => `${context.configPath}.${k} is required when credentialType is CLIENT_CREDENTIALS`),
   create: (options, context) => new AwsProvider(options, context),
 });
 

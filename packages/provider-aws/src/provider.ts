@@ -4,13 +4,7 @@
  * gateway's `credentialType`.
  */
 import { CachedHealthProbe, gatewayError, gatewayMessage } from "@credhook/core/provider-kit";
-import {
-  ConfigError,
-  isCredhookError,
-  retryAfterOf,
-  UpstreamUnavailable,
-  ValidationError,
-} from "@credhook/core/errors";
+import { isCredhookError, retryAfterOf, UpstreamUnavailable, ValidationError } from "@credhook/core/errors";
 import type {
   CredentialSearch,
   CredentialType,
@@ -29,8 +23,8 @@ import type {
 import { ApiKeyIssuer } from "./api-keys.js";
 import { ClientCredentialsIssuer } from "./client-credentials.js";
 import { acquireLimiters } from "./limits.js";
-import { endpointFor, resolveOptions, type Runtime } from "./runtime.js";
-import type { AwsProviderOptions } from "./types.js";
+import { endpointFor, type Runtime } from "./runtime.js";
+import type { AwsProviderOptionsWithDefaults } from "./types.js";
 
 type Issuer = ApiKeyIssuer | ClientCredentialsIssuer;
 
@@ -42,24 +36,14 @@ export class AwsProvider implements Provider {
   private readonly healthProbe: CachedHealthProbe;
 
   /**
-   * @throws ConfigError CLIENT_CREDENTIALS without `userPoolId` or `resourceServer` (names the YAML path)
+   * @param o the gateway's options, defaults applied and checked by the factory (`index.ts`)
+   * @param context the gateway's name, credential type, logger and shared rate slots
    */
   constructor(
-    options: AwsProviderOptions,
+    o: AwsProviderOptionsWithDefaults,
     private readonly context: ProviderContext,
   ) {
-    const o = resolveOptions(options);
     const type = context.credentialType;
-    if (type === "CLIENT_CREDENTIALS") {
-      const missing = (["userPoolId", "resourceServer"] as const).filter((k) => !o[k]);
-      if (missing.length > 0) {
-        throw new ConfigError(
-          missing.map(
-            (k) => `[provider-aws] ${context.configPath}.${k} is required when credentialType is CLIENT_CREDENTIALS`,
-          ),
-        );
-      }
-    }
     const identity = o.roleArn ?? o.credentials?.accessKeyId ?? "default-chain";
     const service = type === "API_KEY" ? "apiGateway" : "cognito";
     const quotaScope = `${o.region}|${identity}|${endpointFor(o, service) ?? "aws"}`;

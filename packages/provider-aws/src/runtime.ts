@@ -5,20 +5,14 @@
  */
 import { fromTemporaryCredentials } from "@aws-sdk/credential-providers";
 import { StandardRetryStrategy } from "@smithy/core/retry";
-import { applyOptionDefaults, type Logger, type RateSlots } from "@credhook/core/provider";
+import type { Logger, RateSlots } from "@credhook/core/provider";
 import { isCredhookError } from "@credhook/core/errors";
 import type { RateLimiter } from "@credhook/core/provider-kit";
 import { acquireAttempt, type LimiterSet } from "./limits.js";
-import { optionsSchema } from "./schema.js";
 import type { AwsProviderOptions, AwsProviderOptionsWithDefaults } from "./types.js";
 
-/** Options with every default applied. */
+/** Options with every default applied (by the factory: core's `resolveOptions`). */
 export type ResolvedOptions = AwsProviderOptionsWithDefaults;
-
-/** Applies the schema's defaults (for callers that skip core's loading, which applies them too). */
-export function resolveOptions(o: AwsProviderOptions): ResolvedOptions {
-  return applyOptionDefaults(optionsSchema, o);
-}
 
 /** The endpoint to use for `service`, or undefined for the SDK default. */
 export function endpointFor(o: AwsProviderOptions, service: "apiGateway" | "cognito" | "sts"): string | undefined {

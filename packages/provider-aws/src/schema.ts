@@ -1,8 +1,8 @@
 /**
  * JSON Schema (draft 2020-12) of the `options` block of a `provider: aws` gateway: the
  * one source of the options' type ({@link import("./types.js").AwsProviderOptions},
- * derived with `FromSchema`), their defaults (core's `defineProvider` and
- * `resolveOptions` apply them) and their documentation (each `description`, which
+ * derived with `FromSchema`), their defaults (core's `resolveOptions` applies them, once,
+ * as core loads the YAML or in the factory's `create`) and their documentation (each `description`, which
  * editors show from the generated webhook.config.schema.json). Unknown options are rejected
  * (a typo must not silently fall back to a default).
  *

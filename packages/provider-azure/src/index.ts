@@ -12,7 +12,6 @@
  */
 import { createHash } from "node:crypto";
 import { defineProvider, type ProviderContext } from "@credhook/core/provider";
-import { ConfigError } from "@credhook/core/errors";
 import { buildArmClient, buildCredential } from "./client.js";
 import { AzureApimProvider } from "./provider.js";
 import { Adoptions, claimPrefix, otherGatewayOwning, serviceKeyOf } from "./ownership.js";
@@ -22,25 +21,14 @@ import type { AzureProviderOptions, AzureProviderOptionsWithDefaults } from "./t
 
 /**
  * Builds the provider of one gateway from its options as core hands them over: schema-valid
- * (the ids' and the endpoint's patterns, every number's bounds are the schema's) and with every
- * default applied. `context.state` keeps its adoption records (`credhook adopt`); core passes
- * the store's persistent one. What is checked here is what a JSON Schema cannot check: the
- * gateway's credential type (not part of the options), that the endpoint parses as a URL (the
- * schema's pattern checks only its scheme and host's shape), and that no other gateway of this
- * process claims the same `subscriptionIdPrefix` on the same service.
- * @throws ConfigError the gateway issues CLIENT_CREDENTIALS, the endpoint is not a URL,
- *   or another gateway of this process uses the same `subscriptionIdPrefix` on the same service
+ * (the ids' and the endpoint's patterns, every number's bounds are the schema's), with every
+ * default applied, and checked by the factory for what a JSON Schema cannot check (the gateway's
+ * credential type, an endpoint that parses as a URL). `context.state` keeps its adoption records
+ * (`credhook adopt`); core passes the store's persistent one.
+ * @throws ConfigError another gateway of this process uses the same `subscriptionIdPrefix` on the same service
  */
 function buildAzureProvider(options: AzureProviderOptionsWithDefaults, context: ProviderContext): AzureApimProvider {
-  if (context.credentialType !== "API_KEY") {
-    throw new ConfigError([
-      `[provider-azure] ${context.configPath}: Azure API Management issues API_KEY credentials only, not ${context.credentialType}`,
-    ]);
-  }
   const endpoint = options.endpoint;
-  if (!URL.canParse(endpoint)) {
-    throw new ConfigError([`[provider-azure] ${context.configPath}.endpoint: '${endpoint}' is not a URL`]);
-  }
   const { maxRetryAfterS, subscriptionIdPrefix: prefix } = options;
   const serviceKey = serviceKeyOf(endpoint, options.subscriptionId, options.resourceGroup, options.serviceName);
   const releasePrefix = claimPrefix(serviceKey, context.gateway, prefix, context.configPath);
@@ -74,8 +62,19 @@ function buildAzureProvider(options: AzureProviderOptionsWithDefaults, context: 
   );
 }
 
-/** The `azure` provider factory (`provider: azure` in `gateways:`): options typed from, and defaulted by, `schema.ts`. */
-const azureProviderFactory = defineProvider({ type: "azure", optionsSchema, create: buildAzureProvider });
+/**
+ * The `azure` provider factory (`provider: azure` in `gateways:`): options typed from, and defaulted by,
+ * `schema.ts`. Azure API Management issues API keys (subscriptions) only; the endpoint must parse as a
+ * URL (the schema's pattern checks only its scheme and host's shape).
+ */
+const azureProviderFactory = defineProvider({
+  type: "azure",
+  optionsSchema,
+  credentialTypes: ["API_KEY"],
+  problems: (o, context) =>
+    URL.canParse(o.endpoint) ? [] : [`${context.configPath}.endpoint: '${o.endpoint}' is not a URL`],
+  create: buildAzureProvider,
+});
 
 export default azureProviderFactory;
 

@@ -72,7 +72,7 @@ describe("options", () => {
       disables: ["API_KEY"],
     });
     expect(() => createAzureProvider(base, { ...context, credentialType: "CLIENT_CREDENTIALS" })).toThrow(
-      /gateways\.azure-eu\.options: Azure API Management issues API_KEY/,
+      "[provider-azure] gateways.azure-eu.credentialType: provider 'azure' issues API_KEY credentials only, not CLIENT_CREDENTIALS",
     );
   });
 

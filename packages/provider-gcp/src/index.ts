@@ -35,24 +35,13 @@ export { optionsSchema } from "./schema.js";
 /**
  * Creates the provider of one gateway from its options as core hands them over: schema-valid
  * (`projectId`, the `keyIdPrefix` and `serviceTemplate` patterns, every number's bounds are the
- * schema's) and with every default applied. What remains here is what a JSON Schema cannot check:
- * the gateway's credential type (not part of the options), the endpoint's parts, that a key file
- * exists, and that the block maps an API at all (`services` or `serviceTemplate`: a cross-option
- * rule, kept here so that its message names the two options rather than ajv's `anyOf` failure).
- * @throws ConfigError an unusable option (endpoint, a missing key file, no API mapping, CLIENT_CREDENTIALS), naming its YAML path
+ * schema's), with every default applied, and checked by the factory's `credentialTypes` and
+ * `problems`. What remains here needs more than the options' values: the endpoint's parts and
+ * that a key file exists.
+ * @throws ConfigError an unusable endpoint or a missing key file, naming its YAML path
  */
 async function create(options: GcpProviderOptionsWithDefaults, context: ProviderContext): Promise<GcpApiKeysProvider> {
   const at = context.configPath;
-  if (context.credentialType !== "API_KEY") {
-    throw new ConfigError([
-      `[provider-gcp] ${at.replace(/\.options$/, "")}.credentialType: Google Cloud API Keys issue API_KEY credentials only`,
-    ]);
-  }
-  if (!options.services && !options.serviceTemplate) {
-    throw new ConfigError([
-      `[provider-gcp] ${at}: set services (API id -> Google service name) or serviceTemplate, else no API can be mapped`,
-    ]);
-  }
   const endpoint = parseEndpoint(options.endpoint, `[provider-gcp] ${at}.endpoint`);
   const { credentials } = options;
   if (credentials.type === "key-file") {
@@ -72,7 +61,23 @@ async function create(options: GcpProviderOptionsWithDefaults, context: Provider
   return new GcpApiKeysProvider(client, options, `${endpoint.host}:${endpoint.port}`, context);
 }
 
-/** The `gcp` provider factory (default export): options typed from, and defaulted by, `schema.ts`. */
-const factory = defineProvider({ type: "gcp", optionsSchema, create });
+/**
+ * The `gcp` provider factory (default export): options typed from, and defaulted by, `schema.ts`.
+ * Google Cloud API Keys are API keys only; a block must map an API at all (`services` or
+ * `serviceTemplate`: a rule across two options, checked here so that its message names the two
+ * options rather than ajv's `anyOf` failure).
+ */
+const factory = defineProvider({
+  type: "gcp",
+  optionsSchema,
+  credentialTypes: ["API_KEY"],
+  problems: (o, context) =>
+    o.services || o.serviceTemplate
+      ? []
+      : [
+          `${context.configPath}: set services (API id -> Google service name) or serviceTemplate, else no API can be mapped`,
+        ],
+  create,
+});
 
 export default factory;

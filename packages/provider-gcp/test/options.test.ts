@@ -58,9 +58,14 @@ describe("options", () => {
 
   it("create refuses CLIENT_CREDENTIALS, a missing key file, and a block mapping no API, naming the YAML path", async () => {
     const base = { projectId: "p", serviceTemplate: "{apiId}.x.cloud.goog" };
-    await expect(factory.create(base, ctx("CLIENT_CREDENTIALS"))).rejects.toMatchObject({
-      messages: ["[provider-gcp] gateways.gcp.credentialType: Google Cloud API Keys issue API_KEY credentials only"],
-    });
+    // what the options' values alone show is refused before create runs, synchronously
+    expect(() => factory.create(base, ctx("CLIENT_CREDENTIALS"))).toThrow(
+      expect.objectContaining({
+        messages: [
+          "[provider-gcp] gateways.gcp.credentialType: provider 'gcp' issues API_KEY credentials only, not CLIENT_CREDENTIALS",
+        ],
+      }),
+    );
     await expect(
       factory.create({ ...base, credentials: { type: "key-file", path: "/nonexistent/sa.json" } }, ctx()),
     ).rejects.toMatchObject({
@@ -68,10 +73,15 @@ describe("options", () => {
         "[provider-gcp] gateways.gcp.options.credentials.path: cannot read the key file '/nonexistent/sa.json'",
       ],
     });
-    await expect(factory.create({ projectId: "p" }, ctx())).rejects.toMatchObject({
-      status: 500,
-      code: "CONFIG_INVALID",
-    });
+    expect(() => factory.create({ projectId: "p" }, ctx())).toThrow(
+      expect.objectContaining({
+        status: 500,
+        code: "CONFIG_INVALID",
+        messages: [
+          "[provider-gcp] gateways.gcp.options: set services (API id -> Google service name) or serviceTemplate, else no API can be mapped",
+        ],
+      }),
+    );
   });
 
   it("derives keyIds that Google accepts and that are not UUID-like", () => {

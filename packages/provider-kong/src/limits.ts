@@ -1,7 +1,8 @@
 /**
- * Usage plans as Kong's rate-limiting plugin holds them: a plan's limits, how an app's
- * plans merge into the one plugin a consumer has, and the rule Kong holds that plugin's
- * config to.
+ * Usage plans as Kong's rate-limiting plugin holds them, and the rule Kong holds that plugin's
+ * config to. Plans are defined in the `plans` option and merged into the one plugin a consumer
+ * has by core's provider kit (`planLimitsOf`, `refusedPairs`: each window the largest limit of
+ * the app's plans); what is Kong's is here: its windows, its rule and the words for both.
  *
  * Kong's rule (the plugin schema's `custom_validator`, `validate_periods_order` in
  * `kong/plugins/rate-limiting/schema.lua`,
@@ -11,6 +12,7 @@
  * any other config with `400 schema violation` (`The limit for hour(50.0) cannot be lower
  * than the limit for minute(100.0)`), on the plugin's create and on its update alike.
  */
+import type { LimitSources, PlanRule, WindowLimits } from "@credhook/core/provider-kit";
 
 /** The rate-limiting plugin's windows, shortest first (Kong's `ORDERED_PERIODS`). */
 export const WINDOWS = ["second", "minute", "hour", "day", "month", "year"] as const;
@@ -18,73 +20,27 @@ export const WINDOWS = ["second", "minute", "hour", "day", "month", "year"] as c
 /** One of the rate-limiting plugin's windows. */
 export type Window = (typeof WINDOWS)[number];
 
-/** A plan's limits: requests per window (the rate-limiting plugin's config fields of the same names); an absent window is not limited. */
-export type PlanLimits = Partial<Record<Window, number>>;
-
-/** Two windows whose limits break Kong's order: `longer`'s limit is lower than `shorter`'s. */
-export interface PeriodInversion {
-  /** The shorter window (e.g. `minute`). */
-  shorter: Window;
-  /** The longer window whose limit is lower (e.g. `hour`). */
-  longer: Window;
-}
+/** A plan's limits: requests per window (the rate-limiting plugin's config fields of the same names). */
+export type PlanLimits = WindowLimits<Window>;
 
 /** The rule as the messages state it. */
 export const PERIOD_ORDER_RULE =
   "Kong's rate-limiting plugin requires second <= minute <= hour <= day <= month <= year wherever both are set";
 
 /**
- * Every pair of windows of `limits` that Kong's rate-limiting plugin refuses (see the module's
- * comment for Kong's source), shortest window first; empty when Kong accepts them.
+ * What Kong's rate-limiting plugin refuses in `limits` (see the module's comment for Kong's
+ * source): every two windows, both set, whose longer one's limit is lower, shortest first, in
+ * words — `minute 100 above hour 50`, joined by `, `; `source` names where each limit comes from
+ * (`minute 100 (plan 'gold') above …`). Undefined when Kong accepts them.
  */
-export function periodInversions(limits: PlanLimits): PeriodInversion[] {
-  const out: PeriodInversion[] = [];
-  WINDOWS.forEach((shorter, i) => {
-    const low = limits[shorter];
-    if (low === undefined) return;
-    for (const longer of WINDOWS.slice(i + 1)) {
-      const high = limits[longer];
-      if (high !== undefined && high < low) out.push({ shorter, longer });
-    }
-  });
-  return out;
-}
-
-/**
- * The inversions in words: `minute 100 above hour 50`, joined by `, `; `source` names where each
- * window's limit comes from (`minute 100 (plan 'gold') above …`).
- */
-export function describeInversions(
-  limits: PlanLimits,
-  inversions: PeriodInversion[],
-  source?: Partial<Record<Window, string>>,
-): string {
+export function kongRefuses(limits: PlanLimits, source?: LimitSources<Window>): string | undefined {
   const side = (w: Window) => `${w} ${limits[w]}${source?.[w] !== undefined ? ` (plan '${source[w]}')` : ""}`;
-  return inversions.map((x) => `${side(x.shorter)} above ${side(x.longer)}`).join(", ");
-}
-
-/**
- * The limits of several plans on one consumer: each window takes the largest limit of the plans
- * that set it (the one plugin of a consumer carries them all), and `source` the plan it came from
- * (the first of `plans` in its order when several have the same).
- * @param plans plan ids, each a key of `defs`
- * @param defs the `plans` option
- */
-export function mergePlans(
-  plans: readonly string[],
-  defs: Readonly<Record<string, PlanLimits>>,
-): { limits: PlanLimits; source: Partial<Record<Window, string>> } {
-  const limits: PlanLimits = {};
-  const source: Partial<Record<Window, string>> = {};
-  for (const p of plans)
-    for (const w of WINDOWS) {
-      const v = defs[p]?.[w];
-      if (v !== undefined && v > (limits[w] ?? 0)) {
-        limits[w] = v;
-        source[w] = p;
-      }
-    }
-  return { limits, source };
+  const inversions = WINDOWS.flatMap((shorter, i) =>
+    WINDOWS.slice(i + 1)
+      .filter((longer) => (limits[longer] ?? Number.POSITIVE_INFINITY) < (limits[shorter] ?? 0))
+      .map((longer) => `${side(shorter)} above ${side(longer)}`),
+  );
+  return inversions.length > 0 ? inversions.join(", ") : undefined;
 }
 
 /**
@@ -94,30 +50,14 @@ export function mergePlans(
  */
 export function planProblems(plans: Readonly<Record<string, PlanLimits>>, at: string): string[] {
   return Object.entries(plans).flatMap(([plan, limits]) => {
-    const inversions = periodInversions(limits);
-    if (inversions.length === 0) return [];
-    return [
-      `${at}.${plan}: ${describeInversions(limits, inversions)}: Kong refuses this plan (${PERIOD_ORDER_RULE}); raise the longer window's limit or lower the shorter one's`,
-    ];
+    const refused = kongRefuses(limits);
+    return refused === undefined
+      ? []
+      : [
+          `${at}.${plan}: ${refused}: Kong refuses this plan (${PERIOD_ORDER_RULE}); raise the longer window's limit or lower the shorter one's`,
+        ];
   });
 }
 
-/**
- * The pairs of plans that one app cannot have together on this gateway: each is accepted alone,
- * but their merge ({@link mergePlans}) is not. Pairs are enough: a set of plans whose merge Kong
- * refuses holds a pair whose merge it refuses (the plan that gives the shorter window its limit
- * and the one that gives the longer window its limit).
- * @returns `[a, b, what Kong would refuse]`, `a` before `b` in the option's order
- */
-export function conflictingPlanPairs(plans: Readonly<Record<string, PlanLimits>>): Array<[string, string, string]> {
-  const ids = Object.keys(plans);
-  const out: Array<[string, string, string]> = [];
-  ids.forEach((a, i) => {
-    for (const b of ids.slice(i + 1)) {
-      const { limits, source } = mergePlans([a, b], plans);
-      const inversions = periodInversions(limits);
-      if (inversions.length > 0) out.push([a, b, describeInversions(limits, inversions, source)]);
-    }
-  });
-  return out;
-}
+/** Kong's rule on a consumer's merged plans, for the kit's `planLimitsOf` and `refusedPairs`. */
+export const KONG_PLAN_RULE: PlanRule<Window> = { windows: WINDOWS, refusal: kongRefuses, rule: PERIOD_ORDER_RULE };

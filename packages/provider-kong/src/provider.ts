@@ -5,141 +5,106 @@
  * - one *ACL* group per API (the group an `acl` plugin on the API's service or route allows),
  * - a consumer-scoped *rate-limiting* plugin carrying the limits of the app's usage plans.
  *
- * Every entity carries credhook's mark in its `tags`: `credhook`, `credhook-gw:<gateway>`,
- * `credhook-cred:<credential id>` (and `credhook-plan:<plan>` on the plugin). Nothing
- * without this gateway's mark is ever changed or deleted; foreign consumers come in
- * only through `adopt`, which adds the mark.
+ * Every entity carries credhook's mark in its `tags` (core's `tagMarker`): `credhook`,
+ * `credhook-gw:<gateway>`, `credhook-cred:<credential id>` (and `credhook-plan:<plan>` on the
+ * plugin). What every such provider shares — the ownership check before any change, revoke's
+ * outcomes, findByCredential and listOwned by the tags, adopt's checks, `partial` after the
+ * first write, typed errors, the cached health probe — is core's `MarkedResourceProvider`; this
+ * file holds what is Kong's. Kong deletes a consumer's credentials, ACLs and plugins with it, so
+ * revoke is one DELETE after the mark is checked.
  *
- * Kong deletes a consumer's credentials, ACLs and plugins with it, so revoke is one
- * DELETE after the mark is checked.
+ * The Admin API: https://developer.konghq.com/api/gateway/admin-ee/ (entities, paging by
+ * `offset`, tags); errors: Kong's `kong/db/errors.lua` (code 2 schema violation → 400, code 5
+ * unique constraint violation → 409, whose `UNIQUE violation detected on '{key="…"}'` quotes a
+ * key: redacted by each call's `secrets`).
  */
-import {
-  Conflict,
-  InvalidReference,
-  NotFound,
-  PolicyViolation,
-  ValidationError,
-  isCredhookError,
-  type CredhookError,
-} from "@credhook/core/errors";
-import {
-  CachedHealthProbe,
-  GatewayErrors,
-  HttpCallFailed,
-  generateApiKeyValue,
-  unavailableFrom,
-} from "@credhook/core/provider-kit";
-import type {
-  CredentialSearch,
-  GatewayApi,
-  Logger,
-  OwnedResource,
-  Provider,
-  ProviderCapabilities,
-  ProviderCreateInput,
-  ProviderCredential,
-  ProviderCredentialRef,
-  ProviderResources,
-  ProviderUpdateInput,
-  ProviderUpdateResult,
-  RevokeOutcome,
-  RotatedSecret,
-} from "@credhook/core/provider";
-import type { KongAdmin, KongEntity } from "./admin.js";
-import {
-  describeInversions,
-  mergePlans,
-  PERIOD_ORDER_RULE,
-  periodInversions,
-  type PlanLimits,
-  WINDOWS,
-} from "./limits.js";
+import { Conflict, NotFound } from "@credhook/core/errors";
+import type { GatewayApi, ProviderContext, ProviderCreateInput, ProviderCredentialRef } from "@credhook/core/provider";
+import * as kit from "@credhook/core/provider-kit";
+import { KONG_PLAN_RULE, WINDOWS } from "./limits.js";
+import type { KongProviderOptionsWithDefaults } from "./schema.js";
 
-/** Options after defaults, as the provider uses them. */
-export interface ResolvedKongOptions {
-  apiMap: Record<string, string>;
-  plans: Record<string, PlanLimits>;
-  policy: string;
-  usernamePrefix: string;
-  healthCacheMs: number;
+/** Kong's entity fields the provider reads. */
+interface KongEntity {
+  id: string;
+  tags?: string[] | null;
+  [field: string]: unknown;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const GW_TAG = "credhook-gw:";
-const CRED_TAG = "credhook-cred:";
-const PLAN_TAG = "credhook-plan:";
+/** What the RBAC role (or Konnect token) needs; said with every 401/403. */
+const KONG_PERMISSIONS =
+  "the Admin API refused the token: grant its RBAC role create/read/update/delete on /consumers, /consumers/*, /consumers/*/*, /consumers/*/*/* and /plugins/* (Kong Enterprise), or the Konnect token the Control Plane Admin role on this control plane";
 
-/** Tag-safe form of a name: Kong tags hold no `,`, `/` or non-printable characters. */
-export function tagValue(name: string): string {
-  return encodeURIComponent(name);
+/** The header of the `auth` option: Kong Enterprise RBAC's `Kong-Admin-Token`, Konnect's Bearer token, or none. */
+function authHeaders(auth: KongProviderOptionsWithDefaults["auth"]): Record<string, string> {
+  if (auth.type === "rbac-token") return { "kong-admin-token": auth.token };
+  return auth.type === "bearer" ? { authorization: `Bearer ${auth.token}` } : {};
 }
 
-/** The credential id a set of tags marks for `gateway`, `""` when marked for the gateway without one, undefined when not this gateway's. */
-export function markOf(tags: string[] | null | undefined, gateway: string): string | undefined {
-  if (!tags?.includes(`${GW_TAG}${tagValue(gateway)}`)) return undefined;
-  return (
-    tags
-      .find((t) => t.startsWith(CRED_TAG))
-      ?.slice(CRED_TAG.length)
-      .toLowerCase() ?? ""
-  );
+/** The message of Kong's error body (`message`, or Konnect's `detail`). */
+function kongMessage(json: unknown): string | undefined {
+  const o = json as { message?: unknown; detail?: unknown } | undefined;
+  return typeof o?.message === "string" ? o.message : typeof o?.detail === "string" ? o.detail : undefined;
 }
 
-/**
- * True when the plugin `rl` already has `config` (each of its fields; Kong answers `null` for an unset
- * window) and exactly the tags `tags` (in any order): setting them again would change nothing.
- */
-function sameSettings(rl: KongEntity, config: Record<string, unknown>, tags: string[]): boolean {
-  const current = (rl.config ?? {}) as Record<string, unknown>;
-  const had = new Set(rl.tags ?? []);
-  return (
-    Object.entries(config).every(([k, v]) => (current[k] ?? null) === v) &&
-    had.size === new Set(tags).size &&
-    tags.every((t) => had.has(t))
-  );
-}
-
-/** The provider; built by the factory in `index.ts`. */
-export class KongProvider implements Provider {
+/** The provider of one Kong gateway; built by the factory in `index.ts`. */
+export class KongProvider extends kit.RestGatewayProvider<KongEntity, readonly string[]> {
   /** API keys only; a caller-chosen value is imported; the key reads back from key-auth. */
-  readonly capabilities: ProviderCapabilities = {
-    credentialTypes: ["API_KEY"],
-    importsApiKeyValue: true,
-    readsBackSecret: true,
-  };
+  readonly capabilities = { credentialTypes: ["API_KEY" as const], importsApiKeyValue: true, readsBackSecret: true };
 
-  private readonly errors: GatewayErrors;
-  private readonly healthProbe: CachedHealthProbe;
-
+  /**
+   * @param opts the gateway's options, defaults applied
+   * @param context the gateway's name and logger
+   */
   constructor(
-    private readonly admin: KongAdmin,
-    private readonly opts: ResolvedKongOptions,
-    private readonly gateway: string,
-    private readonly logger: Logger,
-    private readonly release: () => Promise<void> = async () => {},
+    private readonly opts: KongProviderOptionsWithDefaults,
+    context: Pick<ProviderContext, "gateway" | "logger">,
   ) {
-    this.errors = new GatewayErrors(gateway);
-    this.healthProbe = new CachedHealthProbe(() => this.probe(), { successTtlMs: opts.healthCacheMs });
+    super(opts, context, {
+      kind: "consumer",
+      product: "Kong",
+      marker: kit.tagMarker(context.gateway),
+      client: {
+        api: "Kong Admin API",
+        baseUrl: opts.adminUrl,
+        headers: authHeaders(opts.auth),
+        messageOf: kongMessage,
+        permissionHint: KONG_PERMISSIONS,
+        // lists page by an opaque `offset`, in pages of at most 1000 (Kong's largest)
+        paging: { query: { size: "1000" }, items: "data", cursor: "offset", next: { field: "offset" } },
+      },
+    });
   }
 
-  /** Stops the client-side rate limiter. */
-  async close(): Promise<void> {
-    await this.release();
+  // ------------------------------------------------------------------ the consumer, as MarkedResourceProvider asks
+
+  protected readonly find = (ref: kit.ResourceRef) => this.consumer(ref.nativeId);
+  protected readonly marksOf = (c: KongEntity) => c.tags;
+  protected readonly describe = (c: KongEntity) => ({ nativeId: c.id, description: `consumer ${c.username ?? c.id}` });
+  protected readonly resourcesOf = (c: KongEntity) => ({ consumerId: c.id, username: String(c.username ?? "") });
+  /** Kong deletes the consumer's key-auth credentials, ACLs and plugins with it. */
+  protected readonly remove = (c: KongEntity) => this.api.delete(`/consumers/${c.id}`, `deleting consumer ${c.id}`);
+  /** One list filtered by the gateway's and the credential's tags. */
+  protected readonly findMarked = (id: string) =>
+    this.consumers(`looking for credential ${id}`, this.marker.mark(id).slice(1));
+  protected readonly listMarked = () => this.consumers("listing credhook's consumers", this.marker.gatewayMark());
+  /** `GET /consumers?size=1`, which also proves the RBAC read permission. */
+  protected readonly probe = () => this.api.call("GET", "/consumers?size=1", "reading the Admin API", { ok: [200] });
+
+  /** The consumer `idOrName` names (its id or its username), or undefined. */
+  private async consumer(idOrName: string): Promise<KongEntity | undefined> {
+    if (idOrName.length === 0) return undefined;
+    return this.api.get<KongEntity>(`/consumers/${encodeURIComponent(idOrName)}`, `reading consumer ${idOrName}`);
   }
 
-  // ------------------------------------------------------------------ marks and mapping
-
-  /** The tags of everything made for `credentialId`. */
-  private mark(credentialId: string): string[] {
-    return ["credhook", `${GW_TAG}${tagValue(this.gateway)}`, `${CRED_TAG}${credentialId.toLowerCase()}`];
+  /** The consumers carrying every tag of `tags`, every page. */
+  private consumers(what: string, tags: readonly string[]): Promise<KongEntity[]> {
+    return this.api.list<KongEntity>("/consumers", what, { tags: tags.join(",") });
   }
 
-  private usernameOf(credentialId: string): string {
-    return `${this.opts.usernamePrefix}${this.gateway}-${credentialId.toLowerCase()}`;
-  }
-
-  private resources(c: KongEntity): ProviderResources {
-    return { consumerId: c.id, username: typeof c.username === "string" ? c.username : "" };
+  /** The entities of a consumer's `kind` (`key-auth`, `acls`, `plugins`), every page. */
+  private children(c: KongEntity, kind: string): Promise<KongEntity[]> {
+    return this.api.list<KongEntity>(`/consumers/${c.id}/${kind}`, `listing the ${kind} of consumer ${c.id}`);
   }
 
   /** ACL groups of `apis` (apiMap, else the id). */
@@ -147,154 +112,66 @@ export class KongProvider implements Provider {
     return [...new Set(apis.map((a) => this.opts.apiMap[a.id] ?? a.id))].sort();
   }
 
-  /**
-   * The plans of `apis` and their merged limits: each window takes the largest limit of the plans.
-   * @throws InvalidReference a plan the `plans` option does not define
-   * @throws PolicyViolation (422) the plans are each valid but their merge is not: Kong's rate-limiting
-   *   plugin would refuse it (a longer window's limit lower than a shorter one's, see `limits.ts`)
-   */
-  private limitsOf(apis: GatewayApi[]): { plans: string[]; limits: PlanLimits | undefined } {
-    const plans = [...new Set(apis.flatMap((a) => a.usagePlans))].sort();
-    const unknown = plans.filter((p) => !Object.hasOwn(this.opts.plans, p));
-    if (unknown.length > 0) {
-      throw this.errors.error(
-        InvalidReference,
-        `usage plan ${unknown.map((p) => `'${p}'`).join(", ")} is not defined in this gateway's 'plans' option; known: ${Object.keys(this.opts.plans).join(", ") || "none"}`,
-      );
-    }
-    if (plans.length === 0) return { plans, limits: undefined };
-    const { limits, source } = mergePlans(plans, this.opts.plans);
-    const inversions = periodInversions(limits);
-    if (inversions.length > 0) {
-      throw this.errors.error(
-        PolicyViolation,
-        `usage plans ${plans.map((p) => `'${p}'`).join(", ")} cannot be combined on this gateway: merged (each window the largest limit of the plans) they give ${describeInversions(limits, inversions, source)}, and ${PERIOD_ORDER_RULE}; give the app plans that fit together, or change the gateway's 'plans' option`,
-      );
-    }
-    return { plans, limits };
-  }
-
-  /** Core's typed error of a failed call (the call's own, or any other error as it is). */
-  private typed(err: unknown): CredhookError {
-    if (err instanceof HttpCallFailed) return err.typed;
-    if (isCredhookError(err)) return err;
-    throw err;
-  }
-
-  /** `err` with `partial`: the consumer exists and core compensates (the provider never cleans up alone). */
-  private withPartial(err: unknown, consumer: KongEntity): CredhookError {
-    const typed = this.typed(err);
-    typed.partial = { nativeId: consumer.id, resources: this.resources(consumer) };
-    return typed;
-  }
-
-  /** The consumer `nativeId` names (id or username), or undefined. */
-  private async consumer(nativeId: string): Promise<KongEntity | undefined> {
-    if (nativeId.length === 0) return undefined;
-    return this.admin.get<KongEntity>(`/consumers/${encodeURIComponent(nativeId)}`, `reading consumer ${nativeId}`);
-  }
-
-  /** The consumer of `ref` when it carries this gateway's mark and (unless empty) `ref.credentialId`'s. @throws NotFound otherwise */
-  private async owned(
-    ref: Pick<ProviderCredentialRef, "nativeId" | "credentialId">,
-  ): Promise<{ consumer: KongEntity; credentialId: string }> {
-    const c = await this.consumer(ref.nativeId).catch((e) => Promise.reject(this.typed(e)));
-    if (!c) throw this.errors.error(NotFound, `consumer ${ref.nativeId} does not exist on Kong`);
-    const credentialId = markOf(c.tags, this.gateway);
-    if (credentialId === undefined || (ref.credentialId !== "" && credentialId !== ref.credentialId.toLowerCase())) {
-      throw this.errors.error(
-        NotFound,
-        `consumer ${ref.nativeId} does not carry this gateway's mark${credentialId !== undefined ? ` for credential ${ref.credentialId}` : ""}; nothing was changed`,
-      );
-    }
-    return { consumer: c, credentialId };
-  }
-
   // ------------------------------------------------------------------ writes
 
   /** Adds the key-auth credential `key` (409 with the same key on this consumer: already there). @throws Conflict the key belongs to another consumer */
-  private async addKey(consumer: KongEntity, key: string, credentialId: string): Promise<KongEntity> {
-    const path = `/consumers/${consumer.id}/key-auth`;
-    const res = await this.admin.call("POST", path, `adding the key-auth credential of consumer ${consumer.id}`, {
-      body: { key, tags: this.mark(credentialId) },
-      ok: [201, 409],
-      secrets: [key],
-    });
-    if (res.status === 201) return res.json as KongEntity;
-    const mine = (await this.admin.list(path, `listing the key-auth credentials of consumer ${consumer.id}`)).find(
-      (k) => k.key === key,
-    );
+  private async addKey(c: KongEntity, key: string, credentialId: string): Promise<KongEntity> {
+    const path = `/consumers/${c.id}/key-auth`;
+    const body = { key, tags: this.marker.mark(credentialId) };
+    const what = `adding the key-auth credential of consumer ${c.id}`;
+    const res = await this.api.call("POST", path, what, { body, ok: [201, 409], secrets: [key] });
+    const mine =
+      res.status === 201 ? (res.json as KongEntity) : (await this.children(c, "key-auth")).find((k) => k.key === key);
     if (mine) return mine;
     throw this.errors.error(
       Conflict,
-      `the API key value is already a key-auth credential of another consumer on Kong (409 unique constraint violation on key)`,
+      "the API key value is already a key-auth credential of another consumer on Kong (409 unique constraint violation on key)",
     );
   }
 
   /**
-   * Brings the consumer's ACL groups and rate-limiting plugin to what `apis` need:
-   * adds missing groups, sets the plugin (unless it already has these limits and plans: a no-op update writes nothing),
-   * then removes the groups credhook added that are no longer needed (add before remove).
-   * Entities without this gateway's mark are left as they are.
-   * @throws InvalidReference | PolicyViolation from {@link limitsOf}, before any write
+   * Brings the consumer's ACL groups and rate-limiting plugin to what `desired` needs: adds missing
+   * groups, sets the plugin (or removes it: no plan), then removes the groups credhook added that
+   * are no longer needed (add before remove). What has no mark of this gateway is left as it is;
+   * what already is as wanted is not written again.
+   * @throws InvalidReference a usage plan not in `plans`; PolicyViolation plans whose merged limits
+   *   Kong refuses (see `limits.ts`): both before any write
+   * @throws Conflict the consumer has a rate-limiting plugin credhook did not create
    */
-  private async applyAccess(consumer: KongEntity, credentialId: string, apis: GatewayApi[]): Promise<void> {
-    const { plans, limits } = this.limitsOf(apis);
-    const groups = this.groupsOf(apis);
-    const tags = this.mark(credentialId);
-    const cpath = `/consumers/${consumer.id}`;
-    const acls = await this.admin.list(`${cpath}/acls`, `listing the ACL groups of consumer ${consumer.id}`);
-    const has = new Set(acls.map((a) => a.group as string));
-    for (const group of groups.filter((g) => !has.has(g))) {
-      await this.admin.call("POST", `${cpath}/acls`, `adding consumer ${consumer.id} to ACL group ${group}`, {
+  protected async apply(c: KongEntity, credentialId: string, input: { desired: GatewayApi[] }): Promise<undefined> {
+    const { plans, limits } = kit.planLimitsOf(input.desired, this.opts.plans, KONG_PLAN_RULE, this.errors);
+    const groups = this.groupsOf(input.desired);
+    const tags = this.marker.mark(credentialId);
+    const at = `/consumers/${c.id}`;
+    const acls = await this.children(c, "acls");
+    for (const group of groups.filter((g) => !acls.some((a) => a.group === g)))
+      await this.api.call("POST", `${at}/acls`, `adding consumer ${c.id} to ACL group ${group}`, {
         body: { group, tags },
         ok: [201, 409],
       });
-    }
-    const plugins = await this.admin.list(`${cpath}/plugins`, `listing the plugins of consumer ${consumer.id}`);
-    const rl = plugins.find((p) => p.name === "rate-limiting");
-    if (rl && markOf(rl.tags, this.gateway) === undefined) {
+    const rl = (await this.children(c, "plugins")).find((p) => p.name === "rate-limiting");
+    if (rl && this.markOf(rl) === undefined)
       throw this.errors.error(
         Conflict,
-        `consumer ${consumer.id} has a rate-limiting plugin (${rl.id}) credhook did not create; remove it or adopt the consumer again`,
+        `consumer ${c.id} has a rate-limiting plugin (${rl.id}) credhook did not create; remove it or adopt the consumer again`,
       );
+    const what = `setting the rate-limiting plugin of consumer ${c.id}`;
+    if (!limits) {
+      if (rl) await this.api.delete(`/plugins/${rl.id}`, `removing the rate-limiting plugin of consumer ${c.id}`);
+    } else {
+      const windows = Object.fromEntries(WINDOWS.map((w) => [w, limits[w] ?? null]));
+      const config = { ...windows, policy: this.opts.policy, limit_by: "consumer" };
+      const body = { config, tags: [...tags, ...plans.map((p) => `credhook-plan:${kit.tagValue(p)}`)] };
+      const created = { name: "rate-limiting", ...body };
+      if (!rl) await this.api.call("POST", `${at}/plugins`, what, { body: created, ok: [201] });
+      else if (!kit.holds(rl, body)) await this.api.call("PATCH", `/plugins/${rl.id}`, what, { body, ok: [200] });
     }
-    const what = `setting the rate-limiting plugin of consumer ${consumer.id}`;
-    const planTags = [...tags, ...plans.map((p) => `${PLAN_TAG}${tagValue(p)}`)];
-    if (limits) {
-      const config = {
-        ...Object.fromEntries(WINDOWS.map((w) => [w, limits[w] ?? null])),
-        policy: this.opts.policy,
-        limit_by: "consumer",
-      };
-      if (rl) {
-        if (!sameSettings(rl, config, planTags))
-          await this.admin.call("PATCH", `/plugins/${rl.id}`, what, { body: { config, tags: planTags }, ok: [200] });
-      } else
-        await this.admin.call("POST", `${cpath}/plugins`, what, {
-          body: { name: "rate-limiting", config, tags: planTags },
-          ok: [201],
-        });
-    } else if (rl) {
-      await this.admin.call(
-        "DELETE",
-        `/plugins/${rl.id}`,
-        `removing the rate-limiting plugin of consumer ${consumer.id}`,
-        { ok: [204, 404] },
-      );
-    }
-    const wanted = new Set(groups);
-    for (const acl of acls.filter(
-      (a) => !wanted.has(a.group as string) && markOf(a.tags, this.gateway) !== undefined,
-    )) {
-      await this.admin.call(
-        "DELETE",
-        `${cpath}/acls/${acl.id}`,
-        `removing consumer ${consumer.id} from ACL group ${String(acl.group)}`,
-        { ok: [204, 404] },
-      );
-    }
+    const unwanted = acls.filter((a) => !groups.includes(a.group as string) && this.markOf(a) !== undefined);
+    for (const a of unwanted)
+      await this.api.delete(`${at}/acls/${a.id}`, `removing consumer ${c.id} from ACL group ${a.group}`);
   }
+
+  // ------------------------------------------------------------------ the provider interface
 
   /**
    * Creates the consumer, its key-auth credential (the imported value, or a generated one),
@@ -305,211 +182,68 @@ export class KongProvider implements Provider {
    * @throws Conflict the key value is another consumer's, or the username is taken by a consumer without this credential's mark
    * @throws Throttled | UpstreamError | UpstreamUnavailable | UpstreamTimeout Admin API failures, with `partial` once the consumer exists
    */
-  async create(input: ProviderCreateInput): Promise<ProviderCredential> {
-    this.limitsOf(input.apis);
-    const username = this.usernameOf(input.credentialId);
-    let consumer: KongEntity;
-    try {
-      const res = await this.admin.call("POST", "/consumers", `creating consumer ${username}`, {
-        body: { username, tags: this.mark(input.credentialId) },
-        ok: [201, 409],
-      });
-      consumer =
-        res.status === 201 ? (res.json as KongEntity) : ((await this.consumer(username)) ?? { id: "", tags: [] });
-    } catch (err) {
-      throw this.typed(err);
-    }
-    if (markOf(consumer.tags, this.gateway) !== input.credentialId.toLowerCase()) {
-      throw this.errors.error(
-        Conflict,
-        `consumer username ${username} is taken by a consumer without this credential's mark`,
-      );
-    }
-    const key = input.apiKeyValue ?? generateApiKeyValue();
-    try {
-      await this.addKey(consumer, key, input.credentialId);
-      await this.applyAccess(consumer, input.credentialId, input.apis);
-    } catch (err) {
-      throw this.withPartial(err, consumer);
-    }
+  async create(input: ProviderCreateInput) {
+    const { credentialId, apis } = input;
+    kit.planLimitsOf(apis, this.opts.plans, KONG_PLAN_RULE, this.errors);
+    const username = `${this.opts.usernamePrefix}${this.gateway}-${credentialId.toLowerCase()}`;
+    const body = { username, tags: this.marker.mark(credentialId) };
+    const consumer = await this.createOrFind("/consumers", body, username, credentialId, () => this.consumer(username));
+    const key = input.apiKeyValue ?? kit.generateApiKeyValue();
+    await this.afterFirstWrite(consumer, async () => {
+      await this.addKey(consumer, key, credentialId);
+      await this.apply(consumer, credentialId, { desired: apis });
+    });
     this.logger.info({ consumer: consumer.id, username }, "credential created on Kong");
-    return { nativeId: consumer.id, apiKey: key, resources: this.resources(consumer) };
+    return { nativeId: consumer.id, apiKey: key, resources: this.resourcesOf(consumer) };
   }
 
   /**
-   * Applies the app's new API/plan set: ACL groups added, the plugin set, groups removed (add before remove);
-   * what already is as wanted is not written again.
-   * @throws NotFound the consumer is gone or not this gateway's (this credential's)
-   * @throws InvalidReference a usage plan not in `plans` (before any write)
-   * @throws PolicyViolation the new plans merge into limits Kong refuses (before any write)
+   * Brings a consumer made outside credhook under this gateway: adds credhook's tags to its key-auth
+   * credentials, the ACL groups of `ref.apis`, its rate-limiting plugin and, last, the consumer.
+   * @throws NotFound the consumer has no key-auth credential (and `adoptWith`'s errors)
    */
-  async update(input: ProviderUpdateInput): Promise<ProviderUpdateResult> {
-    const { consumer, credentialId } = await this.owned(input);
-    try {
-      await this.applyAccess(consumer, credentialId, input.desired);
-    } catch (err) {
-      throw this.typed(err);
-    }
-    return { resources: this.resources(consumer), ...(input.credentialId === "" ? { credentialId } : {}) };
-  }
-
-  /**
-   * Deletes the consumer (Kong deletes its key-auth credentials, ACLs and plugins with it)
-   * when it carries this gateway's mark and, unless `ref.credentialId` is empty, that credential's.
-   */
-  async revoke(ref: ProviderCredentialRef): Promise<RevokeOutcome> {
-    try {
-      const c = await this.consumer(ref.nativeId);
-      if (!c) return "gone";
-      const credentialId = markOf(c.tags, this.gateway);
-      if (credentialId === undefined || (ref.credentialId !== "" && credentialId !== ref.credentialId.toLowerCase())) {
-        this.logger.info(
-          { nativeId: ref.nativeId, credentialId: ref.credentialId },
-          "consumer is not this gateway's (or not this credential's); left untouched",
-        );
-        return "not-owned";
+  adopt(ref: ProviderCredentialRef & { apis: GatewayApi[] }) {
+    return this.adoptWith(ref, async (c) => {
+      const keys = await this.children(c, "key-auth");
+      if (keys.length === 0)
+        throw this.errors.error(NotFound, `consumer ${ref.nativeId} has no key-auth credential to adopt`);
+      const groups = this.groupsOf(ref.apis);
+      const acls = (await this.children(c, "acls")).filter((a) => groups.includes(a.group as string));
+      const plugins = (await this.children(c, "plugins")).filter((p) => p.name === "rate-limiting");
+      const paths = [
+        ...keys.map((k) => [k, `/consumers/${c.id}/key-auth/${k.id}`] as const),
+        ...acls.map((a) => [a, `/consumers/${c.id}/acls/${a.id}`] as const),
+        ...plugins.map((p) => [p, `/plugins/${p.id}`] as const),
+        [c, `/consumers/${c.id}`] as const, // the consumer last: until it carries the mark, nothing of it counts as credhook's
+      ];
+      let marked = c;
+      for (const [e, path] of paths) {
+        const body = { tags: this.marker.withMark(e.tags, ref.credentialId) };
+        marked = (await this.api.call("PATCH", path, `marking ${path}`, { body, ok: [200] })).json as KongEntity;
       }
-      await this.admin.call("DELETE", `/consumers/${c.id}`, `deleting consumer ${c.id}`, { ok: [204, 404] });
-      this.logger.info({ consumer: c.id }, "credential revoked on Kong");
-      return "revoked";
-    } catch (err) {
-      throw this.typed(err);
-    }
-  }
-
-  /** The consumers carrying this gateway's and `search.credentialId`'s tags (one tag-filtered list). */
-  async findByCredential(search: CredentialSearch): Promise<OwnedResource[]> {
-    if (!UUID.test(search.credentialId)) return [];
-    const tags = this.mark(search.credentialId).slice(1);
-    return this.describe(
-      await this.admin
-        .list("/consumers", `looking for credential ${search.credentialId}`, tags)
-        .catch((e) => Promise.reject(this.typed(e))),
-    );
-  }
-
-  /** Every consumer carrying this gateway's tag (paged by offset). */
-  async listOwned(): Promise<OwnedResource[]> {
-    const tags = [`${GW_TAG}${tagValue(this.gateway)}`];
-    return this.describe(
-      await this.admin
-        .list("/consumers", "listing credhook's consumers", tags)
-        .catch((e) => Promise.reject(this.typed(e))),
-    );
-  }
-
-  private describe(consumers: KongEntity[]): OwnedResource[] {
-    return consumers.map((c) => {
-      const credentialId = markOf(c.tags, this.gateway);
-      return {
-        nativeId: c.id,
-        ...(credentialId ? { credentialId } : {}),
-        description: `consumer ${String(c.username ?? c.id)}`,
-      };
+      return this.resourcesOf(marked);
     });
   }
 
-  /**
-   * Brings a consumer made outside credhook under this gateway: adds credhook's tags to the
-   * consumer, its key-auth credentials, the ACL groups of `ref.apis` and its rate-limiting
-   * plugin. Idempotent for the same credential.
-   * @throws ValidationError `ref.credentialId` is not a UUID
-   * @throws NotFound no such consumer, or it has no key-auth credential
-   * @throws Conflict it carries another gateway's or credential's mark
-   */
-  async adopt(ref: ProviderCredentialRef & { apis: GatewayApi[] }): Promise<ProviderUpdateResult> {
-    if (!UUID.test(ref.credentialId))
-      throw new ValidationError([
-        this.errors.message(`adopt needs credhook's credential id (a UUID), got '${ref.credentialId}'`),
-      ]);
-    try {
-      const c = await this.consumer(ref.nativeId);
-      if (!c) throw this.errors.error(NotFound, `there is no consumer ${ref.nativeId} on Kong to adopt`);
-      const mark = markOf(c.tags, this.gateway);
-      const foreignMark = (c.tags ?? []).find((t) => t.startsWith(GW_TAG) || t.startsWith(CRED_TAG));
-      if (mark === ref.credentialId.toLowerCase()) return { resources: this.resources(c) };
-      if (foreignMark)
-        throw this.errors.error(
-          Conflict,
-          `consumer ${ref.nativeId} carries another credhook mark (${foreignMark}); it is not adopted`,
-        );
-      const cpath = `/consumers/${c.id}`;
-      const keys = await this.admin.list(`${cpath}/key-auth`, `listing the key-auth credentials of consumer ${c.id}`);
-      if (keys.length === 0)
-        throw this.errors.error(NotFound, `consumer ${ref.nativeId} has no key-auth credential to adopt`);
-      const tags = this.mark(ref.credentialId);
-      const withMark = (e: KongEntity) => ({ tags: [...new Set([...(e.tags ?? []), ...tags])] });
-      const groups = new Set(this.groupsOf(ref.apis));
-      const acls = (await this.admin.list(`${cpath}/acls`, `listing the ACL groups of consumer ${c.id}`)).filter((a) =>
-        groups.has(a.group as string),
-      );
-      const plugins = (await this.admin.list(`${cpath}/plugins`, `listing the plugins of consumer ${c.id}`)).filter(
-        (p) => p.name === "rate-limiting",
-      );
-      for (const k of keys)
-        await this.admin.call("PATCH", `${cpath}/key-auth/${k.id}`, `marking key-auth credential ${k.id}`, {
-          body: withMark(k),
-          ok: [200],
-        });
-      for (const a of acls)
-        await this.admin.call("PATCH", `${cpath}/acls/${a.id}`, `marking ACL ${a.id}`, {
-          body: withMark(a),
-          ok: [200],
-        });
-      for (const p of plugins)
-        await this.admin.call("PATCH", `/plugins/${p.id}`, `marking plugin ${p.id}`, { body: withMark(p), ok: [200] });
-      // The consumer last: until it carries the mark, nothing of it counts as credhook's.
-      const res = await this.admin.call("PATCH", cpath, `marking consumer ${c.id}`, { body: withMark(c), ok: [200] });
-      this.logger.warn(
-        { consumer: c.id, credentialId: ref.credentialId },
-        "consumer made outside credhook adopted: credhook now updates and revokes it",
-      );
-      return { resources: this.resources(res.json as KongEntity) };
-    } catch (err) {
-      throw this.typed(err);
-    }
-  }
-
   /** The key of the consumer's marked key-auth credential. @throws NotFound none, or not this gateway's */
-  async readSecret(ref: ProviderCredentialRef): Promise<{ apiKey: string }> {
-    const { consumer } = await this.owned(ref);
-    const keys = await this.admin
-      .list(`/consumers/${consumer.id}/key-auth`, `reading the key of consumer ${consumer.id}`)
-      .catch((e) => Promise.reject(this.typed(e)));
-    const key = keys.find((k) => markOf(k.tags, this.gateway) !== undefined && typeof k.key === "string");
-    if (!key) throw this.errors.error(NotFound, `consumer ${consumer.id} has no key-auth credential of credhook's`);
+  async readSecret(ref: ProviderCredentialRef) {
+    const { resource: c } = await this.owned(ref);
+    const keys = await this.run(() => this.children(c, "key-auth"));
+    const key = keys.find((k) => this.markOf(k) !== undefined && typeof k.key === "string");
+    if (!key) throw this.errors.error(NotFound, `consumer ${c.id} has no key-auth credential of credhook's`);
     return { apiKey: key.key as string };
   }
 
   /** Adds a new key-auth credential, then deletes the consumer's other marked ones (add before remove). */
-  async rotateSecret(ref: ProviderCredentialRef, apiKeyValue?: string): Promise<RotatedSecret> {
-    const { consumer, credentialId } = await this.owned(ref);
-    const key = apiKeyValue ?? generateApiKeyValue();
-    try {
-      const added = await this.addKey(consumer, key, credentialId);
-      const path = `/consumers/${consumer.id}/key-auth`;
-      for (const k of await this.admin.list(path, `listing the key-auth credentials of consumer ${consumer.id}`)) {
-        if (k.id !== added.id && markOf(k.tags, this.gateway) !== undefined)
-          await this.admin.call("DELETE", `${path}/${k.id}`, `deleting key-auth credential ${k.id}`, {
-            ok: [204, 404],
-          });
-      }
-    } catch (err) {
-      throw this.typed(err);
-    }
-    return { apiKey: key, resources: this.resources(consumer) };
-  }
-
-  /** One cheap read (`GET /consumers?size=1`, which also proves the RBAC read permission), cached. */
-  health(): Promise<void> {
-    return this.healthProbe.check();
-  }
-
-  private async probe(): Promise<void> {
-    try {
-      await this.admin.call("GET", "/consumers?size=1", "reading the Admin API", { ok: [200] });
-    } catch (err) {
-      throw unavailableFrom(this.gateway, this.typed(err), err);
-    }
+  async rotateSecret(ref: ProviderCredentialRef, apiKeyValue?: string) {
+    const { resource: c, credentialId } = await this.owned(ref);
+    const key = apiKeyValue ?? kit.generateApiKeyValue();
+    await this.run(async () => {
+      const added = await this.addKey(c, key, credentialId);
+      for (const k of await this.children(c, "key-auth"))
+        if (k.id !== added.id && this.markOf(k) !== undefined)
+          await this.api.delete(`/consumers/${c.id}/key-auth/${k.id}`, `deleting key-auth credential ${k.id}`);
+    });
+    return { apiKey: key, resources: this.resourcesOf(c) };
   }
 }

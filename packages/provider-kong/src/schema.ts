@@ -4,7 +4,20 @@
  * defaults and their documentation.
  */
 
-const limit = { type: "integer", minimum: 1, description: "Requests allowed per window." } as const;
+import type { OptionsOf, ResolvedOptionsOf } from "@credhook/core/provider";
+import { restClientOptions, windowPlansOption } from "@credhook/core/provider-kit";
+import { WINDOWS } from "./limits.js";
+
+/** One branch of the `auth` option: a token (a secret) of `type`. */
+function tokenAuth<const T extends string>(type: T, description: string) {
+  const token = { type: "string", minLength: 1, writeOnly: true, description } as const;
+  return {
+    type: "object",
+    additionalProperties: false,
+    required: ["type", "token"],
+    properties: { type: { const: type }, token },
+  } as const;
+}
 
 /** The options schema core validates `gateways.<name>.options` with. */
 export const optionsSchema = {
@@ -26,24 +39,8 @@ export const optionsSchema = {
       default: { type: "none" },
       oneOf: [
         { type: "object", additionalProperties: false, required: ["type"], properties: { type: { const: "none" } } },
-        {
-          type: "object",
-          additionalProperties: false,
-          required: ["type", "token"],
-          properties: {
-            type: { const: "rbac-token" },
-            token: { type: "string", minLength: 1, writeOnly: true, description: "The RBAC user's token." },
-          },
-        },
-        {
-          type: "object",
-          additionalProperties: false,
-          required: ["type", "token"],
-          properties: {
-            type: { const: "bearer" },
-            token: { type: "string", minLength: 1, writeOnly: true, description: "The Konnect access token." },
-          },
-        },
+        tokenAuth("rbac-token", "The RBAC user's token."),
+        tokenAuth("bearer", "The Konnect access token."),
       ],
     },
     apiMap: {
@@ -53,18 +50,10 @@ export const optionsSchema = {
       description:
         "Portal API id → the ACL group the consumer joins for it (the group an `acl` plugin on that API's service or route allows). Unmapped ids are used as they are. Default `{}` (identity).",
     },
-    plans: {
-      type: "object",
-      default: {},
-      description:
-        "Portal usage plan id → its limits, set on the consumer's `rate-limiting` plugin. A plan not listed here is unknown (422). With several plans, each window takes the largest limit of them. Kong's plugin requires second <= minute <= hour <= day <= month <= year wherever both are set (`kong/plugins/rate-limiting/schema.lua`, https://github.com/Kong/kong/blob/master/kong/plugins/rate-limiting/schema.lua): a plan that breaks it is a configuration error, and a request whose plans merge into limits that break it answers 422 (credhook warns of such pairs at start). Default `{}`: an app with no usage plan gets no rate-limiting plugin.",
-      additionalProperties: {
-        type: "object",
-        additionalProperties: false,
-        minProperties: 1,
-        properties: { second: limit, minute: limit, hour: limit, day: limit, month: limit, year: limit },
-      },
-    },
+    plans: windowPlansOption(
+      WINDOWS,
+      "Portal usage plan id → its limits, set on the consumer's `rate-limiting` plugin. A plan not listed here is unknown (422). With several plans, each window takes the largest limit of them. Kong's plugin requires second <= minute <= hour <= day <= month <= year wherever both are set (`kong/plugins/rate-limiting/schema.lua`, https://github.com/Kong/kong/blob/master/kong/plugins/rate-limiting/schema.lua): a plan that breaks it is a configuration error, and a request whose plans merge into limits that break it answers 422 (credhook warns of such pairs at start). Default `{}`: an app with no usage plan gets no rate-limiting plugin.",
+    ),
     policy: {
       enum: ["local", "cluster", "redis"],
       default: "local",
@@ -78,50 +67,21 @@ export const optionsSchema = {
       description:
         "Prefix of the consumer usernames the provider creates (`<prefix><gateway>-<credential id>`). Default `credhook-`.",
     },
-    timeoutMs: {
-      type: "integer",
-      minimum: 100,
-      maximum: 600000,
-      default: 10000,
-      description: "Time limit of one Admin API call (ms), retries included; exceeded: 504. Default 10000.",
-    },
-    maxRetries: {
-      type: "integer",
-      minimum: 0,
-      maximum: 10,
-      default: 2,
-      description: "Retries of a throttled (429) call, and of a failed (5xx, network) read or delete. Default 2.",
-    },
-    maxRetryAfterS: {
-      type: "number",
-      minimum: 0,
-      maximum: 600,
-      default: 10,
-      description:
-        "Longest `Retry-After` (s) waited for inside one request; a longer one answers 503 with it at once. Default 10.",
-    },
-    rateLimit: {
-      type: "object",
-      additionalProperties: false,
-      default: {},
-      description:
-        "Client-side limit of Admin API calls: at most `requests` in any sliding window of `windowMs` (plus 50 ms for clock jitter), retries included; 0 requests: no limit. Self-hosted Kong does not throttle its Admin API; Konnect rate-limits its APIs per organisation and answers 429 with Retry-After (Konnect API reference, https://developer.konghq.com/api/): set it below your organisation's limit there. Default: no limit.",
-      properties: {
-        requests: {
-          type: "integer",
-          minimum: 0,
-          default: 0,
-          description: "Calls per window; 0 turns the limit off. Default 0.",
-        },
-        windowMs: { type: "integer", minimum: 1, default: 1000, description: "Window length (ms). Default 1000." },
+    ...restClientOptions({
+      call: "Admin API call",
+      timeoutMs: 10000,
+      rateLimit: {
+        requests: 0,
+        windowMs: 1000,
+        description:
+          "Client-side limit of Admin API calls: at most `requests` in any sliding window of `windowMs` (plus 50 ms for clock jitter), retries included; 0 requests: no limit. Self-hosted Kong does not throttle its Admin API; Konnect rate-limits its APIs per organisation and answers 429 with Retry-After (Konnect API reference, https://developer.konghq.com/api/): set it below your organisation's limit there. Default: no limit.",
       },
-    },
-    healthCacheMs: {
-      type: "integer",
-      minimum: 0,
-      maximum: 3600000,
-      default: 30000,
-      description: "How long a health() answer is reused (ms). Default 30000.",
-    },
+    }),
   },
 } as const;
+
+/** Options of the `kong` provider as written in YAML (`gateways.<name>.options`). */
+export type KongProviderOptions = OptionsOf<typeof optionsSchema>;
+
+/** {@link KongProviderOptions} with every schema default applied: what the provider is built from. */
+export type KongProviderOptionsWithDefaults = ResolvedOptionsOf<typeof optionsSchema>;

@@ -19,7 +19,7 @@
  * {@link localCredentialReader}, this package's one door for it.
  */
 import { randomUUID } from "node:crypto";
-import { ConfigError, Conflict, InvalidReference, NotFound } from "@credhook/core/errors";
+import { Conflict, InvalidReference, NotFound } from "@credhook/core/errors";
 import {
   defineProvider,
   type CredentialType,
@@ -427,20 +427,19 @@ export function localCredentialReader(provider: Provider): LocalCredentialReader
 const localProviderFactory = defineProvider({
   type: "local",
   optionsSchema,
-  create(options, context: ProviderContext) {
+  problems(options, context) {
     const seen = new Set<string>();
-    const problems: string[] = [];
-    (options.usagePlans ?? []).forEach((p, i) => {
+    return (options.usagePlans ?? []).flatMap((p, i) => {
       const id = typeof p === "string" ? p : p.id;
-      if (seen.has(id))
-        problems.push(
-          `${context.configPath}.usagePlans[${i}]${typeof p === "string" ? "" : ".id"} '${id}' is listed twice`,
-        );
+      const twice = seen.has(id);
       seen.add(id);
+      return twice
+        ? [`${context.configPath}.usagePlans[${i}]${typeof p === "string" ? "" : ".id"} '${id}' is listed twice`]
+        : [];
     });
-    if (problems.length > 0) throw new ConfigError(problems);
-    return new LocalProvider(options, context.state, context.gateway, context.credentialType);
   },
+  create: (options, context: ProviderContext) =>
+    new LocalProvider(options, context.state, context.gateway, context.credentialType),
 });
 
 export default localProviderFactory;

@@ -9,14 +9,14 @@ import {
   defineProvider,
   type GatewayApi,
   type OptionsOf,
-  type OwnedResource,
-  type Provider,
   type ProviderContext,
+  type ProviderCreateInput,
   type ProviderCredentialRef,
+  type ProviderUpdateInput,
   type ResolvedOptionsOf,
-  type RevokeOutcome,
 } from "@credhook/core/provider";
-import { InvalidReference, NotFound } from "@credhook/core/errors";
+import { InvalidReference } from "@credhook/core/errors";
+import { keyValueMarker, MarkedResourceProvider, type ResourceRef } from "@credhook/core/provider-kit";
 
 /** One key as Example Cloud holds it. `tags` carry credhook's mark. */
 export interface CloudKey {
@@ -45,9 +45,10 @@ export class ExampleCloud {
   async deleteKey(id: string): Promise<void> {
     this.keys.delete(id);
   }
-  /** Keys whose tag `name` has `value` (clouds filter by tag server-side). */
-  async findByTag(name: string, value: string): Promise<CloudKey[]> {
-    return [...this.keys.values()].filter((k) => k.tags[name] === value).map((k) => structuredClone(k));
+  /** Keys that carry every tag of `tags` (clouds filter by tag server-side). */
+  async findByTags(tags: Readonly<Record<string, string>>): Promise<CloudKey[]> {
+    const match = (k: CloudKey) => Object.entries(tags).every(([name, value]) => k.tags[name] === value);
+    return [...this.keys.values()].filter(match).map((k) => structuredClone(k));
   }
 }
 
@@ -87,93 +88,83 @@ export type ExampleOptions = OptionsOf<typeof optionsSchema>;
 /** The accounts of this process (a real provider builds an SDK client from its options instead). */
 export const accounts = new Map<string, ExampleCloud>();
 
-/** Tag names of credhook's mark: which gateway made the key, for which credential. */
-const GATEWAY_TAG = "credhook-gateway";
-const CREDENTIAL_TAG = "credhook-credential";
-
 const plansOf = (apis: GatewayApi[]) => [...new Set(apis.flatMap((a) => a.usagePlans))].sort();
 
-/** The Example Cloud provider of one gateway. */
-export class ExampleProvider implements Provider {
+/**
+ * The Example Cloud provider of one gateway. What every provider of marked resources shares is
+ * core's `MarkedResourceProvider` (the ownership check, revoke's `gone` / `not-owned`,
+ * findByCredential and listOwned by the mark, typed errors, the cached health probe); what is
+ * left is the cloud's: the hooks (one line each) and create, update's writes and readSecret.
+ */
+export class ExampleProvider extends MarkedResourceProvider<CloudKey, Readonly<Record<string, string>>> {
   readonly capabilities = { credentialTypes: ["API_KEY" as const], importsApiKeyValue: true, readsBackSecret: true };
+
   constructor(
     private readonly cloud: ExampleCloud,
     private readonly options: ResolvedOptionsOf<typeof optionsSchema>,
-    private readonly context: ProviderContext,
-  ) {}
+    context: ProviderContext,
+  ) {
+    // the mark: two tags, `credhook-gateway` and `credhook-credential`; a real provider caches health for an option
+    const marker = keyValueMarker(context.gateway);
+    super({
+      gateway: context.gateway,
+      logger: context.logger,
+      kind: "key",
+      product: "Example Cloud",
+      marker,
+      healthCacheMs: 0,
+    });
+  }
+
+  protected readonly find = (ref: ResourceRef) => this.cloud.getKey(ref.nativeId);
+  protected readonly marksOf = (key: CloudKey) => key.tags;
+  protected readonly describe = (key: CloudKey) => ({ nativeId: key.id, description: `key ${key.id} (${key.name})` });
+  protected readonly resourcesOf = (key: CloudKey) => ({ plans: key.plans });
+  protected readonly remove = (key: CloudKey) => this.cloud.deleteKey(key.id);
+  protected readonly findMarked = (credentialId: string) => this.cloud.findByTags(this.marker.mark(credentialId));
+  protected readonly listMarked = () => this.cloud.findByTags(this.marker.gatewayMark());
+  // a real provider makes one cheap authenticated call here
+  protected readonly probe = async () => {};
 
   /** @throws InvalidReference a usage plan the account does not have (checked before any write) */
   private checkPlans(apis: GatewayApi[]): string[] {
     const plans = plansOf(apis);
     const unknown = plans.filter((p) => !this.cloud.plans.has(p));
-    if (unknown.length > 0)
-      throw new InvalidReference(`[gateway ${this.context.gateway}] unknown usage plan(s): ${unknown.join(", ")}`);
+    if (unknown.length > 0) throw this.errors.error(InvalidReference, `unknown usage plan(s): ${unknown.join(", ")}`);
     return plans;
   }
 
-  /** The key behind `ref` when it carries this gateway's mark (and `ref.credentialId`'s, when set). */
-  private async owned(ref: ProviderCredentialRef): Promise<CloudKey | "gone" | "not-owned"> {
-    const key = await this.cloud.getKey(ref.nativeId);
-    if (!key) return "gone";
-    const mine =
-      key.tags[GATEWAY_TAG] === this.context.gateway &&
-      (ref.credentialId === "" || key.tags[CREDENTIAL_TAG] === ref.credentialId);
-    return mine ? key : "not-owned";
-  }
-
-  async create(input: Parameters<Provider["create"]>[0]) {
+  async create(input: ProviderCreateInput) {
     const plans = this.checkPlans(input.apis);
     const key = await this.cloud.createKey({
       value: input.apiKeyValue ?? randomBytes(this.options.keyBytes).toString("base64url"),
       name: input.app.appName,
       plans,
-      tags: { [GATEWAY_TAG]: this.context.gateway, [CREDENTIAL_TAG]: input.credentialId },
+      tags: this.marker.mark(input.credentialId),
     });
-    return { nativeId: key.id, apiKey: key.value, resources: { plans } };
+    return { nativeId: key.id, apiKey: key.value, resources: this.resourcesOf(key) };
   }
 
-  async update(input: Parameters<Provider["update"]>[0]) {
-    const key = await this.owned(input);
-    if (typeof key === "string")
-      throw new NotFound(`[gateway ${this.context.gateway}] no key ${input.nativeId} of this gateway`);
-    const plans = this.checkPlans(input.desired);
-    await this.cloud.putKey({ ...key, name: input.app.appName, plans });
-    return { resources: { plans }, credentialId: key.tags[CREDENTIAL_TAG] };
-  }
-
-  async revoke(ref: ProviderCredentialRef): Promise<RevokeOutcome> {
-    const key = await this.owned(ref);
-    if (typeof key === "string") return key;
-    await this.cloud.deleteKey(key.id);
-    return "revoked";
-  }
-
-  async findByCredential(search: Parameters<NonNullable<Provider["findByCredential"]>>[0]): Promise<OwnedResource[]> {
-    const keys = await this.cloud.findByTag(CREDENTIAL_TAG, search.credentialId);
-    return keys
-      .filter((k) => k.tags[GATEWAY_TAG] === this.context.gateway)
-      .map((k) => ({ nativeId: k.id, credentialId: search.credentialId, description: `key ${k.id} (${k.name})` }));
+  protected async apply(key: CloudKey, _credentialId: string, input: ProviderUpdateInput) {
+    const updated = { ...key, name: input.app.appName, plans: this.checkPlans(input.desired) };
+    await this.cloud.putKey(updated);
+    return updated;
   }
 
   async readSecret(ref: ProviderCredentialRef) {
-    const key = await this.owned(ref);
-    if (typeof key === "string")
-      throw new NotFound(`[gateway ${this.context.gateway}] no key ${ref.nativeId} of this gateway`);
-    return { apiKey: key.value };
-  }
-
-  async health(): Promise<void> {
-    // A real provider makes one cheap authenticated call here and throws UpstreamUnavailable when it fails.
+    return { apiKey: (await this.owned(ref)).resource.value };
   }
 }
 
 /**
  * What the package default-exports: `provider: <package name>` in webhook.config.yaml
- * loads it. `create` gets the options typed from the schema, defaults applied.
+ * loads it. `create` gets the options typed from the schema, defaults applied; a gateway
+ * whose `credentialType` is not in `credentialTypes` is refused before it runs.
  */
 const exampleProviderFactory = defineProvider({
   type: "example",
   optionsSchema,
+  credentialTypes: ["API_KEY"],
   create(options, context) {
     let cloud = accounts.get(options.account);
     if (!cloud) accounts.set(options.account, (cloud = new ExampleCloud(new Set(options.plans))));

@@ -1,7 +1,7 @@
 // The minimal provider of CONTRIBUTING.md (examples/minimal-provider.ts) passes the
 // conformance suite with its ownership checks on: effects seen in its "cloud", nothing left
 // behind, foreign keys and another gateway's keys left alone. (Its create is one write and its
-// cloud lists nothing: the failure rules and paging run in failure-rules.test.ts.) Its options come from one
+// cloud's lists have no pages: the failure rules and paging run in failure-rules.test.ts.) Its options come from one
 // schema (defineProvider): core's loader checks them with it and applies its defaults.
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { ConfigError } from "@credhook/core/errors";

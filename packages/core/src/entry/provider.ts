@@ -28,12 +28,14 @@ export type {
 export { writeState } from "../provider.js";
 export type {
   DefinedProviderFactory,
+  DirectCreate,
   OptionsOf,
   OptionsSchema,
   ProviderDefinition,
+  ResolvedOptions,
   ResolvedOptionsOf,
 } from "../provider-kit/define-provider.js";
-export { applyOptionDefaults, defineProvider } from "../provider-kit/define-provider.js";
+export { applyOptionDefaults, defineProvider, resolveOptions } from "../provider-kit/define-provider.js";
 /** Types the interface refers to, re-exported so that a provider needs no other entry point for them. */
 export type { CredentialType } from "../contract.js";
 /** Every credential type of the contract, in its order (what a provider may declare in `capabilities.credentialTypes`). */

@@ -16,7 +16,7 @@ import {
   UpstreamTimeout,
   UpstreamUnavailable,
 } from "../errors.js";
-import { type RateLimiter, RateLimitQueueFull } from "./rate-limit.js";
+import { type RateLimiter, RateLimitQueueFull, SlidingWindowLimiter } from "./rate-limit.js";
 import { redactSecrets } from "./redact.js";
 import { retryAfterFromHeaders } from "./retry-after.js";
 
@@ -250,23 +250,63 @@ export class HttpCallFailed extends Error {
   }
 }
 
+/**
+ * How a list endpoint pages (read by {@link JsonApiClient.list}): the answer's field holding the
+ * page's items, and where the next page's cursor comes from, which the next call sends as the
+ * query parameter `cursor`.
+ */
+export interface ListPaging {
+  /** Query parameters of every page's call (the page size: Kong `size`, Apigee `rows`). */
+  query?: Record<string, string>;
+  /** The answer's field that holds the page's items (Kong `data`, Apigee `app`); absent: an empty page. */
+  items: string;
+  /** The query parameter that carries the cursor (Kong `offset`, Apigee `startKey`). */
+  cursor: string;
+  /**
+   * Where the next cursor is. `{ field }`: a field of the answer (Kong's `offset`), absent or null
+   * on the last page. `{ lastItem }`: a field of the page's last item, and the next page starts
+   * with that item (Apigee's inclusive `startKey`): it is not counted twice, and the listing ends
+   * at a page with nothing new, so a server that answers fewer items than asked is still read whole.
+   */
+  next: { field: string } | { lastItem: string };
+}
+
 /** Settings of a {@link JsonApiClient}. */
 export interface JsonApiSettings {
   /** Base URL every path is appended to (no trailing slash needed). */
   baseUrl: string;
   /** The gateway's name, for messages. */
   gateway: string;
-  /** Headers of each attempt's call (authorization); may refresh a token. */
-  headers: () => Record<string, string> | Promise<Record<string, string>>;
+  /** Headers of every call (authorization): fixed, or read before each call (a token that refreshes). */
+  headers: Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>);
+  /** Time limit of one call, retries and their waits included, ms. */
   timeoutMs: number;
+  /** Retries of a throttled answer (and of a 5xx or network failure of an idempotent call). */
   maxRetries: number;
+  /** Longest `Retry-After` waited for inside a call, seconds. */
   maxRetryAfterS: number;
+  /** A client-side limiter of the caller's (shared, stopped by the caller); one slot per attempt. */
   limiter?: RateLimiter;
+  /**
+   * A client-side limit the client keeps itself when no {@link limiter} is given (the `rateLimit`
+   * option of `restClientOptions`): at most `requests` attempts, retries included, in any
+   * sliding window of `windowMs` plus 50 ms for clock jitter; 0 requests: no limit. Its limiter is
+   * named {@link api} and stopped by {@link JsonApiClient.close}.
+   */
+  rateLimit?: { requests: number; windowMs: number };
+  /** The API's name, e.g. `Kong Admin API`: the name of the {@link rateLimit}'s limiter. @default `<gateway> API` */
+  api?: string;
+  /** How the API's list endpoints page, for {@link JsonApiClient.list}. */
+  paging?: ListPaging;
   /** The gateway's own message in an error body (Kong `message`, Google `error.message`), if any. */
   messageOf: (json: unknown) => string | undefined;
   /** Words for 401/403 answers: which permission to grant. */
   permissionHint: string;
 }
+
+/** The value at `field` of `json` when it is an object, else undefined. */
+const fieldOf = (json: unknown, field: string): unknown =>
+  typeof json === "object" && json !== null ? (json as Record<string, unknown>)[field] : undefined;
 
 /**
  * A JSON API of one gateway: {@link httpJson} with the gateway's headers, limits and
@@ -275,9 +315,21 @@ export interface JsonApiSettings {
  */
 export class JsonApiClient {
   private readonly base: string;
+  /** The limiter of {@link JsonApiSettings.rateLimit}, which {@link close} stops. */
+  private readonly ownLimiter: RateLimiter | undefined;
+  /** The limiter each attempt takes a slot of: the caller's, else the client's own, else none. */
+  private readonly limiter: RateLimiter | undefined;
 
   constructor(private readonly s: JsonApiSettings) {
     this.base = s.baseUrl.replace(/\/+$/, "");
+    const { requests = 0, windowMs = 1000 } = s.limiter ? {} : (s.rateLimit ?? {});
+    if (requests > 0) this.ownLimiter = new SlidingWindowLimiter(requests, windowMs + 50, s.api ?? `${s.gateway} API`);
+    this.limiter = s.limiter ?? this.ownLimiter;
+  }
+
+  /** Stops the limiter the client built from {@link JsonApiSettings.rateLimit} (a caller's limiter is left running). */
+  async close(): Promise<void> {
+    await this.ownLimiter?.stop();
   }
 
   /**
@@ -297,14 +349,14 @@ export class JsonApiClient {
       res = await httpJson({
         url: `${this.base}${path}`,
         method,
-        headers: await this.s.headers(),
+        headers: typeof this.s.headers === "function" ? await this.s.headers() : this.s.headers,
         body: options.body,
         timeoutMs: this.s.timeoutMs,
         maxRetries: this.s.maxRetries,
         maxRetryAfterS: this.s.maxRetryAfterS,
         // A POST creates: a 5xx may have been applied, so it is not resent. GET, PUT, PATCH and DELETE are idempotent.
         idempotent: options.idempotent ?? method !== "POST",
-        ...(this.s.limiter ? { limiter: this.s.limiter } : {}),
+        ...(this.limiter ? { limiter: this.limiter } : {}),
       });
     } catch (err) {
       if (!(err instanceof HttpTransportError)) throw err;
@@ -322,9 +374,49 @@ export class JsonApiClient {
     throw new HttpCallFailed(res, typed);
   }
 
+  /**
+   * A DELETE of something that may already be gone: any 2xx, or a 404, is done.
+   * @param secrets values to redact from the gateway's message (a key in the path)
+   * @throws HttpCallFailed any other answer, or none
+   */
+  async delete(path: string, what: string, secrets: readonly string[] = []): Promise<void> {
+    await this.call("DELETE", path, what, { ok: [200, 202, 204, 404], secrets });
+  }
+
   /** The body of a GET, or undefined on 404. @throws HttpCallFailed other failures */
   async get<T>(path: string, what: string): Promise<T | undefined> {
     const res = await this.call("GET", path, what, { ok: [200, 404] });
     return res.status === 404 ? undefined : (res.json as T);
+  }
+
+  /**
+   * Every item of a list endpoint, page after page as {@link JsonApiSettings.paging} says (one GET
+   * each; an answer other than 200 fails the whole listing).
+   * @param path the list's path, without a query
+   * @param what what is being listed, for messages
+   * @param query query parameters of every page besides the paging's own (a filter: Kong `tags`)
+   * @throws HttpCallFailed a page failed; Error the client has no `paging` setting
+   */
+  async list<T>(path: string, what: string, query: Record<string, string> = {}): Promise<T[]> {
+    const paging = this.s.paging;
+    if (!paging) throw new Error(`JsonApiClient of gateway ${this.s.gateway}: list() needs the paging setting`);
+    const out: T[] = [];
+    let cursor: string | undefined;
+    for (;;) {
+      const q = new URLSearchParams({ ...paging.query, ...query, ...(cursor ? { [paging.cursor]: cursor } : {}) });
+      const json = (await this.call("GET", `${path}?${q}`, what, { ok: [200] })).json;
+      const page = (fieldOf(json, paging.items) as T[] | undefined) ?? [];
+      const next = paging.next;
+      if ("field" in next) {
+        out.push(...page);
+        cursor = (fieldOf(json, next.field) as string | null | undefined) ?? undefined;
+        if (!cursor) return out;
+        continue;
+      }
+      const fresh = cursor ? page.filter((item) => fieldOf(item, next.lastItem) !== cursor) : page;
+      out.push(...fresh);
+      if (fresh.length === 0) return out;
+      cursor = String(fieldOf(page[page.length - 1], next.lastItem));
+    }
   }
 }
