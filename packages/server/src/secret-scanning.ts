@@ -443,3 +443,43 @@ function failed(credentialId: string, err: unknown): TokenReport["credentials"][
     },
   };
 }
+
+/** The secret-scanning alert endpoint (`secretScanning.github`): its path and its handler (`githubAlertHandler`). */
+export interface SecretScanningEndpoint {
+  path: string;
+  /** Answers `POST path` after a `jsonBody` with `raw` (it checks GitHub's signature over the body's bytes). */
+  handler: RequestHandler;
+}
+
+/**
+ * The alert endpoint of `secretScanning.github`: its path and its handler (GitHub's keys loaded), undefined when
+ * the block is absent.
+ * @param configFile the config file's path, whose folder a relative key `file` is read from
+ * @param deps what the handler acts through (the orchestrator, the store, the logger, the metrics' callback)
+ * @param reserved credhook's own endpoints' paths on the same port, which the alert's path may not be
+ * @throws ConfigError its path is one of credhook's own endpoints, or a key cannot be used
+ */
+export function scanningEndpoint(
+  github: GithubSecretScanningConfig | undefined,
+  configFile: string | undefined,
+  deps: Omit<GithubAlertDeps, "config" | "keys">,
+  reserved: readonly string[],
+): SecretScanningEndpoint | undefined {
+  if (!github) return undefined;
+  if (reserved.includes(github.path))
+    throw new ConfigError([`secretScanning.github.path ${github.path} is one of credhook's own endpoints`]);
+  const keys = githubKeysOf(github, configFile)!;
+  return { path: github.path, handler: githubAlertHandler({ config: github, keys, ...deps }) };
+}
+
+/**
+ * Refuses an alert path the embedded gateway would answer.
+ * @param gatewayPath where the embedded gateway answers on the webhook's port (`pathPrefix`), when it does
+ * @throws ConfigError the alert endpoint's path is under it
+ */
+export function checkScanningPath(scanning: SecretScanningEndpoint | undefined, gatewayPath: string | undefined): void {
+  const path = scanning?.path;
+  const under = gatewayPath;
+  if (path && under && (path === under || path.startsWith(`${under}/`)))
+    throw new ConfigError([`secretScanning.github.path ${path} is under ${under}, where the embedded gateway answers`]);
+}
