@@ -102,6 +102,10 @@ export function credhookVitestConfig(include: string[], projectRoot: string = ro
             name: "e2e",
             include: under(projectRoot, E2E_FILES),
             isolate: false,
+            // Tests here wait on processes they start (a `credhook` command is 1–2 s of start-up on a quiet 2-core
+            // machine, several times that under test:stress's CPU hogs), some on eight in a row: a generous bound,
+            // not a timed assertion.
+            testTimeout: 90_000,
             globalSetup: [`${root}scripts/postgres-global-setup.ts`],
           },
         },
