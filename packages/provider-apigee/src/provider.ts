@@ -35,6 +35,7 @@ import type {
   CredentialSearch,
   CredentialType,
   GatewayApi,
+  JsonValue,
   Logger,
   OwnedResource,
   Provider,
@@ -589,6 +590,14 @@ export class ApigeeProvider implements Provider {
         });
     });
     return { apiKey: key, resources: this.resources(app, developer) };
+  }
+
+  /**
+   * The API product a plan maps to (`productMap`), for core's drift report. Undefined: an unmapped plan (its id is
+   * the product's, defined in Apigee).
+   */
+  planDefinition(planId: string): JsonValue | undefined {
+    return this.opts.productMap[planId];
   }
 
   /** One cheap read of the organisation, cached. @throws UpstreamUnavailable */

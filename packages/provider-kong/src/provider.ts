@@ -32,6 +32,7 @@ import {
 import type {
   CredentialSearch,
   GatewayApi,
+  JsonValue,
   Logger,
   OwnedResource,
   Provider,
@@ -498,6 +499,15 @@ export class KongProvider implements Provider {
       throw this.typed(err);
     }
     return { apiKey: key, resources: this.resources(consumer) };
+  }
+
+  /**
+   * A plan's limits as the `plans` option gives them (what its consumers' rate-limiting plugin carries): core keeps
+   * their fingerprint, and a plan whose limits change is reported as drift until `credhook apply` updates the
+   * plugins. Undefined: a plan the option does not define.
+   */
+  planDefinition(planId: string): JsonValue | undefined {
+    return Object.hasOwn(this.opts.plans, planId) ? (this.opts.plans[planId] as unknown as JsonValue) : undefined;
   }
 
   /** One cheap read (`GET /consumers?size=1`, which also proves the RBAC read permission), cached. */
