@@ -103,9 +103,9 @@ export interface GatewayConfig {
   /**
    * A gateway on its way out (docs/gateway-migration.md): it takes no new credential — a create routed to it, or
    * an update that would put a credential on it, answers 422 naming it — while the credentials it holds keep
-   * working: their updates and revokes reach it as before, and `credhook apply` moves them off it. Keep a gateway
-   * with live credentials under `gateways:` with `retired: true` until `credhook apply --prune` has emptied it:
-   * `check-config` and `serve` refuse a config that drops it while it still holds some. @default false
+   * working: their updates and revokes reach it as before (`credhook apply --dry-run` lists them). Keep a gateway
+   * with live credentials under `gateways:` with `retired: true` until none is left on it: `check-config` and
+   * `serve` refuse a config that drops it while it still holds some. @default false
    */
   retired?: boolean;
 }

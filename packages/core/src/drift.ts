@@ -205,7 +205,7 @@ export function summarizeDrift(topology: DriftTopology, records: Iterable<Creden
 export function strandedProblems(summary: DriftSummary): string[] {
   return Object.entries(summary.stranded).map(
     ([gateway, n]) =>
-      `gateways.${gateway}: the config no longer has gateway '${gateway}', but ${n} live credential${n === 1 ? " is" : "s are"} still on it (a portal update or revoke of ${n === 1 ? "it" : "them"} could not reach it): put it back under gateways: with retired: true, run \`credhook apply --prune\` to move ${n === 1 ? "it" : "them"} to the gateways the routes name, then remove it`,
+      `gateways.${gateway}: the config no longer has gateway '${gateway}', but ${n} live credential${n === 1 ? " is" : "s are"} still on it (a portal update or revoke of ${n === 1 ? "it" : "them"} could not reach it): put it back under gateways: with retired: true (no new credentials; updates and revokes still reach it) until none is left on it — \`credhook apply --dry-run\` lists ${n === 1 ? "it" : "them"}`,
   );
 }
 

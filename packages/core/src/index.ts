@@ -102,6 +102,7 @@ export {
   findCredentials,
   normalizeFingerprint,
 } from "./orchestration/credentials.js";
+export type { ApplyEntry, ApplyOperation, ApplyPlan, GatewayEstimate } from "./orchestration/apply.js";
 export type { CircuitBreakerOptions } from "./orchestration/circuits.js";
 export type { LeakOptions, LeakOutcome } from "./orchestration/leak.js";
 /** Credential expiry (docs/expiry.md): the config's policies resolved, one credential's expiry decided. */

@@ -109,6 +109,12 @@ export interface ProviderCapabilities {
    * @default true
    */
   writesLandLate?: boolean;
+  /**
+   * The steady rate, per second, at which this provider's client-side limits let a credential's writes through
+   * (create, revoke: its narrowest write quota, e.g. AWS's CreateApiKey 5/s), for `credhook apply --dry-run`'s
+   * estimate of how long a migration takes. Absent: no declared limit (the estimate says so).
+   */
+  writesPerSecond?: number;
 }
 
 /** Input of {@link Provider.create}. */

@@ -65,7 +65,7 @@ describe("drift", () => {
     expect(summary).toMatchObject({ live: 1, counts: { moved: 1, "gateway-missing": 1 }, stranded: { old: 1 } });
     expect(strandedProblems(summary)).toEqual([
       expect.stringMatching(
-        /gateway 'old', but 1 live credential is still on it.*retired: true.*credhook apply --prune/,
+        /gateway 'old', but 1 live credential is still on it.*retired: true.*credhook apply --dry-run/,
       ),
     ]);
     await o.close();

@@ -70,7 +70,7 @@ describe("drift against the stored credentials", () => {
     "check-config and serve refuse a config that drops a gateway still holding a credential, naming the count and the fix",
     async () => {
       const fix =
-        /gateways\.old: the config no longer has gateway 'old', but 1 live credential is still on it .*retired: true.*credhook apply --prune/;
+        /gateways\.old: the config no longer has gateway 'old', but 1 live credential is still on it .*retired: true.*credhook apply --dry-run/;
       const check = await credhook(["check-config"], yaml("new", "absent"));
       expect(check.code).toBe(1);
       expect(check.stdout + check.stderr).toMatch(fix);
