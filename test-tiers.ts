@@ -21,6 +21,7 @@
 /** The end-to-end tier (`pnpm test:e2e`). */
 export const E2E_FILES = [
   // start credhook (serve, demo, check-config, reconcile) as a process of its own
+  "packages/server/test/apply.test.ts",
   "packages/server/test/cli-output.test.ts",
   "packages/server/test/config.test.ts",
   "packages/server/test/conventions.test.ts",
@@ -29,6 +30,7 @@ export const E2E_FILES = [
   "packages/server/test/dev-source-provider.test.ts",
   "packages/server/test/events-outbox.test.ts",
   "packages/server/test/failures.test.ts",
+  "packages/server/test/gateway-drift.test.ts",
   "packages/server/test/never-orphan.test.ts",
   "packages/server/test/process-leaks.test.ts",
   "packages/server/test/shutdown.test.ts",

@@ -108,6 +108,7 @@ export default defineConfig({
           { text: "Events and audit", link: "/docs/events" },
           { text: "Leak response", link: "/docs/leak-response" },
           { text: "Credential expiry", link: "/docs/expiry" },
+          { text: "Gateway migration", link: "/docs/gateway-migration" },
           { text: "Cloud facts", link: "/docs/cloud-facts" },
           { text: "Benchmark", link: "/docs/benchmark" },
         ],

@@ -100,6 +100,14 @@ export interface GatewayConfig {
    * before it, and an action at it (notify, disable, revoke). @default none: credentials do not expire
    */
   expiry?: GatewayExpiryConfig;
+  /**
+   * A gateway on its way out (docs/gateway-migration.md): it takes no new credential — a create routed to it, or
+   * an update that would put a credential on it, answers 422 naming it — while the credentials it holds keep
+   * working: their updates and revokes reach it as before (`credhook apply --dry-run` lists them). Keep a gateway
+   * with live credentials under `gateways:` with `retired: true` until none is left on it: `check-config` and
+   * `serve` refuse a config that drops it while it still holds some. @default false
+   */
+  retired?: boolean;
 }
 
 /** `expiry:` block: `credhook serve`'s expiry pass (the policies are per gateway: `gateways.<name>.expiry`). */
@@ -419,6 +427,7 @@ export const configSchema = {
           provider: { type: "string", minLength: 1 },
           credentialType: { enum: ["API_KEY", "CLIENT_CREDENTIALS"] },
           options: { type: "object", default: {} },
+          retired: { type: "boolean", default: false },
           circuitBreaker: {
             type: "object",
             additionalProperties: false,

@@ -97,6 +97,13 @@ export interface GatewayBinding {
    * mark). Absent: the record's id.
    */
   markId?: string;
+  /**
+   * The fingerprint of each usage plan's definition this binding was made or last updated with, by plan id
+   * (`planFingerprint` in drift.ts: a hash of what the gateway's config says the plan is, e.g. a Kong plan's
+   * limits). A plan whose definition the gateway's config does not hold (an AWS usage plan, defined in AWS) has
+   * none. Absent (a record written before credhook kept them): the plans' drift is unknown, never reported as drift.
+   */
+  planFingerprints?: Record<string, string>;
 }
 
 /** The operation a `pending` record was in when it was last written. */

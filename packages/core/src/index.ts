@@ -57,6 +57,16 @@ export { MASKED_OPTION, maskSecretOptions } from "./provider-kit/secret-options.
 export { drainHttpServer } from "./drain.js";
 export type { RouteRule, Router } from "./routing.js";
 export { createRouter } from "./routing.js";
+/** How the stored credentials differ from the config (docs/gateway-migration.md). */
+export type { ApiMove, CredentialDrift, DriftKind, DriftSummary, DriftTopology } from "./drift.js";
+export {
+  credentialDrift,
+  describeDriftCounts,
+  DRIFT_KINDS,
+  driftTopology,
+  strandedProblems,
+  summarizeDrift,
+} from "./drift.js";
 export type { Logger } from "./logger.js";
 export { silentLogger } from "./logger.js";
 export { Orchestrator } from "./orchestrator.js";
@@ -77,6 +87,7 @@ export {
   findCredentials,
   normalizeFingerprint,
 } from "./orchestration/credentials.js";
+export type { ApplyEntry, ApplyOperation, ApplyPlan, GatewayEstimate } from "./orchestration/apply.js";
 export type { CircuitBreakerOptions } from "./orchestration/circuits.js";
 export type { LeakOptions, LeakOutcome } from "./orchestration/leak.js";
 /** Credential expiry (docs/expiry.md): the config's policies resolved, one credential's expiry decided. */

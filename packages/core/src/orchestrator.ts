@@ -16,6 +16,7 @@
  * - `recovery.ts` — interrupted operations, and the serve loop's pass;
  * - `settle.ts` — failed updates whose writes may land late, brought back to the record;
  * - `reconcile.ts` — `credhook reconcile`'s report, garbage and drift;
+ * - `apply.ts` — `credhook apply`: what bringing the stored credentials to the config takes, and plan changes applied;
  * - `credentials.ts` — finding credentials by app, fingerprint, gateway, developer or state, and acting on each
  *   found (revoke, disable, enable) for an operator's command or a secret-scanning alert;
  * - `health.ts`; `context.ts` — the state and helpers they share.
@@ -24,6 +25,8 @@ import type { CreateCredentialsRequest, RevokeCredentialsRequest, UpdateCredenti
 import { NotFound } from "./errors.js";
 import type { Gateway } from "./registry.js";
 import { adopt, adoptAndUpdate } from "./orchestration/adopt.js";
+import { type ApplyPlan, planApply, reapplyRequestFor } from "./orchestration/apply.js";
+import { driftTopology } from "./drift.js";
 import { OrchestrationContext } from "./orchestration/context.js";
 import { createOrReplay } from "./orchestration/create.js";
 import {
@@ -200,6 +203,33 @@ export class Orchestrator {
     how: ActionOptions = {},
   ): Promise<CredentialActionResult[]> {
     return actOnCredentials(action, this, this.ctx.store, query, how);
+  }
+
+  /**
+   * `credhook apply`'s plan (docs/gateway-migration.md): per live credential that differs from the config, the APIs
+   * to move, the plans changed, the gateways missing, whether it can move without a new key, the provider calls and
+   * the time the gateways' declared write rates allow. Reads every record once (`store.list()`); calls no gateway.
+   * @param options.prune count the revoke on the gateway each moved credential leaves
+   * @param options.limit at most this many entries, oldest credentials first (a canary batch)
+   */
+  async planApply(options: { prune?: boolean; limit?: number } = {}): Promise<ApplyPlan> {
+    const topology = {
+      ...driftTopology(this.ctx.gateways, this.ctx.router),
+      describe: (g: string) => this.ctx.describe(g),
+    };
+    return planApply(topology, await this.ctx.store.list(), options);
+  }
+
+  /**
+   * Brings a credential to its plans' current definitions in place (a Kong plan's limits raised: its consumer's
+   * rate-limiting plugin updated), through {@link update} with its API set as it is — the app's lock, the journal,
+   * the rollback and the `credential.updated` event — and records the plans' new fingerprints.
+   * @throws NotFound (404) no record with that id; what {@link update} throws (a disabled credential: Conflict 409)
+   */
+  async applyPlanChanges(credentialId: string): Promise<OperationOutcome> {
+    const rec = await this.ctx.store.get(credentialId);
+    if (!rec) throw new NotFound(`credential ${credentialId} does not exist (it was revoked)`);
+    return this.update(reapplyRequestFor(rec));
   }
 
   /**

@@ -108,6 +108,12 @@ export interface ProviderCapabilities {
    * @default true
    */
   writesLandLate?: boolean;
+  /**
+   * The steady rate, per second, at which this provider's client-side limits let a credential's writes through
+   * (create, revoke: its narrowest write quota, e.g. AWS's CreateApiKey 5/s), for `credhook apply --dry-run`'s
+   * estimate of how long a migration takes. Absent: no declared limit (the estimate says so).
+   */
+  writesPerSecond?: number;
 }
 
 /** Input of {@link Provider.create}. */
@@ -320,6 +326,15 @@ export interface Provider {
    * @throws UpstreamUnavailable the gateway cannot be reached or refused the probe
    */
   health(): Promise<void>;
+  /**
+   * The definition of usage plan `planId` as this gateway's options give it (a Kong plan's limits, the Azure or
+   * Apigee product a plan maps to, the methods a Google plan allows), for drift: core keeps a fingerprint of it on
+   * each binding at create and update, and `credhook check-config`, `serve` and `apply` report a credential whose
+   * plan's definition has changed since (docs/gateway-migration.md). Undefined: the plan is defined outside
+   * credhook's config (an AWS usage plan lives in AWS), or unknown to this gateway. Without the method: no plan of
+   * this gateway is ever reported changed. Pure, no I/O.
+   */
+  planDefinition?(planId: string): JsonValue | undefined;
   /** Releases timers, sockets and clients. */
   close?(): Promise<void>;
 }

@@ -41,6 +41,8 @@ export interface Gateway {
   provider: Provider;
   /** The provider's options schema (where its secret options are marked, see `maskSecretOptions`); absent for a gateway built by hand. */
   optionsSchema?: Record<string, unknown>;
+  /** `gateways.<name>.retired`: no new credential on it; what it holds is still updated and revoked. @default false */
+  retired?: boolean;
 }
 
 /** Short store names and the packages they load. */
@@ -295,6 +297,7 @@ export async function loadGateways(
         credentialType: gw.credentialType,
         provider,
         optionsSchema: factory.optionsSchema,
+        ...(gw.retired ? { retired: true } : {}),
       });
     } catch (err) {
       const messages = isCredhookError(err)

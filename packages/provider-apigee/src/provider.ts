@@ -24,6 +24,7 @@ import type {
   CredentialSearch,
   CredentialType,
   GatewayApi,
+  JsonValue,
   ProviderCapabilities,
   ProviderContext,
   ProviderCreateInput,
@@ -456,5 +457,13 @@ export class ApigeeProvider extends RestGatewayProvider<App, readonly MarkAttrib
         ]);
     });
     return { apiKey: key, resources: this.resources(app, developer) };
+  }
+
+  /**
+   * The API product a plan maps to (`productMap`), for core's drift report. Undefined: an unmapped plan (its id is
+   * the product's, defined in Apigee).
+   */
+  planDefinition(planId: string): JsonValue | undefined {
+    return this.opts.productMap[planId];
   }
 }

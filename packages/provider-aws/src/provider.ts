@@ -78,6 +78,11 @@ export class AwsProvider implements Provider {
       // An API key's `enabled` flag (UpdateApiKey /enabled); a Cognito app client has no such switch. Under
       // `revokeMode: disable` the flag already means "revoked": an enable would bring a revoked key back.
       disables: type === "API_KEY" && o.revokeMode !== "disable" ? ["API_KEY"] : [],
+      // CreateApiKey's and DeleteApiKey's quota (5/s by default), or Cognito's per operation: a move's narrowest write.
+      writesPerSecond:
+        type === "API_KEY"
+          ? Math.min(o.rateLimits.createApiKey, o.rateLimits.deleteApiKey)
+          : o.rateLimits.cognitoPerOperation,
     };
   }
 

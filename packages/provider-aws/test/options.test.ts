@@ -85,6 +85,7 @@ describe("options schema", () => {
       readsBackSecret: true,
       apiKeyValuePattern: "^[A-Za-z0-9]{20,128}$",
       disables: ["API_KEY"],
+      writesPerSecond: 5, // CreateApiKey's and DeleteApiKey's default quota, for apply's estimate
     });
     await expect(
       p.create({

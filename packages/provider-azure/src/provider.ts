@@ -1038,6 +1038,15 @@ export class AzureApimProvider implements Provider {
   }
 
   /**
+   * The APIM product a plan maps to (`productMap`), for core's drift report: a plan mapped to another product is
+   * reported changed until `credhook apply` moves its subscriptions. Undefined: an unmapped plan (its id is the
+   * product's, defined in APIM).
+   */
+  planDefinition(planId: string): JsonValue | undefined {
+    return this.opts.productMap[planId];
+  }
+
+  /**
    * Reads the API Management service (one cheap ARM GET), through core's
    * {@link CachedHealthProbe}: a success is reused for `healthCacheMs`, a failure
    * for min(5 s, `healthCacheMs`); concurrent calls share one probe.

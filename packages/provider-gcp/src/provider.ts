@@ -43,6 +43,7 @@ import {
 import type {
   CredentialSearch,
   GatewayApi,
+  JsonValue,
   Logger,
   OwnedResource,
   Provider,
@@ -768,6 +769,15 @@ export class GcpApiKeysProvider implements Provider {
   /** `<displayName> <usage-plans annotation>`, for drift reports. */
   private static describe(key: IKey): string {
     return `${key.displayName ?? ""} ${key.annotations?.[ANNOTATIONS.usagePlans] ?? ""}`.trim();
+  }
+
+  /**
+   * The methods a plan allows (`usagePlans`), for core's drift report: a plan whose methods change is reported
+   * changed until `credhook apply` updates its keys' restrictions. Undefined: no `usagePlans` option, or a plan it
+   * does not list.
+   */
+  planDefinition(planId: string): JsonValue | undefined {
+    return this.o.usagePlans?.[planId];
   }
 
   /**

@@ -19,7 +19,8 @@
  * key: redacted by each call's `secrets`).
  */
 import { Conflict, NotFound } from "@credhook/core/errors";
-import type { GatewayApi, ProviderContext, ProviderCreateInput, ProviderCredentialRef } from "@credhook/core/provider";
+import type { GatewayApi, JsonValue, ProviderContext } from "@credhook/core/provider";
+import type { ProviderCreateInput, ProviderCredentialRef } from "@credhook/core/provider";
 import * as kit from "@credhook/core/provider-kit";
 import { KONG_PLAN_RULE, WINDOWS } from "./limits.js";
 import type { KongProviderOptionsWithDefaults } from "./schema.js";
@@ -245,5 +246,10 @@ export class KongProvider extends kit.RestGatewayProvider<KongEntity, readonly s
           await this.api.delete(`/consumers/${c.id}/key-auth/${k.id}`, `deleting key-auth credential ${k.id}`);
     });
     return { apiKey: key, resources: this.resourcesOf(c) };
+  }
+
+  /** A plan's limits as the `plans` option gives them, for core's drift report (undefined: not defined there). */
+  planDefinition(planId: string): JsonValue | undefined {
+    return Object.hasOwn(this.opts.plans, planId) ? (this.opts.plans[planId] as unknown as JsonValue) : undefined;
   }
 }

@@ -10,6 +10,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Response } from "express";
 import type { CredhookConfig, Logger } from "@credhook/core";
+import { watchDrift } from "./drift-check.js";
 import { createEdgeServer } from "./edge.js";
 import { type AppOptions, type CredhookApp, prepareApp } from "./http-app.js";
 import { errorBody, sendJson } from "./http-errors.js";
@@ -118,14 +119,19 @@ export async function startServer(
   const { port } = bound;
   const url = boundUrl(bound);
   let gatewayUrl: string | undefined;
+  let stopDrift: () => Promise<void> = async () => undefined;
   try {
     const prepared = await prepareApp(config, { ...options, logger, waitForStore: true });
     credhook = prepared.app;
+    const metrics = credhook.metrics;
     try {
+      // A config that dropped a gateway still holding live credentials is refused before anything is served.
+      stopDrift = await watchDrift(credhook, config, (summary) => metrics.observeDrift(summary));
       await credhook.store.claimServer?.(); // one server per SQLite file
       gatewayUrl = await credhook.embeddedGateway?.serve({ port, url });
       prepared.settleUsers(); // every port is bound: now the generated passwords may be written
     } catch (err) {
+      await stopDrift();
       await credhook.close();
       throw err;
     }
@@ -149,7 +155,7 @@ export async function startServer(
           onAttempt: (outcome) => credhook!.metrics.observeEventAttempt(outcome),
         })
       : async () => undefined;
-  const stopSweep = () => Promise.all([stopReconcile(), stopExpiry(), stopEvents()]).then(() => undefined);
+  const stopSweep = () => Promise.all([stopReconcile(), stopExpiry(), stopEvents(), stopDrift()]).then(() => undefined);
   let closing: Promise<void> | undefined;
   return {
     url,

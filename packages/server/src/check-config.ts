@@ -179,6 +179,7 @@ export function describeKeys(config: Pick<CredhookConfig, "keys">): string[] {
  * @param gateways what {@link checkConfig} returned for `config`
  * @param gatewayLines what {@link describeEmbeddedGatewayBlock} says of the embedded gateway
  * @param warnings what {@link configWarnings} says: a `warnings:` section before the verdict, when any
+ * @param storeLines what the store's credentials say against the config (drift-check.ts), after the store's line
  * @returns the report's lines, each ending in a line break
  */
 export function checkConfigReport(
@@ -186,6 +187,7 @@ export function checkConfigReport(
   gateways: Map<string, Gateway>,
   gatewayLines: string[],
   warnings: readonly string[] = [],
+  storeLines: readonly string[] = [],
 ): string {
   const out: string[] = [
     `config: ${config.configFile}${config.embeddedDefault ? " (embedded default: no config file found)" : ""}`,
@@ -196,7 +198,7 @@ export function checkConfigReport(
     const gateway = gateways.get(name);
     const caps = gateway!.provider.capabilities;
     out.push(
-      `  ${name}: provider=${g.provider} credentialType=${g.credentialType} importsApiKeyValue=${caps.importsApiKeyValue} readsBackSecret=${caps.readsBackSecret}`,
+      `  ${name}: provider=${g.provider} credentialType=${g.credentialType} importsApiKeyValue=${caps.importsApiKeyValue} readsBackSecret=${caps.readsBackSecret}${g.retired ? " retired (no new credentials)" : ""}`,
     );
     out.push(`    options: ${JSON.stringify(printableOptions(gateway, g.options))}`);
   }
@@ -219,6 +221,7 @@ export function checkConfigReport(
     "",
     `server: ${JSON.stringify(maskSecrets(config.server))}`,
     `store: ${JSON.stringify(maskSecrets(config.store))}`,
+    ...storeLines,
     "",
   );
   if (warnings.length > 0) out.push("warnings:", ...warnings.map((w) => `  - ${w}`), "");

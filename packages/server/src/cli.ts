@@ -6,6 +6,7 @@
  * - `credhook serve`: runs the webhook until SIGTERM/SIGINT; `credhook init`: writes the starter config;
  *   `credhook check-config`: validates it and prints the routing table;
  * - `credhook reconcile`, `credhook adopt`: finishing what a crash left, bringing existing credentials under credhook;
+ * - `credhook apply`: bringing the stored credentials to the config (gateway migration);
  * - `credhook audit`: the credential events (the audit trail); `credhook expire`: one expiry pass;
  * - `credhook inspect`, `list`, `revoke`, `disable`, `enable`: where a credential lives, and acting on it everywhere
  *   at once when it leaks;
@@ -14,6 +15,7 @@
  */
 import { Command } from "commander";
 import * as adopt from "./commands/adopt.js";
+import * as apply from "./commands/apply.js";
 import * as audit from "./commands/audit.js";
 import * as checkConfig from "./commands/check-config.js";
 import * as demo from "./commands/demo.js";
@@ -36,6 +38,7 @@ const COMMANDS = [
   init,
   checkConfig,
   reconcile,
+  apply,
   adopt,
   audit,
   inspect,

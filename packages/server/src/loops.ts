@@ -54,11 +54,18 @@ export function startBackgroundReconcile(credhook: CredhookApp, config: Credhook
         );
     }
   };
+  return repeatPass(() => pass().catch(logPassFailure(credhook, "background reconcile pass failed")), intervalMs);
+}
+
+/**
+ * Runs `pass` every `intervalMs` on an unref'd timer, one pass at a time (a tick while one runs is skipped).
+ * @param pass must not reject (it logs its own failure)
+ * @returns a function that stops the timer and waits for a pass in progress
+ */
+export function repeatPass(pass: () => Promise<void>, intervalMs: number): () => Promise<void> {
   let running: Promise<void> | undefined;
   const timer = setInterval(() => {
-    running ??= pass()
-      .catch(logPassFailure(credhook, "background reconcile pass failed"))
-      .finally(() => (running = undefined));
+    running ??= pass().finally(() => (running = undefined));
   }, intervalMs);
   timer.unref();
   return async () => {

@@ -24,13 +24,16 @@
  * - `credhook_credential_expiry_total{outcome}`: what the expiry passes did (`warned`, `expired`, `acted`, `failed`);
  *   `credhook_credentials_expiry{state}`: credentials `expiring` (past their warning time) and `expired` (past their
  *   expiry, still in the store), as the last expiry pass counted them (docs/expiry.md);
+ * - `credhook_credentials_drift{kind}`: live credentials that differ from the config, by kind (`moved`,
+ *   `gateway-missing`, `plans-changed`; docs/gateway-migration.md), as serve's start and its drift pass every
+ *   5 minutes counted them ({@link Metrics.observeDrift}) — never read at a scrape;
  * - prom-client's default process and Node.js metrics under their standard names (`process_*`,
  *   `nodejs_*`), as dashboards for Node.js services expect them.
  */
 import type { NextFunction, Request, Response } from "express";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { CredentialStore } from "@credhook/core/store";
-import type { ExpiryPassResult } from "@credhook/core";
+import { DRIFT_KINDS, type DriftSummary, type ExpiryPassResult } from "@credhook/core";
 import type { GatewayCallObserver } from "./tracing.js";
 import { VERSION } from "./version.js";
 
@@ -51,6 +54,8 @@ export interface Metrics {
   knowRoute(path: string): void;
   /** Counts what one expiry pass did and sets the expiring and expired gauges to its counts (a pass that did not run changes nothing). */
   observeExpiryPass(result: ExpiryPassResult): void;
+  /** Sets `credhook_credentials_drift{kind}` to a drift pass's counts. */
+  observeDrift(summary: DriftSummary): void;
   /** Counts one answer of the embedded gateway. */
   observeGateway(endpoint: string, status: number): void;
   /** Observes one provider call: `credhook_gateway_call_duration_seconds{gateway,operation,outcome}`. */
@@ -206,9 +211,18 @@ export function createMetrics(): Metrics {
     labelNames: ["state"],
     registers: [registry],
   });
+  const drift = new Gauge({
+    name: "credhook_credentials_drift",
+    help: "Live credentials that differ from the config, by kind (moved: an API on another gateway than its route; gateway-missing: bound on a gateway the config lacks; plans-changed: a plan's definition changed), as the last drift pass counted them.",
+    labelNames: ["kind"],
+    registers: [registry],
+  });
   return {
     registry,
     unownedRevokes,
+    observeDrift(summary) {
+      for (const kind of DRIFT_KINDS) drift.set({ kind }, summary.counts[kind]);
+    },
     observeSecretScanning(outcome) {
       secretScanning.inc({ outcome });
     },

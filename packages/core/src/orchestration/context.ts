@@ -13,8 +13,9 @@ import {
   isCredhookError,
   isStoreFailure,
   NotFound,
-  Unroutable,
+  PolicyViolation,
   UpstreamError,
+  UpstreamUnavailable,
 } from "../errors.js";
 import { assertFenceHeld } from "../fence.js";
 import { KeyedLock } from "../keyed-lock.js";
@@ -47,10 +48,30 @@ export interface GatewayTopology {
    */
   resolveAll(apiIds: string[]): Map<string, string>;
   /**
-   * The credential type and provider capabilities of a configured gateway.
-   * @throws Unroutable (422) when no gateway has that name
+   * The credential type and provider capabilities of a configured gateway, and whether it is retired.
+   * @throws UpstreamUnavailable (503) when no gateway has that name (see {@link OrchestrationContext.gateway})
    */
-  describe(gateway: string): { credentialType: CredentialType; capabilities: ProviderCapabilities };
+  describe(gateway: string): { credentialType: CredentialType; capabilities: ProviderCapabilities; retired?: boolean };
+}
+
+/**
+ * Refuses new credentials on retired gateways (`gateways.<name>.retired: true`): a create routed to one, or an
+ * update that would put a credential on one.
+ * @param gateways the gateways the operation would create the credential on
+ * @throws PolicyViolation (422) naming the retired gateways and the way out
+ */
+export function assertNotRetired(topology: GatewayTopology, gateways: Iterable<string>): void {
+  const retired = [...gateways].filter((g) => topology.describe(g).retired);
+  if (retired.length === 0) return;
+  const names = retired.map((g) => `'${g}'`).join(", ");
+  throw new PolicyViolation(
+    `gateway ${names} is retired (gateways.${retired[0]}.retired: true): it takes no new credentials`,
+    {
+      messages: [
+        `route the app's APIs to another gateway under routes: in webhook.config.yaml (credentials already on ${names} keep working; \`credhook apply\` moves them)`,
+      ],
+    },
+  );
 }
 
 /** The shared state and helpers of one {@link Orchestrator}; see the module comment. */
@@ -109,22 +130,39 @@ export class OrchestrationContext implements GatewayTopology {
   }
 
   /** {@inheritDoc GatewayTopology.describe} */
-  describe(gateway: string): { credentialType: CredentialType; capabilities: ProviderCapabilities } {
+  describe(gateway: string): { credentialType: CredentialType; capabilities: ProviderCapabilities; retired?: boolean } {
     const gw = this.gateway(gateway);
-    return { credentialType: gw.credentialType, capabilities: gw.provider.capabilities };
+    return {
+      credentialType: gw.credentialType,
+      capabilities: gw.provider.capabilities,
+      ...(gw.retired ? { retired: true } : {}),
+    };
   }
 
   /**
    * A configured gateway by name, to call its provider: checks first that the running
    * operation still holds its app's lock (the check before each provider call).
-   * @throws Unroutable (422) when no gateway has that name (a route or a stored credential names it)
+   * @throws UpstreamUnavailable (503, Retry-After 60) no gateway has that name: only a stored credential can name
+   *   one (routes are checked against `gateways:` when the config loads, and `serve` refuses a config that drops a
+   *   gateway holding live credentials), so the store is shared with an instance of another config. Never a 4xx: a
+   *   portal's revoke must be retried until a configured instance has removed the key, not given up
    * @throws LockLost (503) the operation lost its app's lock: it must stop
    */
   gateway(name: string): Gateway {
     assertFenceHeld();
     const gw = this.gateways.get(name);
-    if (!gw)
-      throw new Unroutable(`gateway '${name}' is not configured (it is named by a route or by the stored credential)`);
+    if (!gw) {
+      throw new UpstreamUnavailable(
+        `gateway '${name}' holds this credential but is not in this instance's config (gateways:)`,
+        60,
+        {
+          gateway: name,
+          messages: [
+            `the credential store is shared with an instance whose config still has '${name}': what could be done elsewhere is done and recorded; put '${name}' back under gateways: (retired: true) on this instance, or retry once an instance that has it has finished (its reconcile loop or \`credhook reconcile\`)`,
+          ],
+        },
+      );
+    }
     return gw;
   }
 

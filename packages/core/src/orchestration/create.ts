@@ -10,7 +10,8 @@ import { isStoreFailure, UpstreamError, type CredhookError } from "../errors.js"
 import { secretFingerprint } from "../events.js";
 import { changesForReplay } from "./api-sets.js";
 import { abandonCreate, sweepApp } from "./abandoned.js";
-import type { OrchestrationContext } from "./context.js";
+import { assertNotRetired, type OrchestrationContext } from "./context.js";
+import { planFingerprintsFor } from "../drift.js";
 import type { CreatePlan } from "./plan.js";
 import { createIntent } from "./journal.js";
 import { finishBeforeUse } from "./recovery.js";
@@ -58,6 +59,7 @@ export async function createOrReplay(
 /**
  * A first create: intent recorded, then each gateway's provider called with
  * its slice (the key-generating gateway first); any failure abandons it.
+ * @throws PolicyViolation (422) a gateway of the plan is retired: nothing written
  * @throws the first failing gateway's error, in the plan's gateway order
  */
 async function createFresh(
@@ -67,6 +69,7 @@ async function createFresh(
 ): Promise<CreateOutcome> {
   const { app, credentialType, groups, generator } = plan;
   const gatewayNames = [...groups.keys()];
+  assertNotRetired(ctx, gatewayNames);
   const rec = createIntent(plan, ctx.nowIso());
   await ctx.store.insert(rec); // intent, before any cloud call
   const saver = ctx.serialSaver(rec);
@@ -84,7 +87,13 @@ async function createFresh(
         ...(value !== undefined ? { apiKeyValue: value, ...(generator ? {} : { apiKeyValueGenerated: true }) } : {}),
         ...(customCredentials ? { customCredentials } : {}),
       });
-      rec.bindings.push({ gateway, nativeId: cred.nativeId, resources: cred.resources });
+      const planFingerprints = planFingerprintsFor(gw, groups.get(gateway)!);
+      rec.bindings.push({
+        gateway,
+        nativeId: cred.nativeId,
+        resources: cred.resources,
+        ...(planFingerprints ? { planFingerprints } : {}),
+      });
       // With one gateway the final save follows at once and records the binding; a crash before it leaves
       // the pending intent, whose gateway recovery searches by the credential's mark, as after a crash mid-call.
       if (gatewayNames.length > 1) await saver();

@@ -9,7 +9,7 @@ import { PolicyViolation } from "../errors.js";
 import type { AppIdentity, GatewayApi, ProviderUpdateInput } from "../provider.js";
 import type { CredentialRecord, GatewayApiWithGateway } from "../credential-record.js";
 import { appKeyOf, applyChanges, groupByGateway, uniq } from "./api-sets.js";
-import type { GatewayTopology } from "./context.js";
+import { assertNotRetired, type GatewayTopology } from "./context.js";
 
 /** What a create must do: see {@link planCreate}. */
 export interface CreatePlan {
@@ -157,7 +157,7 @@ export interface UpdatePlan {
  * Plans an update of a known credential: the API set after the request's
  * changes, the gateways to create on, update and remove from.
  * @throws Unroutable (422) added API ids that match no route
- * @throws PolicyViolation (422) added APIs of another credential type; client credentials reaching a second gateway; a newly reached gateway that generates its own key values
+ * @throws PolicyViolation (422) added APIs of another credential type; client credentials reaching a second gateway; a newly reached gateway that generates its own key values or is retired
  */
 export function planUpdate(
   topology: GatewayTopology,
@@ -195,6 +195,7 @@ export function planUpdate(
     ...(rec.app.appSlug ? { appSlug: rec.app.appSlug } : req.appSlug ? { appSlug: req.appSlug } : {}),
   };
   if (toCreate.length > 0) {
+    assertNotRetired(topology, toCreate);
     if (rec.credentialType === "CLIENT_CREDENTIALS") {
       throw new PolicyViolation(
         `client credentials are issued by one gateway per app; the added APIs route to ${toCreate.join(", ")}`,

@@ -13,6 +13,7 @@ import type { CredentialRecord, GatewayBinding } from "../credential-record.js";
 import { appKeyOf, changesBetween, uniq } from "./api-sets.js";
 import { revokeMarked, revokeOne } from "./revoke.js";
 import type { OrchestrationContext } from "./context.js";
+import { planFingerprintsFor } from "../drift.js";
 import { checkValueImportable, planUpdate, type UpdatePlan } from "./plan.js";
 import { markUnsettled, settleRecord } from "./settle.js";
 import type { OperationOutcome } from "./types.js";
@@ -113,10 +114,15 @@ async function applyUpdate(
         ...(req.customCredentials ? { customCredentials: req.customCredentials } : {}),
       };
       try {
-        const res = await ctx.gateway(g).provider.update(input);
+        const gateway = ctx.gateway(g);
+        const res = await gateway.provider.update(input);
         attempt.updated.push({ gateway: g, before: { ...b } });
         const resourcesChanged = !isDeepStrictEqual(b.resources, res.resources);
         b.resources = res.resources;
+        // The plans' definitions it now has: a plan changed in the config is current again after an update.
+        const planFingerprints = planFingerprintsFor(gateway, input.desired);
+        if (planFingerprints) b.planFingerprints = planFingerprints;
+        else delete b.planFingerprints;
         // Unchanged resources (the embedded provider's, a no-op): the durable intent already says the same; the final save follows.
         if (resourcesChanged) await saver();
       } catch (err) {
@@ -127,14 +133,21 @@ async function applyUpdate(
     }),
     ...plan.toCreate.map(async (g) => {
       try {
-        const cred = await ctx.gateway(g).provider.create({
+        const gateway = ctx.gateway(g);
+        const cred = await gateway.provider.create({
           credentialId: rec.id,
           credentialType: rec.credentialType,
           app: plan.newApp,
           apis: plan.desiredGroups.get(g)!,
           apiKeyValue: apiKey!,
         });
-        const binding = { gateway: g, nativeId: cred.nativeId, resources: cred.resources };
+        const planFingerprints = planFingerprintsFor(gateway, plan.desiredGroups.get(g)!);
+        const binding = {
+          gateway: g,
+          nativeId: cred.nativeId,
+          resources: cred.resources,
+          ...(planFingerprints ? { planFingerprints } : {}),
+        };
         rec.bindings.push(binding);
         attempt.created.push(binding);
         await saver();
