@@ -27,6 +27,9 @@ import { pooledRandomBytes } from "./secrets.js";
  */
 export type CredentialStatus = "pending" | "active" | "revoking" | "abandoned";
 
+/** Every {@link CredentialStatus}, in the order of the lifecycle (and of the stores' counts). */
+export const CREDENTIAL_STATUSES: readonly CredentialStatus[] = ["pending", "active", "revoking", "abandoned"];
+
 /**
  * A new credential record id: a UUID version 7 (RFC 9562, section 5.7: 48 bits of Unix
  * time in ms, then 74 random bits; the `uuid` package), so ids sort by creation time. The

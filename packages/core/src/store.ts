@@ -9,7 +9,7 @@
  * (embedded default) and `@credhook/store-postgres`. What a record is: `credential-record.ts`.
  */
 import type { CredentialType } from "./contract.js";
-import type { CredentialRecord } from "./credential-record.js";
+import type { CredentialRecord, CredentialStatus } from "./credential-record.js";
 import type { CredentialEvent, EventOutbox } from "./events.js";
 import type { Logger } from "./logger.js";
 import type { ProviderStateStore, RateSlots } from "./provider.js";
@@ -72,6 +72,85 @@ export interface StoreLocks {
    * @returns `{ ran: true, value }`, or `{ ran: false }` when another holder has it
    */
   tryRun<T>(key: string, fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }>;
+}
+
+/** Records per page when a query names no `limit` ({@link CredentialListQuery}, {@link UnsettledListQuery}). */
+export const PAGE_LIMIT_DEFAULT = 100;
+/** The most records one page may hold: a larger `limit` is a ValidationError. */
+export const PAGE_LIMIT_MAX = 1000;
+/**
+ * The most rows a SQL store examines for one page when a filter no index serves (`developer`, `gateway`) narrows
+ * the walk: such a page may hold fewer records than its `limit`, even none, and still have a `next` cursor.
+ */
+export const PAGE_SCAN_ROWS = 2000;
+
+/**
+ * A page of {@link CredentialStore.listPage}: the records in the walk's order, oldest `createdAt` first (ties by
+ * `id`, compared as byte strings), filtered by every field given (each one narrows the others).
+ *
+ * Cursor semantics: `after` is the `next` of the page before (absent: the walk starts at the oldest record). The
+ * cursor names a position in that order — the last record the page examined, not a row — so a walk returns every
+ * record that exists from its first page to its last exactly once and in order, also while records are written:
+ * `createdAt` and `id` never change, a record saved or deleted behind the cursor is not seen again, one inserted
+ * ahead of it (a newer `createdAt`) is seen, one deleted ahead of it is not. A cursor stays valid across restarts
+ * and on any instance of the same store, with any filters (it is a position only).
+ */
+export interface CredentialListQuery {
+  /** The `next` of the page before; absent: from the start. @throws ValidationError a string no page of this method returned */
+  after?: string;
+  /** Most records in the page, 1 to {@link PAGE_LIMIT_MAX}. @default {@link PAGE_LIMIT_DEFAULT} */
+  limit?: number;
+  /** Only records in this state. Served by an index. */
+  status?: CredentialStatus;
+  /** Only the records of the app this names: its app key (`slug:…`, `app:…`), its slug or its name. Served by indexes. */
+  app?: string;
+  /** Only records whose app's developer is this (exact). Filtered as the walk goes (no index: see {@link PAGE_SCAN_ROWS}). */
+  developer?: string;
+  /** Only records on this gateway: one of its bindings or APIs names it. Filtered as the walk goes (no index). */
+  gateway?: string;
+  /**
+   * Only records created before this ISO 8601 time (`createdAt < createdBefore`): the credentials older than an
+   * age, as the expiry pass walks them (with `status: "active"`), ending at the first younger one. Served by the index.
+   */
+  createdBefore?: string;
+}
+
+/**
+ * A page of {@link CredentialStore.listUnsettledPage}: the records that carry {@link CredentialRecord.unsettled},
+ * earliest `unsettled.settleUntil` first (ties by `id`). `after` and `limit` as in {@link CredentialListQuery}
+ * (a cursor of one method is refused by the other); the position is the settle time and id, so a record whose
+ * `unsettled` is removed or rewritten behind the cursor is not seen again in the same walk.
+ */
+export interface UnsettledListQuery {
+  /** The `next` of the page before; absent: from the start. @throws ValidationError a string no page of this method returned */
+  after?: string;
+  /** Most records in the page, 1 to {@link PAGE_LIMIT_MAX}. @default {@link PAGE_LIMIT_DEFAULT} */
+  limit?: number;
+  /** Only the records whose settle window has ended at this ISO 8601 time (`unsettled.settleUntil <= dueAt`): what a sweep acts on. */
+  dueAt?: string;
+}
+
+/** One page of records and where the next one starts. */
+export interface CredentialPage {
+  /** The page's records, in the walk's order; fewer than the limit (even none) does not mean the walk is over. */
+  records: CredentialRecord[];
+  /** The cursor of the next page (pass it as `after`); absent when the walk is complete. Opaque: do not parse or build it. */
+  next?: string;
+}
+
+/**
+ * The store's figures {@link CredentialStore.counts} reads without a scan: what `/metrics` reports of the records.
+ */
+export interface CredentialCounts {
+  /** Records in each state. The SQL stores keep these as they write (triggers in each write's transaction): read in O(1). */
+  byStatus: Record<CredentialStatus, number>;
+  /** Records that carry {@link CredentialRecord.unsettled}: read from a partial index of those records only. */
+  unsettled: number;
+  /**
+   * With `unfinishedBefore`: records `pending` or `revoking` last written before that time (operations a crash
+   * interrupted), read from the `(status, updated_at)` index (as many entries as there are such records).
+   */
+  unfinished?: number;
 }
 
 /** The credential store. All methods may throw the driver's errors wrapped as core errors. */
@@ -141,8 +220,8 @@ export interface CredentialStore {
    */
   findApp?(appKey: string, credentialType: CredentialType): Promise<AppRecords>;
   /**
-   * The records that carry {@link CredentialRecord.unsettled}, oldest first.
-   * Optional: without it core filters {@link list}.
+   * The records that carry {@link CredentialRecord.unsettled}, oldest `updatedAt` first, all at once.
+   * Optional: without it core filters {@link list}. At scale, walk {@link listUnsettledPage} instead.
    */
   listUnsettled?(): Promise<CredentialRecord[]>;
   /**
@@ -154,8 +233,31 @@ export interface CredentialStore {
   listUnfinished(before: string): Promise<CredentialRecord[]>;
   /** How many records are `pending` or `revoking` and were last written at or after `since` (ISO 8601): what reconcile skips as too recent. */
   countUnfinishedSince(since: string): Promise<number>;
-  /** Every record (for drift reports). */
+  /**
+   * Every record, oldest `createdAt` first (for drift reports). Reads them all at once: at scale, walk
+   * {@link listPage} instead.
+   */
   list(): Promise<CredentialRecord[]>;
+  /**
+   * One page of the records, oldest `createdAt` first, filtered: `credhook list` and `inspect`, the expiry pass's
+   * walk by age. Bounded: a page reads at most `limit` records from an index, or examines at most
+   * {@link PAGE_SCAN_ROWS} rows when `developer` or `gateway` narrows it. See {@link CredentialListQuery} for the
+   * order, the filters and the cursor.
+   * @throws ValidationError a `limit` out of 1…{@link PAGE_LIMIT_MAX} or not an integer, or an `after` this method did not return
+   */
+  listPage(query?: CredentialListQuery): Promise<CredentialPage>;
+  /**
+   * One page of the records with unsettled gateways, earliest settle time first (only those due at `dueAt` when
+   * given): the settle sweep's walk, from a partial index of those records only. See {@link UnsettledListQuery}.
+   * @throws ValidationError as {@link listPage}
+   */
+  listUnsettledPage(query?: UnsettledListQuery): Promise<CredentialPage>;
+  /**
+   * The records' counts `/metrics` reports, without reading the records (see {@link CredentialCounts}); the event
+   * counts are the outbox's `counts()`.
+   * @param unfinishedBefore ISO 8601: also count the `pending` and `revoking` records last written before it
+   */
+  counts(unfinishedBefore?: string): Promise<CredentialCounts>;
   /** Persistent key–value state for one gateway's provider. */
   stateFor(gateway: string): ProviderStateStore;
   /** @throws Error when the store cannot be read */

@@ -7,13 +7,25 @@
  */
 import { Conflict, NotFound } from "@credhook/core/errors";
 import { memoryStateStore } from "@credhook/core/provider-kit";
-import type {
-  CredentialEvent,
-  CredentialRecord,
-  CredentialStore,
-  EventOutbox,
-  EventStatus,
-  StoredEvent,
+import {
+  comparePositions,
+  CREDENTIAL_STATUSES,
+  matchesListQuery,
+  pageOfExamined,
+  pageStartOf,
+  type CredentialCounts,
+  type CredentialEvent,
+  type CredentialListQuery,
+  type CredentialPage,
+  type CredentialRecord,
+  type CredentialStatus,
+  type CredentialStore,
+  type EventOutbox,
+  type EventStatus,
+  type ExaminedRow,
+  type PageWalk,
+  type StoredEvent,
+  type UnsettledListQuery,
 } from "@credhook/core/store";
 import type { CredentialType, ProviderStateStore } from "@credhook/core/provider";
 
@@ -274,6 +286,59 @@ export class MemoryCredentialStore implements CredentialStore {
   async list(): Promise<CredentialRecord[]> {
     this.use("list");
     return structuredClone(this.sorted("createdAt"));
+  }
+
+  /** {@inheritDoc CredentialStore.listPage} A filter of every record, sorted: the same pages as the SQL stores, each of `limit` records. */
+  async listPage(query: CredentialListQuery = {}): Promise<CredentialPage> {
+    this.use("listPage");
+    const rows = this.all()
+      .filter((r) => matchesListQuery(r, query))
+      .map((r) => ({ position: r.createdAt, id: r.id, record: r }));
+    return this.page("listPage", rows, query.after, query.limit);
+  }
+
+  /** {@inheritDoc CredentialStore.listUnsettledPage} */
+  async listUnsettledPage(query: UnsettledListQuery = {}): Promise<CredentialPage> {
+    this.use("listUnsettledPage");
+    const rows = this.all().flatMap((r) =>
+      r.unsettled && (query.dueAt === undefined || r.unsettled.settleUntil <= query.dueAt)
+        ? [{ position: r.unsettled.settleUntil, id: r.id, record: r }]
+        : [],
+    );
+    return this.page("listUnsettledPage", rows, query.after, query.limit);
+  }
+
+  /** The page of `walk` after the cursor `after`: `rows` (every match, in any order) sorted by position, copied. */
+  private page(
+    walk: PageWalk,
+    rows: ExaminedRow[],
+    after: string | undefined,
+    limit: number | undefined,
+  ): CredentialPage {
+    const start = pageStartOf(walk, {
+      ...(after !== undefined ? { after } : {}),
+      ...(limit !== undefined ? { limit } : {}),
+    });
+    const ahead = rows.filter((r) => !start.after || comparePositions(r, start.after) > 0).sort(comparePositions);
+    return structuredClone(pageOfExamined(walk, ahead, start.limit, start.limit));
+  }
+
+  /** {@inheritDoc CredentialStore.counts} Counted (in memory, a count is as cheap as a counter). */
+  async counts(unfinishedBefore?: string): Promise<CredentialCounts> {
+    this.use("counts");
+    const byStatus = Object.fromEntries(CREDENTIAL_STATUSES.map((s) => [s, 0])) as Record<CredentialStatus, number>;
+    for (const r of this.all()) byStatus[r.status] += 1;
+    return {
+      byStatus,
+      unsettled: this.all().filter((r) => r.unsettled).length,
+      ...(unfinishedBefore !== undefined
+        ? {
+            unfinished: this.all().filter(
+              (r) => (r.status === "pending" || r.status === "revoking") && r.updatedAt < unfinishedBefore,
+            ).length,
+          }
+        : {}),
+    };
   }
 
   /** {@inheritDoc CredentialStore.stateFor} */

@@ -42,11 +42,34 @@ import {
   type CredentialEvent,
   type EventOutbox,
   type EventRowRead,
-  type EventStatus,
+  eventCountsOf,
+  examinedMaxOf,
+  pageOfExamined,
+  pageStartOf,
+  recordCountsOf,
+  type CredentialCounts,
+  type CredentialListQuery,
+  type CredentialPage,
+  type PageWalk,
+  type UnsettledListQuery,
 } from "@credhook/core/store";
 import { ConfigError, isStoreFailure, StoreUnavailable, Conflict, LockLost, NotFound } from "@credhook/core/errors";
 import { asStoreError, isUnavailable, reasonOf } from "./errors.js";
 import { AdvisoryLocks } from "./locks.js";
+import {
+  CLAIM_SQL,
+  COUNT_UNFINISHED_SQL,
+  COUNTS_SQL,
+  eventsListQuery,
+  LIST_ABANDONED_SQL,
+  LIST_UNFINISHED_SQL,
+  LIST_UNSETTLED_SQL,
+  listPageQuery,
+  migrateHotReads,
+  requeueDeadQuery,
+  unsettledPageQuery,
+  type Query,
+} from "./queries.js";
 
 /** Options of {@link PostgresCredentialStore} (`store.postgres` as an object). */
 export interface PostgresStoreOptions {
@@ -159,8 +182,10 @@ MIGRATIONS["0005_credentials_fingerprint"] = {
   },
 };
 
-/** The columns of a read `events` row ({@link EventRowRead}). */
-const EVENT_COLUMNS = "seq, event, status, attempts, next_attempt_at, sinks_done, last_error, settled_at";
+MIGRATIONS["0006_hot_reads"] = {
+  // An index for every hot read (the paged walks, unsettled records, events by app) and the counts kept by triggers.
+  up: migrateHotReads,
+};
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
 
@@ -455,7 +480,7 @@ export class PostgresCredentialStore implements CredentialStore {
 
   listAbandoned(appKey?: string): Promise<CredentialRecord[]> {
     return appKey === undefined
-      ? this.many("SELECT record FROM credentials WHERE status = 'abandoned' ORDER BY updated_at")
+      ? this.many(LIST_ABANDONED_SQL)
       : this.many("SELECT record FROM credentials WHERE app_key = $1 AND status = 'abandoned' ORDER BY updated_at", [
           appKey,
         ]);
@@ -473,9 +498,50 @@ export class PostgresCredentialStore implements CredentialStore {
     };
   }
 
-  /** {@inheritDoc CredentialStore.listUnsettled} */
+  /** {@inheritDoc CredentialStore.listUnsettled} From the partial `credentials_unsettled` index. */
   listUnsettled(): Promise<CredentialRecord[]> {
-    return this.many("SELECT record FROM credentials WHERE record ? 'unsettled' ORDER BY updated_at");
+    return this.many(LIST_UNSETTLED_SQL);
+  }
+
+  /** {@inheritDoc CredentialStore.listPage} SQL: `listPageQuery` (queries.ts). */
+  async listPage(query: CredentialListQuery = {}): Promise<CredentialPage> {
+    const { limit, after } = pageStartOf("listPage", query);
+    const examinedMax = examinedMaxOf(limit, query);
+    return this.page("listPage", listPageQuery(query, after, limit, examinedMax), limit, examinedMax);
+  }
+
+  /** {@inheritDoc CredentialStore.listUnsettledPage} SQL: `unsettledPageQuery` (queries.ts), on the partial `credentials_unsettled` index. */
+  async listUnsettledPage(query: UnsettledListQuery = {}): Promise<CredentialPage> {
+    const { limit, after } = pageStartOf("listUnsettledPage", query);
+    return this.page("listUnsettledPage", unsettledPageQuery(after, query.dueAt, limit), limit, limit);
+  }
+
+  /** The page of `walk` that `query` reads (rows `id`, `position`, `record` — NULL where a filter dropped it). */
+  private async page(walk: PageWalk, query: Query, limit: number, examinedMax: number): Promise<CredentialPage> {
+    const { rows } = await this.q<{ id: string; position: string; record: CredentialRecord | null }>(
+      query.text,
+      query.values,
+    );
+    return pageOfExamined(
+      walk,
+      rows.map((r) => ({ id: r.id, position: r.position, record: r.record ?? undefined })),
+      limit,
+      examinedMax,
+    );
+  }
+
+  /** {@inheritDoc CredentialStore.counts} From `store_counts` (kept by triggers) and the partial and `(status, updated_at)` indexes. */
+  async counts(unfinishedBefore?: string): Promise<CredentialCounts> {
+    const [{ rows }, unfinished] = await Promise.all([
+      this.q<Record<string, number>>(COUNTS_SQL),
+      unfinishedBefore === undefined ? undefined : this.q<{ n: number }>(COUNT_UNFINISHED_SQL, [unfinishedBefore]),
+    ]);
+    const row = rows[0]!;
+    return {
+      byStatus: recordCountsOf(row),
+      unsettled: row.unsettled!,
+      ...(unfinished ? { unfinished: unfinished.rows[0]!.n } : {}),
+    };
   }
 
   async delete(id: string, events?: readonly CredentialEvent[]): Promise<boolean> {
@@ -510,15 +576,7 @@ export class PostgresCredentialStore implements CredentialStore {
         );
       },
       async claim(now, leaseUntil, holder, limit) {
-        const { rows } = await q<EventRowRead>(
-          `UPDATE events SET holder = $1, lease_until = $3 WHERE seq IN (
-             SELECT e.seq FROM events e WHERE e.status = 'pending' AND e.next_attempt_at <= $2
-               AND (e.lease_until IS NULL OR e.lease_until <= $2)
-               AND NOT EXISTS (SELECT 1 FROM events p WHERE p.subject = e.subject AND p.status = 'pending' AND p.seq < e.seq)
-             ORDER BY e.seq LIMIT $4 FOR UPDATE SKIP LOCKED)
-           RETURNING ${EVENT_COLUMNS}`,
-          [holder, now, leaseUntil, limit],
-        );
+        const { rows } = await q<EventRowRead>(CLAIM_SQL, [holder, now, leaseUntil, limit]);
         return rows.map(storedEventOf).sort((a, b) => a.seq - b.seq);
       },
       async settle(id, holder, s) {
@@ -539,28 +597,13 @@ export class PostgresCredentialStore implements CredentialStore {
         return (res.rowCount ?? 0) > 0;
       },
       async list(filter = {}) {
-        const { rows } = await q<EventRowRead>(
-          `SELECT ${EVENT_COLUMNS} FROM events
-           WHERE ($1::text IS NULL OR subject = $1 OR app_slug = $1 OR app_name = $1) AND ($2::text IS NULL OR time >= $2)
-             AND ($3::text IS NULL OR status = $3) AND ($5::text IS NULL OR event->'data'->>'keyFingerprint' = $5)
-           ORDER BY seq DESC LIMIT $4`,
-          [
-            filter.app ?? null,
-            filter.since ?? null,
-            filter.status ?? null,
-            filter.limit ?? 1000,
-            filter.fingerprint ?? null,
-          ],
-        );
+        const { text, values } = eventsListQuery(filter);
+        const { rows } = await q<EventRowRead>(text, values);
         return rows.reverse().map(storedEventOf);
       },
       async counts() {
-        const out: Record<EventStatus, number> = { pending: 0, delivered: 0, dead: 0 };
-        const { rows } = await q<{ status: EventStatus; n: string }>(
-          "SELECT status, COUNT(*) AS n FROM events GROUP BY status",
-        );
-        for (const r of rows) out[r.status] = Number(r.n);
-        return out;
+        const { rows } = await q<Record<string, number>>(COUNTS_SQL);
+        return eventCountsOf(rows[0]!);
       },
       async prune(before) {
         return (await q("DELETE FROM events WHERE status <> 'pending' AND time < $1", [before])).rowCount ?? 0;
@@ -577,16 +620,8 @@ export class PostgresCredentialStore implements CredentialStore {
         );
       },
       async requeueDead(now, app) {
-        return (
-          (
-            await q(
-              `UPDATE events SET status = 'pending', attempts = 0, next_attempt_at = $1, settled_at = NULL,
-                 holder = NULL, lease_until = NULL
-               WHERE status = 'dead' AND ($2::text IS NULL OR subject = $2 OR app_slug = $2 OR app_name = $2)`,
-              [now, app ?? null],
-            )
-          ).rowCount ?? 0
-        );
+        const { text, values } = requeueDeadQuery(now, app);
+        return (await q(text, values)).rowCount ?? 0;
       },
     };
     return this.outboxImpl;
@@ -594,10 +629,7 @@ export class PostgresCredentialStore implements CredentialStore {
   private outboxImpl: EventOutbox | undefined;
 
   listUnfinished(before: string): Promise<CredentialRecord[]> {
-    return this.many(
-      "SELECT record FROM credentials WHERE status IN ('pending','revoking') AND updated_at < $1 ORDER BY updated_at",
-      [before],
-    );
+    return this.many(LIST_UNFINISHED_SQL, [before]);
   }
 
   async countUnfinishedSince(since: string): Promise<number> {

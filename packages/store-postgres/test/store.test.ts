@@ -1,10 +1,13 @@
 import { randomUUID } from "node:crypto";
+import pg from "pg";
 import { describe, expect, inject, it } from "vitest";
-import { assertFenceHeld, runFenced } from "@credhook/core/store";
+import { credentialEvent } from "@credhook/core";
+import { assertFenceHeld, PAGE_SCAN_ROWS, runFenced } from "@credhook/core/store";
 import { LockLost, StoreUnavailable } from "@credhook/core/errors";
 import { storeConformance } from "@credhook/provider-testkit";
 import { asStoreError } from "../src/errors.js";
 import { openPostgresStore, PostgresCredentialStore } from "../src/index.js";
+import * as queries from "../src/queries.js";
 import { terminateLockSession as terminateSession } from "./lock-sessions.js";
 
 const url = inject("databaseUrl");
@@ -18,6 +21,19 @@ async function until(what: string, check: () => Promise<boolean>, ms: number): P
   }
 }
 const schema = () => `t_${randomUUID().replace(/-/g, "").slice(0, 16)}`;
+/** A pending record `id` of the app `appKey`. */
+const record = (id: string, appKey: string) => ({
+  id,
+  credentialType: "API_KEY" as const,
+  appKey,
+  app: { appName: "X", developer: "d" },
+  publicId: id,
+  status: "pending" as const,
+  apis: [],
+  bindings: [],
+  createdAt: "2026-01-01T00:00:00.000Z",
+  updatedAt: "2026-01-01T00:00:00.000Z",
+});
 
 describe("store conformance (PostgreSQL)", () => {
   storeConformance(it, () => openPostgresStore({ url, schema: schema() }));
@@ -35,6 +51,7 @@ describe("PostgreSQL store", () => {
           "0003_events",
           "0004_events_partial_indexes",
           "0005_credentials_fingerprint",
+          "0006_hot_reads",
         ]);
       const id = randomUUID();
       await stores[0]!.insert({
@@ -56,19 +73,6 @@ describe("PostgreSQL store", () => {
   });
 
   const terminateLockSession = (s: string, key: string) => terminateSession(url, s, key);
-
-  const record = (id: string, appKey: string) => ({
-    id,
-    credentialType: "API_KEY" as const,
-    appKey,
-    app: { appName: "X", developer: "d" },
-    publicId: id,
-    status: "pending" as const,
-    apis: [],
-    bindings: [],
-    createdAt: "2026-01-01T00:00:00.000Z",
-    updatedAt: "2026-01-01T00:00:00.000Z",
-  });
 
   it("a holder whose lock session ends is fenced: it cannot write, and no other instance gets the app until it has stopped", async () => {
     const s = schema();
@@ -187,6 +191,158 @@ describe("PostgreSQL store", () => {
     expect(() => new PostgresCredentialStore({ url, schema: 'x"; DROP TABLE y; --' })).toThrow(
       /store\.postgres\.schema must match/,
     );
+  });
+});
+
+describe("PostgreSQL hot reads", () => {
+  /** A client on schema `s`. */
+  const connect = async (s: string) => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query(`SET search_path TO "${s}"`);
+    return client;
+  };
+
+  /** The nodes of an `EXPLAIN (FORMAT JSON)` plan: type, relation and index of each, depth first. */
+  type PlanNode = { "Node Type": string; "Relation Name"?: string; "Index Name"?: string; Plans?: PlanNode[] };
+  const nodesOf = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodesOf)];
+
+  it("every hot read takes its index (EXPLAIN over 20,000 analysed rows): the claim, events by app, state and time, counts, unsettled and list pages, the expiry walk", async () => {
+    const s = schema();
+    const store = await openPostgresStore({ url, schema: s });
+    const client = await connect(s);
+    try {
+      // 20,000 records (1 in 250 pending or abandoned, 1 in 1,000 unsettled, 100 developers, 3 gateways) and 20,000
+      // events (the last 50 pending, 1 in 1,000 dead) of 5,000 apps: enough that a scan costs the planner more than an index.
+      await client.query(`
+        INSERT INTO credentials (id, credential_type, app_key, public_id, status, record, created_at, updated_at)
+        SELECT 'id-' || i, 'API_KEY', 'slug:d/app-' || i, 'k-' || i,
+          CASE WHEN i % 250 = 0 THEN 'pending' WHEN i % 250 = 1 THEN 'abandoned' ELSE 'active' END,
+          jsonb_build_object('id', 'id-' || i, 'app', jsonb_build_object('appName', 'App ' || i, 'appSlug', 'app-' || i,
+            'developer', 'd' || (i % 100)), 'bindings', jsonb_build_array(jsonb_build_object('gateway', 'g' || (i % 3))),
+            'apis', '[]'::jsonb)
+            || CASE WHEN i % 1000 = 0 THEN jsonb_build_object('unsettled', jsonb_build_object('settleUntil', lpad(i::text, 8, '0')))
+               ELSE '{}'::jsonb END,
+          lpad(i::text, 8, '0'), lpad(i::text, 8, '0')
+        FROM generate_series(1, 20000) i`);
+      await client.query(`
+        INSERT INTO events (id, subject, app_slug, app_name, type, time, event, next_attempt_at, status)
+        SELECT 'e-' || i, 'slug:d/app-' || (i % 5000), 'app-' || (i % 5000), 'App ' || (i % 5000), 'credential.created',
+          lpad(i::text, 8, '0'), '{}'::jsonb, lpad(i::text, 8, '0'),
+          CASE WHEN i > 19950 THEN 'pending' WHEN i % 1000 = 0 THEN 'dead' ELSE 'delivered' END
+        FROM generate_series(1, 20000) i`);
+      await client.query("ANALYZE credentials");
+      await client.query("ANALYZE events");
+      const cursor = { position: "00010000", id: "id-10000" };
+      // Each read, and the indexes its plan must use (`a|b`: one of them).
+      const cases: Array<[string, { text: string; values: unknown[] }, string[]]> = [
+        ["the claim", { text: queries.CLAIM_SQL, values: ["h", "00020001", "00020100", 64] }, ["events_pending"]],
+        [
+          "events by app",
+          queries.eventsListQuery({ app: "app-7" }),
+          ["events_subject", "events_app_slug", "events_app_name"],
+        ],
+        ["pending events", queries.eventsListQuery({ status: "pending" }), ["events_pending"]],
+        ["dead events", queries.eventsListQuery({ status: "dead" }), ["events_dead"]],
+        ["events since a time", queries.eventsListQuery({ since: "00019990" }), ["events_time"]],
+        ["requeueDead", queries.requeueDeadQuery("t", undefined), ["events_dead"]],
+        ["requeueDead of an app", queries.requeueDeadQuery("t", "app-7"), ["events_dead"]],
+        ["counts", { text: queries.COUNTS_SQL, values: [] }, ["credentials_unsettled"]],
+        [
+          "the unfinished count",
+          { text: queries.COUNT_UNFINISHED_SQL, values: ["00019000"] },
+          ["credentials_unfinished"],
+        ],
+        [
+          "listAbandoned (/metrics)",
+          { text: queries.LIST_ABANDONED_SQL, values: [] },
+          ["credentials_unfinished|credentials_status_created"],
+        ],
+        [
+          "listUnfinished (/metrics)",
+          { text: queries.LIST_UNFINISHED_SQL, values: ["00019000"] },
+          ["credentials_unfinished"],
+        ],
+        ["listUnsettled", { text: queries.LIST_UNSETTLED_SQL, values: [] }, ["credentials_unsettled"]],
+        ["the first unsettled page", queries.unsettledPageQuery(undefined, undefined, 100), ["credentials_unsettled"]],
+        ["a due unsettled page", queries.unsettledPageQuery(cursor, "00015000", 100), ["credentials_unsettled"]],
+        ["the first list page", queries.listPageQuery({}, undefined, 100, 100), ["credentials_created"]],
+        ["a list page", queries.listPageQuery({}, cursor, 100, 100), ["credentials_created"]],
+        [
+          "a list page of a state",
+          queries.listPageQuery({ status: "abandoned" }, cursor, 100, 100),
+          ["credentials_status_created"],
+        ],
+        // Nearly every record is active: walking the creation index and skipping the others costs the planner as little.
+        [
+          "the expiry walk",
+          queries.listPageQuery({ status: "active", createdBefore: "00015000" }, cursor, 500, 500),
+          ["credentials_status_created|credentials_created"],
+        ],
+        [
+          "a list page of an app",
+          queries.listPageQuery({ app: "app-7" }, undefined, 100, 100),
+          ["credentials_app_status", "credentials_app_slug", "credentials_app_name"],
+        ],
+        [
+          "a list page by developer and gateway",
+          queries.listPageQuery({ developer: "d7", gateway: "g1" }, cursor, 100, PAGE_SCAN_ROWS),
+          ["credentials_created"],
+        ],
+      ];
+      for (const [what, query, indexes] of cases) {
+        const { rows } = await client.query<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }>(
+          `EXPLAIN (FORMAT JSON) ${query.text}`,
+          query.values,
+        );
+        const nodes = nodesOf(rows[0]!["QUERY PLAN"][0]!.Plan);
+        const used = nodes.flatMap((n) => (n["Index Name"] ? [n["Index Name"]] : []));
+        const shown = JSON.stringify(nodes.map((n) => [n["Node Type"], n["Relation Name"], n["Index Name"]]));
+        for (const index of indexes)
+          expect(
+            used.some((u) => index.split("|").includes(u)),
+            `${what}: ${index} in ${shown}`,
+          ).toBe(true);
+        expect(
+          nodes.filter((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] !== "store_counts"),
+          `${what}: no table scan in ${shown}`,
+        ).toEqual([]);
+      }
+    } finally {
+      await client.end();
+      await store.close();
+    }
+  });
+
+  it("migration 0006 counts the records and events a store already holds, then the triggers keep the counts", async () => {
+    const s = schema();
+    const first = await openPostgresStore({ url, schema: s });
+    const rec = (n: number, status: "pending" | "active" | "abandoned") => ({
+      ...record(`r${n}-${randomUUID()}`, `slug:app-${n}`),
+      status,
+    });
+    const records = [rec(1, "pending"), rec(2, "active"), rec(3, "abandoned")];
+    for (const r of records) await first.insert(r, [credentialEvent("credential.created", r, r.createdAt)]);
+    await first.close();
+    // The schema as migration 0005 left it: what 0006 made is gone, the records and events stay.
+    const client = await connect(s);
+    await client.query(`DROP FUNCTION store_count_credentials() CASCADE; DROP FUNCTION store_count_events() CASCADE;
+      DROP TABLE store_counts; DROP INDEX credentials_created, credentials_status_created, credentials_unsettled,
+      credentials_app_slug, credentials_app_name, events_subject, events_app_slug, events_app_name;
+      DELETE FROM kysely_migration WHERE name = '0006_hot_reads'`);
+    await client.end();
+    const again = await openPostgresStore({ url, schema: s });
+    try {
+      expect((await again.appliedMigrations()).at(-1)).toBe("0006_hot_reads");
+      expect((await again.counts()).byStatus).toEqual({ pending: 1, active: 1, revoking: 0, abandoned: 1 });
+      expect(await again.outbox.counts()).toEqual({ pending: 3, delivered: 0, dead: 0 });
+      await again.save({ ...records[0]!, status: "active" });
+      await again.outbox.settleUnsent("2026-01-02T00:00:00.000Z");
+      expect((await again.counts()).byStatus).toEqual({ pending: 0, active: 2, revoking: 0, abandoned: 1 });
+      expect(await again.outbox.counts()).toEqual({ pending: 0, delivered: 3, dead: 0 });
+    } finally {
+      await again.close();
+    }
   });
 });
 

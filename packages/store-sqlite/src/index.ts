@@ -24,6 +24,19 @@ import Database from "better-sqlite3";
 import { asStoreError } from "./errors.js";
 import { migrateLegacyAppKey } from "./legacy-app-key.js";
 import {
+  CLAIM_SQL,
+  COUNT_UNFINISHED_SQL,
+  COUNTS_SQL,
+  eventsListSql,
+  LIST_ABANDONED_SQL,
+  LIST_UNFINISHED_SQL,
+  LIST_UNSETTLED_SQL,
+  listPageSql,
+  requeueDeadSql,
+  unsettledPageSql,
+  VERSION_8_SQL,
+} from "./queries.js";
+import {
   CREDENTIALS_INDEXES_SQL,
   credentialsTableSql,
   KeyedLock,
@@ -43,7 +56,16 @@ import {
   type CredentialEvent,
   type EventOutbox,
   type EventRowRead,
-  type EventStatus,
+  eventCountsOf,
+  examinedMaxOf,
+  pageOfExamined,
+  pageStartOf,
+  recordCountsOf,
+  type CredentialCounts,
+  type CredentialListQuery,
+  type CredentialPage,
+  type PageWalk,
+  type UnsettledListQuery,
 } from "@credhook/core/store";
 import { Conflict, NotFound } from "@credhook/core/errors";
 
@@ -131,6 +153,8 @@ const MIGRATIONS: Migration[] = [
     version: 7,
     sql: "CREATE INDEX credentials_fingerprint ON credentials (json_extract(record, '$.keyFingerprint')) WHERE json_extract(record, '$.keyFingerprint') IS NOT NULL;",
   },
+  // An index for every hot read (the paged walks, unsettled records, events by app) and the counts kept by triggers.
+  { version: 8, sql: `${VERSION_8_SQL.join(";\n")};` },
 ];
 
 function rewriteLegacyAppKeys(db: Database.Database): void {
@@ -446,7 +470,7 @@ export class SqliteCredentialStore implements CredentialStore {
   async listAbandoned(appKey?: string): Promise<CredentialRecord[]> {
     const rows = (
       appKey === undefined
-        ? this.stmt("SELECT record, updated_at FROM credentials WHERE status = 'abandoned'").all()
+        ? this.stmt(LIST_ABANDONED_SQL).all()
         : this.stmt("SELECT record, updated_at FROM credentials WHERE app_key = ? AND status = 'abandoned'").all(appKey)
     ) as Array<Row & { updated_at: string }>;
     if (rows.length > 1) rows.sort(byUpdatedAt);
@@ -466,14 +490,89 @@ export class SqliteCredentialStore implements CredentialStore {
     };
   }
 
-  /** {@inheritDoc CredentialStore.listUnsettled} */
+  /** {@inheritDoc CredentialStore.listUnsettled} From the partial `credentials_unsettled` index, sorted here. */
   async listUnsettled(): Promise<CredentialRecord[]> {
-    const rows = this.db
-      .prepare(
-        "SELECT record FROM credentials WHERE json_extract(record, '$.unsettled') IS NOT NULL ORDER BY updated_at",
-      )
-      .all() as Row[];
+    const rows = this.stmt(LIST_UNSETTLED_SQL).all() as Array<Row & { updated_at: string }>;
+    if (rows.length > 1) rows.sort(byUpdatedAt);
     return rows.map((r) => this.parse(r)!);
+  }
+
+  /** {@inheritDoc CredentialStore.listPage} SQL: `listPageSql` (queries.ts). */
+  async listPage(query: CredentialListQuery = {}): Promise<CredentialPage> {
+    const { limit, after } = pageStartOf("listPage", query);
+    const examinedMax = examinedMaxOf(limit, query);
+    const params = Object.fromEntries(
+      Object.entries({
+        status: query.status,
+        app: query.app,
+        developer: query.developer,
+        gateway: query.gateway,
+        createdBefore: query.createdBefore,
+        afterPosition: after?.position,
+        afterId: after?.id,
+      }).filter(([, v]) => v !== undefined),
+    );
+    return this.page(
+      "listPage",
+      listPageSql(query, after !== undefined),
+      { ...params, n: examinedMax + 1 },
+      limit,
+      examinedMax,
+    );
+  }
+
+  /** {@inheritDoc CredentialStore.listUnsettledPage} SQL: `unsettledPageSql` (queries.ts), on the partial `credentials_unsettled` index. */
+  async listUnsettledPage(query: UnsettledListQuery = {}): Promise<CredentialPage> {
+    const { limit, after } = pageStartOf("listUnsettledPage", query);
+    const params = {
+      ...(after ? { afterPosition: after.position, afterId: after.id } : {}),
+      ...(query.dueAt !== undefined ? { dueAt: query.dueAt } : {}),
+      n: limit + 1,
+    };
+    return this.page(
+      "listUnsettledPage",
+      unsettledPageSql(after !== undefined, query.dueAt !== undefined),
+      params,
+      limit,
+      limit,
+    );
+  }
+
+  /** The page of `walk` that `sql` reads with `params` (rows `id`, `position`, `record` — NULL where a filter dropped it). */
+  private page(
+    walk: PageWalk,
+    sql: string,
+    params: Record<string, unknown>,
+    limit: number,
+    examinedMax: number,
+  ): CredentialPage {
+    const rows = this.stmt(sql).iterate(params) as IterableIterator<{
+      id: string;
+      position: string;
+      record: string | null;
+    }>;
+    const parse = this.parse.bind(this);
+    return pageOfExamined(
+      walk,
+      (function* () {
+        for (const r of rows)
+          yield { id: r.id, position: r.position, record: r.record === null ? undefined : parse({ record: r.record }) };
+      })(),
+      limit,
+      examinedMax,
+    );
+  }
+
+  /** {@inheritDoc CredentialStore.counts} From `store_counts` (kept by triggers) and the partial and `(status, updated_at)` indexes. */
+  async counts(unfinishedBefore?: string): Promise<CredentialCounts> {
+    const row = this.stmt(COUNTS_SQL).get() as Record<string, number>;
+    return {
+      byStatus: recordCountsOf(row),
+      unsettled: row.unsettled!,
+      ...(unfinishedBefore !== undefined
+        ? { unfinished: (this.stmt(COUNT_UNFINISHED_SQL).get(unfinishedBefore) as { n: number }).n }
+        : {}),
+    };
   }
 
   async countUnfinishedSince(since: string): Promise<number> {
@@ -525,15 +624,7 @@ export class SqliteCredentialStore implements CredentialStore {
     },
     claim: async (now, leaseUntil, holder, limit) => {
       const rows = await this.write(
-        () =>
-          this.stmt(
-            `UPDATE events SET holder = ?, lease_until = ? WHERE seq IN (
-              SELECT e.seq FROM events e WHERE e.status = 'pending' AND e.next_attempt_at <= ?
-                AND (e.lease_until IS NULL OR e.lease_until <= ?)
-                AND NOT EXISTS (SELECT 1 FROM events p WHERE p.subject = e.subject AND p.status = 'pending' AND p.seq < e.seq)
-              ORDER BY e.seq LIMIT ?)
-             RETURNING seq, event, status, attempts, next_attempt_at, sinks_done, last_error, settled_at`,
-          ).all(holder, leaseUntil, now, now, limit) as EventRowRead[],
+        () => this.stmt(CLAIM_SQL).all(holder, leaseUntil, now, now, limit) as EventRowRead[],
       );
       return rows.map(storedEventOf).sort((a, b) => a.seq - b.seq);
     },
@@ -556,30 +647,17 @@ export class SqliteCredentialStore implements CredentialStore {
       return res.changes > 0;
     },
     list: async (filter = {}) => {
-      const app = filter.app ?? null;
-      const rows = this.stmt(
-        `SELECT seq, event, status, attempts, next_attempt_at, sinks_done, last_error, settled_at FROM events
-         WHERE (@app IS NULL OR subject = @app OR app_slug = @app OR app_name = @app) AND (@since IS NULL OR time >= @since)
-           AND (@status IS NULL OR status = @status)
-           AND (@fingerprint IS NULL OR json_extract(event, '$.data.keyFingerprint') = @fingerprint)
-         ORDER BY seq DESC LIMIT @limit`,
-      ).all({
-        app,
-        since: filter.since ?? null,
-        status: filter.status ?? null,
-        fingerprint: filter.fingerprint ?? null,
+      const rows = this.stmt(eventsListSql(filter)).all({
+        ...(filter.app !== undefined ? { app: filter.app } : {}),
+        ...(filter.since !== undefined ? { since: filter.since } : {}),
+        ...(filter.fingerprint !== undefined ? { fingerprint: filter.fingerprint } : {}),
         limit: filter.limit ?? 1000,
       }) as EventRowRead[];
       return rows.reverse().map(storedEventOf);
     },
     counts: async () => {
-      const out: Record<EventStatus, number> = { pending: 0, delivered: 0, dead: 0 };
-      for (const r of this.stmt("SELECT status, COUNT(*) AS n FROM events GROUP BY status").all() as Array<{
-        status: EventStatus;
-        n: number;
-      }>)
-        out[r.status] = r.n;
-      return out;
+      const row = this.stmt(COUNTS_SQL).get() as Record<string, number>;
+      return eventCountsOf(row);
     },
     prune: async (before) =>
       (await this.write(() => this.stmt("DELETE FROM events WHERE status <> 'pending' AND time < ?").run(before)))
@@ -587,11 +665,7 @@ export class SqliteCredentialStore implements CredentialStore {
     requeueDead: async (now, app) =>
       (
         await this.write(() =>
-          this.stmt(
-            `UPDATE events SET status = 'pending', attempts = 0, next_attempt_at = @now, settled_at = NULL,
-               holder = NULL, lease_until = NULL
-             WHERE status = 'dead' AND (@app IS NULL OR subject = @app OR app_slug = @app OR app_name = @app)`,
-          ).run({ now, app: app ?? null }),
+          this.stmt(requeueDeadSql(app !== undefined)).run({ now, ...(app !== undefined ? { app } : {}) }),
         )
       ).changes,
     settleUnsent: async (now) =>
@@ -606,9 +680,7 @@ export class SqliteCredentialStore implements CredentialStore {
   });
 
   async listUnfinished(before: string): Promise<CredentialRecord[]> {
-    const rows = this.stmt(
-      "SELECT record FROM credentials WHERE status IN ('pending','revoking') AND updated_at < ? ORDER BY updated_at",
-    ).all(before) as Row[];
+    const rows = this.stmt(LIST_UNFINISHED_SQL).all(before) as Row[];
     return rows.map((r) => this.parse(r)!);
   }
 
@@ -737,6 +809,9 @@ typed(SqliteCredentialStore.prototype, [
   "listAbandoned",
   "findApp",
   "listUnsettled",
+  "listPage",
+  "listUnsettledPage",
+  "counts",
   "countUnfinishedSince",
   "delete",
   "listUnfinished",

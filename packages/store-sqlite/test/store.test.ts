@@ -10,6 +10,7 @@ import { hashSecret } from "@credhook/core/provider-kit";
 import { storeConformance } from "@credhook/provider-testkit";
 import { openSqliteStore } from "../src/index.js";
 import { migrateLegacyAppKey } from "../src/legacy-app-key.js";
+import * as queries from "../src/queries.js";
 
 const rec = (over: Partial<CredentialRecord> = {}): CredentialRecord => ({
   id: crypto.randomUUID(),
@@ -53,12 +54,12 @@ describe("SqliteCredentialStore", () => {
     const store = await openSqliteStore({ path: p });
     expect(statSync(p).mode & 0o777).toBe(0o600);
     expect(statSync(join(p, "..")).mode & 0o777).toBe(0o700);
-    expect(store.schemaVersion()).toBe(7);
+    expect(store.schemaVersion()).toBe(8);
     await store.init(); // idempotent
     await store.close();
     const db = new Database(p, { readonly: true });
     expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
-    expect(db.prepare("SELECT COUNT(*) AS n FROM schema_migrations").get()).toEqual({ n: 7 });
+    expect(db.prepare("SELECT COUNT(*) AS n FROM schema_migrations").get()).toEqual({ n: 8 });
     db.close();
   });
 
@@ -94,7 +95,7 @@ describe("SqliteCredentialStore", () => {
     await store1.close();
     // Take the file back to version 1 (the schema credhook 0.1 wrote), then reopen.
     const db = new Database(p);
-    db.exec(`DELETE FROM schema_migrations WHERE version > 1; DROP TABLE events;
+    db.exec(`DELETE FROM schema_migrations WHERE version > 1; DROP TABLE events; DROP TABLE store_counts;
       CREATE TABLE c1 AS SELECT * FROM credentials; DROP TABLE credentials;
       CREATE TABLE credentials (id TEXT PRIMARY KEY, credential_type TEXT NOT NULL, app_key TEXT NOT NULL, public_id TEXT NOT NULL,
         status TEXT NOT NULL CHECK (status IN ('pending','active','revoking')), record TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
@@ -102,7 +103,7 @@ describe("SqliteCredentialStore", () => {
       CREATE UNIQUE INDEX credentials_app ON credentials (app_key, credential_type);`);
     db.close();
     const store2 = await openSqliteStore({ path: p });
-    expect(store2.schemaVersion()).toBe(7);
+    expect(store2.schemaVersion()).toBe(8);
     expect(await store2.get(r.id)).toEqual({ ...r, appKey: appKeyOf(r.app) }); // its identity, in the current encoding
     await store2.insert(rec({ status: "abandoned", publicId: "" })); // allowed beside the live record now
     await store2.close();
@@ -176,7 +177,7 @@ describe("SqliteCredentialStore", () => {
     v1.close();
 
     const store = await openSqliteStore({ path: p });
-    expect(store.schemaVersion()).toBe(7);
+    expect(store.schemaVersion()).toBe(8);
     const slug = await store.findByAppKey(
       appKeyOf({ appName: "A", developer: "d@example.com", appSlug: "590d83b5c05f" }),
       "API_KEY",
@@ -289,6 +290,147 @@ describe("SqliteCredentialStore", () => {
     ).map((r) => r.detail);
     expect(plan.join("\n")).toMatch(/USING INDEX credentials_fingerprint/);
     await store.close();
+  });
+
+  it("every hot read takes its index (EXPLAIN QUERY PLAN): the claim, events by app, state and time, counts, unsettled and list pages, the expiry walk", async () => {
+    const store = await openSqliteStore({ path: path() });
+    const db = (store as unknown as { db: Database.Database }).db;
+    /** The plan's lines of `sql`, every parameter bound to a string. */
+    const plan = (sql: string) => {
+      const names = [...new Set([...sql.matchAll(/@(\w+)/g)].map((m) => m[1]!))];
+      const st = db.prepare(`EXPLAIN QUERY PLAN ${sql}`);
+      const rows =
+        names.length > 0
+          ? st.all(Object.fromEntries(names.map((n) => [n, "x"])))
+          : st.all(...(sql.match(/\?/g) ?? []).map(() => "x"));
+      return (rows as Array<{ detail: string }>).map((r) => r.detail);
+    };
+    const cases: Array<[string, string, RegExp[]]> = [
+      [
+        "the claim",
+        queries.CLAIM_SQL,
+        [/^SCAN events USING COVERING INDEX events_pending$/, /^SEARCH e USING INTEGER PRIMARY KEY/],
+      ],
+      [
+        "events by app",
+        queries.eventsListSql({ app: "a" }),
+        [
+          /USING COVERING INDEX events_subject \(subject=\?\)/,
+          /events_app_slug \(app_slug=\?\)/,
+          /events_app_name \(app_name=\?\)/,
+        ],
+      ],
+      [
+        "events by app since a time",
+        queries.eventsListSql({ app: "a", since: "t" }),
+        [/events_subject/, /events_app_slug/, /events_app_name/],
+      ],
+      ["pending events", queries.eventsListSql({ status: "pending" }), [/USING COVERING INDEX events_pending$/]],
+      ["dead events", queries.eventsListSql({ status: "dead" }), [/USING INDEX events_dead$/]],
+      [
+        "events since a time",
+        queries.eventsListSql({ since: "t" }),
+        [/USING COVERING INDEX events_time \(time>\?\)/, /INTEGER PRIMARY KEY \(rowid>\?\)/],
+      ],
+      ["requeueDead", queries.requeueDeadSql(false), [/USING COVERING INDEX events_dead$/]],
+      ["requeueDead of an app", queries.requeueDeadSql(true), [/events_subject/, /events_app_slug/, /events_app_name/]],
+      [
+        "counts",
+        queries.COUNTS_SQL,
+        [/^SCAN store_counts$/, /^SCAN credentials USING COVERING INDEX credentials_unsettled$/],
+      ],
+      [
+        "the unfinished count",
+        queries.COUNT_UNFINISHED_SQL,
+        [/credentials_unfinished \(status=\? AND updated_at<\?\)/],
+      ],
+      ["listAbandoned (/metrics)", queries.LIST_ABANDONED_SQL, [/^SEARCH credentials USING INDEX \w+ \(status=\?/]],
+      [
+        "listUnfinished (/metrics)",
+        queries.LIST_UNFINISHED_SQL,
+        [/credentials_unfinished \(status=\? AND updated_at<\?\)/],
+      ],
+      ["listUnsettled", queries.LIST_UNSETTLED_SQL, [/USING INDEX credentials_unsettled$/]],
+      ["the first unsettled page", queries.unsettledPageSql(false, false), [/USING INDEX credentials_unsettled$/]],
+      [
+        "a due unsettled page",
+        queries.unsettledPageSql(true, true),
+        [/^SEARCH credentials USING INDEX credentials_unsettled \(<expr><\?\)$/],
+      ],
+      ["the first list page", queries.listPageSql({}, false), [/^SCAN credentials USING INDEX credentials_created$/]],
+      [
+        "a list page",
+        queries.listPageSql({}, true),
+        [/USING INDEX credentials_created \(\(created_at,id\)>\(\?,\?\)\)/],
+      ],
+      [
+        "a list page of a state",
+        queries.listPageSql({ status: "active" }, true),
+        [/credentials_status_created \(status=\? AND \(created_at,id\)>/],
+      ],
+      [
+        "the expiry walk",
+        queries.listPageSql({ status: "active", createdBefore: "t" }, true),
+        [/credentials_status_created \(status=\? AND \(created_at,id\)>\(\?,\?\) AND created_at<\?\)/],
+      ],
+      [
+        "a list page of an app in a state",
+        queries.listPageSql({ app: "a", status: "active", createdBefore: "t" }, true),
+        [
+          /^SEARCH credentials USING INTEGER PRIMARY KEY/,
+          /credentials_app_status \(app_key=\?\)/,
+          /credentials_app_slug/,
+          /credentials_app_name/,
+        ],
+      ],
+      [
+        "a list page by developer and gateway",
+        queries.listPageSql({ developer: "d", gateway: "g" }, true),
+        [/credentials_created \(\(created_at,id\)>/],
+      ],
+      ["list()", "SELECT record FROM credentials ORDER BY created_at", [/USING INDEX credentials_created$/]],
+    ];
+    for (const [what, sql, expected] of cases) {
+      const lines = plan(sql);
+      for (const line of expected)
+        expect(
+          lines.some((l) => line.test(l)),
+          `${what}: ${line} in\n${lines.join("\n")}`,
+        ).toBe(true);
+      // A scan of a whole table (not of an index, a subquery or json_each) fails.
+      expect(
+        lines.filter((l) => /^SCAN (credentials|events|e)$/.test(l)),
+        `${what}: no table scan`,
+      ).toEqual([]);
+    }
+    await store.close();
+  });
+
+  it("version 8 counts the records and events a store already holds, then keeps the counts as they change", async () => {
+    const p = path();
+    const store = await openSqliteStore({ path: p });
+    const records = [
+      rec({ status: "pending" }),
+      rec({ appKey: "slug:b", publicId: "kb" }),
+      rec({ appKey: "slug:c", publicId: "kc", status: "abandoned" }),
+    ];
+    for (const r of records) await store.insert(r, [credentialEvent("credential.created", r, r.createdAt)]);
+    await store.close();
+    // The file as version 7 left it: what version 8 made is gone, its records and events stay.
+    const db = new Database(p);
+    for (const statement of queries.VERSION_8_SQL) {
+      const made = /^CREATE (INDEX|TRIGGER|TABLE) (\w+)/.exec(statement);
+      if (made) db.exec(`DROP ${made[1]} ${made[2]}`);
+    }
+    db.exec("DELETE FROM schema_migrations WHERE version = 8");
+    db.close();
+    const again = await openSqliteStore({ path: p });
+    expect(again.schemaVersion()).toBe(8);
+    expect((await again.counts()).byStatus).toEqual({ pending: 1, active: 1, revoking: 0, abandoned: 1 });
+    expect(await again.outbox.counts()).toEqual({ pending: 3, delivered: 0, dead: 0 });
+    await again.save({ ...records[0]!, status: "active" });
+    expect((await again.counts()).byStatus).toEqual({ pending: 0, active: 2, revoking: 0, abandoned: 1 });
+    await again.close();
   });
 
   it("checkpoints the WAL while writes never pause: a group is always open when the timer fires, so the commit checkpoints once one is due", async () => {

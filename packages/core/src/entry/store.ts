@@ -5,7 +5,32 @@
  * the in-process `StoreLocks`; `AvailabilityLog`), and the events outbox beside the records. Named exports only
  * (packages/core/README.md, "Public surface").
  */
-export type { AppRecords, CredentialStore, StoreContext, StoreFactory, StoreLocks } from "../store.js";
+export type {
+  AppRecords,
+  CredentialCounts,
+  CredentialListQuery,
+  CredentialPage,
+  CredentialStore,
+  StoreContext,
+  StoreFactory,
+  StoreLocks,
+  UnsettledListQuery,
+} from "../store.js";
+export { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, PAGE_SCAN_ROWS } from "../store.js";
+/** The paged reads' shared pieces: page size, cursors, the filters' meaning, a page cut from the rows a query examined. */
+export type { ExaminedRow, PagePosition, PageWalk } from "../store-pages.js";
+export {
+  comparePositions,
+  eventCountsOf,
+  examinedMaxOf,
+  matchesListQuery,
+  pageOfExamined,
+  pageStartOf,
+  recordCountsOf,
+  STORE_COUNT_COLUMNS,
+  STORE_COUNT_FIRST_COUNTS,
+  walkPages,
+} from "../store-pages.js";
 /** The record a store keeps (what core writes before and after the cloud calls). */
 export type {
   AbandonedInfo,
@@ -17,6 +42,7 @@ export type {
   PendingOperation,
   UnsettledInfo,
 } from "../credential-record.js";
+export { CREDENTIAL_STATUSES } from "../credential-record.js";
 export { CREDENTIALS_INDEXES_SQL, credentialsTableSql } from "../store.js";
 export { appKeyOf } from "../orchestration/api-sets.js";
 export type { Fence } from "../fence.js";
@@ -34,8 +60,11 @@ export type {
 } from "../events.js";
 export {
   EVENT_INSERT_COLUMNS,
+  EVENTS_APP_INDEXES_SQL,
   EVENTS_PARTIAL_INDEXES_SQL,
+  EVENT_STATUSES,
   eventRow,
+  eventStatusOf,
   eventsTableSql,
   storedEventOf,
 } from "../events.js";

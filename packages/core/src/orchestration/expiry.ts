@@ -13,6 +13,7 @@
 import { isCredhookError, isStoreFailure, PolicyViolation } from "../errors.js";
 import type { CredentialRecord, ExpiryInfo } from "../credential-record.js";
 import { credentialExpiry, type ExpiryPolicies } from "../expiry-policy.js";
+import { walkPages } from "../store-pages.js";
 import type { OrchestrationContext } from "./context.js";
 import { setCredentialEnabled } from "./disable.js";
 import { revoke, revokeRequestFor } from "./revoke.js";
@@ -35,9 +36,13 @@ export interface ExpiryPassResult {
   expiredLive: number;
 }
 
+/** Records per page of the expiry pass's walk. */
+export const EXPIRY_PAGE_SIZE = 500;
+
 /**
- * One expiry pass over the store's active records (`store.list`: one read of every record a pass, as `credhook
- * reconcile` does; the pass runs hourly by default). One instance at a time (the store's lock `credhook:expiry`);
+ * One expiry pass over the store's active records, oldest first, a page of {@link EXPIRY_PAGE_SIZE} at a time
+ * (`store.listPage` with `status: "active"`: the state's index by creation time; one page in memory, never every
+ * record; the pass runs hourly by default). One instance at a time (the store's lock `credhook:expiry`);
  * each record under its app's lock, re-read: the expiry mark is brought to the config (no event), `credential.expiring`
  * is written once from the warning time (not when the credential is first seen already expired), `credential.expired`
  * once at the expiry, then the action runs — `disable` (reason `expired`; a gateway that cannot disable: revoke, logged
@@ -58,8 +63,9 @@ export async function expiryPass(ctx: OrchestrationContext, policies: ExpiryPoli
       expiring: 0,
       expiredLive: 0,
     };
-    for (const listed of await ctx.store.list()) {
-      if (listed.status !== "active") continue;
+    const pages = (after: string | undefined) =>
+      ctx.store.listPage({ status: "active", limit: EXPIRY_PAGE_SIZE, ...(after ? { after } : {}) });
+    for await (const listed of walkPages(pages)) {
       if (!credentialExpiry(listed, policies) && !listed.expiry) continue;
       try {
         const due = await ctx.lock.run(listed.appKey, () => markExpiry(ctx, listed.id, policies, result));

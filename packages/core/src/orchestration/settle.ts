@@ -12,6 +12,7 @@
 import { isCredhookError } from "../errors.js";
 import type { GatewayApi } from "../provider.js";
 import type { CredentialRecord, UnsettledInfo } from "../credential-record.js";
+import { walkPages } from "../store-pages.js";
 import { changesBetween, groupByGateway } from "./api-sets.js";
 import { sweepAbandoned } from "./abandoned.js";
 import { revokeMarked, revokeOne } from "./revoke.js";
@@ -148,13 +149,14 @@ export async function unsettledRecords(ctx: OrchestrationContext): Promise<Crede
 
 /**
  * One pass over every record with unsettled gateways whose window has ended,
- * each under its app's lock. Never throws: failures stay on the records.
+ * each under its app's lock. Never throws: failures stay on the records. Reads only the due records, a page at a
+ * time (`listUnsettledPage` with `dueAt`: the store's partial index of unsettled records), never every record.
  * @returns how many records were settled (field gone) and how many resources were revoked
  */
 export async function sweepUnsettled(ctx: OrchestrationContext): Promise<{ settled: number; revoked: number }> {
   const out = { settled: 0, revoked: 0 };
-  const records = await unsettledRecords(ctx);
-  for (const rec of records) {
+  const dueAt = ctx.nowIso();
+  for await (const rec of walkPages((after) => ctx.store.listUnsettledPage({ dueAt, ...(after ? { after } : {}) }))) {
     if (rec.unsettled && ctx.stillSettling(rec.unsettled.settleUntil)) continue;
     await ctx.lock.run(rec.appKey, async () => {
       try {
