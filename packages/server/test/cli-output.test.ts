@@ -53,8 +53,10 @@ beforeAll(async () => {
     const [rec] = await runtime.store.list().then((rs) => rs.filter((r) => r.app.appSlug === drifty.slug));
     driftId = rec!.bindings[0]!.nativeId;
     await runtime.store.delete(rec!.id);
-    const now = new Date().toISOString();
+    // One millisecond apart: a listing is oldest first (records made in the same millisecond are in id order).
+    const start = Date.now();
     for (let i = 0; i < BULK; i++) {
+      const now = new Date(start + i).toISOString();
       const id = randomUUID();
       const rec: CredentialRecord = {
         id,
