@@ -190,10 +190,16 @@ export function addToSummary(summary: DriftSummary, rec: CredentialRecord, drift
   for (const g of drift.missingGateways) summary.stranded[g] = (summary.stranded[g] ?? 0) + 1;
 }
 
-/** The drift of every record of `records`, counted ({@link credentialDrift}, {@link addToSummary}). */
-export function summarizeDrift(topology: DriftTopology, records: Iterable<CredentialRecord>): DriftSummary {
+/**
+ * The drift of every record of `records`, counted ({@link credentialDrift}, {@link addToSummary}).
+ * @param records an array, or a paged walk of the store (`walkPages`): one page is held at a time
+ */
+export async function summarizeDrift(
+  topology: DriftTopology,
+  records: Iterable<CredentialRecord> | AsyncIterable<CredentialRecord>,
+): Promise<DriftSummary> {
   const summary = emptyDriftSummary();
-  for (const rec of records) addToSummary(summary, rec, credentialDrift(topology, rec));
+  for await (const rec of records) addToSummary(summary, rec, credentialDrift(topology, rec));
   return summary;
 }
 

@@ -61,7 +61,7 @@ describe("drift", () => {
     expect(drift.changedPlans).toEqual([{ gateway: "old", planId: "gold" }]);
 
     const dropped = driftTopology(new Map([["new", raised[1]!]]), createRouter([{ default: "new" }]));
-    const summary = summarizeDrift(dropped, await store.list());
+    const summary = await summarizeDrift(dropped, await store.list());
     expect(summary).toMatchObject({ live: 1, counts: { moved: 1, "gateway-missing": 1 }, stranded: { old: 1 } });
     expect(strandedProblems(summary)).toEqual([
       expect.stringMatching(

@@ -1,8 +1,9 @@
 /**
  * The stored credentials against the config (docs/gateway-migration.md), for `credhook check-config` and `serve`:
  * how many live credentials differ from it by kind (core's drift.ts), and the refusal of a config that dropped a
- * gateway still holding live credentials. One read of every record (`store.list()`) per pass: at check-config, at
- * serve's start and in serve's drift pass ({@link DRIFT_PASS_INTERVAL_MS}) — never per request or scrape.
+ * gateway still holding live credentials. One paged walk of every record (`store.listPage`, one page held at a time)
+ * per pass: at check-config, at serve's start and in serve's drift pass ({@link DRIFT_PASS_INTERVAL_MS}) — never per
+ * request or scrape.
  */
 import { existsSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
@@ -17,7 +18,7 @@ import {
   summarizeDrift,
 } from "@credhook/core";
 import { ConfigError } from "@credhook/core/errors";
-import type { CredentialStore } from "@credhook/core/store";
+import { type CredentialStore, walkPages } from "@credhook/core/store";
 import type { CredhookApp } from "./http-app.js";
 import { repeatPass } from "./loops.js";
 
@@ -25,15 +26,17 @@ import { repeatPass } from "./loops.js";
 export const DRIFT_PASS_INTERVAL_MS = 300_000;
 
 /**
- * The drift of every live credential of `store` against `config`'s routes and `gateways` (one `store.list()`).
+ * The drift of every live credential of `store` against `config`'s routes and `gateways`: one paged walk of the
+ * records, so that memory stays one page whatever the store holds.
  * @throws what the store throws (StoreUnavailable)
  */
 export async function storeDrift(
-  store: Pick<CredentialStore, "list">,
+  store: Pick<CredentialStore, "listPage">,
   config: Pick<CredhookConfig, "routes">,
   gateways: ReadonlyMap<string, Gateway>,
 ): Promise<DriftSummary> {
-  return summarizeDrift(driftTopology(gateways, createRouter(config.routes)), await store.list());
+  const records = walkPages((after) => store.listPage({ limit: 500, ...(after ? { after } : {}) }));
+  return summarizeDrift(driftTopology(gateways, createRouter(config.routes)), records);
 }
 
 /**

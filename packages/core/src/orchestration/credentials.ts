@@ -8,7 +8,8 @@ import type { RevokeCredentialsRequest } from "../contract.js";
 import type { CredentialType } from "../contract.js";
 import type { CredentialRecord, CredentialStatus } from "../credential-record.js";
 import { type ErrorCode, isCredhookError, retryAfterOf } from "../errors.js";
-import type { CredentialStore } from "../store.js";
+import { type CredentialStore, PAGE_LIMIT_MAX } from "../store.js";
+import { walkPages } from "../store-pages.js";
 import { revokeRequestFor } from "./revoke.js";
 import type { DisableOptions, OperationOutcome, RevokeOptions } from "./types.js";
 
@@ -59,8 +60,9 @@ function isApp(rec: CredentialRecord, app: string): boolean {
 
 /**
  * The store's records matching `query`, oldest first. With a fingerprint, the store's index finds them
- * (`CredentialStore.findByFingerprint`); otherwise every record is read (`CredentialStore.list`): an
- * operator's command, not a request path.
+ * (`CredentialStore.findByFingerprint`); otherwise a paged walk (`CredentialStore.listPage`) with the app, state,
+ * developer and gateway handed to the store, so that an app's credentials are read by its index, not by reading
+ * every record.
  * @throws Error an invalid fingerprint or state
  */
 export async function findCredentials(store: CredentialStore, query: CredentialQuery): Promise<CredentialRecord[]> {
@@ -70,10 +72,21 @@ export async function findCredentials(store: CredentialStore, query: CredentialQ
     throw new Error(
       `--state must be one of ${[...CREDENTIAL_STATES, ...EXPIRY_STATES].join(", ")} (got '${query.state}')`,
     );
-  const candidates =
-    fingerprint !== undefined && store.findByFingerprint
-      ? await store.findByFingerprint(fingerprint)
-      : await store.list();
+  const candidates: CredentialRecord[] = [];
+  if (fingerprint !== undefined && store.findByFingerprint)
+    candidates.push(...(await store.findByFingerprint(fingerprint)));
+  else {
+    const filters = {
+      ...(query.app !== undefined ? { app: query.app } : {}),
+      ...(byStatus ? { status: query.state as CredentialStatus } : {}),
+      ...(query.developer !== undefined ? { developer: query.developer } : {}),
+      ...(query.gateway !== undefined ? { gateway: query.gateway } : {}),
+    };
+    for await (const rec of walkPages((after) =>
+      store.listPage({ ...filters, limit: PAGE_LIMIT_MAX, ...(after ? { after } : {}) }),
+    ))
+      candidates.push(rec);
+  }
   return candidates
     .filter(
       (r) =>
