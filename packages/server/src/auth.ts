@@ -20,8 +20,9 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
-import { hash, timingSafeEqual } from "node:crypto";
-import { digest, verifyPassword, type ResolvedUser } from "./passwords.js";
+import { hash } from "node:crypto";
+import type { ServerConfig } from "@credhook/core";
+import type { ResolvedUser } from "./passwords.js";
 import { sendError } from "./http-errors.js";
 
 /** Options of {@link basicAuth}. */
@@ -41,6 +42,33 @@ export interface BasicAuthOptions {
   rememberMs?: number;
   /** Most logins remembered at once (the oldest is forgotten first). @default 1000 */
   maxRemembered?: number;
+}
+
+/**
+ * Limits of Basic auth that embedding code may set instead of the config file's `server.auth.*` (part of
+ * `ServerLimits`, routes.ts). Undefined: the config's value.
+ */
+export interface AuthLimits {
+  /** Failed logins across all client addresses per `server.auth.failureWindowS`; then 429. @default server.auth.maxGlobalFailures */
+  maxGlobalFailures?: number;
+  /** Password-hash (scrypt) checks at once; more → 503 with Retry-After: 1. @default server.auth.maxConcurrentPasswordChecks */
+  maxConcurrentPasswordChecks?: number;
+  /** How long a verified login is remembered after its last use, ms. @default server.auth.rememberLoginMs */
+  rememberLoginMs?: number;
+}
+
+/** {@link basicAuth} as the config's `server.auth` block sets it, for `users`, with `limits` overriding the block's values. */
+export function portalAuth(users: ResolvedUser[], auth: ServerConfig["auth"], limits: AuthLimits = {}): RequestHandler {
+  return basicAuth({
+    users,
+    realm: auth.realm,
+    maxFailures: auth.maxFailures,
+    failureWindowS: auth.failureWindowS,
+    maxGlobalFailures: limits.maxGlobalFailures ?? auth.maxGlobalFailures,
+    maxConcurrentChecks: limits.maxConcurrentPasswordChecks ?? auth.maxConcurrentPasswordChecks,
+    rememberMs: limits.rememberLoginMs ?? auth.rememberLoginMs,
+    maxRemembered: auth.maxRememberedLogins,
+  });
 }
 
 /** Parses `Authorization: Basic <b64>`; undefined when absent or malformed. */
@@ -72,7 +100,7 @@ export function basicAuth(options: BasicAuthOptions): RequestHandler {
     points: options.maxGlobalFailures ?? options.maxFailures * 10,
     duration: options.failureWindowS,
   });
-  const hashed = options.users.some((u) => u.passwordHash);
+  const hashed = options.users.some((u) => u.hashed);
   /** Header digest → user, in least-recently-used order (a Map keeps insertion order). */
   const remembered = new Map<string, { username: string; until: number }>();
   /** Header digest → the check in progress for it. */
@@ -82,15 +110,9 @@ export function basicAuth(options: BasicAuthOptions): RequestHandler {
 
   /** The user these credentials name, checking every user whatever matched, so timing does not tell which names exist. */
   const verify = async (creds: { username: string; password: string }): Promise<string | undefined> => {
-    const nameDigest = digest(creds.username);
-    const passDigest = digest(creds.password);
     let match: string | undefined;
     for (const u of options.users) {
-      const nameOk = timingSafeEqual(nameDigest, digest(u.username));
-      const passOk = u.passwordDigest
-        ? timingSafeEqual(passDigest, u.passwordDigest)
-        : await verifyPassword(creds.password, u.passwordHash!);
-      if (nameOk && passOk) match ??= u.username;
+      if (await u.verify(creds.username, creds.password)) match ??= u.username;
     }
     return match;
   };

@@ -1,18 +1,22 @@
 /**
  * The express 5 application, built by `createApp` as a list of steps, each handed the part of the
- * configuration it needs: the store, the gateways' providers and the orchestrator (runtime.ts), the
- * portal users (passwords.ts), the secret-scanning alert endpoint (secret-scanning.ts), the embedded
- * gateway (`@credhook/gateway`), then the routes over them (routes.ts). Each step that opens
- * something pushes its closer onto one stack, which one failure path unwinds (and `close()` later).
+ * configuration it needs and each served by one module, visited once: the logger and the request log line
+ * (logging.ts), the store, the gateways' providers and the orchestrator (runtime.ts), the portal users
+ * (passwords.ts) and their Basic auth (auth.ts), the secret-scanning alert endpoint (secret-scanning.ts), the
+ * embedded gateway (`@credhook/gateway`), `/readyz` (probes.ts), then the routes over those parts (routes.ts),
+ * which build nothing from the configuration themselves. Each step that opens something pushes its closer onto
+ * one stack, which one failure path unwinds (and `close()` later).
  */
 import type { Logger as PinoLogger } from "pino";
 import type { CredhookConfig, Logger, Orchestrator } from "@credhook/core";
 import type { CredentialStore } from "@credhook/core/store";
 import { type RunningEmbeddedGateway, startEmbeddedGateway } from "@credhook/gateway";
 import type { Express } from "express";
-import { createLogger } from "./logging.js";
+import { portalAuth } from "./auth.js";
+import { createLogger, requestLogger } from "./logging.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { type GeneratedPassword, resolveUsers } from "./passwords.js";
+import { createReadiness, readyz } from "./probes.js";
 import { ENDPOINTS, routes, type ServerLimits } from "./routes.js";
 import { createRuntime } from "./runtime.js";
 import { checkScanningPath, scanningEndpoint } from "./secret-scanning.js";
@@ -99,6 +103,7 @@ export async function prepareApp(
   options: AppOptions = {},
 ): Promise<{ app: CredhookApp; settleUsers: () => void }> {
   const logger = options.logger ?? createLogger(config.server.logLevel);
+  const requestLog = requestLogger(logger);
   const metrics = createMetrics();
   const closers: Array<() => Promise<void>> = [];
   try {
@@ -113,6 +118,7 @@ export async function prepareApp(
     metrics.watchStore(runtime.store);
     const { orchestrator, store, gateways } = runtime;
     const users = await resolveUsers(config.server.auth.users, config.dataDir);
+    const auth = portalAuth(users.users, config.server.auth, options.limits);
     const configFile = (config as { configFile?: string }).configFile;
     const alerts = { orchestrator, store, logger, observe: metrics.observeSecretScanning };
     const scanning = scanningEndpoint(config.secretScanning?.github, configFile, alerts, Object.keys(ENDPOINTS));
@@ -129,11 +135,26 @@ export async function prepareApp(
       : undefined;
     if (gateway) closers.push(() => gateway.close(config.server.shutdownTimeoutMs));
     checkScanningPath(scanning, gateway?.mount?.path);
-    const { limits, readinessTtlMs, now } = options;
-    const app = routes(
-      { orchestrator, store, gateways, logger, metrics, users: users.users, scanning, gateway: gateway?.mount },
-      { server: config.server, limits, readinessTtlMs, now, isDraining: () => built.draining },
-    );
+    const isDraining = () => built.draining;
+    const readiness = createReadiness({
+      store,
+      gateways,
+      openCircuits: () => orchestrator.openCircuits(),
+      isDraining,
+      logger,
+      ...(options.readinessTtlMs !== undefined ? { gatewayCheckTtlMs: options.readinessTtlMs } : {}),
+      ...(options.now ? { now: options.now } : {}),
+    });
+    const parts = {
+      orchestrator,
+      metrics,
+      requestLog,
+      auth,
+      readyz: readyz(readiness),
+      scanning,
+      gateway: gateway?.mount,
+    };
+    const app = routes(parts, { server: config.server, isDraining });
     let closing: Promise<void> | undefined;
     const built: CredhookApp = {
       app,

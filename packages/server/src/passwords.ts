@@ -62,11 +62,46 @@ export function digest(value: string): Buffer {
   return createHash("sha256").update(value, "utf8").digest();
 }
 
-/** A user as the auth middleware checks it: a digest of the plain password, or a scrypt hash. */
+/**
+ * A portal user as the Basic auth middleware (auth.ts) checks it. It keeps a SHA-256 digest of a plain password, or a
+ * scrypt hash ({@link hashPassword}); how a password is held and compared is this module's business, not the middleware's.
+ */
 export interface ResolvedUser {
   username: string;
-  passwordDigest?: Buffer;
-  passwordHash?: string;
+  /** True when a check costs a scrypt hash (tens of ms, ≈ 32 MiB): the middleware bounds how many run at once. */
+  hashed: boolean;
+  /**
+   * Whether `username` and `password` are this user's. Both are compared in constant time and both are always
+   * compared, so the time taken does not tell a wrong name from a wrong password.
+   * @returns false for a malformed hash
+   * @throws Error when scrypt refuses the hash's parameters
+   */
+  verify(username: string, password: string): Promise<boolean>;
+}
+
+/** A {@link ResolvedUser} whose password is `plain` (kept only as its digest) or `hash` (a {@link hashPassword} string). */
+function resolvedUser(username: string, secret: { plain: string } | { hash: string }): ResolvedUser {
+  const nameDigest = digest(username);
+  const sameName = (name: string) => timingSafeEqual(digest(name), nameDigest);
+  if ("plain" in secret) {
+    const passwordDigest = digest(secret.plain);
+    return {
+      username,
+      hashed: false,
+      verify: async (name, password) => {
+        const nameOk = sameName(name);
+        return timingSafeEqual(digest(password), passwordDigest) && nameOk;
+      },
+    };
+  }
+  return {
+    username,
+    hashed: true,
+    verify: async (name, password) => {
+      const nameOk = sameName(name);
+      return (await verifyPassword(password, secret.hash)) && nameOk;
+    },
+  };
 }
 
 /**
@@ -243,9 +278,7 @@ export async function resolveUsers(users: AuthUser[], dataDir: string): Promise<
         ),
       );
     if (u.password || u.passwordHash) {
-      resolved.push(
-        u.passwordHash ? { username, passwordHash: u.passwordHash } : { username, passwordDigest: digest(u.password!) },
-      );
+      resolved.push(resolvedUser(username, u.passwordHash ? { hash: u.passwordHash } : { plain: u.password! }));
       if (hash === undefined && initial === undefined) continue;
       if (await isConfiguredPassword(u, initial, hash)) {
         if (initial !== undefined) stillThere();
@@ -259,7 +292,7 @@ export async function resolveUsers(users: AuthUser[], dataDir: string): Promise<
         );
       });
     } else if (hash !== undefined) {
-      resolved.push({ username, passwordHash: hash });
+      resolved.push(resolvedUser(username, { hash }));
       if (initial !== undefined) stillThere();
       else
         notes.push((logger) =>
@@ -272,7 +305,7 @@ export async function resolveUsers(users: AuthUser[], dataDir: string): Promise<
       const g: GeneratedPassword = { username, password: randomBase62(24), ...files };
       hashes.set(g, await hashPassword(g.password));
       generated.push(g);
-      resolved.push({ username, passwordHash: hashes.get(g)! });
+      resolved.push(resolvedUser(username, { hash: hashes.get(g)! }));
     }
   }
   let settled = false;

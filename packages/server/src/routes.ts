@@ -6,26 +6,15 @@
  * endpoints and `/metrics`; ErrorResponse for every failure.
  */
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
-import type { Logger as PinoLogger } from "pino";
-import {
-  compileContractValidator,
-  type Gateway,
-  type OperationOutcome,
-  type Orchestrator,
-  type ServerConfig,
-} from "@credhook/core";
+import { compileContractValidator, type OperationOutcome, type Orchestrator, type ServerConfig } from "@credhook/core";
 import { ShuttingDown } from "@credhook/core/errors";
-import type { CredentialStore } from "@credhook/core/store";
 import type { RunningEmbeddedGateway } from "@credhook/gateway";
-import { basicAuth } from "./auth.js";
+import type { AuthLimits } from "./auth.js";
 import { jsonBody } from "./body.js";
-import { chain } from "./chain.js";
 import { edgeChecks } from "./edge.js";
 import { errorHandler, sendError, sendJson } from "./http-errors.js";
-import { requestLogger } from "./logging.js";
 import type { Metrics } from "./metrics.js";
-import type { PortalUsers } from "./passwords.js";
-import { createReadiness, livez, readyz } from "./probes.js";
+import { livez } from "./probes.js";
 import type { SecretScanningEndpoint } from "./secret-scanning.js";
 import { traceRequests } from "./tracing.js";
 
@@ -34,19 +23,13 @@ import { traceRequests } from "./tracing.js";
  * embedding: each one given here overrides the config file's (`server.*`, `server.auth.*`),
  * whose values (and defaults) are used otherwise. Not validated: the config schema is.
  */
-export interface ServerLimits {
+export interface ServerLimits extends AuthLimits {
   /** Time to receive a request's headers, ms; then 408. @default server.headersTimeoutMs (10000) */
   headersTimeoutMs?: number;
   /** Time to receive a whole request (headers and body), ms; then 408. @default server.requestTimeoutMs (10000) */
   requestTimeoutMs?: number;
   /** Largest request line + headers, bytes; beyond → 431. @default server.maxHeaderBytes (16384) */
   maxHeaderBytes?: number;
-  /** Failed logins across all client addresses per `server.auth.failureWindowS`; then 429 for every credential not remembered. @default server.auth.maxGlobalFailures (10 × server.auth.maxFailures) */
-  maxGlobalFailures?: number;
-  /** Password-hash (scrypt) checks at once; more → 503 with Retry-After: 1. @default server.auth.maxConcurrentPasswordChecks (1) */
-  maxConcurrentPasswordChecks?: number;
-  /** How long a verified login is remembered after its last use, ms. @default server.auth.rememberLoginMs (300000) */
-  rememberLoginMs?: number;
 }
 
 /** credhook's own endpoints on the webhook's port and the methods each answers. */
@@ -60,34 +43,59 @@ export const ENDPOINTS: Record<string, string[]> = {
   "/readyz": ["GET", "HEAD"],
 };
 
-/** What {@link routes} routes requests to: the parts {@link prepareApp} built. */
+/**
+ * What {@link routes} routes requests to: the parts {@link prepareApp} built, each from its own module — the
+ * orchestrator (runtime.ts), the request log line (logging.ts), Basic auth (auth.ts), `/readyz` (probes.ts), the
+ * secret-scanning alert endpoint and the embedded gateway's handler.
+ */
 export interface RouteParts {
   orchestrator: Orchestrator;
-  store: CredentialStore;
-  /** The gateways, providers unwrapped: a readiness probe makes no span and no breaker trial. */
-  gateways: ReadonlyMap<string, Gateway>;
-  logger: PinoLogger;
   metrics: Metrics;
-  /** The portal users (`resolveUsers` in passwords.ts). */
-  users: PortalUsers["users"];
+  /** Each request's log line and request id (`requestLogger`, logging.ts). */
+  requestLog: RequestHandler;
+  /** The portal's Basic auth (`portalAuth`, auth.ts). */
+  auth: RequestHandler;
+  /** `GET /readyz` over the readiness check (`readyz`, probes.ts). */
+  readyz: RequestHandler;
   /** The alert endpoint, when `secretScanning.github` is configured. */
   scanning?: SecretScanningEndpoint;
   /** The embedded gateway's handler on this port, when it serves under `pathPrefix`. */
   gateway?: RunningEmbeddedGateway["mount"];
 }
 
-/** How {@link routes} answers: the `server:` block, the limits that override it, the probes' settings, the shutdown gate. */
+/** How {@link routes} answers: the `server:` block, the shutdown gate. */
 export interface RouteSettings {
-  /** The config's `server:` block (body limit, trust proxy, auth). */
+  /** The config's `server:` block (body limit, trust proxy). */
   server: ServerConfig;
-  /** Limits that override the `server:` block's; undefined: the block's. */
-  limits?: ServerLimits;
-  /** How long `/readyz` trusts a gateway health check, ms. @default 15000 (probes.ts) */
-  readinessTtlMs?: number;
-  /** The clock of `/readyz`'s cached gateway checks, epoch ms. @default Date.now */
-  now?: () => number;
   /** True once shutdown began: requests are answered 503. */
   isDraining: () => boolean;
+}
+
+/**
+ * Several express middlewares run as one router layer: each handler of a webhook request passes through express's
+ * router once per mounted layer (a path match, a `next` closure, parameter processing), which costs more than most of
+ * credhook's own middlewares do (measured with `pnpm bench`: docs/benchmark.md). A handler calls `next()` to pass on,
+ * `next(err)` to skip to the error handlers (as do a thrown error and a rejected promise, express 5's rule), or answers
+ * and calls nothing; after the last handler the outer `next()` runs. `next("route")` and `next("router")` are passed on
+ * as they are.
+ */
+export function chain(...handlers: RequestHandler[]): RequestHandler {
+  return (req: Request, res: Response, next: NextFunction) => {
+    let i = 0;
+    const step = (err?: unknown): void => {
+      if (err !== undefined && err !== null) return next(err);
+      const handler = handlers[i++];
+      if (!handler) return next();
+      try {
+        const ret = handler(req, res, step) as unknown;
+        if (ret instanceof Promise)
+          ret.catch((e: unknown) => next(e ?? new Error("a middleware's promise was rejected without a reason")));
+      } catch (e) {
+        next(e);
+      }
+    };
+    step();
+  };
 }
 
 /**
@@ -114,55 +122,39 @@ export function routes(parts: RouteParts, settings: RouteSettings): Express {
   app.set("etag", false);
   // The embedded gateway's endpoints on this port (under pathPrefix): outside the webhook's Basic auth, request log and routing.
   if (parts.gateway) mountGateway(app, parts.gateway);
-  // Every request: its span, its log line, its metrics and the edge's checks — one router layer (see chain.ts).
-  app.use(chain(traceRequests(), requestLogger(parts.logger), metrics.observe, edgeChecks(server.bodyLimitBytes)));
+  // Every request: its span, its log line, its metrics and the edge's checks — one router layer (see chain).
+  app.use(chain(traceRequests(), parts.requestLog, metrics.observe, edgeChecks(server.bodyLimitBytes)));
   // Probes: unauthenticated, answered before the shutdown gate (/readyz reports draining itself).
-  mountProbes(app, parts, settings);
-  const gate = gates(parts, settings);
+  app.get("/livez", livez);
+  app.get("/readyz", parts.readyz);
+  const gate = gates(parts.scanning, settings.isDraining);
   if (scanning) {
     // GitHub's secret-scanning alerts: outside the Basic auth, authenticated by the signature over the body's bytes.
     metrics.knowRoute(scanning.path);
     app.post(scanning.path, chain(gate.draining, jsonBody(server.bodyLimitBytes, { raw: true }), scanning.handler));
   }
   // Past the probes, in this order, as one router layer: the shutdown gate, unknown paths, auth, the body.
-  app.use(chain(gate.draining, gate.knownEndpoint, gate.auth, gate.jsonOnly, jsonBody(server.bodyLimitBytes)));
+  app.use(chain(gate.draining, gate.knownEndpoint, parts.auth, gate.jsonOnly, jsonBody(server.bodyLimitBytes)));
   mountContract(app, parts);
   app.use(errorHandler);
   return app;
 }
 
-/** `/livez` and `/readyz` (the store, the gateways' cached checks, open circuits, draining). */
-function mountProbes(app: Express, parts: RouteParts, settings: RouteSettings): void {
-  const readiness = createReadiness({
-    store: parts.store,
-    gateways: parts.gateways,
-    openCircuits: () => parts.orchestrator.openCircuits(),
-    isDraining: settings.isDraining,
-    logger: parts.logger,
-    ...(settings.readinessTtlMs !== undefined ? { gatewayCheckTtlMs: settings.readinessTtlMs } : {}),
-    ...(settings.now ? { now: settings.now } : {}),
-  });
-  app.get("/livez", livez);
-  app.get("/readyz", readyz(readiness));
-}
-
 /**
- * The layers a request passes before its endpoint: the shutdown gate (503 while draining), unknown paths and methods
- * (404, 405: answered before auth, they reveal nothing), Basic auth, and JSON bodies only (415).
+ * The layers a request passes before Basic auth and its endpoint: the shutdown gate (503 while draining), unknown
+ * paths and methods (404, 405: answered before auth, they reveal nothing), and JSON bodies only (415).
  */
 function gates(
-  parts: RouteParts,
-  settings: RouteSettings,
-): Record<"draining" | "knownEndpoint" | "auth" | "jsonOnly", RequestHandler> {
-  const { server, isDraining } = settings;
-  const limits = settings.limits ?? {};
+  scanning: SecretScanningEndpoint | undefined,
+  isDraining: () => boolean,
+): Record<"draining" | "knownEndpoint" | "jsonOnly", RequestHandler> {
   const draining = (req: Request, res: Response, next: NextFunction) => {
     if (!isDraining()) return next();
     res.setHeader("Connection", "close");
     const e = new ShuttingDown("credhook is shutting down; retry on another instance or shortly", 5);
     sendError(res, req, 503, e.messages, { "Retry-After": String(e.retryAfterS) });
   };
-  const endpoints = parts.scanning ? { ...ENDPOINTS, [parts.scanning.path]: ["POST"] } : ENDPOINTS;
+  const endpoints = scanning ? { ...ENDPOINTS, [scanning.path]: ["POST"] } : ENDPOINTS;
   const knownEndpoint = (req: Request, res: Response, next: NextFunction) => {
     const allowed = endpoints[req.path];
     if (!allowed)
@@ -179,16 +171,6 @@ function gates(
     }
     next();
   };
-  const auth = basicAuth({
-    users: parts.users,
-    realm: server.auth.realm,
-    maxFailures: server.auth.maxFailures,
-    failureWindowS: server.auth.failureWindowS,
-    maxGlobalFailures: limits.maxGlobalFailures ?? server.auth.maxGlobalFailures,
-    maxConcurrentChecks: limits.maxConcurrentPasswordChecks ?? server.auth.maxConcurrentPasswordChecks,
-    rememberMs: limits.rememberLoginMs ?? server.auth.rememberLoginMs,
-    maxRemembered: server.auth.maxRememberedLogins,
-  });
   const jsonOnly = (req: Request, res: Response, next: NextFunction) => {
     if (req.method !== "POST") return next();
     // The portal's usual header, on a request with a body, is checked as a string; anything else goes
@@ -203,7 +185,7 @@ function gates(
     }
     next();
   };
-  return { draining, knownEndpoint, auth, jsonOnly };
+  return { draining, knownEndpoint, jsonOnly };
 }
 
 /** The contract's four endpoints (bodies validated against the OpenAPI document) and `/metrics`. */

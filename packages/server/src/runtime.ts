@@ -20,7 +20,6 @@ import {
   silentLogger,
 } from "@credhook/core";
 import type { CredentialStore } from "@credhook/core/store";
-import { createLogger } from "./logging.js";
 import { bundledModules } from "./modules.js";
 import { type GatewayCallObserver, traceGateways } from "./tracing.js";
 
@@ -80,15 +79,16 @@ export interface CredhookRuntime {
 export async function createRuntime(
   config: CredhookConfig,
   options: {
-    logger?: PinoLogger;
+    /** Where the runtime logs (`createLogger` in logging.ts makes one as `serve` does, at `server.logLevel`). */
+    logger: PinoLogger;
     store?: CredentialStore;
     onGatewayCall?: GatewayCallObserver;
     waitForStore?: boolean;
     /** The orchestrator's clock (`AppOptions.now` in http-app.ts). @default Date.now */
     now?: () => number;
-  } = {},
+  },
 ): Promise<CredhookRuntime> {
-  const logger = (options.logger ?? createLogger(config.server.logLevel)) as unknown as Logger;
+  const logger = options.logger as unknown as Logger;
   const store = options.store ?? (await openStore(config, logger, options.waitForStore));
   try {
     const gateways = await loadGateways(config, {
