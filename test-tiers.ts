@@ -31,6 +31,7 @@ export const E2E_FILES = [
   "packages/server/test/events-outbox.test.ts",
   "packages/server/test/failures.test.ts",
   "packages/server/test/gateway-drift.test.ts",
+  "packages/server/test/list-pages.test.ts",
   "packages/server/test/never-orphan.test.ts",
   "packages/server/test/process-leaks.test.ts",
   "packages/server/test/shutdown.test.ts",

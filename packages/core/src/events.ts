@@ -226,6 +226,12 @@ export interface EventFilter {
    * record is gone. The stores read it from the event, without an index: an operator's command, not a request path.
    */
   fingerprint?: string;
+  /**
+   * Only events of this credential (`data.credentialId`): with `app` and `limit: 1`, a credential's newest event, as
+   * `credhook list` and `inspect` show it. The stores filter the app's events (read from the app indexes) by it, so
+   * give `app` with it: alone it is filtered from the newest events down.
+   */
+  credentialId?: string;
   /** At most this many, the newest ones (still listed oldest first). @default 1000 */
   limit?: number;
 }

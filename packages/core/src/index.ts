@@ -77,13 +77,16 @@ export type {
   CredentialAction,
   CredentialActionResult,
   CredentialOperations,
+  CredentialPageRequest,
   CredentialQuery,
+  CredentialQueryPage,
 } from "./orchestration/credentials.js";
 export {
   ACTION_DONE,
   actOnCredentials,
   CREDENTIAL_STATES,
   EXPIRY_STATES,
+  findCredentialPage,
   findCredentials,
   normalizeFingerprint,
 } from "./orchestration/credentials.js";

@@ -12,7 +12,9 @@
  * - `key:<sha256 hex>`: `{ nativeId }`, the index the embedded gateway's key
  *   check finds an API key by (one point read, no key-derivation per request);
  * - `meta:changed`: a fresh random stamp written after every change, so that
- *   caches in other processes sharing the store see that something changed.
+ *   caches in other processes sharing the store see that something changed;
+ * - `meta:key-index-complete`: `true` once every API key has its `key:` entry
+ *   (`ensureKeyIndex` then reads no key at start-up).
  *
  * The embedded gateway (`@credhook/gateway`) enforces what this provider issues (key checks
  * for NGINX/Envoy, OAuth client credentials, plan limits): it reads the credentials through
@@ -70,6 +72,12 @@ const KEY_PREFIX = "cred:";
 const KEY_INDEX_PREFIX = "key:";
 /** Provider-state key of the change stamp (a fresh UUID after every change). */
 const CHANGE_STAMP_KEY = "meta:changed";
+/**
+ * Provider-state key that says every API key of this gateway has its `key:` entry: written by the first
+ * {@link LocalProvider.ensureKeyIndex} pass that completes. Every write since keeps the two together (one atomic
+ * state write, or the entry written before the credential and removed after it), so no later start reads the keys.
+ */
+const KEY_INDEX_COMPLETE_KEY = "meta:key-index-complete";
 
 /** The embedded provider for one gateway. */
 export class LocalProvider implements Provider, LocalCredentialReader {
@@ -188,11 +196,13 @@ export class LocalProvider implements Provider, LocalCredentialReader {
   }
 
   /**
-   * Adds the `key:` index entry of every API key that lacks one (credentials
-   * created before the index existed, or a crash between two writes).
-   * @returns how many entries were added
+   * Adds the `key:` index entry of every API key that lacks one (credentials created before the index existed),
+   * once per store: the first pass that completes marks the index complete, and every later call is one point read
+   * — a start-up does not read every key (1.84 s of a 4.0 s start at 97,000 keys before).
+   * @returns how many entries were added (0 once the index is complete)
    */
   async ensureKeyIndex(): Promise<number> {
+    if ((await this.state.get(KEY_INDEX_COMPLETE_KEY)) === true) return 0;
     let added = 0;
     for (const e of await this.state.list(KEY_PREFIX)) {
       const s = e.value as unknown as LocalCredentialState;
@@ -203,6 +213,7 @@ export class LocalProvider implements Provider, LocalCredentialReader {
       await this.state.put(KEY_INDEX_PREFIX + s.secretHash, { nativeId });
       added++;
     }
+    await this.state.put(KEY_INDEX_COMPLETE_KEY, true);
     return added;
   }
 

@@ -75,7 +75,10 @@ export interface LocalCredentialReader {
   changeStamp(): Promise<string | undefined>;
   /** Calls `listener` after every change this provider makes in this process. @returns a function that removes it */
   onChange(listener: (change: LocalCredentialChange) => void): () => void;
-  /** Adds the `key:` index entry of every API key that lacks one. @returns how many were added */
+  /**
+   * Adds the `key:` index entry of every API key that lacks one, once per store (the first complete pass marks the
+   * index complete; later calls are one point read). @returns how many were added
+   */
   ensureKeyIndex(): Promise<number>;
   /** The limits of usage plan `planId`, or undefined when it has none. */
   planLimits(planId: string): UsagePlanLimits | undefined;

@@ -175,7 +175,7 @@ describe("the embedded gateway's reader (localCredentialReader)", () => {
     });
     expect(await state.get(`key:${hashSecret(cred.apiKey!)}`)).toEqual({ nativeId: cred.nativeId });
 
-    // As an older version left it: a credential without an index entry.
+    // As an older version left it: a credential without an index entry, and no mark of a complete index.
     await state.put("cred:lkold", {
       credentialType: "API_KEY",
       credentialId: "c",
@@ -191,6 +191,23 @@ describe("the embedded gateway's reader (localCredentialReader)", () => {
     expect(await p.ensureKeyIndex()).toBe(1);
     expect(await p.findByKeyDigest(hashSecret("old-key"))).toMatchObject({ nativeId: "lkold", appName: "Old" });
     expect(await p.ensureKeyIndex()).toBe(0);
+  });
+
+  it("ensureKeyIndex reads the keys once per store: once the index is complete, a start reads no key", async () => {
+    const { provider, state } = await make();
+    const p = localCredentialReader(provider)!;
+    await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [] });
+    expect(await p.ensureKeyIndex()).toBe(0); // the first pass: every key already indexed, the index marked complete
+    const listed: string[] = [];
+    const list = state.list.bind(state);
+    state.list = (prefix) => {
+      listed.push(prefix);
+      return list(prefix);
+    };
+    // A key only an older version's write could leave unindexed is not looked for again: the pass lists nothing.
+    await state.put("cred:lkold", { credentialType: "API_KEY", secretHash: hashSecret("old-key") } as never);
+    expect(await p.ensureKeyIndex()).toBe(0);
+    expect(listed).toEqual([]);
   });
 
   it("a stale index entry never grants: the credential's digest must match", async () => {

@@ -101,7 +101,8 @@ export class MemoryOutbox implements EventOutbox {
         (filter.app === undefined || eventAppNames(e.event).includes(filter.app)) &&
         (filter.since === undefined || e.event.time >= filter.since) &&
         (filter.status === undefined || e.status === filter.status) &&
-        (filter.fingerprint === undefined || e.event.data.keyFingerprint === filter.fingerprint),
+        (filter.fingerprint === undefined || e.event.data.keyFingerprint === filter.fingerprint) &&
+        (filter.credentialId === undefined || e.event.data.credentialId === filter.credentialId),
     );
     return matched.slice(-(filter.limit ?? 1000)).map(copyOf);
   }

@@ -9,12 +9,14 @@ import {
   ACTION_DONE,
   type CredentialAction,
   type CredentialActionResult,
+  type CredentialPageRequest,
   type CredentialQuery,
   type CredentialType,
   credentialExpiry,
   EXPIRY_STATES,
   type ExpiryPolicies,
   expiryState,
+  findCredentialPage,
   findCredentials,
 } from "@credhook/core";
 
@@ -133,9 +135,34 @@ export function credentialView(
 }
 
 /**
- * `credhook inspect` and `credhook list`: the credentials matching `query` as views, each with its newest event
- * from the store's outbox (when it keeps events). `query.state` `expiring` or `expired` keeps the credentials in that
- * expiry state at `nowMs`.
+ * The views of `records` at `nowMs`, each with its newest event — one indexed read per record (the app's events from
+ * the outbox's app indexes, `EventFilter.credentialId`, `limit: 1`) —, only those in the expiry state `query.state`
+ * names when it names one.
+ */
+async function viewsOf(
+  store: CredentialStore,
+  records: readonly CredentialRecord[],
+  query: CredentialQuery,
+  nowMs: number,
+  policies: ExpiryPolicies | undefined,
+): Promise<CredentialView[]> {
+  const views: CredentialView[] = [];
+  for (const rec of records) {
+    const last = store.outbox
+      ? (await store.outbox.list({ app: rec.appKey, credentialId: rec.id, limit: 1 })).at(-1)
+      : undefined;
+    views.push(
+      credentialView(rec, nowMs, last ? { type: last.event.type, time: last.event.time } : undefined, policies),
+    );
+  }
+  const expiryFilter = (EXPIRY_STATES as readonly string[]).includes(query.state ?? "") ? query.state : undefined;
+  return expiryFilter ? views.filter((v) => v.expiry?.state === expiryFilter) : views;
+}
+
+/**
+ * `credhook inspect`: the credentials matching `query` (an app's, a fingerprint's: a few) as views, each with its
+ * newest event from the store's outbox (when it keeps events). `query.state` `expiring` or `expired` keeps the
+ * credentials in that expiry state at `nowMs`.
  * @param nowMs the time ages and expiry states are counted to, ms since the epoch
  * @param policies the config's expiry policies (`resolveExpiryPolicies`); absent: what the records' marks say
  */
@@ -145,17 +172,26 @@ export async function inspectCredentials(
   nowMs: number,
   policies?: ExpiryPolicies,
 ): Promise<CredentialView[]> {
-  const records = await findCredentials(store, query);
-  const views: CredentialView[] = [];
-  for (const rec of records) {
-    const events = store.outbox ? await store.outbox.list({ app: rec.appKey }) : [];
-    const last = events.filter((e) => e.event.data.credentialId === rec.id).at(-1);
-    views.push(
-      credentialView(rec, nowMs, last ? { type: last.event.type, time: last.event.time } : undefined, policies),
-    );
-  }
-  const expiryFilter = (EXPIRY_STATES as readonly string[]).includes(query.state ?? "") ? query.state : undefined;
-  return expiryFilter ? views.filter((v) => v.expiry?.state === expiryFilter) : views;
+  return viewsOf(store, await findCredentials(store, query), query, nowMs, policies);
+}
+
+/**
+ * `credhook list`: one page of the credentials matching `query` as views (see {@link inspectCredentials}), read from
+ * the store's paged walk (`findCredentialPage`): the command prints a page before it reads the next, so its memory
+ * and each store read stay one page whatever the store holds.
+ * @param page where the page starts (`after`: a page's `next`) and the most records it reads (`limit`, 1–1000)
+ * @returns the page's views and the cursor of the next page (absent at the end)
+ */
+export async function inspectCredentialPage(
+  store: CredentialStore,
+  query: CredentialQuery,
+  nowMs: number,
+  policies: ExpiryPolicies | undefined,
+  page: CredentialPageRequest,
+): Promise<{ views: CredentialView[]; next?: string }> {
+  const found = await findCredentialPage(store, query, page);
+  const views = await viewsOf(store, found.records, query, nowMs, policies);
+  return found.next !== undefined ? { views, next: found.next } : { views };
 }
 
 /** An age in seconds in words: `42s`, `17m`, `5h`, `12d`. */
@@ -166,9 +202,13 @@ export function formatAge(ageS: number): string {
   return `${Math.floor(ageS / 86_400)}d`;
 }
 
-/** `credhook list`'s lines: one per credential — id, type, app, state, age, gateways:native ids, fingerprint. */
+/** `credhook list`'s lines: one per credential (see {@link formatCredentialLines}); `no credentials` for none. */
 export function formatCredentialList(views: CredentialView[]): string[] {
-  if (views.length === 0) return ["no credentials"];
+  return views.length === 0 ? ["no credentials"] : formatCredentialLines(views);
+}
+
+/** A line per credential — id, type, app, state, age, gateways:native ids, fingerprint —, as `credhook list` prints each page. */
+export function formatCredentialLines(views: CredentialView[]): string[] {
   return views.map((v) =>
     [
       v.credentialId,

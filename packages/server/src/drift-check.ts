@@ -2,8 +2,8 @@
  * The stored credentials against the config (docs/gateway-migration.md), for `credhook check-config` and `serve`:
  * how many live credentials differ from it by kind (core's drift.ts), and the refusal of a config that dropped a
  * gateway still holding live credentials. One paged walk of every record (`store.listPage`, one page held at a time)
- * per pass: at check-config, at serve's start and in serve's drift pass ({@link DRIFT_PASS_INTERVAL_MS}) — never per
- * request or scrape.
+ * per pass: at check-config, at serve's start (before ready only when a gateway left the config; else after ready,
+ * in the background) and in serve's drift pass ({@link DRIFT_PASS_INTERVAL_MS}) — never per request or scrape.
  */
 import { existsSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
@@ -115,9 +115,46 @@ export function retiredRouteWarnings(config: Pick<CredhookConfig, "routes" | "ga
 }
 
 /**
- * `credhook serve`'s drift watch: at start, reads every record once, refuses a config that dropped a gateway still
- * holding live credentials ({@link assertNoStrandedGateway}), logs the counts by kind in one line (`warn` when any
- * credential differs, else `info`) and a warning per route to a retired gateway; then recounts every
+ * The provider-state namespace where `credhook serve` keeps what its start-up check knows of the gateways (no gateway
+ * can have the name: gateway names start with a letter or digit).
+ */
+export const SERVE_STATE = "@credhook-serve";
+/**
+ * Its key: the gateways that may hold live credentials — every gateway of the configs serve started with since the
+ * last start that walked the records (which found none on a gateway its config lacked, else it refused to start).
+ */
+const KNOWN_GATEWAYS_KEY = "gateways";
+
+/**
+ * Whether this start must walk the records before it serves: when no gateway is known yet (the first start that
+ * keeps the list), or a known gateway is not in the config (it may still hold live credentials). Otherwise no
+ * credential can be bound on a gateway the config lacks, and the count waits until after ready. Records the
+ * gateways known from now on (the known ones and the config's, or the config's alone after a walk).
+ */
+async function gatewaysDropped(
+  store: Pick<CredentialStore, "stateFor">,
+  configured: readonly string[],
+): Promise<{ walk: boolean; remember: () => Promise<void> }> {
+  const state = store.stateFor(SERVE_STATE);
+  const known = await state.get(KNOWN_GATEWAYS_KEY);
+  const list = Array.isArray(known) ? known.filter((g): g is string => typeof g === "string") : undefined;
+  const walk = list === undefined || list.some((g) => !configured.includes(g));
+  const next = walk ? [...configured] : [...new Set([...list!, ...configured])];
+  return {
+    walk,
+    remember: async () => {
+      if (list === undefined || next.length !== list.length || walk) await state.put(KNOWN_GATEWAYS_KEY, next.sort());
+    },
+  };
+}
+
+/**
+ * `credhook serve`'s drift watch. A config that dropped a gateway still holding live credentials is refused before
+ * anything is served ({@link assertNoStrandedGateway}): when a gateway the earlier starts had is not in this config
+ * (or on the first start that keeps that list, in {@link SERVE_STATE}), the records are walked now, before ready.
+ * Otherwise no credential can be on a gateway the config lacks, and the count runs after ready, in the background, in
+ * pages: start-up does not grow with the store. Either way the counts by kind are logged in one line (`warn` when any
+ * credential differs, else `info`), with a warning per route to a retired gateway; then they are recounted every
  * {@link DRIFT_PASS_INTERVAL_MS} on an unref'd timer, one pass at a time. `onPass` gets each count (the metrics' gauge).
  * @returns a function that stops the timer and waits for a pass in progress
  * @throws ConfigError a gateway the config dropped still holds live credentials; what the store throws at start
@@ -128,18 +165,39 @@ export async function watchDrift(
   onPass: (summary: DriftSummary) => void,
 ): Promise<() => Promise<void>> {
   const count = () => storeDrift(credhook.store, config, credhook.orchestrator.gateways);
-  const first = await count();
-  assertNoStrandedGateway(first);
+  const report = (summary: DriftSummary) => {
+    const differ = Object.values(summary.counts).some((n) => n > 0);
+    credhook.logger[differ ? "warn" : "info"](
+      { drift: summary.counts, live: summary.live, plansUnknown: summary.plansUnknown },
+      driftLine(summary),
+    );
+    onPass(summary);
+  };
   for (const warning of retiredRouteWarnings(config)) credhook.logger.warn(warning);
-  const differ = Object.values(first.counts).some((n) => n > 0);
-  credhook.logger[differ ? "warn" : "info"](
-    { drift: first.counts, live: first.live, plansUnknown: first.plansUnknown },
-    driftLine(first),
-  );
-  onPass(first);
+  const known = await gatewaysDropped(credhook.store, Object.keys(config.gateways));
+  let first: Promise<void> = Promise.resolve();
+  if (known.walk) {
+    const summary = await count();
+    assertNoStrandedGateway(summary);
+    await known.remember();
+    report(summary);
+  } else {
+    await known.remember();
+    first = count()
+      .then((summary) => {
+        // Another instance's credentials on a gateway only it has: said, since this start was not refused for them.
+        for (const problem of strandedProblems(summary)) credhook.logger.error(problem);
+        report(summary);
+      })
+      .catch((err: unknown) => credhook.logger.warn({ err: String(err) }, "drift count after start failed"));
+  }
   const pass = () =>
     count()
       .then(onPass)
       .catch((err: unknown) => credhook.logger.debug({ err: String(err) }, "drift pass failed"));
-  return repeatPass(pass, DRIFT_PASS_INTERVAL_MS);
+  const stop = repeatPass(pass, DRIFT_PASS_INTERVAL_MS);
+  return async () => {
+    await stop();
+    await first;
+  };
 }

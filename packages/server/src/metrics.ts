@@ -17,8 +17,8 @@
  *   `notified`, `skipped`, `failed`, `false_positive` — and alerts refused as a whole: `unauthorized` (no
  *   valid signature), `invalid` (a signed body that is not an alert);
  * - `credhook_build_info{version,node}`: always 1; the running credhook and Node.js versions;
- * - `credhook_store_up`, `credhook_records_abandoned`, `credhook_records_unsettled`,
- *   `credhook_records_unfinished`: the store, read at each scrape ({@link Metrics.watchStore});
+ * - `credhook_store_up`, `credhook_records{status}`, `credhook_records_abandoned`, `credhook_records_unsettled`,
+ *   `credhook_records_unfinished`: the store's counts at each scrape ({@link Metrics.watchStore}), never its records;
  * - `credhook_events{status}`: the outbox's events by state (`pending`, `delivered`, `dead`: undeliverable,
  *   kept), read at each scrape; `credhook_event_deliveries_total{outcome}`: delivery attempts (`delivered`, `retry`, `dead`);
  * - `credhook_credential_expiry_total{outcome}`: what the expiry passes did (`warned`, `expired`, `acted`, `failed`);
@@ -32,7 +32,7 @@
  */
 import type { NextFunction, Request, Response } from "express";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { CredentialStore } from "@credhook/core/store";
+import { CREDENTIAL_STATUSES, type CredentialStatus, type CredentialStore } from "@credhook/core/store";
 import { DRIFT_KINDS, type DriftSummary, type ExpiryPassResult } from "@credhook/core";
 import type { GatewayCallObserver } from "./tracing.js";
 import { VERSION } from "./version.js";
@@ -61,8 +61,10 @@ export interface Metrics {
   /** Observes one provider call: `credhook_gateway_call_duration_seconds{gateway,operation,outcome}`. */
   observeGatewayCall: GatewayCallObserver;
   /**
-   * Reads `store` at each scrape (one set of queries per scrape, at most {@link STORE_SCRAPE_TIMEOUT_MS}):
-   * `credhook_store_up` 1 when it answered, else 0; `credhook_records_abandoned` (creates whose
+   * Reads `store`'s counts at each scrape (`store.counts()` and the outbox's `counts()`: counters and indexed counts,
+   * never the records; one set per scrape, waited for at most {@link STORE_SCRAPE_TIMEOUT_MS}):
+   * `credhook_store_up` 1 when it answered, else 0; `credhook_records{status}` (records in each state);
+   * `credhook_records_abandoned` (creates whose
    * credential the portal never received, until the sweep cleans them up),
    * `credhook_records_unsettled` (updates whose outcome on a gateway is unknown) and
    * `credhook_records_unfinished` (pending or revoking records last written over
@@ -88,28 +90,36 @@ export const STORE_SCRAPE_TIMEOUT_MS = 2000;
 /** Age after which a pending or revoking record counts as unfinished, s. */
 export const UNFINISHED_AFTER_S = 300;
 
-/** The store's figures for one scrape; undefined when the store did not answer in time. */
-async function storeSample(store: CredentialStore): Promise<
-  | {
-      abandoned: number;
-      unsettled: number | undefined;
-      unfinished: number;
-      events: Record<"pending" | "delivered" | "dead", number> | undefined;
-    }
-  | undefined
-> {
+/** The store's figures for one scrape ({@link storeSample}). */
+interface StoreSample {
+  /** Records in each state, from the store's counters. */
+  byStatus: Record<CredentialStatus, number>;
+  abandoned: number;
+  unsettled: number;
+  unfinished: number;
+  events: Record<"pending" | "delivered" | "dead", number> | undefined;
+}
+
+/**
+ * The store's figures for one scrape, from its counts ({@link CredentialStore.counts}: counters the stores keep as
+ * they write, and indexed counts of the few unsettled and unfinished records) — never a read of the records, so a
+ * scrape costs the same at a thousand records as at a million; undefined when the store did not answer in time.
+ */
+async function storeSample(store: CredentialStore): Promise<StoreSample | undefined> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<undefined>((resolve) => {
     timer = setTimeout(() => resolve(undefined), STORE_SCRAPE_TIMEOUT_MS);
   });
   const read = (async () => {
-    const [abandoned, unsettled, unfinished, events] = await Promise.all([
-      store.listAbandoned(),
-      store.listUnsettled?.(),
-      store.listUnfinished(new Date(Date.now() - UNFINISHED_AFTER_S * 1000).toISOString()),
-      store.outbox?.counts(),
-    ]);
-    return { abandoned: abandoned.length, unsettled: unsettled?.length, unfinished: unfinished.length, events };
+    const unfinishedBefore = new Date(Date.now() - UNFINISHED_AFTER_S * 1000).toISOString();
+    const [counts, events] = await Promise.all([store.counts(unfinishedBefore), store.outbox?.counts()]);
+    return {
+      byStatus: counts.byStatus,
+      abandoned: counts.byStatus.abandoned,
+      unsettled: counts.unsettled,
+      unfinished: counts.unfinished ?? 0,
+      events,
+    };
   })().catch(() => undefined);
   try {
     return await Promise.race([read, timeout]);
@@ -249,11 +259,7 @@ export function createMetrics(): Metrics {
         }
         return sample;
       };
-      const gauge = (
-        name: string,
-        help: string,
-        value: (s: NonNullable<Awaited<ReturnType<typeof storeSample>>> | undefined) => number | undefined,
-      ) =>
+      const gauge = (name: string, help: string, value: (s: StoreSample | undefined) => number | undefined) =>
         new Gauge({
           name,
           help,
@@ -279,6 +285,17 @@ export function createMetrics(): Metrics {
         "Records of updates whose outcome on a gateway is unknown, waiting for reconcile.",
         (s) => s?.unsettled,
       );
+      new Gauge({
+        name: "credhook_records",
+        help: "Credential records in the store, by status (pending, active, revoking, abandoned), from the store's counters.",
+        labelNames: ["status"],
+        registers: [registry],
+        async collect() {
+          const byStatus = (await current())?.byStatus;
+          this.reset();
+          if (byStatus) for (const status of CREDENTIAL_STATUSES) this.set({ status }, byStatus[status]);
+        },
+      });
       new Gauge({
         name: "credhook_events",
         help: "Credential events in the store's outbox, by status (pending; delivered; dead: undeliverable, kept for credhook audit).",

@@ -239,6 +239,8 @@ export function eventsListQuery(filter: EventFilter): Query {
     ...(filter.since !== undefined ? [`time >= ${$(filter.since)}`] : []),
     // A key's events (`credhook revoke` run again answers from them): an operator's rare read, not indexed.
     ...(filter.fingerprint !== undefined ? [`event->'data'->>'keyFingerprint' = ${$(filter.fingerprint)}`] : []),
+    // A credential's events, of those its app's indexes read (`credhook list` and `inspect`: its newest event).
+    ...(filter.credentialId !== undefined ? [`event->'data'->>'credentialId' = ${$(filter.credentialId)}`] : []),
   ];
   return {
     text: `SELECT ${EVENT_COLUMNS} FROM events${where.length > 0 ? ` WHERE ${where.join(" AND ")}` : ""}

@@ -242,6 +242,11 @@ describe("PostgreSQL hot reads", () => {
           queries.eventsListQuery({ app: "app-7" }),
           ["events_subject", "events_app_slug", "events_app_name"],
         ],
+        [
+          "a credential's newest event (list, inspect)",
+          queries.eventsListQuery({ app: "app-7", credentialId: "id-7", limit: 1 }),
+          ["events_subject", "events_app_slug", "events_app_name"],
+        ],
         ["pending events", queries.eventsListQuery({ status: "pending" }), ["events_pending"]],
         ["dead events", queries.eventsListQuery({ status: "dead" }), ["events_dead"]],
         ["events since a time", queries.eventsListQuery({ since: "00019990" }), ["events_time"]],

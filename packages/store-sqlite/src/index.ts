@@ -651,6 +651,7 @@ export class SqliteCredentialStore implements CredentialStore {
         ...(filter.app !== undefined ? { app: filter.app } : {}),
         ...(filter.since !== undefined ? { since: filter.since } : {}),
         ...(filter.fingerprint !== undefined ? { fingerprint: filter.fingerprint } : {}),
+        ...(filter.credentialId !== undefined ? { credentialId: filter.credentialId } : {}),
         limit: filter.limit ?? 1000,
       }) as EventRowRead[];
       return rows.reverse().map(storedEventOf);

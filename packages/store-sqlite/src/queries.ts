@@ -165,6 +165,8 @@ export function eventsListSql(filter: EventFilter): string {
     ...(filter.since !== undefined ? ["time >= @since"] : []),
     // A key's events (`credhook revoke` run again answers from them): an operator's rare read, not indexed.
     ...(filter.fingerprint !== undefined ? ["json_extract(event, '$.data.keyFingerprint') = @fingerprint"] : []),
+    // A credential's events, of those its app's indexes read (`credhook list` and `inspect`: its newest event).
+    ...(filter.credentialId !== undefined ? ["json_extract(event, '$.data.credentialId') = @credentialId"] : []),
   ];
   return `SELECT seq, event, status, attempts, next_attempt_at, sinks_done, last_error, settled_at FROM events
     ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY seq DESC LIMIT @limit`;

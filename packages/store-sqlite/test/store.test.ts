@@ -321,6 +321,15 @@ describe("SqliteCredentialStore", () => {
         ],
       ],
       [
+        "a credential's newest event (list, inspect)",
+        queries.eventsListSql({ app: "a", credentialId: "c", limit: 1 }),
+        [
+          /USING COVERING INDEX events_subject \(subject=\?\)/,
+          /events_app_slug \(app_slug=\?\)/,
+          /events_app_name \(app_name=\?\)/,
+        ],
+      ],
+      [
         "events by app since a time",
         queries.eventsListSql({ app: "a", since: "t" }),
         [/events_subject/, /events_app_slug/, /events_app_name/],

@@ -12,6 +12,7 @@ import { isCredhookError } from "../errors.js";
 import type { OwnedResource, ProviderResources } from "../provider.js";
 import type { CredentialRecord } from "../credential-record.js";
 import type { CredentialType } from "../contract.js";
+import { walkPages } from "../store-pages.js";
 import { groupByGateway, uniq } from "./api-sets.js";
 import type { OrchestrationContext } from "./context.js";
 import { markAbandoned } from "./journal.js";
@@ -157,14 +158,17 @@ export async function cleanupAbandoned(
  * One sweep over abandoned creates (all, or one app's): a cleanup pass each,
  * under the app's lock. The server runs it every `reconcile.abandonedIntervalS`;
  * a create runs it for its own app first. Never throws: failures stay on the
- * records for the next pass.
+ * records for the next pass. Walks the abandoned records a page at a time (`listPage` by state, from the store's
+ * index), never all of them at once.
  * @returns how many records were swept and how many are gone
  */
 export async function sweepAbandoned(
   ctx: OrchestrationContext,
 ): Promise<{ swept: number; deleted: number; revoked: number }> {
   const out = { swept: 0, deleted: 0, revoked: 0 };
-  for (const rec of await ctx.store.listAbandoned()) {
+  const abandoned = (after: string | undefined) =>
+    ctx.store.listPage({ status: "abandoned", ...(after ? { after } : {}) });
+  for await (const rec of walkPages(abandoned)) {
     const r = await ctx.lock.run(rec.appKey, () => sweepOne(ctx, rec.id));
     if (!r) continue;
     out.swept += 1;

@@ -58,49 +58,89 @@ function isApp(rec: CredentialRecord, app: string): boolean {
   return rec.appKey === app || rec.app.appSlug === app || rec.app.appName === app;
 }
 
+/** One page of {@link findCredentialPage}: the matching records, and where the next page starts. */
+export interface CredentialQueryPage {
+  /** The page's records that match every field of the query, oldest first; fewer than asked (even none) does not mean the end. */
+  records: CredentialRecord[];
+  /** The cursor of the next page (its `after`); absent when the walk is complete. Opaque: pass it back as it came. */
+  next?: string;
+}
+
+/** Where a page of {@link findCredentialPage} starts and how large it is. */
+export interface CredentialPageRequest {
+  /** A page's `next`, to continue after it; absent: from the oldest record. */
+  after?: string;
+  /** The most records the store reads for the page, 1 to {@link PAGE_LIMIT_MAX}. @default {@link PAGE_LIMIT_MAX} */
+  limit?: number;
+}
+
 /**
- * The store's records matching `query`, oldest first. With a fingerprint, the store's index finds them
- * (`CredentialStore.findByFingerprint`); otherwise a paged walk (`CredentialStore.listPage`) with the app, state,
- * developer and gateway handed to the store, so that an app's credentials are read by its index, not by reading
- * every record.
+ * A query's `state` checked: whether it is a record's state (else an expiry state, or none).
+ * @throws Error a state that is neither
+ */
+function isRecordState(state: CredentialQuery["state"]): boolean {
+  const byStatus = CREDENTIAL_STATES.includes(state as CredentialStatus);
+  if (state !== undefined && !byStatus && !(EXPIRY_STATES as readonly string[]).includes(state))
+    throw new Error(`--state must be one of ${[...CREDENTIAL_STATES, ...EXPIRY_STATES].join(", ")} (got '${state}')`);
+  return byStatus;
+}
+
+/** Whether `r` matches every field of `query` (the fingerprint normalised; an expiry state lets every record through). */
+function matchesQuery(r: CredentialRecord, query: CredentialQuery, fingerprint: string | undefined): boolean {
+  return (
+    (query.app === undefined || isApp(r, query.app)) &&
+    (fingerprint === undefined || r.keyFingerprint === fingerprint) &&
+    (query.gateway === undefined ||
+      r.bindings.some((b) => b.gateway === query.gateway) ||
+      r.apis.some((a) => a.gateway === query.gateway)) &&
+    (query.developer === undefined || r.app.developer === query.developer) &&
+    (query.state === undefined || !isRecordState(query.state) || r.status === query.state) &&
+    (query.type === undefined || r.credentialType === query.type) &&
+    (query.credentialId === undefined || r.id === query.credentialId)
+  );
+}
+
+/**
+ * One page of the store's records matching `query`, oldest first: `credhook list` walks them a page at a time, so
+ * that neither the command nor the store holds more than a page. With a fingerprint, the store's index finds its few
+ * records (`CredentialStore.findByFingerprint`) in one page, without a `next`; otherwise one page of the store's
+ * paged walk (`CredentialStore.listPage`) with the app, state, developer and gateway handed to the store, so that an
+ * app's credentials are read by its index and a state's from its own.
+ * @throws Error an invalid fingerprint or state; ValidationError a `limit` out of range or an `after` no page returned
+ */
+export async function findCredentialPage(
+  store: CredentialStore,
+  query: CredentialQuery,
+  page: CredentialPageRequest = {},
+): Promise<CredentialQueryPage> {
+  const fingerprint = query.fingerprint === undefined ? undefined : normalizeFingerprint(query.fingerprint);
+  const byStatus = isRecordState(query.state);
+  if (fingerprint !== undefined && store.findByFingerprint)
+    return { records: (await store.findByFingerprint(fingerprint)).filter((r) => matchesQuery(r, query, fingerprint)) };
+  const read = await store.listPage({
+    ...(query.app !== undefined ? { app: query.app } : {}),
+    ...(byStatus ? { status: query.state as CredentialStatus } : {}),
+    ...(query.developer !== undefined ? { developer: query.developer } : {}),
+    ...(query.gateway !== undefined ? { gateway: query.gateway } : {}),
+    limit: page.limit ?? PAGE_LIMIT_MAX,
+    ...(page.after !== undefined ? { after: page.after } : {}),
+  });
+  return {
+    records: read.records.filter((r) => matchesQuery(r, query, fingerprint)),
+    ...(read.next !== undefined ? { next: read.next } : {}),
+  };
+}
+
+/**
+ * The store's records matching `query`, oldest first, all at once: {@link findCredentialPage}'s pages read to the
+ * end (an app's or a fingerprint's few records; `credhook list` walks the pages itself).
  * @throws Error an invalid fingerprint or state
  */
 export async function findCredentials(store: CredentialStore, query: CredentialQuery): Promise<CredentialRecord[]> {
-  const fingerprint = query.fingerprint === undefined ? undefined : normalizeFingerprint(query.fingerprint);
-  const byStatus = CREDENTIAL_STATES.includes(query.state as CredentialStatus);
-  if (query.state !== undefined && !byStatus && !(EXPIRY_STATES as readonly string[]).includes(query.state))
-    throw new Error(
-      `--state must be one of ${[...CREDENTIAL_STATES, ...EXPIRY_STATES].join(", ")} (got '${query.state}')`,
-    );
-  const candidates: CredentialRecord[] = [];
-  if (fingerprint !== undefined && store.findByFingerprint)
-    candidates.push(...(await store.findByFingerprint(fingerprint)));
-  else {
-    const filters = {
-      ...(query.app !== undefined ? { app: query.app } : {}),
-      ...(byStatus ? { status: query.state as CredentialStatus } : {}),
-      ...(query.developer !== undefined ? { developer: query.developer } : {}),
-      ...(query.gateway !== undefined ? { gateway: query.gateway } : {}),
-    };
-    for await (const rec of walkPages((after) =>
-      store.listPage({ ...filters, limit: PAGE_LIMIT_MAX, ...(after ? { after } : {}) }),
-    ))
-      candidates.push(rec);
-  }
-  return candidates
-    .filter(
-      (r) =>
-        (query.app === undefined || isApp(r, query.app)) &&
-        (fingerprint === undefined || r.keyFingerprint === fingerprint) &&
-        (query.gateway === undefined ||
-          r.bindings.some((b) => b.gateway === query.gateway) ||
-          r.apis.some((a) => a.gateway === query.gateway)) &&
-        (query.developer === undefined || r.app.developer === query.developer) &&
-        (query.state === undefined || !byStatus || r.status === query.state) &&
-        (query.type === undefined || r.credentialType === query.type) &&
-        (query.credentialId === undefined || r.id === query.credentialId),
-    )
-    .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  const found: CredentialRecord[] = [];
+  for await (const r of walkPages((after) => findCredentialPage(store, query, after !== undefined ? { after } : {})))
+    found.push(r);
+  return found.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
 }
 
 /** What an operator does to each credential a query finds. */

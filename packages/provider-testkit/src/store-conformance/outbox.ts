@@ -11,6 +11,7 @@ import { T0, ev, expectEqual, expectRejects, fail, ids, later, type OutboxCase, 
 export const outboxTests: OutboxCase[] = [
   { name: "events are committed with their record write, never without it", check: eventsCommittedWithRecord },
   { name: "lists the events of a key's fingerprint, also once its record is gone", check: listsEventsByFingerprint },
+  { name: "lists a credential's newest event from its app's events", check: listsNewestEventOfCredential },
   { name: "claims each app's oldest pending event, once, until it is settled", check: claimsOldestPendingPerApp },
   { name: "a dead event no longer holds back its app; pruning keeps pending events", check: deadEventReleasesItsApp },
   { name: "with no sink, one write settles every pending event no live claim holds", check: settlesUnsentAtOnce },
@@ -65,6 +66,24 @@ async function listsEventsByFingerprint(s: StoreSuite, store: CredentialStore, o
   await store.delete(r.id, [revoked]);
   expectEqual(ids(await outbox.list({ fingerprint: fp })), [created.id, revoked.id], "the key's events");
   expectEqual(ids(await outbox.list({ fingerprint: `sha256:${"23".repeat(16)}` })), [], "an unknown key's");
+}
+
+/** Lists a credential's newest event from its app's events (`EventFilter.credentialId` with `app` and `limit: 1`). */
+async function listsNewestEventOfCredential(s: StoreSuite, store: CredentialStore, outbox: EventOutbox): Promise<void> {
+  const { app, rec } = s;
+  const appKey = `${app}-newest`;
+  const key = rec({ appKey });
+  const client = rec({ appKey, credentialType: "CLIENT_CREDENTIALS" });
+  await store.insert(key, [ev("credential.created", key)]);
+  await store.insert(client, [ev("credential.created", client)]);
+  const updated = ev("credential.updated", key, later(1));
+  await store.save(key, [updated]);
+  const clientUpdated = ev("credential.updated", client, later(2));
+  await store.save(client, [clientUpdated]);
+  const newest = (credentialId: string) => outbox.list({ app: appKey, credentialId, limit: 1 });
+  expectEqual(ids(await newest(key.id)), [updated.id], "the key's newest event, though its app's is the client's");
+  expectEqual(ids(await newest(client.id)), [clientUpdated.id], "the client's newest event");
+  expectEqual(ids(await newest(randomUUID())), [], "an unknown credential's");
 }
 
 /** Claims each app's oldest pending event, once, until it is settled. */
