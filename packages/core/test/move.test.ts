@@ -150,6 +150,25 @@ describe("moves: dual-home, prune, and a kill at any point", () => {
     expect(await store.get(id)).toBeUndefined();
   });
 
+  it("a portal update of the app during its move is served in turn (the app's lock): both complete, the plan on both gateways", async () => {
+    fresh();
+    const { id, apiKeyId } = await made();
+    const o = orchestrator(AFTER);
+    const [move, update] = await Promise.all([
+      o.moveCredential(id),
+      o.update({
+        credentialType: "API_KEY",
+        apiKeyId,
+        apis: [{ id: "x", action: "NONE", usagePlans: [{ id: "silver", action: "ADDED" }] }],
+      }),
+    ]);
+    expect(move.outcome).toBe("moved");
+    expect(update.credentialId).toBe(id);
+    for (const p of [a, b])
+      expect(p.marked().map((r) => r.apis)).toEqual([[{ id: "x", usagePlans: ["gold", "silver"] }]]);
+    expect((await store.get(id))!).toMatchObject({ status: "active", apis: [{ id: "x", gateway: "b" }] });
+  });
+
   it("the portal removing the moved API takes it off the gateway it left too; another API stays there", async () => {
     fresh();
     const { id, apiKeyId } = await made("Two", ["x", "y"]);
