@@ -107,6 +107,22 @@ export interface GatewayBinding {
    * none. Absent (a record written before credhook kept them): the plans' drift is unknown, never reported as drift.
    */
   planFingerprints?: Record<string, string>;
+  /**
+   * Set while this gateway still grants APIs that `credhook apply` moved to another gateway (docs/gateway-migration.md,
+   * "dual-homed"): the same key value works on both gateways, so that traffic can be switched at the operator's pace.
+   * A portal update keeps the binding (its dual-homed APIs follow the app's API set: one the portal removes is removed
+   * here too), a revoke removes it as every other binding, drift does not count the credential as `moved` again, and
+   * `credhook apply --prune` removes these APIs from this gateway (the binding itself when nothing else is left on it).
+   */
+  dualHomed?: DualHomedInfo;
+}
+
+/** What a dual-homed binding still grants ({@link GatewayBinding.dualHomed}). */
+export interface DualHomedInfo {
+  /** The ids of the app's APIs this gateway still grants although the record's API set puts them on another gateway. */
+  apiIds: string[];
+  /** ISO 8601 time the first of them was moved away (kept while any is left). */
+  since: string;
 }
 
 /** The operation a `pending` record was in when it was last written. */
@@ -122,6 +138,16 @@ export interface PendingOperation {
   previousApis: GatewayApiWithGateway[];
   /** The API set the operation was moving to. */
   desiredApis?: GatewayApiWithGateway[];
+  /**
+   * The dual-homed API ids per gateway the operation gives the bindings ({@link GatewayBinding.dualHomed}): with
+   * {@link desiredApis}, what each gateway was to grant. Absent: none.
+   */
+  dualHomed?: Record<string, string[]>;
+  /**
+   * The operation only takes dual-homed grants away (`credhook apply --prune`): an interruption is finished (the
+   * grants removed, the marks cleared), not rolled back — a gateway's removal cannot be undone.
+   */
+  rollForward?: true;
 }
 
 /** An API of the app and the gateway it is routed to. */

@@ -59,6 +59,12 @@ export interface CredentialDrift {
   changedPlans: Array<{ gateway: string; planId: string }>;
   /** True when a binding on a configured gateway has no fingerprints (written before credhook kept them): its plans' drift is unknown. */
   plansUnknown: boolean;
+  /**
+   * Its dual-homed bindings (`GatewayBinding.dualHomed`): gateways that still grant APIs `credhook apply` moved away,
+   * until `credhook apply --prune`. Not drift (the operator keeps them on purpose while traffic switches): a "prune
+   * pending" in `credhook apply --dry-run`, never counted as `moved` again.
+   */
+  dualHomed: Array<{ gateway: string; apiIds: string[] }>;
 }
 
 /** Counts over many credentials ({@link summarizeDrift}). */
@@ -155,8 +161,11 @@ export function credentialDrift(topology: DriftTopology, rec: CredentialRecord):
     missingGateways: [],
     changedPlans: [],
     plansUnknown: false,
+    dualHomed: [],
   };
   if (rec.status === "abandoned") return drift;
+  for (const b of rec.bindings)
+    if (b.dualHomed) drift.dualHomed.push({ gateway: b.gateway, apiIds: [...b.dualHomed.apiIds] });
   for (const api of rec.apis) {
     const to = topology.resolve(api.id);
     if (to !== api.gateway) drift.moves.push({ apiId: api.id, from: api.gateway, to, usagePlans: api.usagePlans });

@@ -61,8 +61,17 @@ export interface CredentialEventData {
   publicId?: string;
   /** The app's identity. */
   app?: AppIdentity;
-  /** Each gateway the credential is on, with its native id and the usage plans of its APIs there. */
-  gateways: Array<{ gateway: string; nativeId: string; plans: string[] }>;
+  /**
+   * Each gateway the credential is on, with its native id and the usage plans of its APIs there; `dualHomed: true`
+   * where the gateway still grants APIs `credhook apply` moved to another gateway until `credhook apply --prune`
+   * (docs/gateway-migration.md).
+   */
+  gateways: EventGateway[];
+  /**
+   * `credential.updated` of a change of the gateways (`credhook apply` moving or pruning it, a portal update reaching
+   * a new gateway or leaving one): where the credential was before the change, in the shape of {@link gateways}.
+   */
+  previousGateways?: EventGateway[];
   /** The app's API set, each with its gateway and plans. */
   apis?: Array<{ id: string; gateway: string; usagePlans: string[] }>;
   /** The secret's fingerprint ({@link secretFingerprint}), when credhook saw the value; never the value. */
@@ -80,6 +89,16 @@ export interface CredentialEventData {
     maxAgeDays?: number;
     warnDays?: number;
   };
+}
+
+/** One gateway a credential is on, as an event says it ({@link CredentialEventData.gateways}). */
+export interface EventGateway {
+  gateway: string;
+  nativeId: string;
+  /** The usage plans of its APIs on that gateway (its dual-homed ones included). */
+  plans: string[];
+  /** Set when the gateway still grants APIs moved to another gateway (`GatewayBinding.dualHomed`). */
+  dualHomed?: true;
 }
 
 /**
@@ -111,8 +130,22 @@ export function secretFingerprint(secret: string): string {
 
 /** What an event may say that its record does not: a reason, a fingerprint the record does not keep, the gateways it was on. */
 export type CredentialEventExtra = Partial<
-  Pick<CredentialEventData, "reason" | "keyFingerprint" | "gateways" | "expiry">
+  Pick<CredentialEventData, "reason" | "keyFingerprint" | "gateways" | "previousGateways" | "expiry">
 >;
+
+/** The gateways `rec` is on, as its events say them ({@link CredentialEventData.gateways}). */
+export function eventGatewaysOf(rec: CredentialRecord): EventGateway[] {
+  return rec.bindings.map((b) => {
+    const held = new Set(b.dualHomed?.apiIds ?? []);
+    const apis = rec.apis.filter((a) => a.gateway === b.gateway || held.has(a.id));
+    return {
+      gateway: b.gateway,
+      nativeId: b.nativeId,
+      plans: [...new Set(apis.flatMap((a) => a.usagePlans))],
+      ...(b.dualHomed ? { dualHomed: true as const } : {}),
+    };
+  });
+}
 
 /**
  * The event of a change of `rec` (as the record is after the change), at `time` (ISO 8601).
@@ -124,9 +157,6 @@ export function credentialEvent(
   time: string,
   extra: CredentialEventExtra = {},
 ): CredentialEvent {
-  const plansOn = (gateway: string) => [
-    ...new Set(rec.apis.filter((a) => a.gateway === gateway).flatMap((a) => a.usagePlans)),
-  ];
   const fingerprint = extra.keyFingerprint ?? rec.keyFingerprint;
   return {
     specversion: "1.0",
@@ -141,9 +171,8 @@ export function credentialEvent(
       credentialType: rec.credentialType,
       publicId: rec.publicId,
       app: { ...rec.app },
-      gateways:
-        extra.gateways ??
-        rec.bindings.map((b) => ({ gateway: b.gateway, nativeId: b.nativeId, plans: plansOn(b.gateway) })),
+      gateways: extra.gateways ?? eventGatewaysOf(rec),
+      ...(extra.previousGateways ? { previousGateways: extra.previousGateways } : {}),
       apis: rec.apis.map((a) => ({ id: a.id, gateway: a.gateway, usagePlans: [...a.usagePlans] })),
       ...(fingerprint ? { keyFingerprint: fingerprint } : {}),
       ...(extra.reason ? { reason: extra.reason } : {}),

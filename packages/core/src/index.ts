@@ -91,6 +91,12 @@ export {
   normalizeFingerprint,
 } from "./orchestration/credentials.js";
 export type { ApplyEntry, ApplyOperation, ApplyPlan, GatewayEstimate } from "./orchestration/apply.js";
+export type {
+  ApplyResult,
+  ApplyRunOptions,
+  RunApplyOptions,
+  RunApplySummary,
+} from "./orchestration/move.js";
 export type { CircuitBreakerOptions } from "./orchestration/circuits.js";
 export type { LeakOptions, LeakOutcome } from "./orchestration/leak.js";
 /** Credential expiry (docs/expiry.md): the config's policies resolved, one credential's expiry decided. */
@@ -127,6 +133,7 @@ export type {
   CredentialEventExtra,
   CredentialEventType,
   EventFilter,
+  EventGateway,
   EventSettlement,
   EventStatus,
   StoredEvent,

@@ -17,6 +17,7 @@
  * - `settle.ts` — failed updates whose writes may land late, brought back to the record;
  * - `reconcile.ts` — `credhook reconcile`'s report, garbage and drift;
  * - `apply.ts` — `credhook apply`: what bringing the stored credentials to the config takes, and plan changes applied;
+ * - `move.ts` — `credhook apply`'s run: moves (dual-homed until a prune), prunes, a page of the store at a time;
  * - `credentials.ts` — finding credentials by app, fingerprint, gateway, developer or state, and acting on each
  *   found (revoke, disable, enable) for an operator's command or a secret-scanning alert;
  * - `health.ts`; `context.ts` — the state and helpers they share.
@@ -25,7 +26,16 @@ import type { CreateCredentialsRequest, RevokeCredentialsRequest, UpdateCredenti
 import { NotFound } from "./errors.js";
 import type { Gateway } from "./registry.js";
 import { adopt, adoptAndUpdate } from "./orchestration/adopt.js";
-import { type ApplyPlan, planApply, reapplyRequestFor } from "./orchestration/apply.js";
+import { type ApplyPlan, type ApplyTopology, planApply, reapplyRequestFor } from "./orchestration/apply.js";
+import {
+  type ApplyResult,
+  type ApplyRunOptions,
+  applyOne,
+  type RunApplyOptions,
+  type RunApplySummary,
+  runApply,
+} from "./orchestration/move.js";
+import { walkPages } from "./store-pages.js";
 import { driftTopology } from "./drift.js";
 import { OrchestrationContext } from "./orchestration/context.js";
 import { createOrReplay } from "./orchestration/create.js";
@@ -208,16 +218,42 @@ export class Orchestrator {
   /**
    * `credhook apply`'s plan (docs/gateway-migration.md): per live credential that differs from the config, the APIs
    * to move, the plans changed, the gateways missing, whether it can move without a new key, the provider calls and
-   * the time the gateways' declared write rates allow. Reads every record once (`store.list()`); calls no gateway.
+   * the time the gateways' declared write rates allow. Walks the store a page at a time (`store.listPage`), keeping
+   * only the entries of credentials that differ; calls no gateway.
    * @param options.prune count the revoke on the gateway each moved credential leaves
    * @param options.limit at most this many entries, oldest credentials first (a canary batch)
    */
-  async planApply(options: { prune?: boolean; limit?: number } = {}): Promise<ApplyPlan> {
-    const topology = {
-      ...driftTopology(this.ctx.gateways, this.ctx.router),
-      describe: (g: string) => this.ctx.describe(g),
-    };
-    return planApply(topology, await this.ctx.store.list(), options);
+  planApply(options: { prune?: boolean; limit?: number } = {}): Promise<ApplyPlan> {
+    const records = walkPages((after) => this.ctx.store.listPage({ ...(after ? { after } : {}) }));
+    return planApply(this.applyTopology(), records, options);
+  }
+
+  /** What `credhook apply` plans with: the routes, the gateways, their plans' fingerprints and capabilities. */
+  private applyTopology(): ApplyTopology {
+    return { ...driftTopology(this.ctx.gateways, this.ctx.router), describe: (g: string) => this.ctx.describe(g) };
+  }
+
+  /**
+   * Brings one credential to the config (`orchestration/move.ts`, docs/gateway-migration.md): its moves carried out
+   * (created where its routes now name with the same key value and plans, kept dual-homed where it was), its changed
+   * plans applied in place, and with `options.prune` its dual-homed grants removed — under the app's lock, each step
+   * journaled, rolled back on failure, with its `credential.updated` event (gateways before and after).
+   * @returns what was done; `not-movable` (untouched) when its moves need a new key
+   * @throws NotFound (404) it was revoked; CircuitOpen (503) a gateway it needs is known down (nothing written);
+   *   a gateway's or the store's error, after the rollback
+   */
+  moveCredential(credentialId: string, options: ApplyRunOptions = {}): Promise<ApplyResult> {
+    return applyOne(this.ctx, this.applyTopology(), credentialId, options);
+  }
+
+  /**
+   * `credhook apply`: every live credential that differs from the config (or is dual-homed, with `prune`) brought to
+   * it by {@link moveCredential}, a page of the store at a time, several at once; a gateway whose breaker is open or
+   * whose quota queue is full pauses its credentials (they wait and are tried again) instead of failing them.
+   * @returns the counts; each credential's result goes to `options.onResult` as it comes
+   */
+  runApply(options: RunApplyOptions = {}): Promise<RunApplySummary> {
+    return runApply(this.ctx, this.applyTopology(), options);
   }
 
   /**

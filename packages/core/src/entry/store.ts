@@ -36,6 +36,7 @@ export type {
   AbandonedInfo,
   CredentialRecord,
   CredentialStatus,
+  DualHomedInfo,
   ExpiryInfo,
   GatewayApiWithGateway,
   GatewayBinding,

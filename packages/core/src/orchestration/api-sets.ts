@@ -5,7 +5,7 @@
  */
 import type { ApiChange } from "../contract.js";
 import type { AppIdentity, GatewayApi, ProviderUpdateInput } from "../provider.js";
-import type { GatewayApiWithGateway } from "../credential-record.js";
+import type { GatewayApiWithGateway, GatewayBinding } from "../credential-record.js";
 
 /**
  * Identity of an app in the store: `slug:<developer>/<appSlug>` when the portal sends a slug, else
@@ -26,6 +26,28 @@ export function groupByGateway(apis: GatewayApiWithGateway[]): Map<string, Gatew
     const list = out.get(a.gateway) ?? [];
     list.push({ id: a.id, usagePlans: [...a.usagePlans] });
     out.set(a.gateway, list);
+  }
+  return out;
+}
+
+/**
+ * The APIs each gateway grants: {@link groupByGateway} of `apis`, plus on each binding with a dual-homed mark
+ * ({@link GatewayBinding.dualHomed}) its dual-homed APIs that are still in `apis`, with the usage plans `apis` gives
+ * them (a dual-homed API follows the app's API set: one `apis` no longer has is granted nowhere).
+ */
+export function heldByGateway(
+  apis: GatewayApiWithGateway[],
+  bindings: readonly Pick<GatewayBinding, "gateway" | "dualHomed">[],
+): Map<string, GatewayApi[]> {
+  const out = groupByGateway(apis);
+  for (const b of bindings) {
+    for (const id of b.dualHomed?.apiIds ?? []) {
+      const api = apis.find((a) => a.id === id);
+      if (!api || api.gateway === b.gateway) continue;
+      const list = out.get(b.gateway) ?? [];
+      if (!list.some((a) => a.id === id)) list.push({ id, usagePlans: [...api.usagePlans] });
+      out.set(b.gateway, list);
+    }
   }
   return out;
 }

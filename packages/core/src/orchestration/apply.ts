@@ -30,6 +30,11 @@ export interface ApplyEntry {
   /** Gateways it is bound on that the config lacks (check-config and serve refuse such a config). */
   missingGateways: string[];
   /**
+   * Its dual-homed bindings, moved by an earlier `credhook apply` and kept on the gateway they left until traffic has
+   * switched: `--prune` removes these APIs there (the credential itself where nothing else of it is left there).
+   */
+  prunePending: Array<{ gateway: string; apiIds: string[] }>;
+  /**
    * Why its moves cannot be carried out without a new key (the portal's revoke and create): its value cannot be read
    * back from any of its gateways (the embedded provider keeps only a digest), it is a client secret (no gateway
    * imports one), the target generates its own values, is retired, or no route matches the API. Undefined: it can move.
@@ -65,6 +70,8 @@ export interface ApplyPlan {
     plansChanged: number;
     /** Credentials bound on a gateway the config lacks. */
     gatewayMissing: number;
+    /** Credentials moved and still dual-homed: `--prune` removes them from the gateways they left. */
+    prunePending: number;
   };
   /** The calls and the time floor per gateway; the run's floor is the largest (gateways work in parallel). */
   estimate: GatewayEstimate[];
@@ -76,7 +83,7 @@ export interface ApplyPlan {
 export type ApplyTopology = DriftTopology & Pick<GatewayTopology, "describe">;
 
 /** Why `rec`'s moves cannot be carried out without a new key, or undefined when they can. */
-function cannotMove(topology: ApplyTopology, rec: CredentialRecord, moves: ApiMove[]): string | undefined {
+export function cannotMove(topology: ApplyTopology, rec: CredentialRecord, moves: ApiMove[]): string | undefined {
   const unrouted = moves.filter((m) => m.to === undefined).map((m) => m.apiId);
   if (unrouted.length > 0) return `no route matches ${unrouted.map((a) => `'${a}'`).join(", ")}`;
   if (rec.credentialType === "CLIENT_CREDENTIALS")
@@ -121,6 +128,13 @@ function callsOf(
     }
   }
   for (const g of new Set(entry.changedPlans.map((c) => c.gateway))) calls.push({ gateway: g, operation: "update" });
+  if (prune) {
+    // A dual-homed binding: revoked where nothing else of the credential is left, else updated without the moved APIs.
+    for (const { gateway } of entry.prunePending) {
+      const alsoRouted = rec.apis.some((a) => a.gateway === gateway);
+      if (topology.configured(gateway)) calls.push({ gateway, operation: alsoRouted ? "update" : "revoke" });
+    }
+  }
   return calls;
 }
 
@@ -144,37 +158,50 @@ function estimateOf(topology: ApplyTopology, entries: ApplyEntry[]): GatewayEsti
 }
 
 /**
- * What bringing `records` to the config takes (see the module comment). Pure: no store read, no cloud call.
+ * What `rec` needs to follow the config ({@link ApplyEntry}); undefined when it follows it already (no drift, nothing
+ * dual-homed) or is not live. Pure.
+ * @param prune count the revoke of each moved credential on the gateway it leaves, and of each dual-homed binding
+ */
+export function applyEntryOf(topology: ApplyTopology, rec: CredentialRecord, prune: boolean): ApplyEntry | undefined {
+  if (rec.status === "abandoned") return undefined;
+  const drift = credentialDrift(topology, rec);
+  if (drift.kinds.length === 0 && drift.dualHomed.length === 0) return undefined;
+  const moves = drift.moves;
+  const why = moves.length > 0 ? cannotMove(topology, rec, moves) : undefined;
+  const entry = {
+    credentialId: rec.id,
+    credentialType: rec.credentialType,
+    publicId: rec.publicId,
+    app: rec.app,
+    moves,
+    changedPlans: drift.changedPlans,
+    missingGateways: drift.missingGateways,
+    prunePending: drift.dualHomed,
+    ...(why ? { cannotMove: why } : {}),
+  };
+  return { ...entry, calls: callsOf(topology, rec, entry, prune) };
+}
+
+/**
+ * What bringing `records` to the config takes (see the module comment): no store read, no cloud call.
+ * @param records in the order to list them (the store's paged walk is oldest first); an array or a paged walk
+ *   (`walkPages`): one page is held at a time, and only the entries of records that differ are kept
  * @param options.prune count the revoke of each moved credential on the gateway it leaves
  * @param options.limit at most this many entries (the first ones, oldest first): a canary batch
  */
-export function planApply(
+export async function planApply(
   topology: ApplyTopology,
-  records: Iterable<CredentialRecord>,
+  records: Iterable<CredentialRecord> | AsyncIterable<CredentialRecord>,
   options: { prune?: boolean; limit?: number } = {},
-): ApplyPlan {
+): Promise<ApplyPlan> {
   const entries: ApplyEntry[] = [];
   let live = 0;
-  const sorted = [...records].sort((a, b) => a.createdAt.localeCompare(b.createdAt));
-  for (const rec of sorted) {
+  for await (const rec of records) {
     if (rec.status === "abandoned") continue;
     live += 1;
-    const drift = credentialDrift(topology, rec);
-    if (drift.kinds.length === 0) continue;
     if (options.limit !== undefined && entries.length >= options.limit) continue;
-    const moves = drift.moves;
-    const base = {
-      credentialId: rec.id,
-      credentialType: rec.credentialType,
-      publicId: rec.publicId,
-      app: rec.app,
-      moves,
-      changedPlans: drift.changedPlans,
-      missingGateways: drift.missingGateways,
-    };
-    const why = moves.length > 0 ? cannotMove(topology, rec, moves) : undefined;
-    const entry = { ...base, ...(why ? { cannotMove: why } : {}) };
-    entries.push({ ...entry, calls: callsOf(topology, rec, entry, !!options.prune) });
+    const entry = applyEntryOf(topology, rec, !!options.prune);
+    if (entry) entries.push(entry);
   }
   const estimate = estimateOf(topology, entries);
   const floors = estimate.flatMap((e) => (e.floorS === undefined ? [] : [e.floorS]));
@@ -186,6 +213,7 @@ export function planApply(
       notMovable: entries.filter((e) => e.cannotMove).length,
       plansChanged: entries.filter((e) => e.changedPlans.length > 0).length,
       gatewayMissing: entries.filter((e) => e.missingGateways.length > 0).length,
+      prunePending: entries.filter((e) => e.prunePending.length > 0).length,
     },
     estimate,
     ...(floors.length > 0 ? { floorS: Math.max(...floors) } : {}),

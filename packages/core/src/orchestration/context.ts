@@ -260,14 +260,14 @@ export class OrchestrationContext implements GatewayTopology {
    * A function that saves `rec` one write at a time, in call order (parallel
    * gateway completions write the same record), stamping `updatedAt`.
    * @returns the save's promise; a failed save rejects that call only. `type`: the event of the change
-   * this save completes ({@link event}, built when the save runs), committed with it.
+   * this save completes ({@link event}, built when the save runs, with `extra`), committed with it.
    */
-  serialSaver(rec: CredentialRecord): (type?: CredentialEventType) => Promise<void> {
+  serialSaver(rec: CredentialRecord): (type?: CredentialEventType, extra?: CredentialEventExtra) => Promise<void> {
     let chain: Promise<void> = Promise.resolve();
-    return (type) => {
+    return (type, extra) => {
       const next = chain.then(() => {
         rec.updatedAt = this.nowIso();
-        return type ? this.store.save(rec, [this.event(type, rec)]) : this.store.save(rec);
+        return type ? this.store.save(rec, [this.event(type, rec, extra)]) : this.store.save(rec);
       });
       chain = next.catch(() => undefined);
       return next;

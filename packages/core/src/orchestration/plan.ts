@@ -8,7 +8,7 @@ import type { CreateCredentialsRequest, CredentialType, UpdateCredentialsRequest
 import { PolicyViolation } from "../errors.js";
 import type { AppIdentity, GatewayApi, ProviderUpdateInput } from "../provider.js";
 import type { CredentialRecord, GatewayApiWithGateway } from "../credential-record.js";
-import { appKeyOf, applyChanges, groupByGateway, uniq } from "./api-sets.js";
+import { appKeyOf, applyChanges, groupByGateway, heldByGateway, uniq } from "./api-sets.js";
 import { assertNotRetired, type GatewayTopology } from "./context.js";
 
 /** What a create must do: see {@link planCreate}. */
@@ -151,6 +151,21 @@ export interface UpdatePlan {
   renamed: boolean;
   /** The request's changes that concern one gateway. */
   changesFor(gateway: string): ProviderUpdateInput["changes"];
+  /** Each gateway's dual-homed API ids after the update (`GatewayBinding.dualHomed`); a gateway not here has none. */
+  dualHomed: Map<string, string[]>;
+}
+
+/**
+ * The dual-homed API ids of each of `rec`'s bindings that are still in `apis` on another gateway (a dual-homed API the
+ * app no longer has, or that is routed back to that gateway, is no longer dual-homed there).
+ */
+export function dualHomedAfter(rec: CredentialRecord, apis: GatewayApiWithGateway[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const b of rec.bindings) {
+    const ids = (b.dualHomed?.apiIds ?? []).filter((id) => apis.some((a) => a.id === id && a.gateway !== b.gateway));
+    if (ids.length > 0) out.set(b.gateway, ids);
+  }
+  return out;
 }
 
 /**
@@ -177,8 +192,9 @@ export function planUpdate(
       );
     }
   }
-  const previousGroups = groupByGateway(rec.apis);
-  const desiredGroups = groupByGateway(desiredApis);
+  // A dual-homed binding grants its moved APIs too: they follow the app's API set (see heldByGateway).
+  const previousGroups = heldByGateway(rec.apis, rec.bindings);
+  const desiredGroups = heldByGateway(desiredApis, rec.bindings);
   const bound = rec.bindings.map((b) => b.gateway);
   let desiredGateways = [...desiredGroups.keys()];
   // An app with no API left keeps its credential on its first gateway, with no APIs.
@@ -213,7 +229,8 @@ export function planUpdate(
     req.apis
       .filter(
         (c) =>
-          (desiredApis.find((a) => a.id === c.id)?.gateway ?? rec.apis.find((a) => a.id === c.id)?.gateway) === gateway,
+          (desiredApis.find((a) => a.id === c.id)?.gateway ?? rec.apis.find((a) => a.id === c.id)?.gateway) ===
+            gateway || rec.bindings.some((b) => b.gateway === gateway && b.dualHomed?.apiIds.includes(c.id)),
       )
       .map((c) => ({
         id: c.id,
@@ -231,6 +248,7 @@ export function planUpdate(
     newApp,
     renamed: newApp.appName !== rec.app.appName,
     changesFor,
+    dualHomed: dualHomedAfter(rec, desiredApis),
   };
 }
 

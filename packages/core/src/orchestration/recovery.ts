@@ -6,13 +6,14 @@
  * for records no live instance holds, and before a new request of the app.
  */
 import { UpstreamUnavailable } from "../errors.js";
-import type { OwnedResource } from "../provider.js";
+import type { GatewayApi, OwnedResource } from "../provider.js";
 import type { CredentialRecord, GatewayApiWithGateway, GatewayBinding } from "../credential-record.js";
-import { changesBetween, groupByGateway, uniq } from "./api-sets.js";
+import { changesBetween, groupByGateway, heldByGateway, uniq } from "./api-sets.js";
 import { cleanupAbandoned } from "./abandoned.js";
 import { findByCredential, revokeBindings } from "./revoke.js";
 import type { OrchestrationContext } from "./context.js";
 import { markAbandoned } from "./journal.js";
+import { eventGatewaysOf } from "../events.js";
 import { markUnsettled, sweep } from "./settle.js";
 import type { ReconcileEntry, ReconcileLoopResult } from "./types.js";
 
@@ -137,6 +138,7 @@ async function rollBackInterruptedUpdate(
   dryRun: boolean,
 ): Promise<void> {
   const pending = rec.pending!;
+  if (pending.rollForward) return finishInterruptedPrune(ctx, rec, entry, dryRun);
   const createdHere = [
     ...rec.bindings.filter((b) => pending.createOn.includes(b.gateway)),
     ...(await strays(ctx, rec, pending.createOn, pending.desiredApis ?? rec.apis)),
@@ -149,25 +151,16 @@ async function rollBackInterruptedUpdate(
   }
   const left = await revokeBindings(ctx, { ...rec, bindings: createdHere });
   entry.errors.push(...left.map((l) => `${l.binding.gateway}: ${l.error.messages[0]}`));
-  const oldGroups = groupByGateway(rec.apis);
-  const newGroups = groupByGateway(pending.desiredApis ?? rec.apis);
-  await Promise.all(
-    keep.map(async (b) => {
-      const target = oldGroups.get(b.gateway) ?? [];
-      const from = newGroups.get(b.gateway) ?? [];
-      try {
-        const res = await ctx.gateway(b.gateway).provider.update({
-          ...ctx.ref(rec, b),
-          previous: from,
-          desired: target,
-          changes: changesBetween(from, target),
-        });
-        b.resources = res.resources;
-      } catch (err) {
-        entry.errors.push(`${b.gateway}: ${ctx.asTyped(err, b.gateway).messages[0]}`);
-      }
+  // What each gateway granted before and was to grant after, dual-homed APIs included (a move keeps them).
+  const oldGroups = heldByGateway(rec.apis, rec.bindings);
+  const newGroups = heldByGateway(
+    pending.desiredApis ?? rec.apis,
+    rec.bindings.map((b) => {
+      const apiIds = pending.dualHomed?.[b.gateway];
+      return { gateway: b.gateway, ...(apiIds ? { dualHomed: { apiIds, since: pending.startedAt } } : {}) };
     }),
   );
+  await grantOn(ctx, rec, keep, newGroups, oldGroups, entry);
   rec.bindings = [...keep, ...left.map((l) => l.binding)];
   if (entry.errors.length === 0) {
     rec.status = "active";
@@ -188,6 +181,79 @@ async function rollBackInterruptedUpdate(
   }
   rec.updatedAt = ctx.nowIso();
   await ctx.store.save(rec);
+}
+
+/**
+ * Updates each of `bindings` from the API set `from` gives its gateway to the one `to` gives it, all at once; a
+ * failure goes to `entry.errors` (secret-free).
+ * @returns the bindings updated
+ */
+async function grantOn(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  bindings: GatewayBinding[],
+  from: Map<string, GatewayApi[]>,
+  to: Map<string, GatewayApi[]>,
+  entry: ReconcileEntry,
+): Promise<GatewayBinding[]> {
+  const done: GatewayBinding[] = [];
+  await Promise.all(
+    bindings.map(async (b) => {
+      const previous = from.get(b.gateway) ?? [];
+      const desired = to.get(b.gateway) ?? [];
+      try {
+        const res = await ctx.gateway(b.gateway).provider.update({
+          ...ctx.ref(rec, b),
+          previous,
+          desired,
+          changes: changesBetween(previous, desired),
+        });
+        b.resources = res.resources;
+        done.push(b);
+      } catch (err) {
+        entry.errors.push(`${b.gateway}: ${ctx.asTyped(err, b.gateway).messages[0]}`);
+      }
+    }),
+  );
+  return done;
+}
+
+/**
+ * An interrupted prune (`credhook apply --prune`): finished, since a removal cannot be undone — the credential revoked
+ * on each gateway it was leaving entirely, the moved APIs taken off the gateways that keep other APIs of it, the
+ * dual-homed marks cleared, with the `credential.updated` event; what fails stays for the next pass. Fills `entry`.
+ */
+async function finishInterruptedPrune(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  entry: ReconcileEntry,
+  dryRun: boolean,
+): Promise<void> {
+  const pending = rec.pending!;
+  const leaving = rec.bindings.filter((b) => pending.removeFrom.includes(b.gateway));
+  const keep = rec.bindings.filter((b) => !pending.removeFrom.includes(b.gateway));
+  entry.gateways = rec.bindings.filter((b) => b.dualHomed).map((b) => b.gateway);
+  if (dryRun) {
+    entry.action = `would finish the prune: revoke on ${leaving.length} gateway(s), remove moved APIs on ${entry.gateways.length - leaving.length}`;
+    return;
+  }
+  const before = eventGatewaysOf(rec);
+  const left = await revokeBindings(ctx, { ...rec, bindings: leaving });
+  entry.errors.push(...left.map((l) => `${l.binding.gateway}: ${l.error.messages[0]}`));
+  const dual = keep.filter((b) => b.dualHomed);
+  const done = await grantOn(ctx, rec, dual, heldByGateway(rec.apis, rec.bindings), groupByGateway(rec.apis), entry);
+  for (const b of done) delete b.dualHomed;
+  rec.bindings = [...keep, ...left.map((l) => l.binding)];
+  rec.updatedAt = ctx.nowIso();
+  if (entry.errors.length > 0) {
+    entry.action = "prune incomplete; run reconcile again";
+    await ctx.store.save(rec);
+    return;
+  }
+  rec.status = "active";
+  delete rec.pending;
+  entry.action = "prune finished";
+  await ctx.store.save(rec, [ctx.event("credential.updated", rec, { previousGateways: before })]);
 }
 
 /**

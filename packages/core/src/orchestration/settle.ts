@@ -13,7 +13,7 @@ import { isCredhookError } from "../errors.js";
 import type { GatewayApi } from "../provider.js";
 import type { CredentialRecord, UnsettledInfo } from "../credential-record.js";
 import { walkPages } from "../store-pages.js";
-import { changesBetween, groupByGateway } from "./api-sets.js";
+import { changesBetween, heldByGateway } from "./api-sets.js";
 import { sweepAbandoned } from "./abandoned.js";
 import { revokeMarked, revokeOne } from "./revoke.js";
 import type { OrchestrationContext } from "./context.js";
@@ -65,7 +65,7 @@ export function markUnsettled(
 
 /** The gateways the record wants the credential on: those its APIs route to, or its first binding's when it has no API left. */
 function wantedGateways(rec: CredentialRecord): Set<string> {
-  const routed = [...groupByGateway(rec.apis).keys()];
+  const routed = [...heldByGateway(rec.apis, rec.bindings).keys()]; // a dual-homed binding is wanted until pruned
   return new Set(routed.length > 0 ? routed : rec.bindings.slice(0, 1).map((b) => b.gateway));
 }
 
@@ -88,7 +88,7 @@ export async function settleRecord(
   if (!info || ctx.stillSettling(info.settleUntil)) return undefined;
   const result: SettleResult = { settled: [], revoked: [], errors: [] };
   const wanted = wantedGateways(rec);
-  const current = groupByGateway(rec.apis);
+  const current = heldByGateway(rec.apis, rec.bindings);
   const left: UnsettledInfo["gateways"] = [];
   for (const entry of info.gateways) {
     const g = entry.gateway;

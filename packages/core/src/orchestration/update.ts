@@ -14,6 +14,7 @@ import { appKeyOf, changesBetween, uniq } from "./api-sets.js";
 import { revokeMarked, revokeOne } from "./revoke.js";
 import type { OrchestrationContext } from "./context.js";
 import { planFingerprintsFor } from "../drift.js";
+import { type EventGateway, eventGatewaysOf } from "../events.js";
 import { checkValueImportable, planUpdate, type UpdatePlan } from "./plan.js";
 import { markUnsettled, settleRecord } from "./settle.js";
 import type { OperationOutcome } from "./types.js";
@@ -50,20 +51,42 @@ export async function updateKnown(
   assertNotDisabled(rec, "update");
   // Late writes of an earlier failed update, now settled: bring those gateways back to the record first.
   if (rec.unsettled) await settleRecord(ctx, rec, true);
-  const plan = planUpdate(ctx, rec, req);
+  return runUpdatePlan(ctx, rec, planUpdate(ctx, rec, req), req.customCredentials);
+}
+
+/**
+ * Carries out an update plan on a credential the store knows (the caller holds the app's lock and checked that it is
+ * not disabled): the portal's update ({@link updateKnown}) and `credhook apply`'s moves and prunes (move.ts) alike.
+ * The key value is read back first when the plan creates the credential on a gateway; the intent is saved before
+ * any cloud call; the kept gateways are updated and the new ones created at once, then — when all of that held — the
+ * lost gateways are removed; a failure rolls back instead ({@link rollBackUpdate}). The record's dual-homed marks
+ * become the plan's, and the `credential.updated` event says where the credential was before when that changed.
+ * @param customCredentials the portal's non-secret extras, handed to each kept gateway's update
+ * @param rollForward the plan only takes dual-homed grants away (a prune): recovery finishes it when interrupted
+ * @throws PolicyViolation (422) the key value cannot be read back or imported where the plan creates it
+ * @throws InvalidReference (422), Throttled (503), UpstreamError (502), UpstreamTimeout (504) from a gateway, after the rollback
+ */
+export async function runUpdatePlan(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  plan: UpdatePlan,
+  customCredentials?: UpdateCredentialsRequest["customCredentials"],
+  rollForward = false,
+): Promise<OperationOutcome> {
   let apiKey: string | undefined;
   if (plan.toCreate.length > 0) {
     apiKey = await readKeyValue(ctx, rec, plan.toCreate);
     checkValueImportable(ctx, plan.toCreate, apiKey);
   }
-  const saver = await saveIntent(ctx, rec, plan);
-  const attempt = await applyUpdate(ctx, rec, req, plan, apiKey, saver);
+  const before = eventGatewaysOf(rec);
+  const saver = await saveIntent(ctx, rec, plan, rollForward);
+  const attempt = await applyUpdate(ctx, rec, plan, apiKey, saver, customCredentials);
   // The store failed or the lock is lost (another instance may act on the app once this one has stopped):
   // stop here, before any further cloud write or record save; the pending record is recovered as an interrupted update.
   const storeFailure = attempt.failures.find(isStoreFailure);
   if (storeFailure) throw storeFailure;
   if (attempt.failures.length > 0) return rollBackUpdate(ctx, rec, plan, attempt, saver);
-  return finishUpdate(ctx, rec, plan, saver);
+  return finishUpdate(ctx, rec, plan, saver, before);
 }
 
 /**
@@ -71,7 +94,12 @@ export async function updateKnown(
  * and the API sets before and after (what recovery rolls back to when the process stops midway).
  * @returns the record's saver for the rest of the update
  */
-async function saveIntent(ctx: OrchestrationContext, rec: CredentialRecord, plan: UpdatePlan): Promise<Saver> {
+async function saveIntent(
+  ctx: OrchestrationContext,
+  rec: CredentialRecord,
+  plan: UpdatePlan,
+  rollForward: boolean,
+): Promise<Saver> {
   rec.status = "pending";
   rec.pending = {
     op: "update",
@@ -80,6 +108,8 @@ async function saveIntent(ctx: OrchestrationContext, rec: CredentialRecord, plan
     removeFrom: plan.toRemove,
     previousApis: rec.apis,
     desiredApis: plan.desiredApis,
+    ...(plan.dualHomed.size > 0 ? { dualHomed: Object.fromEntries(plan.dualHomed) } : {}),
+    ...(rollForward ? { rollForward: true as const } : {}),
   };
   const saver = ctx.serialSaver(rec);
   await saver();
@@ -94,10 +124,10 @@ async function saveIntent(ctx: OrchestrationContext, rec: CredentialRecord, plan
 async function applyUpdate(
   ctx: OrchestrationContext,
   rec: CredentialRecord,
-  req: UpdateCredentialsRequest,
   plan: UpdatePlan,
   apiKey: string | undefined,
   saver: Saver,
+  customCredentials: UpdateCredentialsRequest["customCredentials"],
 ): Promise<UpdateAttempt> {
   const attempt: UpdateAttempt = { updated: [], created: [], uncertain: [], failures: [] };
   const oldApp = rec.app;
@@ -111,7 +141,7 @@ async function applyUpdate(
         desired: plan.desiredGroups.get(g) ?? [],
         changes: plan.changesFor(g),
         ...(plan.renamed ? { previousAppName: oldApp.appName } : {}),
-        ...(req.customCredentials ? { customCredentials: req.customCredentials } : {}),
+        ...(customCredentials ? { customCredentials } : {}),
       };
       try {
         const gateway = ctx.gateway(g);
@@ -210,6 +240,7 @@ async function finishUpdate(
   rec: CredentialRecord,
   plan: UpdatePlan,
   saver: Saver,
+  before: EventGateway[],
 ): Promise<OperationOutcome> {
   const { toCreate, toRemove, toUpdate, newApp } = plan;
   const removeFailures: CredhookError[] = [];
@@ -229,9 +260,13 @@ async function finishUpdate(
   // Without a slug the app's identity is developer + name: a rename moves it, unless another credential holds the new one.
   const newKey = appKeyOf(newApp);
   if (newKey !== rec.appKey && !(await ctx.store.findByAppKey(newKey, rec.credentialType))) rec.appKey = newKey;
+  markDualHomed(ctx, rec, plan.dualHomed);
   rec.status = "active";
   delete rec.pending;
-  await saver("credential.updated"); // the record and its event, in one transaction
+  // Where it was before, when its gateways (or their dual-homed marks) changed: a move, a prune, a gateway reached or left.
+  const where = (gs: EventGateway[]) => gs.map((g) => `${g.gateway}${g.dualHomed ? "*" : ""}`).join(",");
+  const moved = where(before) !== where(eventGatewaysOf(rec));
+  await saver("credential.updated", moved ? { previousGateways: before } : {}); // the record and its event, in one transaction
   if (removeFailures.length > 0) throw removeFailures[0]!; // the binding stays: the next update or revoke retries
   const gateways = uniq([...toUpdate, ...toCreate, ...toRemove]);
   // At debug: the server's request line carries the same fields (one line per request).
@@ -242,6 +277,18 @@ async function finishUpdate(
     ...(toCreate.length > 0 ? { created: toCreate } : {}),
     ...(toRemove.length > 0 ? { removed: toRemove } : {}),
   };
+}
+
+/**
+ * Sets each binding's dual-homed mark to `dualHomed`'s API ids for its gateway (in memory): a new mark starts now, a
+ * kept one keeps its start, a binding with none left loses it.
+ */
+function markDualHomed(ctx: OrchestrationContext, rec: CredentialRecord, dualHomed: Map<string, string[]>): void {
+  for (const b of rec.bindings) {
+    const apiIds = dualHomed.get(b.gateway);
+    if (apiIds && apiIds.length > 0) b.dualHomed = { apiIds, since: b.dualHomed?.since ?? ctx.nowIso() };
+    else delete b.dualHomed;
+  }
 }
 
 /**
