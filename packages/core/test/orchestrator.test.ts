@@ -329,6 +329,29 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
     expect((await store.list())[0]!.unsettled).toBeUndefined();
   });
 
+  it("reconcile tells held, orphaned and garbage resources apart without reading every record at once", async () => {
+    setup();
+    const keys: string[] = [];
+    for (const appName of ["One", "Two", "Three"])
+      keys.push(((await orch.create({ ...req("a-1"), appName })).response as { apiKeyId: string }).apiKeyId);
+    const owner = (await store.findByPublicId("API_KEY", keys[1]!))!;
+    const app = { appName: "Two", developer: "d@example.com" };
+    // On b, where no record binds them: one marked with no known credential, one with a live one bound on a only.
+    const ghost = await b.create({ credentialId: "ghost", credentialType: "API_KEY", app, apis: [] });
+    const late = await b.create({ credentialId: owner.id, credentialType: "API_KEY", app, apis: [] });
+    await new Promise((r) => setTimeout(r, 2)); // the records were written before the reconcile's cut-off
+    for (const k of Object.keys(store.calls)) delete store.calls[k]; // the creates' own reads (of one app each) aside
+    const report = await orch.reconcile({ dryRun: true, olderThanMs: 0 });
+    expect(report.orphans.map((o) => [o.gateway, o.nativeId])).toEqual([["b", ghost.nativeId]]);
+    expect(report.garbage.map((g) => [g.gateway, g.nativeId])).toEqual([["b", late.nativeId]]);
+    // The three held on a were told apart by reading their records by id; no read of every record at once.
+    expect([store.calls.list, store.calls.listAbandoned, store.calls.listUnsettled]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+  });
+
   it("reconcile with olderThanMs 0 includes a record written in the same millisecond", async () => {
     setup();
     const { response } = await orch.create(req("a-1"));

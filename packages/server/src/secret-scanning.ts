@@ -38,7 +38,7 @@ import {
   Unauthorized,
   ValidationError,
 } from "@credhook/core/errors";
-import type { CredentialStore } from "@credhook/core/store";
+import { type CredentialStore, PAGE_LIMIT_MAX, walkPages } from "@credhook/core/store";
 import { parseJsonBody, rawBodyOf } from "./body.js";
 import { sendJson } from "./http-errors.js";
 import type { SecretScanningOutcome } from "./metrics.js";
@@ -322,18 +322,27 @@ export function githubAlertHandler(deps: GithubAlertDeps): RequestHandler {
 }
 
 /**
+ * The key fingerprints of every record of a store without a fingerprint index, read a page at a time (only the
+ * fingerprints are kept, never the records).
+ */
+async function knownFingerprints(store: CredentialStore): Promise<Set<string | undefined>> {
+  const known = new Set<string | undefined>();
+  for await (const r of walkPages((after) => store.listPage({ limit: PAGE_LIMIT_MAX, ...(after ? { after } : {}) })))
+    known.add(r.keyFingerprint);
+  return known;
+}
+
+/**
  * Acts on each distinct token of an alert, one after another: a token reported at several places in one alert
  * is acted on once, with a reason naming the first place. Each token is looked up by its fingerprint in the store's
- * index (`CredentialStore.findByFingerprint`); a store without one is read once for the fingerprints it knows (an
- * alert may hold hundreds of strings that only look like keys), then once per token that is a credential's.
+ * index (`CredentialStore.findByFingerprint`); a store without one is walked once, in pages, for the fingerprints it
+ * knows (an alert may hold hundreds of strings that only look like keys), then read once per token that is a credential's.
  * @returns what was done, by token (the map is the only place the tokens are kept, for the answer)
  * @throws the store's errors (StoreUnavailable) from looking a fingerprint up
  */
 async function handleAlert(deps: GithubAlertDeps, matches: GithubAlertMatch[]): Promise<Map<string, TokenReport>> {
   const reports = new Map<string, TokenReport>();
-  const known = deps.store.findByFingerprint
-    ? undefined
-    : new Set((await deps.store.list()).map((r) => r.keyFingerprint));
+  const known = deps.store.findByFingerprint ? undefined : await knownFingerprints(deps.store);
   for (const m of matches) {
     if (reports.has(m.token)) continue;
     const fingerprint = secretFingerprint(m.token);

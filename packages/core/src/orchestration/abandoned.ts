@@ -155,20 +155,26 @@ export async function cleanupAbandoned(
 }
 
 /**
+ * Every abandoned record, a page at a time (`listPage` by state, from the store's index; one page held): what the
+ * sweep and `credhook reconcile` walk. A record deleted behind the walk is not seen again.
+ */
+export function abandonedRecords(ctx: OrchestrationContext): AsyncGenerator<CredentialRecord> {
+  return walkPages((after) => ctx.store.listPage({ status: "abandoned", ...(after ? { after } : {}) }));
+}
+
+/**
  * One sweep over abandoned creates (all, or one app's): a cleanup pass each,
  * under the app's lock. The server runs it every `reconcile.abandonedIntervalS`;
  * a create runs it for its own app first. Never throws: failures stay on the
- * records for the next pass. Walks the abandoned records a page at a time (`listPage` by state, from the store's
- * index), never all of them at once.
+ * records for the next pass. Walks the abandoned records a page at a time ({@link abandonedRecords}), never all
+ * of them at once.
  * @returns how many records were swept and how many are gone
  */
 export async function sweepAbandoned(
   ctx: OrchestrationContext,
 ): Promise<{ swept: number; deleted: number; revoked: number }> {
   const out = { swept: 0, deleted: 0, revoked: 0 };
-  const abandoned = (after: string | undefined) =>
-    ctx.store.listPage({ status: "abandoned", ...(after ? { after } : {}) });
-  for await (const rec of walkPages(abandoned)) {
+  for await (const rec of abandonedRecords(ctx)) {
     const r = await ctx.lock.run(rec.appKey, () => sweepOne(ctx, rec.id));
     if (!r) continue;
     out.swept += 1;

@@ -7,8 +7,10 @@
  */
 import type { CredentialRecord } from "../credential-record.js";
 import { driftEvent } from "../events.js";
+import type { OwnedResource } from "../provider.js";
+import { walkPages } from "../store-pages.js";
 import { uniq } from "./api-sets.js";
-import { sweepOne } from "./abandoned.js";
+import { abandonedRecords, sweepOne } from "./abandoned.js";
 import { revokeOne } from "./revoke.js";
 import type { OrchestrationContext } from "./context.js";
 import { finishUnfinished } from "./recovery.js";
@@ -71,7 +73,7 @@ async function finishUnfinishedRecords(
 
 /** Abandoned creates: no request owns them any more, whatever their age — a cleanup pass each, what it found is garbage. */
 async function cleanUpAbandonedCreates(ctx: OrchestrationContext, report: ReconcileReport): Promise<void> {
-  for (const rec of await ctx.store.listAbandoned()) {
+  for await (const rec of abandonedRecords(ctx)) {
     const entry: ReconcileEntry = {
       credentialId: rec.id,
       appKey: rec.appKey,
@@ -99,7 +101,7 @@ async function cleanUpAbandonedCreates(ctx: OrchestrationContext, report: Reconc
 
 /** Failed or interrupted updates whose late writes may have landed: each gateway brought back to the record once settled. */
 async function settleUnsettledUpdates(ctx: OrchestrationContext, report: ReconcileReport): Promise<void> {
-  for (const rec of await unsettledRecords(ctx)) {
+  for await (const rec of unsettledRecords(ctx)) {
     const info = rec.unsettled!;
     const entry: ReconcileEntry = {
       credentialId: rec.id,
@@ -130,24 +132,46 @@ async function settleUnsettledUpdates(ctx: OrchestrationContext, report: Reconci
   }
 }
 
+/** The key of a resource in {@link unheldResources}'s set: its gateway and native id. */
+const heldKey = (gateway: string, nativeId: string) => `${gateway}\u0000${nativeId}`;
+
+/**
+ * Of `listed` (what `gateway` holds under credhook's mark), the resources no record binds, each with the record its
+ * mark names (read by id), if any. Bounded: a resource whose marked record binds it is settled by that one point
+ * read; only the rest (drift and garbage: few) are looked for in every record, by one paged walk (a page held).
+ */
+async function unheldResources(
+  ctx: OrchestrationContext,
+  gateway: string,
+  listed: readonly OwnedResource[],
+): Promise<Array<{ resource: OwnedResource; owner: CredentialRecord | undefined }>> {
+  const candidates = new Map<string, { resource: OwnedResource; owner: CredentialRecord | undefined }>();
+  for (const r of listed) {
+    const owner = r.credentialId ? await ctx.store.get(r.credentialId) : undefined;
+    if (owner?.bindings.some((b) => b.gateway === gateway && b.nativeId === r.nativeId)) continue;
+    candidates.set(heldKey(gateway, r.nativeId), { resource: r, owner });
+  }
+  if (candidates.size > 0)
+    for await (const rec of walkPages((after) => ctx.store.listPage({ limit: 500, ...(after ? { after } : {}) })))
+      for (const b of rec.bindings) candidates.delete(heldKey(b.gateway, b.nativeId));
+  return [...candidates.values()];
+}
+
 /**
  * Drift: what gateways hold under credhook's mark that no credential record explains (listed afresh) — reported
  * as an orphan with a `credential.drift_found` event, never deleted; a resource marked with a credential whose
- * record says it is not there ({@link isGarbageOf}) is garbage, revoked under its app's lock.
+ * record says it is not there ({@link isGarbageOf}) is garbage, revoked under its app's lock. Reads the records a
+ * resource's mark names by id, and walks them in pages only for the resources no such read explains: memory stays a
+ * page (and the gateway's listing), whatever the store holds.
  */
 async function reportDrift(ctx: OrchestrationContext, report: ReconcileReport, before: string): Promise<void> {
-  const records = await ctx.store.list();
-  const held = new Set(records.flatMap((r) => r.bindings.map((b) => `${b.gateway}\u0000${b.nativeId}`)));
-  const byId = new Map(records.map((r) => [r.id, r]));
   for (const gw of ctx.gateways.values()) {
     if (!gw.provider.listOwned) {
       report.unlistable.push(gw.name);
       continue;
     }
     try {
-      for (const r of await gw.provider.listOwned()) {
-        if (held.has(`${gw.name}\u0000${r.nativeId}`)) continue;
-        const owner = r.credentialId ? byId.get(r.credentialId) : undefined;
+      for (const { resource: r, owner } of await unheldResources(ctx, gw.name, await gw.provider.listOwned())) {
         if (owner && !isGarbageOf(owner, gw.name, before)) continue; // one resource of several, or an operation in flight
         if (!owner) {
           report.orphans.push({ gateway: gw.name, ...r });

@@ -142,9 +142,15 @@ export async function settleRecord(
   return result;
 }
 
-/** The records with unsettled gateways: the store's {@link CredentialStore.listUnsettled}, else its whole list filtered. */
-export async function unsettledRecords(ctx: OrchestrationContext): Promise<CredentialRecord[]> {
-  return ctx.store.listUnsettled ? ctx.store.listUnsettled() : (await ctx.store.list()).filter((r) => r.unsettled);
+/**
+ * The records with unsettled gateways, earliest settle time first, a page at a time (`listUnsettledPage`: the store's
+ * partial index of those records; one page held) — only those due at `dueAt` when given. A record settled behind the
+ * walk is not seen again; a partly settled one keeps its settle time, hence its place.
+ */
+export function unsettledRecords(ctx: OrchestrationContext, dueAt?: string): AsyncGenerator<CredentialRecord> {
+  return walkPages((after) =>
+    ctx.store.listUnsettledPage({ ...(dueAt !== undefined ? { dueAt } : {}), ...(after ? { after } : {}) }),
+  );
 }
 
 /**
@@ -156,7 +162,7 @@ export async function unsettledRecords(ctx: OrchestrationContext): Promise<Crede
 export async function sweepUnsettled(ctx: OrchestrationContext): Promise<{ settled: number; revoked: number }> {
   const out = { settled: 0, revoked: 0 };
   const dueAt = ctx.nowIso();
-  for await (const rec of walkPages((after) => ctx.store.listUnsettledPage({ dueAt, ...(after ? { after } : {}) }))) {
+  for await (const rec of unsettledRecords(ctx, dueAt)) {
     if (rec.unsettled && ctx.stillSettling(rec.unsettled.settleUntil)) continue;
     await ctx.lock.run(rec.appKey, async () => {
       try {
