@@ -47,6 +47,7 @@ const EXPORTED_NAMES: Record<string, string[]> = {
     "driftTopology",
     "errorResponse",
     "expiryState",
+    "findCredentialPage",
     "findCredentials",
     "formatAjvErrors",
     "formatConfigErrors",
