@@ -1,4 +1,6 @@
 import type { JsonValue, ProviderStateStore } from "./provider.js";
+import { statePageBounds, statePageOf } from "./state-pages.js";
+import { compareBytes } from "./store-pages.js";
 
 /** An in-memory {@link ProviderStateStore} (values copied in and out): for provider tests, and for `check-config`, which must not touch the real store. */
 export function memoryStateStore(): ProviderStateStore {
@@ -24,8 +26,21 @@ export function memoryStateStore(): ProviderStateStore {
     async list(prefix) {
       return [...map.entries()]
         .filter(([k]) => k.startsWith(prefix))
-        .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
+        .sort(([x], [y]) => compareBytes(x, y))
         .map(([key, value]) => ({ key, value: structuredClone(value) }));
+    },
+    async listPage(prefix, query) {
+      const bounds = statePageBounds(prefix, query);
+      const rows = [...map.entries()]
+        .filter(
+          ([k]) =>
+            k.startsWith(prefix) &&
+            (bounds.inclusive ? compareBytes(k, bounds.from) >= 0 : compareBytes(k, bounds.from) > 0),
+        )
+        .sort(([x], [y]) => compareBytes(x, y))
+        .slice(0, bounds.limit + 1)
+        .map(([key, value]) => ({ key, value: structuredClone(value) }));
+      return statePageOf(rows, bounds);
     },
   };
 }

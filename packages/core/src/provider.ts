@@ -322,6 +322,15 @@ export interface Provider {
    */
   listOwned?(): Promise<OwnedResource[]>;
   /**
+   * The same resources as {@link listOwned}, a page at a time (each page read when the one before has been
+   * consumed), for a gateway that may hold more than fit in memory at once: `credhook reconcile` then holds one page
+   * (and what it reports) instead of the whole listing. Optional and additive: core uses it when present, else
+   * {@link listOwned}; a provider that has it keeps `listOwned` too (`credhook adopt`). The embedded provider pages
+   * its state ({@link ProviderStateStore.listPage}); a cloud provider may yield its API's pages.
+   * @throws as {@link listOwned}, from the page whose read failed (pages yielded before it stand)
+   */
+  listOwnedPages?(): AsyncIterable<OwnedResource[]>;
+  /**
    * Cheap availability check; may cache its answer briefly.
    * @throws UpstreamUnavailable the gateway cannot be reached or refused the probe
    */
@@ -347,14 +356,40 @@ export interface ProviderStateStore {
   put(key: string, value: JsonValue): Promise<void>;
   /** Removes `key`; returns true when it existed. */
   delete(key: string): Promise<boolean>;
-  /** Every entry whose key starts with `prefix`. */
+  /** Every entry whose key starts with `prefix`, in key order (UTF-8 byte order). */
   list(prefix: string): Promise<Array<{ key: string; value: JsonValue }>>;
+  /**
+   * One page of {@link list}: the entries whose key starts with `prefix` and comes after `query.after` (UTF-8 byte
+   * order), at most `query.limit` of them, and `next` (the page's last key) when more may follow — pass it as the
+   * next page's `after`. A page costs its own size whatever the namespace holds: credhook's stores read it as one
+   * range of their state table's primary key (gateway, key). Optional for a store written by a third party: walk
+   * pages with `statePages` (`@credhook/core/provider`), which reads such a store's whole {@link list} as one page.
+   * @param query.limit entries in a page, an integer from 1 to 1,000 (`PAGE_LIMIT_MAX`)
+   * @throws ValidationError a limit out of that range
+   */
+  listPage?(prefix: string, query: StatePageQuery): Promise<StatePage>;
   /**
    * Applies `changes` atomically: every put and delete, or (on an error) none. Each key at most once.
    * Optional for a store written by a third party: {@link writeState} then applies them one by one.
    * credhook's stores: one transaction (SQLite: a savepoint in the group commit; PostgreSQL: one statement).
    */
   write?(changes: StateChange[]): Promise<void>;
+}
+
+/** Where a page of {@link ProviderStateStore.listPage} starts and how many entries it holds. */
+export interface StatePageQuery {
+  /** The key the page starts after (the `next` of the page before); absent: from the prefix's first key. */
+  after?: string;
+  /** Most entries in the page, an integer from 1 to 1,000. */
+  limit: number;
+}
+
+/** A page of {@link ProviderStateStore.listPage}. */
+export interface StatePage {
+  /** The page's entries, in key order (UTF-8 byte order). */
+  entries: Array<{ key: string; value: JsonValue }>;
+  /** The last entry's key when more entries may follow (the next page's `after`); absent on the last page. */
+  next?: string;
 }
 
 /** One change of {@link ProviderStateStore.write}: `value` stored under `key` (replacing), or `key` removed. */

@@ -31,12 +31,15 @@ export interface PagePosition {
 
 /**
  * The page size of a query: its `limit`, or {@link PAGE_LIMIT_DEFAULT}.
+ * @param method the paged read, for the message (`listPage`, a provider state's `state.listPage`)
  * @throws ValidationError a limit that is not an integer from 1 to {@link PAGE_LIMIT_MAX}
  */
-export function pageLimitOf(limit: number | undefined, walk: PageWalk): number {
+export function pageLimitOf(limit: number | undefined, method: string): number {
   if (limit === undefined) return PAGE_LIMIT_DEFAULT;
   if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_LIMIT_MAX)
-    throw new ValidationError([`${walk}: limit must be an integer from 1 to ${PAGE_LIMIT_MAX} (got ${String(limit)})`]);
+    throw new ValidationError([
+      `${method}: limit must be an integer from 1 to ${PAGE_LIMIT_MAX} (got ${String(limit)})`,
+    ]);
   return limit;
 }
 
@@ -113,7 +116,7 @@ export function comparePositions(a: PagePosition, b: PagePosition): number {
 }
 
 /** Compares as UTF-8 bytes (SQLite's BINARY collation, PostgreSQL's `COLLATE "C"`), not as UTF-16 code units. */
-function compareBytes(a: string, b: string): number {
+export function compareBytes(a: string, b: string): number {
   return a === b ? 0 : Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
 }
 
@@ -156,19 +159,31 @@ export function examinedMaxOf(limit: number, query: CredentialListQuery): number
 }
 
 /**
- * Every record of a paged walk, in its order: `read` is called with each page's `next` (undefined first) until a
+ * Every page of a paged walk, in its order: `read` is called with each page's `next` (undefined first) until a
  * page has none; a page is read only when the one before has been consumed, so a walk holds one page in memory.
+ * The shape of every cursor walk credhook has: the records' ({@link walkPages}) and a provider state's
+ * (`statePages`, `ProviderStateStore.listPage`).
+ * @param read reads one page, e.g. `(after) => store.listPage({ status: "active", ...(after ? { after } : {}) })`
+ */
+export async function* pagesOf<P extends { next?: string }>(
+  read: (after: string | undefined) => Promise<P>,
+): AsyncGenerator<P> {
+  let after: string | undefined;
+  do {
+    const page = await read(after);
+    yield page;
+    after = page.next;
+  } while (after !== undefined);
+}
+
+/**
+ * Every record of a paged walk, in its order ({@link pagesOf}: one page held at a time).
  * @param read reads one page, e.g. `(after) => store.listPage({ status: "active", ...(after ? { after } : {}) })`
  */
 export async function* walkPages(
   read: (after: string | undefined) => Promise<CredentialPage>,
 ): AsyncGenerator<CredentialRecord> {
-  let after: string | undefined;
-  do {
-    const page = await read(after);
-    yield* page.records;
-    after = page.next;
-  } while (after !== undefined);
+  for await (const page of pagesOf(read)) yield* page.records;
 }
 
 /**

@@ -143,7 +143,7 @@ export class EmbeddedGateway {
   }
 
   /**
-   * Builds the gateway: indexes API keys created before the index existed,
+   * Builds the gateway: indexes credentials created before the indexes existed,
    * loads (or generates) the signing keys when a client-credentials gateway
    * exists, and starts the cache's coherence check.
    * @throws ConfigError when the encryption key (configured, or generated into the data dir) does not decrypt the stored signing keys: the message names the fix
@@ -152,9 +152,9 @@ export class EmbeddedGateway {
   static async create(options: EmbeddedGatewayOptions): Promise<EmbeddedGateway> {
     const { config, providers, logger } = options;
     for (const p of providers) {
-      if (p.credentialType !== "API_KEY") continue;
+      // Every gateway's credentials get their credential-id entry; an API key gateway's keys their key entry too.
       const added = await p.ensureKeyIndex();
-      if (added > 0) logger.info({ gateway: p.gatewayName, added }, "embedded gateway: indexed existing API keys");
+      if (added > 0) logger.info({ gateway: p.gatewayName, added }, "embedded gateway: indexed existing credentials");
     }
     let keys: SigningKeys | undefined;
     if (providers.some((p) => p.credentialType === "CLIENT_CREDENTIALS")) {

@@ -11,9 +11,12 @@
  * - `cred:<nativeId>`: the credential ({@link LocalCredentialState});
  * - `key:<sha256 hex>`: `{ nativeId }`, the index the embedded gateway's key
  *   check finds an API key by (one point read, no key-derivation per request);
+ * - `cid:<credentialId>:<nativeId>`: `true`, the index `findByCredential` finds a
+ *   credential's native ids by (a range of a few keys, not every key);
  * - `meta:changed`: a fresh random stamp written after every change, so that
  *   caches in other processes sharing the store see that something changed;
- * - `meta:key-index-complete`: `true` once every API key has its `key:` entry
+ * - `meta:key-index-complete`: `true` once every API key has its `key:` entry,
+ *   `meta:credential-index-complete`: once every credential has its `cid:` entry
  *   (`ensureKeyIndex` then reads no key at start-up).
  *
  * The embedded gateway (`@credhook/gateway`) enforces what this provider issues (key checks
@@ -40,6 +43,7 @@ import {
   type RevokeOutcome,
   type RotatedSecret,
   type StateChange,
+  statePages,
   writeState,
 } from "@credhook/core/provider";
 import { hashSecret, randomBase62, verifySecretHash, gatewayError, gatewayMessage } from "@credhook/core/provider-kit";
@@ -78,6 +82,16 @@ const CHANGE_STAMP_KEY = "meta:changed";
  * state write, or the entry written before the credential and removed after it), so no later start reads the keys.
  */
 const KEY_INDEX_COMPLETE_KEY = "meta:key-index-complete";
+/** Provider-state key prefix of the credential-id index: `cid:<credentialId>:<nativeId>` → `true`. */
+const CREDENTIAL_INDEX_PREFIX = "cid:";
+/**
+ * Provider-state key that says every credential has its `cid:` entry (written with the credential in one state
+ * write since the index exists; older ones by {@link LocalProvider.ensureKeyIndex}'s pass, which then writes this).
+ * Until then {@link LocalProvider.findByCredential} reads every credential, a page at a time.
+ */
+const CREDENTIAL_INDEX_COMPLETE_KEY = "meta:credential-index-complete";
+/** The prefix of credential `credentialId`'s `cid:` entries. */
+const credentialIndexPrefix = (credentialId: string) => `${CREDENTIAL_INDEX_PREFIX}${credentialId}:`;
 
 /** The embedded provider for one gateway. */
 export class LocalProvider implements Provider, LocalCredentialReader {
@@ -94,6 +108,8 @@ export class LocalProvider implements Provider, LocalCredentialReader {
   private readonly limits = new Map<string, UsagePlanLimits>();
   private readonly listeners = new Set<(change: LocalCredentialChange) => void>();
   private defaultTokenUrl: string | undefined;
+  /** True once the store's `cid:` index was seen complete (it never becomes incomplete again). */
+  private credentialIndexSeen = false;
 
   /**
    * @param options the gateway's options (schema-valid)
@@ -196,25 +212,52 @@ export class LocalProvider implements Provider, LocalCredentialReader {
   }
 
   /**
-   * Adds the `key:` index entry of every API key that lacks one (credentials created before the index existed),
-   * once per store: the first pass that completes marks the index complete, and every later call is one point read
-   * — a start-up does not read every key (1.84 s of a 4.0 s start at 97,000 keys before).
-   * @returns how many entries were added (0 once the index is complete)
+   * Adds the `key:` index entry of every API key and the `cid:` entry of every credential that lacks one (credentials
+   * created before the index existed), once per store: the first pass that completes marks each index complete, and
+   * every later call is two point reads — a start-up does not read every key (1.84 s of a 4.0 s start at 97,000 keys
+   * before). The pass reads the credentials a page at a time ({@link statePages}) and writes each page's entries at once.
+   * @returns how many credentials got an entry (0 once both indexes are complete)
    */
   async ensureKeyIndex(): Promise<number> {
-    if ((await this.state.get(KEY_INDEX_COMPLETE_KEY)) === true) return 0;
+    const keysDone = (await this.state.get(KEY_INDEX_COMPLETE_KEY)) === true;
+    const idsDone = await this.credentialIndexComplete();
+    if (keysDone && idsDone) return 0;
     let added = 0;
-    for (const e of await this.state.list(KEY_PREFIX)) {
-      const s = e.value as unknown as LocalCredentialState;
-      if (s.credentialType !== "API_KEY") continue;
-      const nativeId = e.key.slice(KEY_PREFIX.length);
-      const idx = (await this.state.get(KEY_INDEX_PREFIX + s.secretHash)) as { nativeId?: string } | undefined;
-      if (idx?.nativeId === nativeId) continue;
-      await this.state.put(KEY_INDEX_PREFIX + s.secretHash, { nativeId });
-      added++;
+    for await (const page of statePages(this.state, KEY_PREFIX)) {
+      const changes: StateChange[] = [];
+      for (const e of page) {
+        const s = e.value as unknown as LocalCredentialState;
+        const nativeId = e.key.slice(KEY_PREFIX.length);
+        const before = changes.length;
+        if (!keysDone && s.credentialType === "API_KEY") {
+          const idx = (await this.state.get(KEY_INDEX_PREFIX + s.secretHash)) as { nativeId?: string } | undefined;
+          if (idx?.nativeId !== nativeId) changes.push(this.indexChange(nativeId, s.secretHash));
+        }
+        if (!idsDone && typeof s.credentialId === "string") {
+          const entry = this.credentialIndexChange(s.credentialId, nativeId);
+          if ((await this.state.get(entry.key)) === undefined) changes.push(entry);
+        }
+        if (changes.length > before) added++;
+      }
+      if (changes.length > 0) await writeState(this.state, changes);
     }
-    await this.state.put(KEY_INDEX_COMPLETE_KEY, true);
+    await writeState(this.state, [
+      { key: KEY_INDEX_COMPLETE_KEY, value: true },
+      { key: CREDENTIAL_INDEX_COMPLETE_KEY, value: true },
+    ]);
+    this.credentialIndexSeen = true;
     return added;
+  }
+
+  /** Whether every credential has its `cid:` entry (a point read until it has been seen so, then none). */
+  private async credentialIndexComplete(): Promise<boolean> {
+    this.credentialIndexSeen ||= (await this.state.get(CREDENTIAL_INDEX_COMPLETE_KEY)) === true;
+    return this.credentialIndexSeen;
+  }
+
+  /** The change that adds credential `credentialId`'s index entry of `nativeId`. */
+  private credentialIndexChange(credentialId: string, nativeId: string): { key: string; value: JsonValue } {
+    return { key: credentialIndexPrefix(credentialId) + nativeId, value: true };
   }
 
   /** The change that points the index entry of `secretHash` at `nativeId`. */
@@ -283,9 +326,9 @@ export class LocalProvider implements Provider, LocalCredentialReader {
     // A value read from another gateway may be another key's; a value generated here or by core (238 random bits) cannot be.
     if (isKey && input.apiKeyValue !== undefined && !input.apiKeyValueGenerated)
       await this.checkUnique(nativeId, secretHash);
-    // The index entry, the credential and the change stamp are one write: the index alone grants
+    // The index entries, the credential and the change stamp are one write: the key index alone grants
     // nothing (findByKeyDigest needs the credential), nor does the credential alone (the key check
-    // finds keys through the index).
+    // finds keys through the index); the credential-id entry is there as soon as the credential is.
     const state: LocalCredentialState = {
       credentialType: input.credentialType,
       credentialId: input.credentialId,
@@ -300,7 +343,11 @@ export class LocalProvider implements Provider, LocalCredentialReader {
     await this.changed(
       nativeId,
       [secretHash],
-      [...(isKey ? [this.indexChange(nativeId, secretHash)] : []), this.stateChange(nativeId, state)],
+      [
+        ...(isKey ? [this.indexChange(nativeId, secretHash)] : []),
+        this.credentialIndexChange(input.credentialId, nativeId),
+        this.stateChange(nativeId, state),
+      ],
     );
     const out: ProviderCredential = { nativeId, resources: { kind: isKey ? "apiKey" : "client" } };
     if (isKey) out.apiKey = secret;
@@ -363,15 +410,37 @@ export class LocalProvider implements Provider, LocalCredentialReader {
       await this.changed(
         ref.nativeId,
         [hash],
-        [...(await this.unindexChanges(ref.nativeId, hash)), { key: KEY_PREFIX + ref.nativeId, delete: true }],
+        [
+          ...(await this.unindexChanges(ref.nativeId, hash)),
+          { key: credentialIndexPrefix(s.credentialId) + ref.nativeId, delete: true },
+          { key: KEY_PREFIX + ref.nativeId, delete: true },
+        ],
       );
     }
     return "revoked";
   }
 
-  /** This gateway's live credentials of `search.credentialId` (a scan of its own state: it never holds many). */
+  /**
+   * This gateway's live credentials of `search.credentialId`: the credentials its `cid:` entries name (a few point
+   * reads, whatever the gateway holds). On a store whose index is not complete yet (written by a version before it,
+   * until {@link ensureKeyIndex}'s pass), every credential read a page at a time.
+   */
   async findByCredential(search: CredentialSearch): Promise<OwnedResource[]> {
-    return (await this.listOwned()).filter((r) => r.credentialId === search.credentialId && r.live);
+    const found: OwnedResource[] = [];
+    if (!(await this.credentialIndexComplete())) {
+      for await (const page of this.listOwnedPages())
+        found.push(...page.filter((r) => r.credentialId === search.credentialId && r.live));
+      return found;
+    }
+    const prefix = credentialIndexPrefix(search.credentialId);
+    for await (const page of statePages(this.state, prefix))
+      for (const e of page) {
+        const nativeId = e.key.slice(prefix.length);
+        const s = await this.load(nativeId);
+        // An entry whose credential is gone (a crash between two writes of a store without atomic writes) names nothing.
+        if (s?.credentialId === search.credentialId && s.enabled) found.push(this.owned(nativeId, s));
+      }
+    return found;
   }
 
   async rotateSecret(ref: ProviderCredentialRef, apiKeyValue?: string): Promise<RotatedSecret> {
@@ -408,17 +477,30 @@ export class LocalProvider implements Provider, LocalCredentialReader {
     return s.apis;
   }
 
+  /** Every credential of this gateway ({@link listOwnedPages}' pages, held together: `credhook adopt`). */
   async listOwned(): Promise<Array<OwnedResource & { live: boolean }>> {
-    const entries = await this.state.list(KEY_PREFIX);
-    return entries.map((e) => {
-      const s = e.value as unknown as LocalCredentialState;
-      return {
-        nativeId: e.key.slice(KEY_PREFIX.length),
-        credentialId: s.credentialId,
-        live: s.enabled,
-        description: `${s.credentialType} of ${s.developer}/${s.appName}${s.enabled ? "" : " (disabled)"}`,
-      };
-    });
+    const all: Array<OwnedResource & { live: boolean }> = [];
+    for await (const page of this.listOwnedPages()) all.push(...page);
+    return all;
+  }
+
+  /**
+   * Every credential of this gateway, a page of its state at a time ({@link statePages}: each page read when the one
+   * before has been consumed), `live` false for a revoked one kept disabled (`revokeMode: disable`).
+   */
+  async *listOwnedPages(): AsyncGenerator<Array<OwnedResource & { live: boolean }>> {
+    for await (const page of statePages(this.state, KEY_PREFIX))
+      yield page.map((e) => this.owned(e.key.slice(KEY_PREFIX.length), e.value as unknown as LocalCredentialState));
+  }
+
+  /** Credential `nativeId` as {@link listOwned} reports it. */
+  private owned(nativeId: string, s: LocalCredentialState): OwnedResource & { live: boolean } {
+    return {
+      nativeId,
+      credentialId: s.credentialId,
+      live: s.enabled,
+      description: `${s.credentialType} of ${s.developer}/${s.appName}${s.enabled ? "" : " (disabled)"}`,
+    };
   }
 
   async health(): Promise<void> {

@@ -76,8 +76,9 @@ export interface LocalCredentialReader {
   /** Calls `listener` after every change this provider makes in this process. @returns a function that removes it */
   onChange(listener: (change: LocalCredentialChange) => void): () => void;
   /**
-   * Adds the `key:` index entry of every API key that lacks one, once per store (the first complete pass marks the
-   * index complete; later calls are one point read). @returns how many were added
+   * Adds the `key:` index entry of every API key and the credential-id entry of every credential that lacks one,
+   * once per store (the first complete pass, a page of credentials at a time, marks both indexes complete; later
+   * calls are two point reads). @returns how many credentials got an entry
    */
   ensureKeyIndex(): Promise<number>;
   /** The limits of usage plan `planId`, or undefined when it has none. */

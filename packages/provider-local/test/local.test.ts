@@ -193,16 +193,21 @@ describe("the embedded gateway's reader (localCredentialReader)", () => {
     expect(await p.ensureKeyIndex()).toBe(0);
   });
 
-  it("ensureKeyIndex reads the keys once per store: once the index is complete, a start reads no key", async () => {
+  it("ensureKeyIndex reads the keys once per store: once the indexes are complete, a start reads no key", async () => {
     const { provider, state } = await make();
     const p = localCredentialReader(provider)!;
     await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app, apis: [] });
     expect(await p.ensureKeyIndex()).toBe(0); // the first pass: every key already indexed, the index marked complete
     const listed: string[] = [];
     const list = state.list.bind(state);
+    const listPage = state.listPage!.bind(state);
     state.list = (prefix) => {
       listed.push(prefix);
       return list(prefix);
+    };
+    state.listPage = (prefix, query) => {
+      listed.push(prefix);
+      return listPage(prefix, query);
     };
     // A key only an older version's write could leave unindexed is not looked for again: the pass lists nothing.
     await state.put("cred:lkold", { credentialType: "API_KEY", secretHash: hashSecret("old-key") } as never);

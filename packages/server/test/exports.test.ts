@@ -94,9 +94,11 @@ const EXPORTED_NAMES: Record<string, string[]> = {
   ],
   "@credhook/core/provider": [
     "CREDENTIAL_TYPES",
+    "STATE_PAGE_LIMIT",
     "applyOptionDefaults",
     "defineProvider",
     "resolveOptions",
+    "statePages",
     "writeState",
   ],
   "@credhook/core/provider-kit": [
@@ -171,6 +173,8 @@ const EXPORTED_NAMES: Record<string, string[]> = {
     "pageStartOf",
     "recordCountsOf",
     "runFenced",
+    "statePageBounds",
+    "statePageOf",
     "storedEventOf",
     "walkPages",
   ],

@@ -47,6 +47,8 @@ import {
   pageOfExamined,
   pageStartOf,
   recordCountsOf,
+  statePageBounds,
+  statePageOf,
   type CredentialCounts,
   type CredentialListQuery,
   type CredentialPage,
@@ -66,7 +68,9 @@ import {
   LIST_UNSETTLED_SQL,
   listPageQuery,
   migrateHotReads,
+  PROVIDER_STATE_KEY_ORDER_SQL,
   requeueDeadQuery,
+  statePageQuery,
   unsettledPageQuery,
   type Query,
 } from "./queries.js";
@@ -185,6 +189,13 @@ MIGRATIONS["0005_credentials_fingerprint"] = {
 MIGRATIONS["0006_hot_reads"] = {
   // An index for every hot read (the paged walks, unsettled records, events by app) and the counts kept by triggers.
   up: migrateHotReads,
+};
+
+MIGRATIONS["0007_provider_state_key_order"] = {
+  // Provider-state keys in byte order, so that a page of a prefix's keys is one range of the primary key (listPage).
+  async up(db) {
+    await sql.raw(PROVIDER_STATE_KEY_ORDER_SQL).execute(db);
+  },
 };
 
 const migrationProvider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
@@ -688,6 +699,11 @@ export class PostgresCredentialStore implements CredentialStore {
           [gateway, prefix.length, prefix],
         );
         return rows;
+      },
+      async listPage(prefix, query) {
+        const bounds = statePageBounds(prefix, query);
+        const { text, values } = statePageQuery(gateway, bounds);
+        return statePageOf((await q<{ key: string; value: JsonValue }>(text, values)).rows, bounds);
       },
     };
   }

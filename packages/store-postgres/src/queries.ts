@@ -18,6 +18,7 @@ import {
   type EventFilter,
   eventStatusOf,
   type PagePosition,
+  type StatePageBounds,
 } from "@credhook/core/store";
 
 /** The settle time of a record's unsettled gateways; the expression of the `credentials_unsettled` index (the reads repeat it exactly). */
@@ -258,4 +259,25 @@ export function requeueDeadQuery(now: string, app: string | undefined): Query {
       WHERE status = 'dead'${app !== undefined ? ` AND ${appEvents($(app))}` : ""}`,
     values,
   };
+}
+
+/**
+ * The migration that gives `provider_state.key` byte order (`COLLATE "C"`, migration 0007): its primary key
+ * (gateway, key) is rebuilt in that order, so that a page of a prefix's keys ({@link statePageQuery}) is one range of
+ * it. Before, the key had the database's default collation, whose order (punctuation ignored, say) neither matches
+ * the other stores' nor keeps a prefix's keys together. The table is not rewritten (text to text); its index is.
+ */
+export const PROVIDER_STATE_KEY_ORDER_SQL = 'ALTER TABLE provider_state ALTER COLUMN key TYPE TEXT COLLATE "C"';
+
+/**
+ * A page of a gateway's provider state (`ProviderStateStore.listPage`): one range of the primary key (gateway, key)
+ * in byte order, from the prefix (`key >= …`) or the cursor (`key > …`) to the prefix's end (absent for the prefix
+ * ""), `limit + 1` rows.
+ */
+export function statePageQuery(gateway: string, bounds: StatePageBounds): Query {
+  const { values, $ } = params();
+  const text = `SELECT key, value FROM provider_state WHERE gateway = ${$(gateway)} AND key ${bounds.inclusive ? ">=" : ">"} ${$(bounds.from)}${
+    bounds.to !== undefined ? ` AND key < ${$(bounds.to)}` : ""
+  } ORDER BY key LIMIT ${$(bounds.limit + 1)}`;
+  return { text, values };
 }

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { describe, expect, inject, it } from "vitest";
 import { credentialEvent } from "@credhook/core";
-import { assertFenceHeld, PAGE_SCAN_ROWS, runFenced } from "@credhook/core/store";
+import { assertFenceHeld, PAGE_SCAN_ROWS, runFenced, statePageBounds } from "@credhook/core/store";
 import { LockLost, StoreUnavailable } from "@credhook/core/errors";
 import { storeConformance } from "@credhook/provider-testkit";
 import { asStoreError } from "../src/errors.js";
@@ -52,6 +52,7 @@ describe("PostgreSQL store", () => {
           "0004_events_partial_indexes",
           "0005_credentials_fingerprint",
           "0006_hot_reads",
+          "0007_provider_state_key_order",
         ]);
       const id = randomUUID();
       await stores[0]!.insert({
@@ -231,8 +232,14 @@ describe("PostgreSQL hot reads", () => {
           lpad(i::text, 8, '0'), '{}'::jsonb, lpad(i::text, 8, '0'),
           CASE WHEN i > 19950 THEN 'pending' WHEN i % 1000 = 0 THEN 'dead' ELSE 'delivered' END
         FROM generate_series(1, 20000) i`);
+      // 20,000 provider-state keys of a gateway (credentials, their key index entries) beside another gateway's.
+      await client.query(`
+        INSERT INTO provider_state (gateway, key, value)
+        SELECT g, k || lpad(i::text, 8, '0'), '{}'::jsonb
+        FROM generate_series(1, 5000) i, (VALUES ('local'), ('other')) AS gs(g), (VALUES ('cred:'), ('key:')) AS ks(k)`);
       await client.query("ANALYZE credentials");
       await client.query("ANALYZE events");
+      await client.query("ANALYZE provider_state");
       const cursor = { position: "00010000", id: "id-10000" };
       // Each read, and the indexes its plan must use (`a|b`: one of them).
       const cases: Array<[string, { text: string; values: unknown[] }, string[]]> = [
@@ -294,6 +301,22 @@ describe("PostgreSQL hot reads", () => {
           queries.listPageQuery({ developer: "d7", gateway: "g1" }, cursor, 100, PAGE_SCAN_ROWS),
           ["credentials_created"],
         ],
+        // A provider's state a page at a time: one range of the primary key (gateway, key), in its order.
+        [
+          "the first provider-state page",
+          queries.statePageQuery("local", statePageBounds("cred:", { limit: 500 })),
+          ["provider_state_pkey"],
+        ],
+        [
+          "a provider-state page",
+          queries.statePageQuery("local", statePageBounds("cred:", { after: "cred:00002500", limit: 500 })),
+          ["provider_state_pkey"],
+        ],
+        [
+          "a page of a gateway's every state key",
+          queries.statePageQuery("local", statePageBounds("", { after: "cred:00004000", limit: 500 })),
+          ["provider_state_pkey"],
+        ],
       ];
       for (const [what, query, indexes] of cases) {
         const { rows } = await client.query<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }>(
@@ -312,6 +335,11 @@ describe("PostgreSQL hot reads", () => {
           nodes.filter((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] !== "store_counts"),
           `${what}: no table scan in ${shown}`,
         ).toEqual([]);
+        if (query.text.includes("provider_state"))
+          expect(
+            nodes.filter((n) => n["Node Type"] === "Sort"),
+            `${what}: the rows in the index's order, no sort, in ${shown}`,
+          ).toEqual([]);
       }
     } finally {
       await client.end();
@@ -319,7 +347,7 @@ describe("PostgreSQL hot reads", () => {
     }
   });
 
-  it("migration 0006 counts the records and events a store already holds, then the triggers keep the counts", async () => {
+  it("migrations 0006 and 0007 on a store that holds data: 0006 counts its records and events, then the triggers keep the counts; 0007 pages its provider state", async () => {
     const s = schema();
     const first = await openPostgresStore({ url, schema: s });
     const rec = (n: number, status: "pending" | "active" | "abandoned") => ({
@@ -328,17 +356,26 @@ describe("PostgreSQL hot reads", () => {
     });
     const records = [rec(1, "pending"), rec(2, "active"), rec(3, "abandoned")];
     for (const r of records) await first.insert(r, [credentialEvent("credential.created", r, r.createdAt)]);
+    for (const key of ["cred:b", "cred;", "cred:a", "key:a"]) await first.stateFor("local").put(key, key);
     await first.close();
-    // The schema as migration 0005 left it: what 0006 made is gone, the records and events stay.
+    // The schema as migration 0005 left it: what 0006 made is gone, the provider-state key in the database's
+    // default collation again (0007), the records, events and state stay.
     const client = await connect(s);
     await client.query(`DROP FUNCTION store_count_credentials() CASCADE; DROP FUNCTION store_count_events() CASCADE;
       DROP TABLE store_counts; DROP INDEX credentials_created, credentials_status_created, credentials_unsettled,
       credentials_app_slug, credentials_app_name, events_subject, events_app_slug, events_app_name;
-      DELETE FROM kysely_migration WHERE name = '0006_hot_reads'`);
+      ALTER TABLE provider_state ALTER COLUMN key TYPE TEXT COLLATE "default";
+      DELETE FROM kysely_migration WHERE name IN ('0006_hot_reads', '0007_provider_state_key_order')`);
     await client.end();
     const again = await openPostgresStore({ url, schema: s });
     try {
-      expect((await again.appliedMigrations()).at(-1)).toBe("0006_hot_reads");
+      expect((await again.appliedMigrations()).slice(-2)).toEqual(["0006_hot_reads", "0007_provider_state_key_order"]);
+      expect(await again.stateFor("local").listPage!("cred:", { limit: 10 })).toEqual({
+        entries: [
+          { key: "cred:a", value: "cred:a" },
+          { key: "cred:b", value: "cred:b" },
+        ],
+      });
       expect((await again.counts()).byStatus).toEqual({ pending: 1, active: 1, revoking: 0, abandoned: 1 });
       expect(await again.outbox.counts()).toEqual({ pending: 3, delivered: 0, dead: 0 });
       await again.save({ ...records[0]!, status: "active" });

@@ -33,6 +33,7 @@ import {
   LIST_UNSETTLED_SQL,
   listPageSql,
   requeueDeadSql,
+  statePageSql,
   unsettledPageSql,
   VERSION_8_SQL,
 } from "./queries.js";
@@ -61,6 +62,8 @@ import {
   pageOfExamined,
   pageStartOf,
   recordCountsOf,
+  statePageBounds,
+  statePageOf,
   type CredentialCounts,
   type CredentialListQuery,
   type CredentialPage,
@@ -720,6 +723,19 @@ export class SqliteCredentialStore implements CredentialStore {
           value: string;
         }>;
         return rows.map((r) => ({ key: r.key, value: JSON.parse(r.value) as JsonValue }));
+      },
+      listPage: async (prefix, query) => {
+        const b = statePageBounds(prefix, query);
+        const rows = this.stmt(statePageSql(b.inclusive, b.to !== undefined)).all(
+          gateway,
+          b.from,
+          ...(b.to !== undefined ? [b.to] : []),
+          b.limit + 1,
+        ) as Array<{ key: string; value: string }>;
+        return statePageOf(
+          rows.map((r) => ({ key: r.key, value: JSON.parse(r.value) as JsonValue })),
+          b,
+        );
       },
     });
   }

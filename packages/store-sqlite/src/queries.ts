@@ -177,3 +177,15 @@ export function requeueDeadSql(hasApp: boolean): string {
   return `UPDATE events SET status = 'pending', attempts = 0, next_attempt_at = @now, settled_at = NULL, holder = NULL, lease_until = NULL
     WHERE status = 'dead'${hasApp ? ` AND ${APP_EVENTS}` : ""}`;
 }
+
+/**
+ * A page of a gateway's provider state (`ProviderStateStore.listPage`): one range of the table's primary key
+ * (gateway, key) — SQLite's BINARY collation is UTF-8 byte order, the order of `statePageBounds` — from the prefix
+ * (`key >= ?`) or the cursor (`key > ?`) to the prefix's end (`key < ?`, absent for the prefix ""), `limit + 1` rows.
+ * Parameters: the gateway, the lower bound, the upper bound when `bounded`, the row count.
+ */
+export function statePageSql(inclusive: boolean, bounded: boolean): string {
+  return `SELECT key, value FROM provider_state WHERE gateway = ? AND key ${inclusive ? ">=" : ">"} ?${
+    bounded ? " AND key < ?" : ""
+  } ORDER BY key LIMIT ?`;
+}

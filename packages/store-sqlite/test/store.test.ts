@@ -408,10 +408,17 @@ describe("SqliteCredentialStore", () => {
         ).toBe(true);
       // A scan of a whole table (not of an index, a subquery or json_each) fails.
       expect(
-        lines.filter((l) => /^SCAN (credentials|events|e)$/.test(l)),
+        lines.filter((l) => /^SCAN (credentials|events|e|provider_state)$/.test(l)),
         `${what}: no table scan`,
       ).toEqual([]);
     }
+    // A provider's state a page at a time (from the prefix or a cursor; to the prefix's end, or none for ''): one
+    // range of the primary key (gateway, key) in its order — no scan of the gateway's keys, no sort of them.
+    for (const inclusive of [true, false])
+      for (const bounded of [true, false])
+        expect(plan(queries.statePageSql(inclusive, bounded)), `a state page (${inclusive}, ${bounded})`).toEqual([
+          `SEARCH provider_state USING INDEX sqlite_autoindex_provider_state_1 (gateway=? AND key>?${bounded ? " AND key<?" : ""})`,
+        ]);
     await store.close();
   });
 

@@ -24,8 +24,12 @@ export type {
   RevokeOutcome,
   RotatedSecret,
   StateChange,
+  StatePage,
+  StatePageQuery,
 } from "../provider.js";
 export { writeState } from "../provider.js";
+/** A provider's walk of its state a page at a time (`ProviderStateStore.listPage`, or `list` on a store without it). */
+export { STATE_PAGE_LIMIT, statePages } from "../state-pages.js";
 export type {
   DefinedProviderFactory,
   DirectCreate,

@@ -73,4 +73,7 @@ export { KeyedLock } from "../keyed-lock.js";
 /** Types the interface refers to, re-exported so that a store needs no other entry point for them. */
 export type { CredentialType } from "../contract.js";
 export type { Logger } from "../logger.js";
-export type { JsonValue, ProviderStateStore, RateSlots } from "../provider.js";
+export type { JsonValue, ProviderStateStore, RateSlots, StatePage, StatePageQuery } from "../provider.js";
+/** What every store's `ProviderStateStore.listPage` shares: a page's key range, and the page its rows make. */
+export type { StatePageBounds } from "../state-pages.js";
+export { statePageBounds, statePageOf } from "../state-pages.js";

@@ -7,11 +7,11 @@
  */
 import type { CredentialRecord } from "../credential-record.js";
 import { driftEvent } from "../events.js";
-import type { OwnedResource } from "../provider.js";
+import type { OwnedResource, Provider } from "../provider.js";
 import { walkPages } from "../store-pages.js";
 import { uniq } from "./api-sets.js";
 import { abandonedRecords, sweepOne } from "./abandoned.js";
-import { revokeOne } from "./revoke.js";
+import { ownedPages, revokeOne } from "./revoke.js";
 import type { OrchestrationContext } from "./context.js";
 import { finishUnfinished } from "./recovery.js";
 import { settleRecord, unsettledRecords } from "./settle.js";
@@ -136,21 +136,23 @@ async function settleUnsettledUpdates(ctx: OrchestrationContext, report: Reconci
 const heldKey = (gateway: string, nativeId: string) => `${gateway}\u0000${nativeId}`;
 
 /**
- * Of `listed` (what `gateway` holds under credhook's mark), the resources no record binds, each with the record its
- * mark names (read by id), if any. Bounded: a resource whose marked record binds it is settled by that one point
- * read; only the rest (drift and garbage: few) are looked for in every record, by one paged walk (a page held).
+ * Of `listed` (what `gateway` holds under credhook's mark, a page at a time), the resources no record binds, each
+ * with the record its mark names (read by id), if any. Bounded: a resource whose marked record binds it is settled by
+ * that one point read as its page goes by; only the rest (drift and garbage: few, and what reconcile reports) are
+ * kept, and looked for in every record by one paged walk after the listing (a page held).
  */
 async function unheldResources(
   ctx: OrchestrationContext,
   gateway: string,
-  listed: readonly OwnedResource[],
+  listed: AsyncIterable<readonly OwnedResource[]>,
 ): Promise<Array<{ resource: OwnedResource; owner: CredentialRecord | undefined }>> {
   const candidates = new Map<string, { resource: OwnedResource; owner: CredentialRecord | undefined }>();
-  for (const r of listed) {
-    const owner = r.credentialId ? await ctx.store.get(r.credentialId) : undefined;
-    if (owner?.bindings.some((b) => b.gateway === gateway && b.nativeId === r.nativeId)) continue;
-    candidates.set(heldKey(gateway, r.nativeId), { resource: r, owner });
-  }
+  for await (const page of listed)
+    for (const r of page) {
+      const owner = r.credentialId ? await ctx.store.get(r.credentialId) : undefined;
+      if (owner?.bindings.some((b) => b.gateway === gateway && b.nativeId === r.nativeId)) continue;
+      candidates.set(heldKey(gateway, r.nativeId), { resource: r, owner });
+    }
   if (candidates.size > 0)
     for await (const rec of walkPages((after) => ctx.store.listPage({ limit: 500, ...(after ? { after } : {}) })))
       for (const b of rec.bindings) candidates.delete(heldKey(b.gateway, b.nativeId));
@@ -161,17 +163,18 @@ async function unheldResources(
  * Drift: what gateways hold under credhook's mark that no credential record explains (listed afresh) — reported
  * as an orphan with a `credential.drift_found` event, never deleted; a resource marked with a credential whose
  * record says it is not there ({@link isGarbageOf}) is garbage, revoked under its app's lock. Reads the records a
- * resource's mark names by id, and walks them in pages only for the resources no such read explains: memory stays a
- * page (and the gateway's listing), whatever the store holds.
+ * resource's mark names by id, and walks them in pages only for the resources no such read explains; a gateway's
+ * listing is read a page at a time where its provider pages it ({@link Provider.listOwnedPages}, the embedded
+ * provider's): memory stays a page of each and what the report lists, whatever the store and the gateway hold.
  */
 async function reportDrift(ctx: OrchestrationContext, report: ReconcileReport, before: string): Promise<void> {
   for (const gw of ctx.gateways.values()) {
-    if (!gw.provider.listOwned) {
+    if (!gw.provider.listOwned && !gw.provider.listOwnedPages) {
       report.unlistable.push(gw.name);
       continue;
     }
     try {
-      for (const { resource: r, owner } of await unheldResources(ctx, gw.name, await gw.provider.listOwned())) {
+      for (const { resource: r, owner } of await unheldResources(ctx, gw.name, ownedPages(gw.provider))) {
         if (owner && !isGarbageOf(owner, gw.name, before)) continue; // one resource of several, or an operation in flight
         if (!owner) {
           report.orphans.push({ gateway: gw.name, ...r });

@@ -12,7 +12,14 @@
  */
 import type { RevokeCredentialsRequest } from "../contract.js";
 import type { CredhookError } from "../errors.js";
-import type { AppIdentity, GatewayApi, OwnedResource, ProviderCredentialRef, RevokeOutcome } from "../provider.js";
+import type {
+  AppIdentity,
+  GatewayApi,
+  OwnedResource,
+  Provider,
+  ProviderCredentialRef,
+  RevokeOutcome,
+} from "../provider.js";
 import type { CredentialRecord, GatewayBinding } from "../credential-record.js";
 import type { OrchestrationContext } from "./context.js";
 import { markAbandoned, markLeaked } from "./journal.js";
@@ -144,7 +151,16 @@ async function revokeRecorded(
   return { gateways, credentialId: rec.id };
 }
 
-/** The resources `gateway` holds with the credential's mark: its {@link Provider.findByCredential}, else its listOwned filtered by credential id. */
+/**
+ * What `provider` holds under credhook's mark, a page at a time: its {@link Provider.listOwnedPages}, else its
+ * {@link Provider.listOwned} as one page (nothing without either).
+ */
+export async function* ownedPages(provider: Provider): AsyncGenerator<OwnedResource[]> {
+  if (provider.listOwnedPages) yield* provider.listOwnedPages();
+  else if (provider.listOwned) yield await provider.listOwned();
+}
+
+/** The resources `gateway` holds with the credential's mark: its {@link Provider.findByCredential}, else its listing ({@link ownedPages}) filtered by credential id, a page at a time. */
 export async function findByCredential(
   ctx: OrchestrationContext,
   gateway: string,
@@ -155,8 +171,9 @@ export async function findByCredential(
   if (provider.findByCredential) {
     return provider.findByCredential({ credentialId: rec.id, credentialType: rec.credentialType, app: rec.app, apis });
   }
-  if (provider.listOwned) return (await provider.listOwned()).filter((r) => r.credentialId === rec.id);
-  return [];
+  const found: OwnedResource[] = [];
+  for await (const page of ownedPages(provider)) found.push(...page.filter((r) => r.credentialId === rec.id));
+  return found;
 }
 
 /** One provider revoke, typed, with its outcome (`revoked` when the provider returns nothing). */
