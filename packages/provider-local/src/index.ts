@@ -87,7 +87,8 @@ const CREDENTIAL_INDEX_PREFIX = "cid:";
 /**
  * Provider-state key that says every credential has its `cid:` entry (written with the credential in one state
  * write since the index exists; older ones by {@link LocalProvider.ensureKeyIndex}'s pass, which then writes this).
- * Until then {@link LocalProvider.findByCredential} reads every credential, a page at a time.
+ * Until then {@link LocalProvider.findByCredential} reads every credential, a page at a time; after, it does only when
+ * the index names none (a credential written by an instance of an older version has no entry).
  */
 const CREDENTIAL_INDEX_COMPLETE_KEY = "meta:credential-index-complete";
 /** The prefix of credential `credentialId`'s `cid:` entries. */
@@ -427,19 +428,22 @@ export class LocalProvider implements Provider, LocalCredentialReader {
    */
   async findByCredential(search: CredentialSearch): Promise<OwnedResource[]> {
     const found: OwnedResource[] = [];
-    if (!(await this.credentialIndexComplete())) {
-      for await (const page of this.listOwnedPages())
-        found.push(...page.filter((r) => r.credentialId === search.credentialId && r.live));
-      return found;
+    if (await this.credentialIndexComplete()) {
+      const prefix = credentialIndexPrefix(search.credentialId);
+      for await (const page of statePages(this.state, prefix))
+        for (const e of page) {
+          const nativeId = e.key.slice(prefix.length);
+          const s = await this.load(nativeId);
+          // An entry whose credential is gone (a crash between two writes of a store without atomic writes) names nothing.
+          if (s?.credentialId === search.credentialId && s.enabled) found.push(this.owned(nativeId, s));
+        }
+      if (found.length > 0) return found;
     }
-    const prefix = credentialIndexPrefix(search.credentialId);
-    for await (const page of statePages(this.state, prefix))
-      for (const e of page) {
-        const nativeId = e.key.slice(prefix.length);
-        const s = await this.load(nativeId);
-        // An entry whose credential is gone (a crash between two writes of a store without atomic writes) names nothing.
-        if (s?.credentialId === search.credentialId && s.enabled) found.push(this.owned(nativeId, s));
-      }
+    // Nothing indexed (or no index yet): a paged read of every credential says so for sure. An instance of an older
+    // version sharing the store (a rolling upgrade) writes no `cid:` entry, and a search that missed its live key
+    // would leave an orphan; core searches only where a write's outcome is unknown, so this read is rare.
+    for await (const page of this.listOwnedPages())
+      found.push(...page.filter((r) => r.credentialId === search.credentialId && r.live));
     return found;
   }
 

@@ -166,4 +166,21 @@ describe("findByCredential on a store written before the credential-id index", (
     expect(await state.listPage!("cid:", { limit: 10 })).toMatchObject({ entries: [{ value: true }] });
     expect(await old.findByCredential({ credentialId, credentialType: "API_KEY", app: app(1), apis: [] })).toEqual([]);
   });
+
+  it("after the index is complete, a credential an older instance wrote without its entry (a rolling upgrade) is still found, by a paged read", async () => {
+    const reads: StateReads = { pages: [] };
+    const state = pagesOnly(memoryStateStore(), reads);
+    const provider = await localProvider(state);
+    await provider.create({ credentialId: randomUUID(), credentialType: "API_KEY", app: app(2), apis: [] });
+    expect(await provider.ensureKeyIndex()).toBe(0); // marks the index complete
+    // An instance of the version before the index, sharing the store, creates a credential: no `cid:` entry.
+    const credentialId = randomUUID();
+    const made = await provider.create({ credentialId, credentialType: "API_KEY", app: app(1), apis: [] });
+    await state.delete(`cid:${credentialId}:${made.nativeId}`);
+    reads.pages.length = 0;
+    expect(await provider.findByCredential({ credentialId, credentialType: "API_KEY", app: app(1), apis: [] })).toEqual(
+      [{ nativeId: made.nativeId, credentialId, live: true, description: "API_KEY of d@example.com/App 1" }],
+    );
+    expect(reads.pages.map((p) => p.prefix)).toEqual([`cid:${credentialId}:`, "cred:"]);
+  });
 });
