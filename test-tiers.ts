@@ -22,6 +22,7 @@
 export const E2E_FILES = [
   // start credhook (serve, demo, check-config, reconcile) as a process of its own
   "packages/server/test/apply.test.ts",
+  "packages/server/test/apply-figures.test.ts",
   "packages/server/test/cli-output.test.ts",
   "packages/server/test/config.test.ts",
   "packages/server/test/conventions.test.ts",

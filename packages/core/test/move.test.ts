@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryCredentialStore, ScriptedProvider } from "@credhook/provider-testkit";
 import { createRouter, Orchestrator } from "../src/index.js";
-import { StoreUnavailable } from "../src/entry/errors.js";
+import { StoreUnavailable, UpstreamUnavailable } from "../src/entry/errors.js";
 import { credentialDrift, driftTopology } from "../src/drift.js";
 import type { CredentialRecord } from "../src/entry/store.js";
 import type { CredentialEvent } from "../src/events.js";
@@ -217,6 +217,33 @@ describe("moves: dual-home, prune, and a kill at any point", () => {
     await orchestrator(BEFORE).moveCredential(id, { prune: true });
     expect(b.marked()).toEqual([]);
     expect(a.marked()).toEqual([expect.objectContaining({ secret })]);
+  });
+
+  it("a gateway whose breaker opens pauses the run: the credentials after the failure wait and are moved, not failed", async () => {
+    fresh();
+    const ids = [(await made("One")).id, (await made("Two")).id, (await made("Three")).id];
+    b.fail({ op: "create", when: "before", error: new UpstreamUnavailable("gateway b is down", 1) });
+    const o = new Orchestrator({
+      gateways: gateways(),
+      router: createRouter(AFTER),
+      store,
+      abandonSettleMs: 0,
+      compensationAttempts: 1,
+      circuitBreakers: { b: { threshold: 1, halfOpenAfterMs: 50 } },
+    });
+    orchestrators.push(o);
+    const waits: number[] = [];
+    const results: string[] = [];
+    const summary = await o.runApply({
+      concurrency: 1,
+      sleep: (ms) => (waits.push(ms), new Promise((r) => setTimeout(r, 60))),
+      onResult: (r) => results.push(`${r.credentialId === ids[0] ? "One" : "other"}:${r.outcome}`),
+    });
+    expect(results).toEqual(["One:failed", "other:moved", "other:moved"]);
+    expect(summary).toMatchObject({ outcomes: { failed: 1, moved: 2 } });
+    expect(summary.paused).toBeGreaterThanOrEqual(1);
+    expect(waits.every((ms) => ms >= 1000)).toBe(true); // the breaker's Retry-After, at least 1 s
+    await noOrphans();
   });
 
   it("a credential whose value cannot be read back is not movable and left untouched", async () => {
