@@ -135,7 +135,8 @@ export function credentialView(
 /**
  * `credhook inspect` and `credhook list`: the credentials matching `query` as views, each with its newest event
  * from the store's outbox (when it keeps events). `query.state` `expiring` or `expired` keeps the credentials in that
- * expiry state at `nowMs`.
+ * expiry state at `nowMs`; `query.limit` keeps the oldest that many (the store's walk stops there, but for an expiry
+ * state, which is decided after it).
  * @param nowMs the time ages and expiry states are counted to, ms since the epoch
  * @param policies the config's expiry policies (`resolveExpiryPolicies`); absent: what the records' marks say
  */
@@ -145,7 +146,10 @@ export async function inspectCredentials(
   nowMs: number,
   policies?: ExpiryPolicies,
 ): Promise<CredentialView[]> {
-  const records = await findCredentials(store, query);
+  const expiryFilter = (EXPIRY_STATES as readonly string[]).includes(query.state ?? "") ? query.state : undefined;
+  // An expiry state is decided here, after the store's walk: the limit then applies to what that filter keeps.
+  const { limit, ...rest } = query;
+  const records = await findCredentials(store, expiryFilter ? rest : query);
   const views: CredentialView[] = [];
   for (const rec of records) {
     const events = store.outbox ? await store.outbox.list({ app: rec.appKey }) : [];
@@ -154,8 +158,7 @@ export async function inspectCredentials(
       credentialView(rec, nowMs, last ? { type: last.event.type, time: last.event.time } : undefined, policies),
     );
   }
-  const expiryFilter = (EXPIRY_STATES as readonly string[]).includes(query.state ?? "") ? query.state : undefined;
-  return expiryFilter ? views.filter((v) => v.expiry?.state === expiryFilter) : views;
+  return expiryFilter ? views.filter((v) => v.expiry?.state === expiryFilter).slice(0, limit) : views;
 }
 
 /** An age in seconds in words: `42s`, `17m`, `5h`, `12d`. */

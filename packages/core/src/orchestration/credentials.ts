@@ -38,6 +38,11 @@ export interface CredentialQuery {
   type?: CredentialType;
   /** Only the credential with this id (credhook's, the record's). */
   credentialId?: string;
+  /**
+   * At most this many, the oldest first (`credhook list --limit`): the store's walk stops once they are found, so the
+   * read costs about this many records whatever the store holds. A whole number ≥ 1. @default every match
+   */
+  limit?: number;
 }
 
 /**
@@ -72,9 +77,20 @@ export async function findCredentials(store: CredentialStore, query: CredentialQ
     throw new Error(
       `--state must be one of ${[...CREDENTIAL_STATES, ...EXPIRY_STATES].join(", ")} (got '${query.state}')`,
     );
-  const candidates: CredentialRecord[] = [];
+  const matches = (r: CredentialRecord) =>
+    (query.app === undefined || isApp(r, query.app)) &&
+    (fingerprint === undefined || r.keyFingerprint === fingerprint) &&
+    (query.gateway === undefined ||
+      r.bindings.some((b) => b.gateway === query.gateway) ||
+      r.apis.some((a) => a.gateway === query.gateway)) &&
+    (query.developer === undefined || r.app.developer === query.developer) &&
+    (query.state === undefined || !byStatus || r.status === query.state) &&
+    (query.type === undefined || r.credentialType === query.type) &&
+    (query.credentialId === undefined || r.id === query.credentialId);
+  const limit = query.limit ?? Number.POSITIVE_INFINITY;
+  const found: CredentialRecord[] = [];
   if (fingerprint !== undefined && store.findByFingerprint)
-    candidates.push(...(await store.findByFingerprint(fingerprint)));
+    found.push(...(await store.findByFingerprint(fingerprint)).filter(matches));
   else {
     const filters = {
       ...(query.app !== undefined ? { app: query.app } : {}),
@@ -82,25 +98,16 @@ export async function findCredentials(store: CredentialStore, query: CredentialQ
       ...(query.developer !== undefined ? { developer: query.developer } : {}),
       ...(query.gateway !== undefined ? { gateway: query.gateway } : {}),
     };
+    // The walk comes oldest first: it stops at the limit.
     for await (const rec of walkPages((after) =>
-      store.listPage({ ...filters, limit: PAGE_LIMIT_MAX, ...(after ? { after } : {}) }),
-    ))
-      candidates.push(rec);
+      store.listPage({ ...filters, limit: Math.min(PAGE_LIMIT_MAX, limit), ...(after ? { after } : {}) }),
+    )) {
+      if (!matches(rec)) continue;
+      found.push(rec);
+      if (found.length >= limit) break;
+    }
   }
-  return candidates
-    .filter(
-      (r) =>
-        (query.app === undefined || isApp(r, query.app)) &&
-        (fingerprint === undefined || r.keyFingerprint === fingerprint) &&
-        (query.gateway === undefined ||
-          r.bindings.some((b) => b.gateway === query.gateway) ||
-          r.apis.some((a) => a.gateway === query.gateway)) &&
-        (query.developer === undefined || r.app.developer === query.developer) &&
-        (query.state === undefined || !byStatus || r.status === query.state) &&
-        (query.type === undefined || r.credentialType === query.type) &&
-        (query.credentialId === undefined || r.id === query.credentialId),
-    )
-    .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  return found.sort((a, b) => a.createdAt.localeCompare(b.createdAt)).slice(0, limit);
 }
 
 /** What an operator does to each credential a query finds. */

@@ -1,6 +1,7 @@
 /**
- * `credhook list [--app A] [--gateway G] [--developer D] [--state S] [--type T] [--fingerprint F] [--json]`: the
- * store's credentials, oldest first, filtered (docs/leak-response.md). The views and their lines are credential-views.ts's.
+ * `credhook list [--app A] [--gateway G] [--developer D] [--state S] [--type T] [--fingerprint F] [--limit N] [--json]`:
+ * the store's credentials, oldest first, filtered; `--limit N`: the oldest N, read without walking the rest
+ * (docs/leak-response.md). The views and their lines are credential-views.ts's.
  */
 import type { Command } from "commander";
 import { CREDENTIAL_STATES, type CredentialQuery, EXPIRY_STATES, resolveExpiryPolicies } from "@credhook/core";
@@ -23,12 +24,17 @@ export function register(program: Command): void {
     )
     .option("--type <type>", "only this credential type: API_KEY, CLIENT_CREDENTIALS")
     .option("--fingerprint <fp>", "only the credential whose key has this fingerprint")
+    .option("--limit <n>", "at most this many, the oldest")
     .option("--json", "print the credentials as JSON")
-    .action((opts: CredentialQuery & { config?: string; json?: boolean }) =>
+    .action((opts: Omit<CredentialQuery, "limit"> & { config?: string; json?: boolean; limit?: string }) =>
       run(async () => {
         if (opts.type !== undefined && opts.type !== "API_KEY" && opts.type !== "CLIENT_CREDENTIALS")
           throw new Error(`--type must be API_KEY or CLIENT_CREDENTIALS (got '${opts.type}')`);
-        const { config: file, json, ...query } = opts;
+        const { config: file, json, limit: given, ...filters } = opts;
+        const limit = given === undefined ? undefined : Number(given);
+        if (limit !== undefined && (!Number.isInteger(limit) || limit < 1))
+          throw new Error(`--limit must be an integer ≥ 1 (got '${given}')`);
+        const query = { ...filters, ...(limit !== undefined ? { limit } : {}) };
         const views = await withStore(file, (store, config) =>
           inspectCredentials(store, query, Date.now(), resolveExpiryPolicies(config.gateways).policies),
         );
