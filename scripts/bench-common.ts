@@ -5,10 +5,10 @@
  * Linux only (/proc); nothing here asserts anything.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, openSync, readFileSync } from "node:fs";
+import { mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { freePort } from "./ports.js";
 
@@ -193,5 +193,6 @@ export async function cycle(t: Target, o: CycleOptions): Promise<Ops> {
   });
   const update = await measured({ kind: "update", idsIn: ids });
   const revoke = await measured({ kind: "revoke", idsIn: ids });
+  rmSync(dirname(ids), { recursive: true, force: true });
   return { create, update, revoke };
 }

@@ -29,7 +29,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import pg from "pg";
 import { cpuOf, cycle, median, type Ops, sleep, startServe, type ServeTarget } from "./bench-common.js";
 import {
@@ -213,6 +213,8 @@ async function credhook(
     maxRss = Number(readFileSync(rssFile, "utf8"));
   } catch {
     // the process died before its exit hook ran: no figure
+  } finally {
+    rmSync(dirname(rssFile), { recursive: true, force: true });
   }
   const last = (text: string) => text.trim().split("\n").at(-1) ?? "";
   return { ms, maxRss, code, stdout: last(stdout), stderr: last(stderr) };
