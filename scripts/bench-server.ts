@@ -30,18 +30,35 @@
  *                                             (V8's --optimize-for-size: less memory, more CPU per request)
  *   npx --yes pnpm@10 bench --compare DIR     adds, in the same rounds, the credhook of another checkout
  *                                             (e.g. a worktree of main) as a fourth server: before/after
+ *   npx --yes pnpm@10 bench --scale           how the figures grow with the store (scripts/bench-scale.ts):
+ *                                             [--sizes 1k,100k,1M] [--stores sqlite,postgres] [--requests 3000] [--backlog 5000]
  *   BENCH_CHECK_SECONDS=5 BENCH_CHECK_CONNECTIONS=64 BENCH_CHECK_ROUNDS=3 (the key-check part)
  *   BENCH_PROXY_SECONDS=5 BENCH_PROXY_CONNECTIONS=16 BENCH_PROXY_ROUNDS=3 (the proxy part)
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs, promisify } from "node:util";
+import { parseArgs } from "node:util";
 import { createLogger, loadConfigFile, startServer } from "../packages/server/src/index.js";
 import { startDemoClouds } from "../packages/server/src/demo.js";
+import {
+  cpuOf,
+  cycle as cycleOf,
+  type Load,
+  load as loadWith,
+  median,
+  mib,
+  type Ops,
+  rssOf,
+  type ServeTarget,
+  sleep,
+  startServe,
+  stopper,
+  type Target,
+} from "./bench-common.js";
 import { proxyBench } from "./bench-proxy.js";
 import { freePort } from "./ports.js";
 
@@ -56,6 +73,11 @@ const { values: args } = parseArgs({
     "cpu-prof": { type: "string" },
     compare: { type: "string" },
     lean: { type: "boolean", default: false },
+    scale: { type: "boolean", default: false },
+    sizes: { type: "string", default: "1k,100k,1M" },
+    stores: { type: "string", default: "sqlite,postgres" },
+    requests: { type: "string", default: "3000" },
+    backlog: { type: "string", default: "5000" },
   },
   allowPositionals: true,
 });
@@ -72,96 +94,8 @@ const YAML_HEAD = `server: { auth: { users: [ { username: portal, password: "\${
 store: { sqlite: "\${CREDHOOK_DATA_DIR}/credhook.db" }
 dataDir: "\${CREDHOOK_DATA_DIR}"
 `;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
-
-/** Resident memory of a process, bytes (Linux /proc). */
-function rssOf(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return m ? Number(m[1]) * 1024 : NaN;
-}
-
-/** CPU time a process has used so far (user + system), µs (Linux /proc; clock ticks of 10 ms). */
-function cpuOf(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10_000; // utime, stime (fields 14 and 15 of proc(5))
-}
-
-/** The status of one plain GET, or 0 when it cannot connect. */
-function getStatus(url: string): Promise<number> {
-  return new Promise((resolve) => {
-    const req = httpRequest(url, { agent: false }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
-    req.on("error", () => resolve(0));
-    req.end();
-  });
-}
-
-/** One autocannon run's figures (see scripts/bench-load.mjs). */
-type Load = {
-  rps: number;
-  total: number;
-  seconds: number;
-  p50: number;
-  p99: number;
-  non2xx: number;
-  errors: number;
-  cpuUsPerRequest: number;
-};
-
-/** autocannon in its own process (scripts/bench-load.mjs) with `options`; `cpuOf`: the process whose CPU time per request to report (default this one). */
-async function load(options: Record<string, unknown>): Promise<Load> {
-  const runner = new URL("./bench-load.mjs", import.meta.url).pathname;
-  const cpu = process.cpuUsage();
-  const { stdout } = await promisify(execFile)(
-    process.execPath,
-    [runner, JSON.stringify({ connections: CONNECTIONS, ...options })],
-    { maxBuffer: 1 << 20 },
-  );
-  const used = process.cpuUsage(cpu);
-  const r = JSON.parse(stdout) as Omit<Load, "cpuUsPerRequest">;
-  return {
-    ...r,
-    rps: r.total / Math.max(r.seconds, 1e-3),
-    cpuUsPerRequest: (used.user + used.system) / Math.max(1, r.total),
-  };
-}
-
-/** A server under test in its own process. */
-interface Target {
-  name: string;
-  url: string;
-  pid: number;
-  stop(): Promise<void>;
-}
-
-async function waitReady(url: string, child: ChildProcess, expect: (status: number) => boolean): Promise<void> {
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`server exited with code ${child.exitCode}`);
-    if (expect(await getStatus(url))) return;
-    await sleep(5);
-  }
-}
-
-/** Every server process this run started: stopped when it ends, whatever way. */
-const children = new Set<ChildProcess>();
-process.on("exit", () => {
-  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
-});
-for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(130));
-
-function stopper(child: ChildProcess): () => Promise<void> {
-  children.add(child);
-  return () =>
-    new Promise<void>((resolve) => {
-      if (child.exitCode !== null) return resolve();
-      child.once("exit", () => resolve());
-      child.kill("SIGTERM");
-    });
-}
+/** autocannon in its own process with `options`, at `--connections` unless they say otherwise. */
+const load = (options: Record<string, unknown>): Promise<Load> => loadWith({ connections: CONNECTIONS, ...options });
 
 /** A baseline's name in the output. */
 const BASELINE_NAMES = { node: "bare node:http", express: "bare express 5", journal: "express + journal" } as const;
@@ -199,60 +133,21 @@ async function startCredhook(
   nodeArgs: string[] = [],
   env: Record<string, string> = {},
   checkout = root,
-): Promise<Target & { readyMs: number; logFile: string }> {
-  const [port, gatewayPort] = [await freePort(), await freePort()];
+): Promise<ServeTarget> {
   const dir = mkdtempSync(join(tmpdir(), "credhook-bench-"));
-  const logFile = join(dir, "credhook.log");
-  const t0 = performance.now();
-  const child = spawn(
-    process.execPath,
-    [
-      ...nodeArgs,
-      join(checkout, "packages/server/bin/credhook.mjs"),
-      "serve",
-      "--config",
-      join(checkout, "packages/server/config/webhook.config.yaml"),
-    ],
-    {
-      stdio: ["ignore", openSync(logFile, "w"), "inherit"],
-      env: {
-        ...process.env,
-        ...env,
-        PORT: String(port),
-        CREDHOOK_GATEWAY_PORT: String(gatewayPort),
-        CREDHOOK_DATA_DIR: dir,
-        CREDHOOK_PASSWORD: PASSWORD,
-      },
-    },
-  );
-  const url = `http://127.0.0.1:${port}`;
-  await waitReady(`${url}/readyz`, child, (s) => s === 204);
-  return {
-    name: checkout === root ? "credhook (embedded)" : `credhook ${checkout}`.slice(0, 20),
-    url,
-    pid: child.pid!,
-    stop: stopper(child),
-    readyMs: performance.now() - t0,
-    logFile,
-  };
+  const t = await startServe({
+    checkout,
+    config: join(checkout, "packages/server/config/webhook.config.yaml"),
+    nodeArgs,
+    env: { ...env, CREDHOOK_DATA_DIR: dir, CREDHOOK_PASSWORD: PASSWORD },
+    dir,
+  });
+  return { ...t, name: checkout === root ? "credhook (embedded)" : `credhook ${checkout}`.slice(0, 20) };
 }
 
-type Ops = { create: Load; update: Load; revoke: Load };
-
-/** create for `seconds`, then update and revoke each created credential once. */
-async function cycle(t: Target, seconds: number, tag: string): Promise<Ops> {
-  const ids = join(mkdtempSync(join(tmpdir(), "credhook-bench-ids-")), "ids");
-  /** The run, with the server process's CPU time per request instead of this process's. */
-  const measured = async (options: Record<string, unknown>) => {
-    const cpu = cpuOf(t.pid);
-    const r = await load(options);
-    return { ...r, cpuUsPerRequest: (cpuOf(t.pid) - cpu) / Math.max(1, r.total) };
-  };
-  const create = await measured({ url: t.url, kind: "create", auth, tag, duration: seconds, idsOut: ids });
-  const update = await measured({ url: t.url, kind: "update", auth, idsIn: ids });
-  const revoke = await measured({ url: t.url, kind: "revoke", auth, idsIn: ids });
-  return { create, update, revoke };
-}
+/** create for `seconds`, then update and revoke each created credential once (the server's CPU per request). */
+const cycle = (t: Target, seconds: number, tag: string): Promise<Ops> =>
+  cycleOf(t, { seconds, tag, auth, connections: CONNECTIONS });
 
 const line = (label: string, op: string, r: Load, rss?: number) =>
   `${label.padEnd(20)} ${op.padEnd(7)} ${r.rps.toFixed(0).padStart(6)} req/s, p50 ${String(r.p50).padStart(3)} ms, p99 ${String(r.p99).padStart(4)} ms, server CPU ${r.cpuUsPerRequest.toFixed(0).padStart(4)} µs/request, ${r.total} requests, non-2xx ${r.non2xx}, errors ${r.errors}${rss !== undefined ? `, rss ${mib(rss)}` : ""}`;
@@ -667,9 +562,23 @@ embeddedGateway:
   await new Promise<void>((r) => bare.close(() => r()));
 }
 
-if (ONLY.has("soak")) await soak();
-if (ONLY.has("webhook")) await webhook();
-if (ONLY.has("startup")) await startup();
-if (ONLY.has("clouds")) await cloudsPart();
-if (ONLY.has("check")) await keyCheck();
-if (ONLY.has("proxy")) await proxyBench(load, cpuOf);
+if (args.scale) {
+  const { parseSize, scaleBench } = await import("./bench-scale.js");
+  const stores = args.stores.split(",").map((s) => s.trim());
+  for (const s of stores)
+    if (s !== "sqlite" && s !== "postgres") throw new Error(`--stores: '${s}' is not a store (sqlite, postgres)`);
+  await scaleBench({
+    sizes: args.sizes.split(",").map(parseSize),
+    stores: stores as Array<"sqlite" | "postgres">,
+    requests: Number(args.requests),
+    connections: CONNECTIONS,
+    backlog: Number(args.backlog),
+  });
+} else {
+  if (ONLY.has("soak")) await soak();
+  if (ONLY.has("webhook")) await webhook();
+  if (ONLY.has("startup")) await startup();
+  if (ONLY.has("clouds")) await cloudsPart();
+  if (ONLY.has("check")) await keyCheck();
+  if (ONLY.has("proxy")) await proxyBench(load, cpuOf);
+}
