@@ -218,6 +218,12 @@ export interface EventsConfig {
   /** How often `credhook serve` looks for events to deliver, ms. 100 to 60000. @default 1000 */
   pollIntervalMs: number;
   /**
+   * Most events one delivery pass claims (each of another app: an app's events go one at a time, in order) and sends
+   * at once — up to this many POSTs in flight to a sink; passes follow one another while each claims a full batch.
+   * 1 to 1000. @default 200
+   */
+  batchSize: number;
+  /**
    * Retries of an event a sink refused (a non-2xx answer, no answer): the n-th retry waits
    * `min(initialDelayMs × 2^(n-1), maxDelayMs)`; after `maxAttempts` attempts the event is `dead` —
    * kept, listed by `credhook audit --undelivered`, counted by `credhook_events{status="dead"}` — and
@@ -395,6 +401,7 @@ export const configSchema = {
         },
         retentionDays: { type: "integer", minimum: 0, maximum: 36500, default: 90 },
         pollIntervalMs: { type: "integer", minimum: 100, maximum: 60000, default: 1000 },
+        batchSize: { type: "integer", minimum: 1, maximum: 1000, default: 200 },
         retry: {
           type: "object",
           additionalProperties: false,

@@ -229,6 +229,12 @@ export interface EventSettlement {
   settledAt?: string;
 }
 
+/** One claimed event's settlement for {@link EventOutbox.settleAll}: the event's id and how its attempt ended. */
+export interface EventSettlementOf extends EventSettlement {
+  /** The event's id (its CloudEvents `id`). */
+  id: string;
+}
+
 /** An event as the outbox keeps it: the event and its delivery state. */
 export interface StoredEvent extends EventSettlement {
   /** The store's sequence number: events of one app are delivered in this order. */
@@ -287,6 +293,13 @@ export interface EventOutbox {
    * @returns false when the claim was lost (its lease ran out and another holder took the event)
    */
   settle(id: string, holder: string, settlement: EventSettlement): Promise<boolean>;
+  /**
+   * {@link settle} for a batch: records the ends of several attempts and releases their claims in one store write
+   * (one transaction on SQLite, one statement on PostgreSQL) — each only while `holder` still holds it. The deliverer
+   * settles each pass's batch with it. Optional: a store without it is settled one event at a time with {@link settle}.
+   * @returns the ids settled; an id missing from it had lost its claim (its lease ran out and another holder took it)
+   */
+  settleAll?(holder: string, settlements: readonly EventSettlementOf[]): Promise<string[]>;
   /** The events matching `filter`, oldest first. */
   list(filter?: EventFilter): Promise<StoredEvent[]>;
   /**

@@ -135,6 +135,7 @@ export type {
   EventFilter,
   EventGateway,
   EventSettlement,
+  EventSettlementOf,
   EventStatus,
   StoredEvent,
 } from "./events.js";

@@ -274,6 +274,38 @@ describe("the expiry pass", () => {
     }
   });
 
+  it("reads only records old enough for something to be due, and re-reads under the lock only one with a write due", async () => {
+    const t = setUp();
+    try {
+      const old = await t.create("Old", [{ id: "east-1" }]);
+      t.at(20);
+      const young = await t.create("Young", [{ id: "east-1" }]);
+      const walked: Array<{ createdBefore?: string; ids: string[] }> = [];
+      const listPage = t.store.listPage.bind(t.store);
+      t.store.listPage = async (query) => {
+        const page = await listPage(query);
+        walked.push({ createdBefore: query?.createdBefore, ids: page.records.map((r) => r.id) });
+        return page;
+      };
+      let gets = 0;
+      const get = t.store.get.bind(t.store);
+      t.store.get = (id) => ((gets += 1), get(id));
+      t.at(25); // Old warned (23 days); Young is 5 days old, under the shortest warning age (gold: 10 − 2 = 8 days)
+      expect(await t.orchestrator.expiryPass()).toMatchObject({ ...quiet, warned: 1, expiring: 1 });
+      expect(walked).toEqual([{ createdBefore: iso(T0 + 17 * DAY + 1), ids: [old] }]);
+      expect(gets).toBe(1); // Old, read again under its app's lock for its warning
+      walked.length = 0;
+      gets = 0;
+      t.at(26); // nothing to write: judged from the page, no lock and no read
+      expect(await t.orchestrator.expiryPass()).toMatchObject({ ...quiet, expiring: 1 });
+      expect(walked.flatMap((w) => w.ids)).toEqual([old]);
+      expect(gets).toBe(0);
+      expect((await t.store.get(young))?.expiry).toBeUndefined(); // never walked yet
+    } finally {
+      await t.orchestrator.close();
+    }
+  });
+
   it("a plan's revoke policy wins over its gateway's: off every gateway and the record deleted, reason expired", async () => {
     const t = setUp();
     try {

@@ -21,6 +21,7 @@ import {
   type CredentialStatus,
   type CredentialStore,
   type EventOutbox,
+  type EventSettlementOf,
   type EventStatus,
   type ExaminedRow,
   type PageWalk,
@@ -92,6 +93,13 @@ export class MemoryOutbox implements EventOutbox {
     delete e.holder;
     delete e.leaseUntil;
     return true;
+  }
+
+  /** {@inheritDoc EventOutbox.settleAll} */
+  async settleAll(holder: string, settlements: readonly EventSettlementOf[]): Promise<string[]> {
+    const settled: string[] = [];
+    for (const { id, ...s } of settlements) if (await this.settle(id, holder, s)) settled.push(id);
+    return settled;
   }
 
   /** {@inheritDoc EventOutbox.list} */

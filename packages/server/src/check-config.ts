@@ -142,10 +142,10 @@ export function printableUrl(url: string): string {
 /**
  * `credhook check-config`'s lines on the credential events (docs/events.md): each sink (its `name` when it has one,
  * its URL with {@link printableUrl}, the event types it takes, its time-out; its signing secret as `****`), or that
- * there is none, then the retention, polling and retries.
+ * there is none, then the retention, polling, batch size and retries.
  */
 export function describeEvents(config: Pick<CredhookConfig, "events">): string[] {
-  const { sinks, retentionDays, pollIntervalMs, retry } = config.events;
+  const { sinks, retentionDays, pollIntervalMs, batchSize, retry } = config.events;
   return [
     sinks.length === 0
       ? "events.sinks: none (events are kept for `credhook audit` only)"
@@ -154,7 +154,7 @@ export function describeEvents(config: Pick<CredhookConfig, "events">): string[]
       (sink) =>
         `  ${sink.name ? `${sink.name}: ` : ""}${printableUrl(sink.url)} secret=**** types=${sink.types?.join(",") ?? "all"} timeoutMs=${sink.timeoutMs}`,
     ),
-    `events: retentionDays=${retentionDays} pollIntervalMs=${pollIntervalMs} retry=${JSON.stringify(retry)}`,
+    `events: retentionDays=${retentionDays} pollIntervalMs=${pollIntervalMs} batchSize=${batchSize} retry=${JSON.stringify(retry)}`,
   ];
 }
 

@@ -55,6 +55,7 @@ const config = (url: string, retry: Partial<EventsConfig["retry"]> = {}): Events
   sinks: [{ url, secret: SECRET, timeoutMs: 5000 }],
   retentionDays: 90,
   pollIntervalMs: 1000,
+  batchSize: 200,
   retry: { maxAttempts: 3, initialDelayMs: 1000, maxDelayMs: 60_000, ...retry },
 });
 
@@ -161,6 +162,36 @@ describe("event delivery", () => {
       [first.id, second.id].sort(),
     );
     expect(s.received.filter((r) => r.headers["webhook-id"] === first.id)).toHaveLength(4);
+  });
+
+  it("drains a backlog of many batches at once, in order per app, each event once, every batch settled in one write", async () => {
+    const s = await sink();
+    closers.push(s.close);
+    const outbox = new MemoryOutbox();
+    const at = new Date(T0).toISOString();
+    // 3 apps × 25 events, 2 claimed a pass (each of another app): 38 passes, more than the old loop's 20.
+    const apps = ["a", "b", "c"].map((x) => record(x));
+    const backlog = Array.from({ length: 25 }, (_, i) =>
+      apps.map((r) => credentialEvent(i === 0 ? "credential.created" : "credential.updated", r, at)),
+    ).flat();
+    outbox.add(backlog);
+    let settleAlls = 0;
+    const settleAll = outbox.settleAll.bind(outbox);
+    outbox.settleAll = (...args) => ((settleAlls += 1), settleAll(...args));
+    const c = { ...config(s.url), batchSize: 2 };
+    const deliverer = new EventDeliverer(outbox, c, { logger: silentLogger, now: () => T0 });
+    expect(await deliverer.drain()).toEqual({ claimed: 75, delivered: 75, retried: 0, dead: 0 });
+    expect(settleAlls).toBe(38); // one write a pass, the last one (one event) included
+    const received = s.received.map((r) => r.headers["webhook-id"]);
+    expect([...received].sort()).toEqual(backlog.map((e) => e.id).sort()); // nothing lost, nothing twice
+    for (const r of apps) {
+      const mine = s.received.filter((x) => x.body.includes(`"${r.appKey}"`)).map((x) => x.headers["webhook-id"]);
+      expect(mine).toEqual(backlog.filter((e) => e.subject === r.appKey).map((e) => e.id));
+    }
+    expect(await outbox.counts()).toEqual({ pending: 0, delivered: 75, dead: 0 });
+    // stopped: no pass at all
+    outbox.add([credentialEvent("credential.revoked", apps[0]!, at)]);
+    expect(await deliverer.drain(() => true)).toMatchObject({ claimed: 0 });
   });
 
   it("sends an event only to the sinks whose types want it; with none, it is delivered at once", async () => {

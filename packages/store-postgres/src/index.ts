@@ -60,6 +60,7 @@ import { asStoreError, isUnavailable, reasonOf } from "./errors.js";
 import { AdvisoryLocks } from "./locks.js";
 import {
   CLAIM_SQL,
+  SETTLE_ALL_SQL,
   COUNT_UNFINISHED_SQL,
   COUNTS_SQL,
   eventsListQuery,
@@ -591,21 +592,20 @@ export class PostgresCredentialStore implements CredentialStore {
         return rows.map(storedEventOf).sort((a, b) => a.seq - b.seq);
       },
       async settle(id, holder, s) {
-        const res = await q(
-          `UPDATE events SET status = $1, attempts = $2, next_attempt_at = $3, sinks_done = $4, last_error = $5, settled_at = $6,
-             holder = NULL, lease_until = NULL WHERE id = $7 AND holder = $8`,
-          [
-            s.status,
-            s.attempts,
-            s.nextAttemptAt,
-            JSON.stringify(s.sinksDone),
-            s.lastError ?? null,
-            s.settledAt ?? null,
-            id,
-            holder,
-          ],
-        );
-        return (res.rowCount ?? 0) > 0;
+        return (await this.settleAll!(holder, [{ id, ...s }])).length > 0;
+      },
+      async settleAll(holder, settlements) {
+        const { rows } = await q<{ id: string }>(SETTLE_ALL_SQL, [
+          holder,
+          settlements.map((s) => s.id),
+          settlements.map((s) => s.status),
+          settlements.map((s) => s.attempts),
+          settlements.map((s) => s.nextAttemptAt),
+          settlements.map((s) => JSON.stringify(s.sinksDone)),
+          settlements.map((s) => s.lastError ?? null),
+          settlements.map((s) => s.settledAt ?? null),
+        ]);
+        return rows.map((r) => r.id);
       },
       async list(filter = {}) {
         const { text, values } = eventsListQuery(filter);

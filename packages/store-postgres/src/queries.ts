@@ -222,6 +222,18 @@ export const CLAIM_SQL = `UPDATE events SET holder = $1, lease_until = $3 WHERE 
     ORDER BY e.seq LIMIT $4 FOR UPDATE OF e SKIP LOCKED)
   RETURNING ${EVENT_COLUMNS}`;
 
+/**
+ * `settleAll`: a batch of attempts' ends in one statement (the rows of `unnest` over one array per column, matched by
+ * the unique `id`), each only while `$1` still holds the event's claim; returns the ids settled. Parameters: holder,
+ * then the arrays of ids, states, attempts, next attempt times, sinks done (JSON), last errors and settle times.
+ */
+export const SETTLE_ALL_SQL = `UPDATE events e SET status = t.status, attempts = t.attempts, next_attempt_at = t.next_attempt_at,
+    sinks_done = t.sinks_done, last_error = t.last_error, settled_at = t.settled_at, holder = NULL, lease_until = NULL
+  FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[])
+    AS t(id, status, attempts, next_attempt_at, sinks_done, last_error, settled_at)
+  WHERE e.id = t.id AND e.holder = $1
+  RETURNING e.id`;
+
 /** The events of the app `app` names (its key — the subject —, slug or name): a bitmap of their three indexes. */
 const appEvents = (app: string) => `(subject = ${app} OR app_slug = ${app} OR app_name = ${app})`;
 

@@ -631,23 +631,27 @@ export class SqliteCredentialStore implements CredentialStore {
       );
       return rows.map(storedEventOf).sort((a, b) => a.seq - b.seq);
     },
-    settle: async (id, holder, s) => {
-      const res = await this.write(() =>
-        this.stmt(
-          `UPDATE events SET status = ?, attempts = ?, next_attempt_at = ?, sinks_done = ?, last_error = ?, settled_at = ?,
-             holder = NULL, lease_until = NULL WHERE id = ? AND holder = ?`,
-        ).run(
-          s.status,
-          s.attempts,
-          s.nextAttemptAt,
-          JSON.stringify(s.sinksDone),
-          s.lastError ?? null,
-          s.settledAt ?? null,
-          id,
-          holder,
+    settle: async (id, holder, s) => (await this.outbox.settleAll!(holder, [{ id, ...s }])).length > 0,
+    settleAll: async (holder, settlements) => {
+      const changes = await this.write(() =>
+        settlements.map(
+          (s) =>
+            this.stmt(
+              `UPDATE events SET status = ?, attempts = ?, next_attempt_at = ?, sinks_done = ?, last_error = ?, settled_at = ?,
+                 holder = NULL, lease_until = NULL WHERE id = ? AND holder = ?`,
+            ).run(
+              s.status,
+              s.attempts,
+              s.nextAttemptAt,
+              JSON.stringify(s.sinksDone),
+              s.lastError ?? null,
+              s.settledAt ?? null,
+              s.id,
+              holder,
+            ).changes,
         ),
       );
-      return res.changes > 0;
+      return settlements.filter((_, i) => changes[i]! > 0).map((s) => s.id);
     },
     list: async (filter = {}) => {
       const rows = this.stmt(eventsListSql(filter)).all({

@@ -56,6 +56,7 @@ export type {
   EventOutbox,
   EventRowRead,
   EventSettlement,
+  EventSettlementOf,
   EventStatus,
   StoredEvent,
 } from "../events.js";

@@ -12,7 +12,7 @@
  */
 import { isCredhookError, isStoreFailure, PolicyViolation } from "../errors.js";
 import type { CredentialRecord, ExpiryInfo } from "../credential-record.js";
-import { credentialExpiry, type ExpiryPolicies } from "../expiry-policy.js";
+import { credentialExpiry, type ExpiryPolicies, type ExpiryPolicy } from "../expiry-policy.js";
 import { walkPages } from "../store-pages.js";
 import type { OrchestrationContext } from "./context.js";
 import { setCredentialEnabled } from "./disable.js";
@@ -39,16 +39,32 @@ export interface ExpiryPassResult {
 /** Records per page of the expiry pass's walk. */
 export const EXPIRY_PAGE_SIZE = 500;
 
+const DAY_MS = 86_400_000;
+
 /**
- * One expiry pass over the store's active records, oldest first, a page of {@link EXPIRY_PAGE_SIZE} at a time
- * (`store.listPage` with `status: "active"`: the state's index by creation time; one page in memory, never every
- * record; the pass runs hourly by default). One instance at a time (the store's lock `credhook:expiry`);
- * each record under its app's lock, re-read: the expiry mark is brought to the config (no event), `credential.expiring`
- * is written once from the warning time (not when the credential is first seen already expired), `credential.expired`
- * once at the expiry, then the action runs — `disable` (reason `expired`; a gateway that cannot disable: revoke, logged
- * at warn) or `revoke` (reason `expired`) — and once it completed the mark's `actedAt` is written. A failed action
- * is retried by the next pass; an action completed is not repeated (an operator's `credhook enable` of an expired,
- * disabled credential stands). Reads the orchestrator's clock only.
+ * The shortest age, ms, at which any of `policies` warns (`maxAgeDays − warnDays`, or `maxAgeDays` with no warning):
+ * a credential younger than that has nothing due. Undefined without a policy.
+ */
+export function shortestWarningAgeMs(policies: ExpiryPolicies): number | undefined {
+  const ages = Object.values(policies).flatMap((gw) =>
+    [...(gw.policy ? [gw.policy] : []), ...Object.values(gw.plans)].map((p) => (p.maxAgeDays - p.warnDays) * DAY_MS),
+  );
+  return ages.length > 0 ? Math.min(...ages) : undefined;
+}
+
+/**
+ * One expiry pass over the store's active records old enough for something to be due, oldest first, a page of
+ * {@link EXPIRY_PAGE_SIZE} at a time: `store.listPage` with `status: "active"` and `createdBefore` the pass's time less
+ * the policies' {@link shortestWarningAgeMs} (the state's index by creation time, a range that ends at the first
+ * younger record; one page in memory, never every record; the pass runs hourly by default). One instance at a time
+ * (the store's lock `credhook:expiry`). Each record is judged from its page first ({@link expiryStep}); only one with a
+ * write or an action due is taken under its app's lock and read again (judged again from that read): the expiry mark
+ * is brought to the config (no event), `credential.expiring` is written once from the warning time (not when the
+ * credential is first seen already expired), `credential.expired` once at the expiry, then the action runs —
+ * `disable` (reason `expired`; a gateway that cannot disable: revoke, logged at warn) or `revoke` (reason `expired`)
+ * — and once it completed the mark's `actedAt` is written. A failed action is retried by the next pass; an action
+ * completed is not repeated (an operator's `credhook enable` of an expired, disabled credential stands). Reads the
+ * orchestrator's clock only.
  * @throws StoreUnavailable | LockLost (503): the store failed or a lock was lost — the pass stops there, the next one
  * goes on; a gateway's failure is logged and counted, not thrown
  */
@@ -63,10 +79,24 @@ export async function expiryPass(ctx: OrchestrationContext, policies: ExpiryPoli
       expiring: 0,
       expiredLive: 0,
     };
+    const now = ctx.nowIso();
+    const age = shortestWarningAgeMs(policies);
+    // Without a policy every record is walked: a mark not yet expired is removed.
+    // Due at `now` ⇔ createdAt + age <= now; `createdBefore` is strict, hence the millisecond.
+    const createdBefore = age === undefined ? undefined : new Date(Date.parse(now) - age + 1).toISOString();
     const pages = (after: string | undefined) =>
-      ctx.store.listPage({ status: "active", limit: EXPIRY_PAGE_SIZE, ...(after ? { after } : {}) });
+      ctx.store.listPage({
+        status: "active",
+        limit: EXPIRY_PAGE_SIZE,
+        ...(createdBefore !== undefined ? { createdBefore } : {}),
+        ...(after ? { after } : {}),
+      });
     for await (const listed of walkPages(pages)) {
-      if (!credentialExpiry(listed, policies) && !listed.expiry) continue;
+      const step = expiryStep(listed, policies, now);
+      if (!step.write && !step.due) {
+        count(step.mark, now, result);
+        continue;
+      }
       try {
         const due = await ctx.lock.run(listed.appKey, () => markExpiry(ctx, listed.id, policies, result));
         if (!due) continue;
@@ -88,9 +118,58 @@ export async function expiryPass(ctx: OrchestrationContext, policies: ExpiryPoli
     : { ran: false, warned: 0, expired: 0, acted: 0, failed: 0, expiring: 0, expiredLive: 0 };
 }
 
+/** What the pass does with one record at `now` ({@link expiryStep}). */
+interface ExpiryStep {
+  /** The record's mark after the step; undefined: none, removed, or kept with no policy left (then not counted). */
+  mark: ExpiryInfo | undefined;
+  /** The policy that decides the record's expiry now, when one does. */
+  policy?: ExpiryPolicy;
+  /** The write due: the event of `expired` or `expiring` with the mark, the mark alone, its removal; none. */
+  write?: "expired" | "expiring" | "mark" | "unmark";
+  /** Its action is due (expired, an action other than notify, not yet completed). */
+  due: boolean;
+}
+
+/**
+ * What the pass does with `rec` at `now` (ISO 8601), without writing: its mark brought to the policies (an expired
+ * mark is kept as it was decided; without a policy, a mark not yet expired is removed), and the write and action due.
+ * A pure function of the record: judged on a page's copy first, and again on the record read under the app's lock.
+ */
+function expiryStep(rec: CredentialRecord, policies: ExpiryPolicies, now: string): ExpiryStep {
+  const decided = credentialExpiry(rec, policies);
+  if (!decided) {
+    // An expired mark is kept (written by no one), neither counted nor acted on.
+    const unmark = rec.expiry !== undefined && !rec.expiry.expiredAt;
+    return { mark: undefined, ...(unmark ? { write: "unmark" } : {}), due: false };
+  }
+  const { expiresAt, warnAt, policy } = decided;
+  const mark: ExpiryInfo = rec.expiry?.expiredAt
+    ? { ...rec.expiry } // expired: kept as it was decided, whatever the config says now
+    : { ...rec.expiry, expiresAt, warnAt, action: policy.action, policy: policy.path };
+  let write: ExpiryStep["write"];
+  if (!mark.expiredAt && now >= mark.expiresAt) {
+    mark.expiredAt = now;
+    if (mark.action === "notify") mark.actedAt = now;
+    write = "expired";
+  } else if (!mark.expiredAt && !mark.warnedAt && mark.warnAt < mark.expiresAt && now >= mark.warnAt) {
+    mark.warnedAt = now;
+    write = "expiring";
+  } else if (JSON.stringify(mark) !== JSON.stringify(rec.expiry ?? null)) {
+    write = "mark"; // the config changed the credential's expiry: no event until it is due
+  }
+  return { mark, policy, ...(write ? { write } : {}), due: !!mark.expiredAt && !mark.actedAt };
+}
+
+/** Counts a mark's state at `now` into the pass's gauges: expired and still in the store, or past its warning time. */
+function count(mark: ExpiryInfo | undefined, now: string, result: ExpiryPassResult): void {
+  if (!mark) return;
+  if (mark.expiredAt) result.expiredLive += 1;
+  else if (now >= mark.warnAt) result.expiring += 1;
+}
+
 /**
  * Under the app's lock: re-reads the record, brings its expiry mark to the policies, writes `credential.expiring`
- * and `credential.expired` when due (each once), and counts its state.
+ * and `credential.expired` when due (each once), and counts its state ({@link expiryStep} on the read).
  * @returns the record when its action is due (expired, an action other than notify, not yet completed)
  */
 async function markExpiry(
@@ -101,55 +180,34 @@ async function markExpiry(
 ): Promise<CredentialRecord | undefined> {
   const rec = await ctx.store.get(id);
   if (!rec || rec.status !== "active") return undefined;
-  const decided = credentialExpiry(rec, policies);
   const now = ctx.nowIso();
-  if (!decided) {
-    // The policy was removed from the config: a credential not yet expired loses its mark; an expired one keeps it.
-    if (rec.expiry && !rec.expiry.expiredAt) {
-      delete rec.expiry;
-      rec.updatedAt = now;
-      await ctx.store.save(rec);
-    }
-    return undefined;
-  }
-  const { expiresAt, warnAt, policy } = decided;
-  const before = JSON.stringify(rec.expiry ?? null);
-  const mark: ExpiryInfo = rec.expiry?.expiredAt
-    ? rec.expiry // expired: kept as it was decided, whatever the config says now
-    : { ...rec.expiry, expiresAt, warnAt, action: policy.action, policy: policy.path };
-  rec.expiry = mark;
-  const data = () => ({
-    expiry: {
-      expiresAt: mark.expiresAt,
-      action: mark.action,
-      policy: mark.policy,
-      ...(policy.path === mark.policy ? { maxAgeDays: policy.maxAgeDays, warnDays: policy.warnDays } : {}),
-    },
-  });
-  /** Writes the record with the event of `reason` (its mark already set), counts it and logs it. */
-  const announce = async (reason: "expiring" | "expired") => {
+  const { mark, policy, write, due } = expiryStep(rec, policies, now);
+  if (write) {
     rec.updatedAt = now;
-    await ctx.store.save(rec, [ctx.event(`credential.${reason}`, rec, { reason, ...data() })]);
-    result[reason === "expired" ? "expired" : "warned"] += 1;
-    ctx.logger[reason === "expired" ? "warn" : "info"](
-      { credentialId: rec.id, appKey: rec.appKey, expiresAt: mark.expiresAt, action: mark.action, policy: mark.policy },
-      `credential ${reason}`,
+    if (mark) rec.expiry = mark;
+    else delete rec.expiry;
+  }
+  if (write === "expired" || write === "expiring") {
+    const m = mark!;
+    const data = {
+      expiry: {
+        expiresAt: m.expiresAt,
+        action: m.action,
+        policy: m.policy,
+        ...(policy?.path === m.policy ? { maxAgeDays: policy.maxAgeDays, warnDays: policy.warnDays } : {}),
+      },
+    };
+    await ctx.store.save(rec, [ctx.event(`credential.${write}`, rec, { reason: write, ...data })]);
+    result[write === "expired" ? "expired" : "warned"] += 1;
+    ctx.logger[write === "expired" ? "warn" : "info"](
+      { credentialId: rec.id, appKey: rec.appKey, expiresAt: m.expiresAt, action: m.action, policy: m.policy },
+      `credential ${write}`,
     );
-  };
-  if (!mark.expiredAt && now >= mark.expiresAt) {
-    mark.expiredAt = now;
-    if (mark.action === "notify") mark.actedAt = now;
-    await announce("expired");
-  } else if (!mark.expiredAt && !mark.warnedAt && mark.warnAt < mark.expiresAt && now >= mark.warnAt) {
-    mark.warnedAt = now;
-    await announce("expiring");
-  } else if (JSON.stringify(mark) !== before) {
-    rec.updatedAt = now;
-    await ctx.store.save(rec); // the config changed the credential's expiry: no event until it is due
+  } else if (write) {
+    await ctx.store.save(rec);
   }
-  if (mark.expiredAt) result.expiredLive += 1;
-  else if (now >= mark.warnAt) result.expiring += 1;
-  return mark.expiredAt && !mark.actedAt ? rec : undefined;
+  count(mark, now, result);
+  return due ? rec : undefined;
 }
 
 /**

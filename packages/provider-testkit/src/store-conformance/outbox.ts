@@ -13,6 +13,10 @@ export const outboxTests: OutboxCase[] = [
   { name: "lists the events of a key's fingerprint, also once its record is gone", check: listsEventsByFingerprint },
   { name: "lists a credential's newest event from its app's events", check: listsNewestEventOfCredential },
   { name: "claims each app's oldest pending event, once, until it is settled", check: claimsOldestPendingPerApp },
+  {
+    name: "settles a batch in one call: each event only while its holder holds the claim",
+    check: settlesBatchOfClaims,
+  },
   { name: "a dead event no longer holds back its app; pruning keeps pending events", check: deadEventReleasesItsApp },
   { name: "with no sink, one write settles every pending event no live claim holds", check: settlesUnsentAtOnce },
   {
@@ -131,6 +135,41 @@ async function claimsOldestPendingPerApp(s: StoreSuite, store: CredentialStore, 
   expectEqual(ids(await outbox.claim(later(600), later(660), "h4", 10)), [b1.id, a2.id], "expired leases");
   if (await outbox.settle(a2.id, "h2", { status: "delivered", attempts: 1, nextAttemptAt: later(600), sinksDone: [] }))
     fail("settle after the claim was taken over returned true");
+}
+
+/**
+ * `settleAll` (optional: skipped by a store without it) settles a batch in one call: the claims the holder holds,
+ * each with its own state, and not one another holder took over (its id is missing from the answer).
+ */
+async function settlesBatchOfClaims(s: StoreSuite, store: CredentialStore, outbox: EventOutbox): Promise<void> {
+  if (!outbox.settleAll) return;
+  const { rec } = s;
+  const apps = ["a", "b", "c"].map((x) => rec({ appKey: `slug:batch-${x}`, publicId: `k${randomUUID().slice(0, 8)}` }));
+  const events = apps.map((r) => ev("credential.created", r));
+  for (const [i, r] of apps.entries()) await store.insert(r, [events[i]!]);
+  const [a, b, c] = events.map((e) => e.id) as [string, string, string];
+  expectEqual(ids(await outbox.claim(later(1), later(61), "h1", 2)), [a, b], "h1 claims two");
+  expectEqual(ids(await outbox.claim(later(2), later(62), "h2", 10)), [c], "h2 claims the third");
+  const settled = await outbox.settleAll("h1", [
+    { id: a, status: "delivered", attempts: 1, nextAttemptAt: later(3), sinksDone: ["s"], settledAt: later(3) },
+    { id: b, status: "pending", attempts: 1, nextAttemptAt: later(100), sinksDone: [], lastError: "HTTP 503" },
+    { id: c, status: "delivered", attempts: 1, nextAttemptAt: later(3), sinksDone: ["s"], settledAt: later(3) },
+  ]);
+  expectEqual([...settled].sort(), [a, b].sort(), "the holder's claims settled, not h2's");
+  const state = async (id: string) => {
+    const e = (await outbox.list()).find((x) => x.event.id === id)!;
+    return [e.status, e.attempts, e.sinksDone, e.lastError ?? null];
+  };
+  expectEqual(await state(a), ["delivered", 1, ["s"], null], "the delivered one");
+  expectEqual(await state(b), ["pending", 1, [], "HTTP 503"], "the one to retry");
+  expectEqual(await state(c), ["pending", 0, [], null], "h2's claim, untouched");
+  expectEqual(
+    ids(await outbox.claim(later(99), later(160), "h3", 10)),
+    [c],
+    "before b's next attempt: c, its lease run out",
+  );
+  expectEqual(ids(await outbox.claim(later(100), later(160), "h3", 10)), [b], "b released, due at its next attempt");
+  expectEqual(await outbox.settleAll("h1", []), [], "an empty batch");
 }
 
 /** A dead event no longer holds back its app; pruning keeps pending events. */
