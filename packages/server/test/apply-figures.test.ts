@@ -135,7 +135,10 @@ describe(`credhook apply: ${N} credentials from AWS (5 writes/s) to Kong and Azu
       expect(missing).toEqual([]);
       expect(pruned.code, failures(pruned.stdout) + pruned.stderr).toBe(0);
       expect(awsKeys()).toEqual([]);
-      expect({ move: moveThrottles, prune: pruneThrottles }).toEqual({ move: {}, prune: {} });
+      // Under `pnpm test:stress` the AWS fake counts arrivals by its own event loop, which the CPU hogs delay and bunch:
+      // AWS's window would not see them so. The throttles are printed there, and asserted on an ordinary run.
+      if (process.env.CREDHOOK_TEST_STRESS !== "1")
+        expect({ move: moveThrottles, prune: pruneThrottles }).toEqual({ move: {}, prune: {} });
     },
     60_000 + N * 1_500,
   ); // the set-up's creates and the prune's deletes at 5/s each, the moves' reads at 10/s
