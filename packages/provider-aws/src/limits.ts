@@ -18,8 +18,8 @@
  * at most N attempts leave in any window of 1 s + `windowMarginMs`, measured
  * when each attempt is released. The margin absorbs network and event-loop
  * jitter between this process and AWS, whose own window is measured on arrival.
- * The 10 rps / burst 40 quota is a token bucket (`TokenBucketLimiter`) that refills at 10 per 1 s + `windowMarginMs`,
- * for the same jitter (one read of 1,000 was throttled in `credhook apply`'s figures at exactly 10 per second).
+ * The 10 rps / burst 40 quota is a token bucket (`TokenBucketLimiter`) that keeps one token of its burst back, for the
+ * same jitter (one read of 1,000 was throttled in `credhook apply`'s figures with the whole burst in use).
  *
  * Quotas are per account and region, so gateways of one process that share an
  * account, region and endpoint share one set of limiters.
@@ -106,10 +106,10 @@ export class LimiterSet {
   constructor(private readonly rates: LimiterRates) {
     this.createApiKey = this.window(rates.createApiKey, "CreateApiKey");
     this.deleteApiKey = this.window(rates.deleteApiKey, "DeleteApiKey");
-    // The bucket's refill is stretched by the same margin (10 per 1.1 s by default): AWS counts arrivals, and jitter
-    // that brings two attempts closer than credhook sent them would otherwise find AWS's bucket one token short.
-    const bucketRate = (rates.apiGateway * 1000) / (1000 + rates.windowMarginMs);
-    this.apiGateway = new TokenBucketLimiter(bucketRate, rates.apiGatewayBurst, "API Gateway");
+    // One token of the burst is kept back (40 → 39): AWS counts arrivals, and jitter that brings two attempts closer
+    // than credhook sent them would otherwise find AWS's bucket one token short. The steady rate stays AWS's.
+    const burst = Math.max(1, rates.apiGatewayBurst - 1);
+    this.apiGateway = new TokenBucketLimiter(rates.apiGateway, burst, "API Gateway");
   }
 
   /** A sliding window of `rps` attempts per (1 s + margin); fractional rates widen the window instead (0.5 rps = 1 per 2 s). */

@@ -125,7 +125,8 @@ export const optionsSchema = {
           minimum: 1,
           maximum: 1000,
           default: 40,
-          description: "Burst size of `apiGateway`. Default 40.",
+          description:
+            "Burst size of `apiGateway` (AWS's bucket; credhook keeps one token of it back for network jitter). Default 40.",
         },
         cognitoPerOperation: rps(5, "Each Cognito operation, per user pool, per second. Default 5."),
         windowMarginMs: {
@@ -134,7 +135,7 @@ export const optionsSchema = {
           maximum: 5000,
           default: 100,
           description:
-            'Milliseconds added to each 1-second window of the "N per second" limits (CreateApiKey, DeleteApiKey, Cognito): at most N attempts leave in any window of 1 s + this margin, so network and event-loop jitter never lets AWS count N + 1 in its own 1-second window. The `apiGateway` bucket refills at its rate per 1 s + this margin too. Default 100.',
+            'Milliseconds added to each 1-second window of the "N per second" limits (CreateApiKey, DeleteApiKey, Cognito): at most N attempts leave in any window of 1 s + this margin, so network and event-loop jitter never lets AWS count N + 1 in its own 1-second window. Default 100.',
         },
       },
     },

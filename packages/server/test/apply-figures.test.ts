@@ -122,8 +122,11 @@ describe(`credhook apply: ${N} credentials from AWS (5 writes/s) to Kong and Azu
       const pruneS = (Date.now() - t1) / 1000;
       const pruneThrottles = throttled(aws, afterMove);
       const floorS = N / 5; // DeleteApiKey: 5 requests/s
+      // The move's narrowest quota: one GetApiKey (the value read back) per credential, AWS's 10/s after a burst of 40.
+      const moveFloorS = Math.max(0, N - 40) / 10;
       console.log(
-        `apply figures: ${N} credentials AWS -> Kong + Azure: move ${moveS.toFixed(1)} s (${(N / moveS).toFixed(1)}/s), ` +
+        `apply figures: ${N} credentials AWS -> Kong + Azure: move ${moveS.toFixed(1)} s (${(N / moveS).toFixed(1)}/s) = ` +
+          `${(moveS / Math.max(moveFloorS, 0.1)).toFixed(2)}x the GetApiKey quota's floor (${moveFloorS.toFixed(1)} s at 10/s after 40), ` +
           `throttles ${JSON.stringify(moveThrottles)}; prune ${pruneS.toFixed(1)} s = ${(pruneS / floorS).toFixed(2)}x the ` +
           `DeleteApiKey quota's floor (${floorS.toFixed(1)} s at 5/s), throttles ${JSON.stringify(pruneThrottles)}; ` +
           `keys on Kong ${kongKeys.size}, on Azure ${azureKeys.size}, left on AWS ${awsKeys().length}`,
