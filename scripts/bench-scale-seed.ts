@@ -6,10 +6,18 @@
  * - the record (`credentials`): one API on gateway `local`, its binding (`lk…` native id, `resources: { kind:
  *   "apiKey" }`), the key's fingerprint, and the expiry mark of {@link SCALE_EXPIRY} as the pass of a day ago left it;
  * - the embedded provider's state (`provider_state`, gateway `local`): `cred:<nativeId>` with the key's SHA-256
- *   digest only — never the key — and the `key:<digest>` index the embedded gateway finds keys by, and the change stamp;
+ *   digest only — never the key —, the `key:<digest>` index the embedded gateway finds keys by, the
+ *   `cid:<credentialId>:<nativeId>` index `findByCredential` reads, the change stamp, and the marks that both indexes
+ *   are complete (`meta:key-index-complete`, `meta:credential-index-complete`: packages/provider-local/src/index.ts);
+ * - serve's own state (namespace `@credhook-serve`, packages/server/src/drift-check.ts): the gateways its earlier
+ *   starts had (`gateways: ["local"]`), so that its start-up drift count runs after ready;
  * - its events (`events`): `credential.created` and `credential.updated` (its plan moved), `credential.expiring` and
  *   `credential.expired` where the mark says the pass wrote them; all delivered, but for a backlog of pending
  *   `credential.updated` events on the newest apps, which a sink then receives ({@link SeedOptions.backlog}).
+ *
+ * The store is thus as a running credhook leaves it, and a serve start on it is an ordinary restart: no one-time pass
+ * (the key-index pass of an upgrade, the first start's drift walk before ready). {@link forgetStarts} takes serve's
+ * and the embedded provider's marks and the `cid:` entries away again, for the figure of a first start after an upgrade.
  *
  * Creation times are spread evenly over the 91 days before the seed, oldest first (record ids are UUIDv7 of that
  * time, as core makes them), so that an expiry pass finds about 1/91 of them due to warn and 1/91 due to expire.
@@ -29,6 +37,7 @@ import {
 } from "../packages/core/src/index.js";
 import { appKeyOf, type CredentialRecord, EVENT_INSERT_COLUMNS, eventRow } from "../packages/core/src/entry/store.js";
 import { openPostgresStore } from "../packages/store-postgres/src/index.js";
+import { SERVE_STATE } from "../packages/server/src/drift-check.js";
 import { openSqliteStore } from "../packages/store-sqlite/src/index.js";
 
 /** The seeded credentials' gateway (a `provider: local` gateway of the bench's config). */
@@ -44,6 +53,20 @@ const SPAN_MS = 91 * DAY_MS - 2 * 3_600_000;
 const LAST_PASS_MS = DAY_MS;
 /** Credentials per generated batch (and per statement on PostgreSQL). */
 const BATCH = 1000;
+/**
+ * The rows a running credhook has written besides the credentials' own, `[gateway, key, value]`: the embedded
+ * provider's change stamp (a UUIDv7 of `now`) and the marks of its complete indexes, and the gateways serve's starts
+ * remembered.
+ */
+function startRows(now: number): Array<[string, string, unknown]> {
+  return [
+    [SCALE_GATEWAY, "meta:changed", uuidV7(now)],
+    [SCALE_GATEWAY, "meta:key-index-complete", true],
+    [SCALE_GATEWAY, "meta:credential-index-complete", true],
+    [SERVE_STATE, "gateways", [SCALE_GATEWAY]],
+  ];
+}
+
 /** Credentials per SQLite transaction. */
 const COMMIT_EVERY = 50 * BATCH;
 
@@ -64,7 +87,7 @@ export interface SeedSummary {
   events: number;
   /** Of those, pending. */
   pending: number;
-  /** Provider-state rows (the key index, the credentials' state, the change stamp). */
+  /** Provider-state rows (the key and credential-id indexes, the credentials' state, the change stamp, the marks). */
   stateRows: number;
   /** Wall time of the whole seed, ms (the store's migrations included). */
   ms: number;
@@ -184,6 +207,7 @@ function* credentialRows(from: number, to: number, o: Required<SeedOptions>): Ge
       state: [
         [`key:${digest}`, { nativeId }],
         [`cred:${nativeId}`, state],
+        [`cid:${record.id}:${nativeId}`, true],
       ],
     };
   }
@@ -258,7 +282,7 @@ function tally(): SeedSummary & { add(rows: SeedRows[]): void } {
     credentials: 0,
     events: 0,
     pending: 0,
-    stateRows: 1, // the change stamp
+    stateRows: startRows(0).length,
     ms: 0,
     add(rows) {
       for (const r of rows) {
@@ -287,6 +311,19 @@ interface SqliteDb {
 }
 
 /**
+ * The SQLite file at `path`, opened with the store's own driver (a dependency of the SQLite store's package, not of
+ * this checkout's root).
+ */
+function openSqliteFile(path: string): SqliteDb {
+  const Database = createRequire(new URL("../packages/store-sqlite/package.json", import.meta.url))(
+    "better-sqlite3",
+  ) as new (
+    path: string,
+  ) => SqliteDb;
+  return new Database(path);
+}
+
+/**
  * Seeds the SQLite store at `path` (made and migrated by the store itself first; no server may hold it).
  * @throws the driver's error when the file cannot be written
  */
@@ -294,13 +331,7 @@ export async function seedSqlite(path: string, options: SeedOptions): Promise<Se
   const t0 = performance.now();
   const o = resolved(options);
   await (await openSqliteStore({ path })).close();
-  // The store's own driver (a dependency of the SQLite store's package, not of this checkout's root).
-  const Database = createRequire(new URL("../packages/store-sqlite/package.json", import.meta.url))(
-    "better-sqlite3",
-  ) as new (
-    path: string,
-  ) => SqliteDb;
-  const db = new Database(path);
+  const db = openSqliteFile(path);
   const t = tally();
   try {
     db.pragma("synchronous = OFF");
@@ -327,7 +358,8 @@ export async function seedSqlite(path: string, options: SeedOptions): Promise<Se
         db.exec("BEGIN");
       }
     }
-    insert.provider_state.run({ gateway: SCALE_GATEWAY, key: "meta:changed", value: JSON.stringify(uuidV7(o.now)) });
+    for (const [gateway, key, value] of startRows(o.now))
+      insert.provider_state.run({ gateway, key, value: JSON.stringify(value) });
     db.exec("COMMIT");
     db.pragma("wal_checkpoint(TRUNCATE)");
   } finally {
@@ -374,13 +406,50 @@ export async function seedPostgres(url: string, schema: string, options: SeedOpt
       t.add(rows);
     }
     await inFlight;
-    await client.query(
-      `INSERT INTO "${schema}".provider_state (gateway, key, value) VALUES ($1, 'meta:changed', $2::jsonb)`,
-      [SCALE_GATEWAY, JSON.stringify(uuidV7(o.now))],
-    );
+    for (const [gateway, key, value] of startRows(o.now))
+      await client.query(`INSERT INTO "${schema}".provider_state (gateway, key, value) VALUES ($1, $2, $3::jsonb)`, [
+        gateway,
+        key,
+        JSON.stringify(value),
+      ]);
     await client.query(`ANALYZE "${schema}".credentials, "${schema}".events, "${schema}".provider_state`);
   } finally {
     await client.end();
   }
   return summary(t, t0);
+}
+
+/**
+ * The `WHERE` clause of what {@link forgetStarts} deletes from `provider_state`: the rows of {@link startRows} but the
+ * change stamp, and every `cid:` entry.
+ */
+const FORGET_STARTS_WHERE = `(gateway = '${SCALE_GATEWAY}' AND (key LIKE 'cid:%' OR key IN ('meta:key-index-complete', 'meta:credential-index-complete'))) OR gateway = '${SERVE_STATE}'`;
+
+/**
+ * Makes a seeded store one that an older credhook left, whose next serve start is the first after an upgrade: the
+ * embedded provider's `cid:` entries and its marks of complete indexes, and serve's remembered gateways, deleted. That
+ * start then pays the one-time passes (the key-index pass over every credential, the drift walk before ready).
+ * @param store where the seed went: a SQLite file's path, or a PostgreSQL URL and schema
+ * @returns the provider-state rows deleted
+ * @throws the driver's error when the store cannot be written
+ */
+export async function forgetStarts(store: { sqlite: string } | { url: string; schema: string }): Promise<number> {
+  if ("sqlite" in store) {
+    const db = openSqliteFile(store.sqlite);
+    try {
+      return (db.prepare(`DELETE FROM provider_state WHERE ${FORGET_STARTS_WHERE}`).run() as { changes: number })
+        .changes;
+    } finally {
+      db.close();
+    }
+  }
+  const client = new pg.Client({ connectionString: store.url });
+  await client.connect();
+  try {
+    return (
+      (await client.query(`DELETE FROM "${store.schema}".provider_state WHERE ${FORGET_STARTS_WHERE}`)).rowCount ?? 0
+    );
+  } finally {
+    await client.end();
+  }
 }

@@ -13,7 +13,9 @@
  * 4. with no server running: `credhook list --limit 100`, `inspect <app>`, `audit --app <app>`, each in turns with its
  *    floors — the same command on an empty store of the same kind, and `credhook --version` — {@link RUNS} times
  *    (medians; the work beyond start-up is the median of the runs' differences); one `expire` pass and one
- *    `reconcile --dry-run` (their time and peak RSS, read by scripts/bench-max-rss.mjs at the process's exit).
+ *    `reconcile --dry-run` (their time and peak RSS, read by scripts/bench-max-rss.mjs at the process's exit);
+ * 5. the first start after an upgrade: the index entries and marks a running credhook leaves removed
+ *    ({@link forgetStarts}), `credhook serve` started once more, its time to ready (the one-time passes it pays).
  *
  * Then a table per store: each figure at each size, the ratio of the largest size to the smallest (the baseline: the
  * same store in the same run) against the issue's goal, `ok`, `OVER` (or `UNDER` for a rate). Asserts nothing and
@@ -33,6 +35,7 @@ import { dirname, join } from "node:path";
 import pg from "pg";
 import { cpuOf, cycle, median, type Ops, sleep, startServe, type ServeTarget } from "./bench-common.js";
 import {
+  forgetStarts,
   type SeedSummary,
   SCALE_EXPIRY,
   SCALE_GATEWAY,
@@ -88,6 +91,8 @@ function sizeName(n: number): string {
 interface StoreSlot {
   yaml: string;
   seed(count: number, backlog: number): Promise<SeedSummary>;
+  /** {@link forgetStarts} on it: its next serve start is the first after an upgrade. */
+  forget(): Promise<number>;
   drop(): Promise<void>;
 }
 
@@ -118,6 +123,7 @@ function sqliteSlot(dir: string): StoreSlot {
   return {
     yaml: JSON.stringify({ sqlite: { path } }),
     seed: (count, backlog) => seedSqlite(path, { count, backlog }),
+    forget: () => forgetStarts({ sqlite: path }),
     drop: async () => rmSync(dir, { recursive: true, force: true }),
   };
 }
@@ -127,6 +133,7 @@ function postgresSlot(url: string, name: string): StoreSlot {
   return {
     yaml: JSON.stringify({ postgres: { url, schema: name } }),
     seed: (count, backlog) => seedPostgres(url, name, { count, backlog }),
+    forget: () => forgetStarts({ url, schema: name }),
     drop: async () => {
       const client = new pg.Client({ connectionString: url });
       await client.connect();
@@ -287,6 +294,8 @@ interface Figures {
   reads: Record<ReadCommand, ReadFigures>;
   expire: { ms: number; maxRss: number; out: string };
   reconcile: { ms: number; maxRss: number };
+  /** Start-up to ready of the first start after an upgrade ({@link forgetStarts}: its one-time passes), ms. */
+  firstStartMs: number;
 }
 
 /** The read commands measured against their floors. */
@@ -432,6 +441,13 @@ async function measure(
     console.log(
       `  expire ${expireRun.ms.toFixed(0)} ms, peak RSS ${mb(expireRun.maxRss)} (${expireRun.stdout}); reconcile --dry-run ${reconcileRun.ms.toFixed(0)} ms, peak RSS ${mb(reconcileRun.maxRss)}`,
     );
+    // Last, as it rewrites what the other figures read: the first start after an upgrade (its one-time passes).
+    const forgotten = await slot.forget();
+    const first = await startServe({ checkout: ROOT, config, env, dir });
+    await first.stop();
+    console.log(
+      `  first start after an upgrade (${forgotten} index entries and marks removed): ready in ${first.readyMs.toFixed(0)} ms`,
+    );
     return {
       seedS: seeded.ms / 1000,
       seeded,
@@ -442,6 +458,7 @@ async function measure(
       reads,
       expire: { ms: expireRun.ms, maxRss: expireRun.maxRss, out: expireRun.stdout },
       reconcile: { ms: reconcileRun.ms, maxRss: reconcileRun.maxRss },
+      firstStartMs: first.readyMs,
     };
   } finally {
     await slot.drop();
@@ -495,6 +512,11 @@ function table(store: string, sizes: number[], figures: Figures[]): void {
       value: (f) => (f.readyMs + f.readySinkMs) / 2,
       format: fixed(0),
       goal: { kind: "ratio", limit: 2 },
+    },
+    {
+      label: "first start after an upgrade (one-time passes), ms",
+      value: (f) => f.firstStartMs,
+      format: fixed(0),
     },
     {
       label: "idle CPU with a sink, ms per s",

@@ -3,15 +3,21 @@
  * own: the counts the triggers keep match what was seeded, an app is found by its slug, the embedded provider's key
  * index points at each credential's state (the key's digest only), and an expiry pass finds the marks as the seeded
  * pass of a day ago left them — it writes only the credentials that came due since, so the benchmark's pass measures
- * a pass of a running deployment, not a first one.
+ * a pass of a running deployment, not a first one. A serve start on it is an ordinary restart — the embedded provider's
+ * indexes are marked complete (no credential read at start, `findByCredential` by its `cid:` entry) and serve's drift
+ * count waits until after ready — and `forgetStarts` makes it the first start after an upgrade again.
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { findCredentials } from "@credhook/core";
+import { type CredhookConfig, findCredentials, silentLogger } from "@credhook/core";
+import type { ProviderStateStore } from "@credhook/core/provider";
+import type { CredentialStore } from "@credhook/core/store";
+import localProvider from "@credhook/provider-local";
 import { openSqliteStore, type SqliteCredentialStore } from "@credhook/store-sqlite";
 import {
+  forgetStarts,
   SCALE_EXPIRY,
   SCALE_GATEWAY,
   seedSqlite,
@@ -19,8 +25,9 @@ import {
   type SeedSummary,
 } from "../../../scripts/bench-scale-seed.js";
 import { loadConfigFile } from "../src/config.js";
+import { watchDrift } from "../src/drift-check.js";
 import { createLogger } from "../src/logging.js";
-import { createRuntime } from "../src/runtime.js";
+import { type CredhookRuntime, createRuntime } from "../src/runtime.js";
 
 const COUNT = 2000;
 const BACKLOG = 300;
@@ -38,7 +45,7 @@ describe("the scale benchmark's seeder, on SQLite", () => {
   afterAll(() => store?.close());
 
   it("the store counts what was seeded: every record active, the backlog pending, the other events delivered", async () => {
-    expect(seeded).toMatchObject({ credentials: COUNT, pending: BACKLOG, stateRows: 2 * COUNT + 1 });
+    expect(seeded).toMatchObject({ credentials: COUNT, pending: BACKLOG, stateRows: 3 * COUNT + 4 });
     expect(await store.counts()).toEqual({
       byStatus: { pending: 0, active: COUNT, revoking: 0, abandoned: 0 },
       unsettled: 0,
@@ -58,7 +65,8 @@ describe("the scale benchmark's seeder, on SQLite", () => {
     expect(await state.get(`key:${cred.secretHash}`)).toEqual({ nativeId: rec!.publicId });
   });
 
-  it("an expiry pass writes only the credentials due since the seeded pass (a warning or an expiry each), and the next one nothing", async () => {
+  /** A config of the seeded store: its gateway with the seeded expiry policy. @returns the file's path */
+  function configFile(): string {
     const file = join(dir, "webhook.config.yaml");
     writeFileSync(
       file,
@@ -70,6 +78,112 @@ gateways:
 routes: [ { default: ${SCALE_GATEWAY} } ]
 `,
     );
+    return file;
+  }
+
+  /**
+   * What serve's start does on the store, seen from outside: how many credentials the embedded provider's key-index
+   * pass indexes (its state's listings counted), and whether serve's drift count walks the records before it is
+   * ready (the walk held until a turn of the event loop after `watchDrift` could have answered).
+   */
+  async function startOn(runtime: CredhookRuntime, config: CredhookConfig) {
+    const state = runtime.store.stateFor(SCALE_GATEWAY);
+    let listings = 0;
+    const counted: ProviderStateStore = {
+      ...state,
+      get: (key) => state.get(key),
+      put: (key, value) => state.put(key, value),
+      delete: (key) => state.delete(key),
+      list: (prefix) => (listings++, state.list(prefix)),
+      listPage: (prefix, page) => (listings++, state.listPage!(prefix, page)),
+    } as ProviderStateStore;
+    const provider = await localProvider.create(
+      {},
+      {
+        gateway: SCALE_GATEWAY,
+        configPath: "gateways.local.options",
+        credentialType: "API_KEY",
+        logger: silentLogger,
+        state: counted,
+      },
+    );
+    const indexed = await (provider as unknown as { ensureKeyIndex(): Promise<number> }).ensureKeyIndex();
+    const atIndex = listings;
+    const [rec] = await findCredentials(runtime.store, { app: seededApp(11).appSlug });
+    const found = await provider.findByCredential!({
+      credentialId: rec!.id,
+      credentialType: "API_KEY",
+      app: rec!.app,
+      apis: [],
+    });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const held = {
+      stateFor: (g: string) => runtime.store.stateFor(g),
+      listPage: async (o: Parameters<CredentialStore["listPage"]>[0]) => {
+        await gate;
+        return runtime.store.listPage(o);
+      },
+    } as unknown as CredentialStore;
+    let ioTurn = false;
+    let ioBeforeCount: boolean | undefined;
+    const started = watchDrift(
+      { store: held, orchestrator: runtime.orchestrator, logger: createLogger("silent") },
+      config,
+      () => {
+        ioBeforeCount ??= ioTurn;
+      },
+    );
+    const turn = new Promise<"walked before ready">((r) => setImmediate(() => r("walked before ready")));
+    const first = await Promise.race([started.then(() => "ready" as const), turn]);
+    // A turn of the event loop (where a request's I/O is handled) asked for as the walk goes on.
+    setImmediate(() => {
+      ioTurn = true;
+    });
+    release();
+    await (await started)();
+    return {
+      indexed,
+      listingsAtIndex: atIndex,
+      found: found.map((f) => f.nativeId),
+      drift: first,
+      ioBeforeCount,
+      publicId: rec!.publicId,
+    };
+  }
+
+  it("a serve start on it is an ordinary restart, and the first after an upgrade once forgetStarts took the marks away", async () => {
+    await store.close();
+    const config = await loadConfigFile(configFile());
+    const startOnce = async () => {
+      const runtime = await createRuntime(config, { logger: createLogger("silent") });
+      try {
+        return await startOn(runtime, config);
+      } finally {
+        await runtime.close();
+      }
+    };
+    try {
+      let start = await startOnce();
+      // Nothing indexed, no listing of the state: the credential found by its one cid: entry; the count after ready,
+      // letting the event loop serve between its pages (SQLite answers at once: its walk must not hold requests off).
+      expect(start).toMatchObject({ indexed: 0, listingsAtIndex: 0, drift: "ready", ioBeforeCount: true });
+      expect(start.found).toEqual([start.publicId]);
+
+      expect(await forgetStarts({ sqlite: path })).toBe(COUNT + 3);
+      start = await startOnce();
+      expect(start).toMatchObject({ indexed: COUNT, drift: "walked before ready" });
+      expect(start.listingsAtIndex).toBeGreaterThan(0);
+      expect(start.found).toEqual([start.publicId]);
+    } finally {
+      store = await openSqliteStore({ path });
+    }
+  });
+
+  it("an expiry pass writes only the credentials due since the seeded pass (a warning or an expiry each), and the next one nothing", async () => {
+    const file = configFile();
     const before = new Map((await store.list()).map((r) => [r.id, r.updatedAt]));
     await store.close();
     const runtime = await createRuntime(await loadConfigFile(file), { logger: createLogger("silent") });

@@ -25,6 +25,7 @@ import { asStoreError } from "./errors.js";
 import { migrateLegacyAppKey } from "./legacy-app-key.js";
 import {
   CLAIM_SQL,
+  RELEASE_CLAIMS_SQL,
   COUNT_UNFINISHED_SQL,
   COUNTS_SQL,
   eventsListSql,
@@ -784,7 +785,7 @@ export class SqliteCredentialStore implements CredentialStore {
     // Event claims held now are a server's before this one, which is gone (the lock above proves it):
     // released, so that its undelivered events go out now rather than when their leases run out.
     await this.write(() => {
-      this.stmt("UPDATE events SET holder = NULL, lease_until = NULL WHERE holder IS NOT NULL").run();
+      this.stmt(RELEASE_CLAIMS_SQL).run();
     });
   }
 

@@ -136,6 +136,14 @@ export const CLAIM_SQL = `UPDATE events SET holder = ?, lease_until = ? WHERE se
     ORDER BY e.seq LIMIT ?)
   RETURNING seq, event, status, attempts, next_attempt_at, sinks_done, last_error, settled_at`;
 
+/**
+ * `claimServer`'s release of the event claims a server before this one held: only a pending event is ever claimed
+ * (a settle clears its claim), so the claimed ones are found in the partial index `events_pending`, not by a scan of
+ * every event (0.25 s at start-up with 100,000 credentials' events before).
+ */
+export const RELEASE_CLAIMS_SQL =
+  "UPDATE events SET holder = NULL, lease_until = NULL WHERE status = 'pending' AND holder IS NOT NULL";
+
 /** The events of the app `@app` names (its key — the subject —, slug or name): their seqs, each from its own index. */
 const APP_EVENTS = `seq IN (SELECT seq FROM events WHERE subject = @app UNION SELECT seq FROM events WHERE app_slug = @app
   UNION SELECT seq FROM events WHERE app_name = @app)`;

@@ -292,7 +292,7 @@ describe("SqliteCredentialStore", () => {
     await store.close();
   });
 
-  it("every hot read takes its index (EXPLAIN QUERY PLAN): the claim, events by app, state and time, counts, unsettled and list pages, the expiry walk", async () => {
+  it("every hot read takes its index (EXPLAIN QUERY PLAN): the claim, the release of a server's claims at start, events by app, state and time, counts, unsettled and list pages, the expiry walk", async () => {
     const store = await openSqliteStore({ path: path() });
     const db = (store as unknown as { db: Database.Database }).db;
     /** The plan's lines of `sql`, every parameter bound to a string. */
@@ -342,6 +342,7 @@ describe("SqliteCredentialStore", () => {
         [/USING COVERING INDEX events_time \(time>\?\)/, /INTEGER PRIMARY KEY \(rowid>\?\)/],
       ],
       ["requeueDead", queries.requeueDeadSql(false), [/USING COVERING INDEX events_dead$/]],
+      ["claimServer's release of the claims", queries.RELEASE_CLAIMS_SQL, [/USING INDEX events_pending$/]],
       ["requeueDead of an app", queries.requeueDeadSql(true), [/events_subject/, /events_app_slug/, /events_app_name/]],
       [
         "counts",
