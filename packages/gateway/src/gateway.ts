@@ -104,6 +104,10 @@ export class EmbeddedGateway {
   private issuer = "";
   private server: Server | undefined;
   private keyTimer: NodeJS.Timeout | undefined;
+  /** Stops the background pass that adds credential-id entries ({@link EmbeddedGateway.create}). */
+  private readonly indexing = new AbortController();
+  /** That pass, settled (it logs its own failure). */
+  private indexed: Promise<unknown> = Promise.resolve();
 
   private constructor(
     private readonly options: EmbeddedGatewayOptions,
@@ -152,9 +156,9 @@ export class EmbeddedGateway {
   static async create(options: EmbeddedGatewayOptions): Promise<EmbeddedGateway> {
     const { config, providers, logger } = options;
     for (const p of providers) {
-      // Every gateway's credentials get their credential-id entry; an API key gateway's keys their key entry too.
-      const added = await p.ensureKeyIndex();
-      if (added > 0) logger.info({ gateway: p.gatewayName, added }, "embedded gateway: indexed existing credentials");
+      // An API key gateway's keys get their key entry before a key check is answered (it reads them).
+      const added = await p.ensureKeyIndex({ credentialIds: false });
+      if (added > 0) logger.info({ gateway: p.gatewayName, added }, "embedded gateway: indexed existing API keys");
     }
     let keys: SigningKeys | undefined;
     if (providers.some((p) => p.credentialType === "CLIENT_CREDENTIALS")) {
@@ -192,6 +196,27 @@ export class EmbeddedGateway {
       logger.info({ counters: limiter.description }, "embedded gateway: usage-plan limits enforced");
     const gateway = new EmbeddedGateway(options, keys, limiter);
     await gateway.directory.start();
+    // The credential-id entries of credentials made before that index existed: in the background, a page at a time
+    // (a search by credential id reads every credential until the index is complete, so nothing waits for it). The
+    // first start after an upgrade is not held back by it; a pass stopped by close() goes on at the next start.
+    const { signal } = gateway.indexing;
+    gateway.indexed = Promise.all(
+      providers.map((p) =>
+        p.ensureKeyIndex({ keys: false, signal }).then(
+          (added) => {
+            if (added > 0 && !signal.aborted)
+              logger.info({ gateway: p.gatewayName, added }, "embedded gateway: indexed existing credentials by id");
+          },
+          (err: unknown) => {
+            if (!signal.aborted)
+              logger.warn(
+                { gateway: p.gatewayName, err: { message: (err as Error).message } },
+                "embedded gateway: indexing existing credentials by id failed; the next start tries again",
+              );
+          },
+        ),
+      ),
+    );
     if (keys) {
       gateway.keyTimer = setInterval(() => {
         keys
@@ -339,6 +364,8 @@ export class EmbeddedGateway {
    */
   async close(timeoutMs = 10_000): Promise<void> {
     if (this.keyTimer) clearInterval(this.keyTimer);
+    this.indexing.abort();
+    await this.indexed;
     this.directory.close();
     const server = this.server;
     if (!server) return;

@@ -50,6 +50,7 @@ import { hashSecret, randomBase62, verifySecretHash, gatewayError, gatewayMessag
 import { newNativeId } from "./native-id.js";
 import { optionsSchema } from "./schema.js";
 import type {
+  KeyIndexPass,
   LocalCredentialChange,
   LocalCredentialReader,
   LocalCredentialState,
@@ -60,6 +61,7 @@ import type {
 } from "./types.js";
 
 export type {
+  KeyIndexPass,
   LocalCredentialChange,
   LocalCredentialReader,
   LocalCredentialState,
@@ -219,34 +221,39 @@ export class LocalProvider implements Provider, LocalCredentialReader {
    * before). The pass reads the credentials a page at a time ({@link statePages}) and writes each page's entries at once.
    * @returns how many credentials got an entry (0 once both indexes are complete)
    */
-  async ensureKeyIndex(): Promise<number> {
-    const keysDone = (await this.state.get(KEY_INDEX_COMPLETE_KEY)) === true;
-    const idsDone = await this.credentialIndexComplete();
+  async ensureKeyIndex(pass: KeyIndexPass = {}): Promise<number> {
+    const keysDone = pass.keys === false || (await this.state.get(KEY_INDEX_COMPLETE_KEY)) === true;
+    const idsDone = pass.credentialIds === false || (await this.credentialIndexComplete());
     if (keysDone && idsDone) return 0;
     let added = 0;
     for await (const page of statePages(this.state, KEY_PREFIX)) {
-      const changes: StateChange[] = [];
-      for (const e of page) {
-        const s = e.value as unknown as LocalCredentialState;
-        const nativeId = e.key.slice(KEY_PREFIX.length);
-        const before = changes.length;
-        if (!keysDone && s.credentialType === "API_KEY") {
-          const idx = (await this.state.get(KEY_INDEX_PREFIX + s.secretHash)) as { nativeId?: string } | undefined;
-          if (idx?.nativeId !== nativeId) changes.push(this.indexChange(nativeId, s.secretHash));
-        }
-        if (!idsDone && typeof s.credentialId === "string") {
-          const entry = this.credentialIndexChange(s.credentialId, nativeId);
-          if ((await this.state.get(entry.key)) === undefined) changes.push(entry);
-        }
-        if (changes.length > before) added++;
-      }
+      if (pass.signal?.aborted) return added; // not marked complete: the next start goes on
+      // A page's point reads at once: one round trip of the store's latency a page, not one a credential.
+      const perCredential = await Promise.all(
+        page.map(async (e): Promise<StateChange[]> => {
+          const s = e.value as unknown as LocalCredentialState;
+          const nativeId = e.key.slice(KEY_PREFIX.length);
+          const changes: StateChange[] = [];
+          if (!keysDone && s.credentialType === "API_KEY") {
+            const idx = (await this.state.get(KEY_INDEX_PREFIX + s.secretHash)) as { nativeId?: string } | undefined;
+            if (idx?.nativeId !== nativeId) changes.push(this.indexChange(nativeId, s.secretHash));
+          }
+          if (!idsDone && typeof s.credentialId === "string") {
+            const entry = this.credentialIndexChange(s.credentialId, nativeId);
+            if ((await this.state.get(entry.key)) === undefined) changes.push(entry);
+          }
+          return changes;
+        }),
+      );
+      const changes = perCredential.flat();
+      added += perCredential.filter((c) => c.length > 0).length;
       if (changes.length > 0) await writeState(this.state, changes);
     }
     await writeState(this.state, [
-      { key: KEY_INDEX_COMPLETE_KEY, value: true },
-      { key: CREDENTIAL_INDEX_COMPLETE_KEY, value: true },
+      ...(keysDone ? [] : [{ key: KEY_INDEX_COMPLETE_KEY, value: true }]),
+      ...(idsDone ? [] : [{ key: CREDENTIAL_INDEX_COMPLETE_KEY, value: true }]),
     ]);
-    this.credentialIndexSeen = true;
+    if (!idsDone) this.credentialIndexSeen = true;
     return added;
   }
 

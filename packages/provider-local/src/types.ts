@@ -77,14 +77,27 @@ export interface LocalCredentialReader {
   onChange(listener: (change: LocalCredentialChange) => void): () => void;
   /**
    * Adds the `key:` index entry of every API key and the credential-id entry of every credential that lacks one,
-   * once per store (the first complete pass, a page of credentials at a time, marks both indexes complete; later
-   * calls are two point reads). @returns how many credentials got an entry
+   * once per store (the first complete pass, a page of credentials at a time, marks the indexes it built complete;
+   * later calls are a point read each). `pass` chooses the indexes: the embedded gateway builds the key index before
+   * it serves (a key check needs it) and the credential-id index in the background (a search by credential id reads
+   * every credential until then, so nothing is missed meanwhile). A pass stopped by `pass.signal` marks nothing.
+   * @returns how many credentials got an entry
    */
-  ensureKeyIndex(): Promise<number>;
+  ensureKeyIndex(pass?: KeyIndexPass): Promise<number>;
   /** The limits of usage plan `planId`, or undefined when it has none. */
   planLimits(planId: string): UsagePlanLimits | undefined;
   /** Every usage plan of this gateway that has limits. */
   limitedPlans(): ReadonlyMap<string, UsagePlanLimits>;
   /** Sets the URL returned as a client's `customCredentials.tokenUrl` when the `tokenUrl` option is not set. */
   useTokenUrl(url: string): void;
+}
+
+/** Which indexes {@link LocalCredentialReader.ensureKeyIndex} builds. */
+export interface KeyIndexPass {
+  /** The `key:` entry of every API key (what a key check reads). @default true */
+  keys?: boolean;
+  /** The `cid:` entry of every credential (what `findByCredential` reads). @default true */
+  credentialIds?: boolean;
+  /** Stops the pass between two pages (a server shutting down). */
+  signal?: AbortSignal;
 }

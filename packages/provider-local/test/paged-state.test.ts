@@ -183,4 +183,30 @@ describe("findByCredential on a store written before the credential-id index", (
     );
     expect(reads.pages.map((p) => p.prefix)).toEqual([`cid:${credentialId}:`, "cred:"]);
   });
+
+  it("the key index alone (what the gateway builds before it serves) leaves the credential-id pass to the background; a stopped pass marks nothing", async () => {
+    const reads: StateReads = { pages: [] };
+    const state = pagesOnly(memoryStateStore(), reads);
+    const provider = await localProvider(state);
+    const credentialId = randomUUID();
+    const made = await provider.create({ credentialId, credentialType: "API_KEY", app: app(1), apis: [] });
+    // As the version before the credential-id index left the store: the key index complete, no `cid:` entry.
+    await state.delete(`cid:${credentialId}:${made.nativeId}`);
+    await state.put("meta:key-index-complete", true);
+    const upgraded = await localProvider(state);
+    reads.pages.length = 0;
+    expect(await upgraded.ensureKeyIndex({ credentialIds: false })).toBe(0);
+    expect(reads.pages).toEqual([]); // the key index is complete: no credential read before serving
+    const stopped = new AbortController();
+    stopped.abort();
+    expect(await upgraded.ensureKeyIndex({ keys: false, signal: stopped.signal })).toBe(0);
+    expect(await state.get("meta:credential-index-complete")).toBeUndefined();
+    const search = { credentialId, credentialType: "API_KEY" as const, app: app(1), apis: [] };
+    expect((await upgraded.findByCredential(search)).map((r) => r.nativeId)).toEqual([made.nativeId]); // by the scan
+    expect(await upgraded.ensureKeyIndex({ keys: false })).toBe(1);
+    expect(await state.get("meta:credential-index-complete")).toBe(true);
+    reads.pages.length = 0;
+    expect((await upgraded.findByCredential(search)).map((r) => r.nativeId)).toEqual([made.nativeId]);
+    expect(reads.pages.map((p) => p.prefix)).toEqual([`cid:${credentialId}:`]);
+  });
 });
