@@ -221,7 +221,7 @@ describe("moves: dual-home, prune, and a kill at any point", () => {
 
   it("a gateway whose breaker opens pauses the run: the credentials after the failure wait and are moved, not failed", async () => {
     fresh();
-    const ids = [(await made("One")).id, (await made("Two")).id, (await made("Three")).id];
+    for (const name of ["One", "Two", "Three"]) await made(name);
     b.fail({ op: "create", when: "before", error: new UpstreamUnavailable("gateway b is down", 1) });
     const o = new Orchestrator({
       gateways: gateways(),
@@ -237,9 +237,10 @@ describe("moves: dual-home, prune, and a kill at any point", () => {
     const summary = await o.runApply({
       concurrency: 1,
       sleep: (ms) => (waits.push(ms), new Promise((r) => setTimeout(r, 60))),
-      onResult: (r) => results.push(`${r.credentialId === ids[0] ? "One" : "other"}:${r.outcome}`),
+      onResult: (r) => results.push(r.outcome),
     });
-    expect(results).toEqual(["One:failed", "other:moved", "other:moved"]);
+    // The first credential the walk reaches (records of one millisecond come in id order) meets the failure.
+    expect(results).toEqual(["failed", "moved", "moved"]);
     expect(summary).toMatchObject({ outcomes: { failed: 1, moved: 2 } });
     expect(summary.paused).toBeGreaterThanOrEqual(1);
     expect(waits.every((ms) => ms >= 1000)).toBe(true); // the breaker's Retry-After, at least 1 s
