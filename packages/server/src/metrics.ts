@@ -94,7 +94,6 @@ export const UNFINISHED_AFTER_S = 300;
 interface StoreSample {
   /** Records in each state, from the store's counters. */
   byStatus: Record<CredentialStatus, number>;
-  abandoned: number;
   unsettled: number;
   unfinished: number;
   events: Record<"pending" | "delivered" | "dead", number> | undefined;
@@ -115,7 +114,6 @@ async function storeSample(store: CredentialStore): Promise<StoreSample | undefi
     const [counts, events] = await Promise.all([store.counts(unfinishedBefore), store.outbox?.counts()]);
     return {
       byStatus: counts.byStatus,
-      abandoned: counts.byStatus.abandoned,
       unsettled: counts.unsettled,
       unfinished: counts.unfinished ?? 0,
       events,
@@ -278,7 +276,7 @@ export function createMetrics(): Metrics {
       gauge(
         "credhook_records_abandoned",
         "Records of creates whose credential the portal never received, waiting for the sweep to clean them up.",
-        (s) => s?.abandoned,
+        (s) => s?.byStatus.abandoned,
       );
       gauge(
         "credhook_records_unsettled",
