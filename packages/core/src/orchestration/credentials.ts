@@ -85,8 +85,16 @@ function isRecordState(state: CredentialQuery["state"]): boolean {
   return byStatus;
 }
 
-/** Whether `r` matches every field of `query` (the fingerprint normalised; an expiry state lets every record through). */
-function matchesQuery(r: CredentialRecord, query: CredentialQuery, fingerprint: string | undefined): boolean {
+/**
+ * Whether `r` matches every field of `query` (the fingerprint normalised; `byStatus`: the query's state is a record's
+ * state, {@link isRecordState}; an expiry state lets every record through).
+ */
+function matchesQuery(
+  r: CredentialRecord,
+  query: CredentialQuery,
+  fingerprint: string | undefined,
+  byStatus: boolean,
+): boolean {
   return (
     (query.app === undefined || isApp(r, query.app)) &&
     (fingerprint === undefined || r.keyFingerprint === fingerprint) &&
@@ -94,7 +102,7 @@ function matchesQuery(r: CredentialRecord, query: CredentialQuery, fingerprint: 
       r.bindings.some((b) => b.gateway === query.gateway) ||
       r.apis.some((a) => a.gateway === query.gateway)) &&
     (query.developer === undefined || r.app.developer === query.developer) &&
-    (query.state === undefined || !isRecordState(query.state) || r.status === query.state) &&
+    (!byStatus || r.status === query.state) &&
     (query.type === undefined || r.credentialType === query.type) &&
     (query.credentialId === undefined || r.id === query.credentialId)
   );
@@ -116,7 +124,11 @@ export async function findCredentialPage(
   const fingerprint = query.fingerprint === undefined ? undefined : normalizeFingerprint(query.fingerprint);
   const byStatus = isRecordState(query.state);
   if (fingerprint !== undefined && store.findByFingerprint)
-    return { records: (await store.findByFingerprint(fingerprint)).filter((r) => matchesQuery(r, query, fingerprint)) };
+    return {
+      records: (await store.findByFingerprint(fingerprint)).filter((r) =>
+        matchesQuery(r, query, fingerprint, byStatus),
+      ),
+    };
   const read = await store.listPage({
     ...(query.app !== undefined ? { app: query.app } : {}),
     ...(byStatus ? { status: query.state as CredentialStatus } : {}),
@@ -126,7 +138,7 @@ export async function findCredentialPage(
     ...(page.after !== undefined ? { after: page.after } : {}),
   });
   return {
-    records: read.records.filter((r) => matchesQuery(r, query, fingerprint)),
+    records: read.records.filter((r) => matchesQuery(r, query, fingerprint, byStatus)),
     ...(read.next !== undefined ? { next: read.next } : {}),
   };
 }
