@@ -12,6 +12,7 @@
  * keeps its own quota (its rate limiter, shared across instances through the store's rate slots), and a gateway
  * whose circuit breaker is open pauses the credentials that need it instead of failing them.
  */
+import { setTimeout as delay } from "node:timers/promises";
 import { CircuitOpen, type CredhookError, ErrorCodes, isCredhookError, PolicyViolation, Throttled } from "../errors.js";
 import { credentialDrift, type ApiMove } from "../drift.js";
 import type { AppIdentity, GatewayApi } from "../provider.js";
@@ -246,7 +247,7 @@ export async function runApply(
   topology: ApplyTopology,
   options: RunApplyOptions = {},
 ): Promise<RunApplySummary> {
-  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const sleep = options.sleep ?? ((ms: number) => delay(ms));
   const summary: RunApplySummary = {
     considered: 0,
     outcomes: { moved: 0, pruned: 0, "plans-updated": 0, unchanged: 0, "not-movable": 0, left: 0, failed: 0 },
