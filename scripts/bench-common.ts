@@ -25,6 +25,12 @@ export function rssOf(pid: number): number {
   return m ? Number(m[1]) * 1024 : NaN;
 }
 
+/** Peak resident memory of a process so far, bytes (Linux /proc: `VmHWM`, the high-water mark of `VmRSS`). */
+export function peakRssOf(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return m ? Number(m[1]) * 1024 : NaN;
+}
+
 /** CPU time a process has used so far (user + system), µs (Linux /proc; clock ticks of 10 ms). */
 export function cpuOf(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");

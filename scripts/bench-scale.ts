@@ -9,7 +9,7 @@
  *    its CPU time over {@link IDLE_S} idle seconds;
  * 3. `credhook serve` without a sink: time to ready; a create → update → revoke cycle (autocannon, `--requests` of
  *    each; the server's CPU per request and p99); `/metrics` scraped {@link SCRAPES} times back to back while `/livez`
- *    is asked every 5 ms (their latencies), and `/livez` alone (the floor);
+ *    is asked every 5 ms (their latencies), and `/livez` alone (the floor); serve's peak RSS after all that (VmHWM);
  * 4. with no server running: `credhook list --limit 100`, `inspect <app>`, `audit --app <app>`, each in turns with its
  *    floors — the same command on an empty store of the same kind, and `credhook --version` — {@link RUNS} times
  *    (medians; the work beyond start-up is the median of the runs' differences); one `expire` pass and one
@@ -33,7 +33,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import pg from "pg";
-import { cpuOf, cycle, median, type Ops, sleep, startServe, type ServeTarget } from "./bench-common.js";
+import { cpuOf, cycle, median, type Ops, peakRssOf, sleep, startServe, type ServeTarget } from "./bench-common.js";
 import {
   forgetStarts,
   type SeedSummary,
@@ -291,6 +291,8 @@ interface Figures {
   metricsP99Ms: number;
   livezDuringMaxMs: number;
   livezAloneMs: number;
+  /** `credhook serve`'s peak RSS after its start, the cycle and the scrapes (the drift count after ready included), bytes. */
+  servePeakRss: number;
   reads: Record<ReadCommand, ReadFigures>;
   expire: { ms: number; maxRss: number; out: string };
   reconcile: { ms: number; maxRss: number };
@@ -398,6 +400,7 @@ async function measure(
     const t = await startServe({ checkout: ROOT, config, env, dir });
     let ops: Ops;
     let scraped: Awaited<ReturnType<typeof scrapes>>;
+    let servePeakRss: number;
     try {
       await cycle(t, {
         amount: Math.min(1000, o.requests),
@@ -407,6 +410,7 @@ async function measure(
       });
       ops = await cycle(t, { amount: o.requests, tag, auth: AUTH, connections: o.connections });
       scraped = await scrapes(t);
+      servePeakRss = peakRssOf(t.pid);
     } finally {
       await t.stop();
     }
@@ -417,7 +421,7 @@ async function measure(
       );
     }
     console.log(
-      `  serve: ready in ${t.readyMs.toFixed(0)} ms; /metrics p99 ${scraped.metricsP99Ms.toFixed(1)} ms (${SCRAPES} in a row); /livez during them max ${scraped.livezDuringMaxMs.toFixed(1)} ms, alone ${scraped.livezAloneMs.toFixed(1)} ms`,
+      `  serve: ready in ${t.readyMs.toFixed(0)} ms; peak RSS ${mb(servePeakRss)}; /metrics p99 ${scraped.metricsP99Ms.toFixed(1)} ms (${SCRAPES} in a row); /livez during them max ${scraped.livezDuringMaxMs.toFixed(1)} ms, alone ${scraped.livezAloneMs.toFixed(1)} ms`,
     );
     const app = seededApp(Math.floor(count / 2)).appSlug;
     const reads = {} as Record<ReadCommand, ReadFigures>;
@@ -455,6 +459,7 @@ async function measure(
       readyMs: t.readyMs,
       ops,
       ...scraped,
+      servePeakRss,
       reads,
       expire: { ms: expireRun.ms, maxRss: expireRun.maxRss, out: expireRun.stdout },
       reconcile: { ms: reconcileRun.ms, maxRss: reconcileRun.maxRss },
@@ -532,6 +537,12 @@ function table(store: string, sizes: number[], figures: Figures[]): void {
       goal: { kind: "max", limit: 20 },
     },
     { label: "/livez alone, median ms (floor)", value: (f) => f.livezAloneMs, format: fixed(1) },
+    {
+      label: "serve: peak RSS after the cycle and the scrapes, MiB",
+      value: (f) => f.servePeakRss / 2 ** 20,
+      format: fixed(0),
+      goal: { kind: "ratio", limit: 1.2 },
+    },
     { label: "expire (one pass), ms", value: (f) => f.expire.ms, format: fixed(0) },
     {
       label: "expire, peak RSS MiB",

@@ -90,6 +90,14 @@ describe("suggestions", () => {
     ]);
   });
 
+  it("store.sqlite.cacheSizeMiB: a page cache under 1 MiB (or not a whole number) is refused, naming the option", async () => {
+    const messages = await loadErrors(
+      BASE.replace("sqlite: ./data/credhook.db", "sqlite: { path: ./data/credhook.db, cacheSizeMiB: 0.5 }"),
+    );
+    expect(messages).toContain("[store-sqlite] store.sqlite.cacheSizeMiB must be integer");
+    expect(messages).toContain("[store-sqlite] store.sqlite.cacheSizeMiB must be >= 1");
+  });
+
   it("closestName: case-insensitive, at most a third of the length (at least 2 edits), never for a name far off", () => {
     expect(closestName("AWS", ["local", "aws", "azure"])).toBe("aws");
     expect(closestName("prot", ["port", "host"])).toBe("port");

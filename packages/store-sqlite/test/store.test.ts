@@ -4,11 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { appKeyOf, type CredentialRecord } from "@credhook/core/store";
-import { credentialEvent } from "@credhook/core";
+import { credentialEvent, silentLogger } from "@credhook/core";
 import { Conflict, NotFound, StoreUnavailable } from "@credhook/core/errors";
 import { hashSecret } from "@credhook/core/provider-kit";
 import { storeConformance } from "@credhook/provider-testkit";
-import { openSqliteStore } from "../src/index.js";
+import sqliteStoreFactory, { DEFAULT_CACHE_SIZE_MIB, openSqliteStore } from "../src/index.js";
 import { migrateLegacyAppKey } from "../src/legacy-app-key.js";
 import * as queries from "../src/queries.js";
 
@@ -514,6 +514,29 @@ describe("store conformance (SQLite)", () => {
   storeConformance(it, () =>
     openSqliteStore({ path: join(mkdtempSync(join(tmpdir(), "credhook-conf-")), "credhook.db") }),
   );
+});
+
+describe("the page cache is bounded by store.sqlite.cacheSizeMiB, not by the file", () => {
+  it("the connection runs with the configured cache (read back from SQLite), 4 MiB by default; WAL mode either way", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "credhook-cache-"));
+    const context = { baseDir: dir, configPath: join(dir, "webhook.config.yaml"), logger: silentLogger };
+    const configured = await sqliteStoreFactory.create({ path: "a.db", cacheSizeMiB: 2 }, context);
+    const byDefault = await sqliteStoreFactory.create("b.db", context);
+    try {
+      expect((configured as Awaited<ReturnType<typeof openSqliteStore>>).connectionSettings()).toEqual({
+        cacheSizeMiB: 2,
+        busyTimeoutMs: 5000,
+        journalMode: "wal",
+      });
+      expect((byDefault as Awaited<ReturnType<typeof openSqliteStore>>).connectionSettings().cacheSizeMiB).toBe(
+        DEFAULT_CACHE_SIZE_MIB,
+      );
+      expect(DEFAULT_CACHE_SIZE_MIB).toBe(4);
+    } finally {
+      await configured.close();
+      await byDefault.close();
+    }
+  });
 });
 
 describe("SQLite failures as the store's typed errors", () => {
