@@ -281,7 +281,7 @@ const EXPORTED_NAMES: Record<string, string[]> = {
   ],
   "@credhook/server/lambda": ["createLambdaHandler", "handler", "reconcileHandler"],
   "@credhook/store-postgres": ["PostgresCredentialStore", "default", "openPostgresStore"],
-  "@credhook/store-sqlite": ["SqliteCredentialStore", "default", "openSqliteStore"],
+  "@credhook/store-sqlite": ["DEFAULT_CACHE_SIZE_MIB", "SqliteCredentialStore", "default", "openSqliteStore"],
 };
 
 /** Every entry point of the workspace's packages that is a module (not a file like core's `./openapi.yaml`). */
