@@ -14,7 +14,9 @@
  *    floors — the same command on an empty store of the same kind, and `credhook --version` — {@link RUNS} times
  *    (medians; the work beyond start-up is the median of the runs' differences); one `expire` pass and one
  *    `reconcile --dry-run` (their time and peak RSS, read by scripts/bench-max-rss.mjs at the process's exit);
- * 5. the first start after an upgrade: the index entries and marks a running credhook leaves removed
+ * 5. `credhook serve` with `expiry.intervalS: 3600` while it runs its drift count and its first expiry pass: the
+ *    longest event-loop delay and the slowest `/livez` meanwhile ({@link passes});
+ * 6. the first start after an upgrade: the index entries and marks a running credhook leaves removed
  *    ({@link forgetStarts}), `credhook serve` started once more, its time to ready (the one-time passes it pays).
  *
  * Then a table per store: each figure at each size, the ratio of the largest size to the smallest (the baseline: the
