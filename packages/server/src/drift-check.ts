@@ -7,7 +7,6 @@
  */
 import { existsSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
-import { setImmediate as nextTurn } from "node:timers/promises";
 import {
   createRouter,
   type CredhookConfig,
@@ -28,10 +27,8 @@ export const DRIFT_PASS_INTERVAL_MS = 300_000;
 
 /**
  * The drift of every live credential of `store` against `config`'s routes and `gateways`: one paged walk of the
- * records, so that memory stays one page whatever the store holds. Each page is read on a later turn of the event
- * loop (`setImmediate`): a store whose reads answer at once (SQLite's driver is synchronous) would otherwise run the
- * whole walk as one chain of promise callbacks, and a count serve runs in the background would hold off its requests
- * (its start-up's listen and `/readyz` waited 2 s for the count at 100,000 credentials).
+ * records, so that memory stays one page whatever the store holds; each page on a later turn of the event loop
+ * (`walkPages`), so that a count serve runs in the background never holds off its requests.
  * @throws what the store throws (StoreUnavailable)
  */
 export async function storeDrift(
@@ -39,10 +36,7 @@ export async function storeDrift(
   config: Pick<CredhookConfig, "routes">,
   gateways: ReadonlyMap<string, Gateway>,
 ): Promise<DriftSummary> {
-  const records = walkPages(async (after) => {
-    await nextTurn();
-    return store.listPage({ limit: 500, ...(after ? { after } : {}) });
-  });
+  const records = walkPages((after) => store.listPage({ limit: 500, ...(after ? { after } : {}) }));
   return summarizeDrift(driftTopology(gateways, createRouter(config.routes)), records);
 }
 
