@@ -136,10 +136,8 @@ export function credentialView(
 
 /**
  * The views of `records` at `nowMs`, each with its newest event — one indexed read per record (the app's events from
- * the outbox's app indexes, `EventFilter.credentialId`, `limit: 1`), all of a page's reads at once, so that a store
- * over the network pays about one round trip per connection of its pool rather than one per record (PostgreSQL:
- * `list --limit 100` spent about 100 ms more than on an empty store, one round trip after the other) —, only those in
- * the expiry state `query.state` names when it names one.
+ * the outbox's app indexes, `EventFilter.credentialId`, `limit: 1`) —, only those in the expiry state `query.state`
+ * names when it names one.
  */
 async function viewsOf(
   store: CredentialStore,
@@ -148,16 +146,15 @@ async function viewsOf(
   nowMs: number,
   policies: ExpiryPolicies | undefined,
 ): Promise<CredentialView[]> {
-  const outbox = store.outbox;
-  const newest = await Promise.all(
-    records.map(async (rec) =>
-      outbox ? (await outbox.list({ app: rec.appKey, credentialId: rec.id, limit: 1 })).at(-1) : undefined,
-    ),
-  );
-  const views = records.map((rec, i) => {
-    const last = newest[i];
-    return credentialView(rec, nowMs, last ? { type: last.event.type, time: last.event.time } : undefined, policies);
-  });
+  const views: CredentialView[] = [];
+  for (const rec of records) {
+    const last = store.outbox
+      ? (await store.outbox.list({ app: rec.appKey, credentialId: rec.id, limit: 1 })).at(-1)
+      : undefined;
+    views.push(
+      credentialView(rec, nowMs, last ? { type: last.event.type, time: last.event.time } : undefined, policies),
+    );
+  }
   const expiryFilter = (EXPIRY_STATES as readonly string[]).includes(query.state ?? "") ? query.state : undefined;
   return expiryFilter ? views.filter((v) => v.expiry?.state === expiryFilter) : views;
 }
