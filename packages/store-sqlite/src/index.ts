@@ -99,8 +99,9 @@ export interface SqliteStoreOptions {
    * is bounded by this, not by the file: a walk over every record (`credhook expire`, `reconcile`) fills the cache
    * once and then reuses it. Without it the driver's default applied (16 MiB, better-sqlite3's build), and a pass
    * over 100,000 credentials or more ended 20–30 % above the same pass at 1,000 (143 → 173–185 MiB); at 4 MiB
-   * 1.10–1.15×. A larger cache buys nothing measurable at a million credentials: a random key lookup plus a random
-   * record read took 25 µs with 2, 4, 8 or 16 MiB alike (the working set is the file, gigabytes; the OS caches it).
+   * 1.08–1.23× at a million (`pnpm bench --scale`, docs/benchmark.md). A larger cache buys nothing measurable at a
+   * million credentials: a random key lookup plus a random record read took 25 µs with 2, 4, 8 or 16 MiB alike (the
+   * working set is the file, gigabytes; the OS caches it).
    * @default 4
    */
   cacheSizeMiB?: number;
