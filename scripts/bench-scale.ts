@@ -396,12 +396,18 @@ async function scrapes(t: ServeTarget): Promise<Pick<Figures, "metricsP99Ms" | "
 
 /**
  * Waits until serve's drift count after ready (a paged walk of every record, logged as `credentials: moved=…`) has
- * ended, at most 10 minutes.
+ * ended, at most 10 minutes: until the log (which every serve of one size appends to) has as many of those lines as
+ * `credhook listening` lines.
  * @throws Error when it has not within that time
  */
 async function startPassesDone(t: ServeTarget): Promise<void> {
   const deadline = performance.now() + 600_000;
-  while (!readFileSync(t.logFile, "utf8").includes('"drift":')) {
+  const count = (text: string, needle: string) => text.split(needle).length - 1;
+  const done = () => {
+    const log = readFileSync(t.logFile, "utf8");
+    return count(log, '"drift":') >= count(log, '"msg":"credhook listening"');
+  };
+  while (!done()) {
     if (performance.now() > deadline)
       throw new Error(`serve's drift count did not end within 10 minutes (${t.logFile})`);
     await sleep(100);
@@ -504,6 +510,8 @@ async function measure(
     let scraped: Awaited<ReturnType<typeof scrapes>>;
     let servePeakRss: number;
     try {
+      // The cycle measures requests, not the start: its drift count over every record (10 s at 1M on SQLite) ends first.
+      await startPassesDone(t);
       await cycle(t, {
         amount: Math.min(1000, o.requests),
         tag: `${tag}-warm`,
