@@ -19,17 +19,17 @@ export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor
 /** `bytes` in whole MiB, for the printed lines. */
 export const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
 
-/** Resident memory of a process, bytes (Linux /proc). */
-export function rssOf(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+/** A memory field (`VmRSS`, `VmHWM`, …) of a process's /proc status, bytes; NaN when absent (Linux). */
+function statusBytes(pid: number, field: string): number {
+  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return m ? Number(m[1]) * 1024 : NaN;
 }
 
+/** Resident memory of a process, bytes (Linux /proc). */
+export const rssOf = (pid: number): number => statusBytes(pid, "VmRSS");
+
 /** Peak resident memory of a process so far, bytes (Linux /proc: `VmHWM`, the high-water mark of `VmRSS`). */
-export function peakRssOf(pid: number): number {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return m ? Number(m[1]) * 1024 : NaN;
-}
+export const peakRssOf = (pid: number): number => statusBytes(pid, "VmHWM");
 
 /** CPU time a process has used so far (user + system), µs (Linux /proc; clock ticks of 10 ms). */
 export function cpuOf(pid: number): number {

@@ -173,15 +173,20 @@ async function startSink(): Promise<{ url: string; arrivals: number[]; close(): 
   };
 }
 
-/** The time (ms) a GET of `url` takes to its last byte, with the bench's Basic credentials. */
-function timedGet(url: string): Promise<number> {
+/**
+ * A GET of `url` with the bench's Basic credentials: the time (ms) to its last byte, and the body.
+ * @throws Error naming the URL when it answers other than 200 or 204
+ */
+function authorizedGet(url: string): Promise<{ ms: number; body: string }> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { headers: { authorization: AUTH } }, (res) => {
-      res.resume();
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => (body += d));
       res.on("end", () =>
         res.statusCode === 200 || res.statusCode === 204
-          ? resolve(performance.now() - t0)
+          ? resolve({ ms: performance.now() - t0, body })
           : reject(new Error(`GET ${url} answered ${res.statusCode}`)),
       );
     });
@@ -189,6 +194,9 @@ function timedGet(url: string): Promise<number> {
     req.end();
   });
 }
+
+/** The time (ms) a GET of `url` takes to its last byte ({@link authorizedGet}). */
+const timedGet = async (url: string): Promise<number> => (await authorizedGet(url)).ms;
 
 /** The `p`-th percentile (0–100) of `xs`, nearest rank. */
 function percentile(xs: number[], p: number): number {
@@ -449,7 +457,7 @@ async function passes(
     const deadline = t0 + 900_000;
     while (!done) {
       await sleep(1000);
-      const text = await metricsText(t.url);
+      const text = (await authorizedGet(`${t.url}/metrics`)).body;
       lagMax = Math.max(lagMax, (sample(text, "nodejs_eventloop_lag_max_seconds") ?? 0) * 1000);
       done = sample(text, "credhook_credentials_expiry") !== undefined || performance.now() > deadline;
     }
@@ -458,20 +466,6 @@ async function passes(
   } finally {
     await t.stop();
   }
-}
-
-/** The body of `url`/metrics, with the bench's Basic credentials. */
-function metricsText(url: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(`${url}/metrics`, { headers: { authorization: AUTH } }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (d: string) => (body += d));
-      res.on("end", () => resolve(body));
-    });
-    req.on("error", reject);
-    req.end();
-  });
 }
 
 /** Every figure of one store at one size (the slot freshly made; dropped after). */
