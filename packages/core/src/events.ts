@@ -271,6 +271,13 @@ export interface EventFilter {
   limit?: number;
 }
 
+/** A credential as {@link EventOutbox.newestEvents} looks for its events: its id and its app key (their subject). */
+export interface EventOwner {
+  credentialId: string;
+  /** The credential's app key (`CredentialRecord.appKey`): the subject of its events. */
+  appKey: string;
+}
+
 /**
  * The outbox of a {@link CredentialStore}: events are written by the store's record writes
  * (`insert`, `save`, `delete` with `events`, in the same transaction) and by {@link append}; the
@@ -302,6 +309,14 @@ export interface EventOutbox {
   settleAll?(holder: string, settlements: readonly EventSettlementOf[]): Promise<string[]>;
   /** The events matching `filter`, oldest first. */
   list(filter?: EventFilter): Promise<StoredEvent[]>;
+  /**
+   * The newest event of each of `credentials`, read from its app's events (the subject index, newest first): what
+   * `credhook list` and `inspect` show beside each credential of a page, in one store read — one statement on
+   * PostgreSQL, where a read per credential cost a page of 100 about 100 ms in round trips. Optional: a store without
+   * it is read one credential at a time ({@link newestEventsOf} does either).
+   * @returns each credential's newest event by its id; a credential without events is absent
+   */
+  newestEvents?(credentials: readonly EventOwner[]): Promise<Map<string, StoredEvent>>;
   /**
    * How many events are in each state. The SQL stores keep these counts as they write (triggers in each write's
    * transaction) and read them in O(1), never counting the events.
@@ -427,6 +442,9 @@ export function eventRow(
 /** The columns {@link eventRow} fills, for an `INSERT INTO events (…)`. */
 export const EVENT_INSERT_COLUMNS = "id, subject, app_slug, app_name, type, time, event, next_attempt_at";
 
+/** The columns of an {@link EventRowRead}, for a `SELECT` (or `RETURNING`) of events in both SQL stores. */
+export const EVENT_READ_COLUMNS = "seq, event, status, attempts, next_attempt_at, sinks_done, last_error, settled_at";
+
 /** An `events` row as both SQL stores read it back (`event` parsed by the driver on PostgreSQL, text on SQLite). */
 export interface EventRowRead {
   seq: number | string;
@@ -451,4 +469,22 @@ export function storedEventOf(row: EventRowRead): StoredEvent {
     ...(row.last_error !== null ? { lastError: row.last_error } : {}),
     ...(row.settled_at !== null ? { settledAt: row.settled_at } : {}),
   };
+}
+
+/**
+ * The newest event of each of `credentials` in `outbox`: {@link EventOutbox.newestEvents} when the store has it, else
+ * a {@link EventOutbox.list} per credential (`app`, `credentialId`, `limit: 1`), one after the other.
+ * @returns each credential's newest event by its id; a credential without events is absent
+ */
+export async function newestEventsOf(
+  outbox: EventOutbox,
+  credentials: readonly EventOwner[],
+): Promise<Map<string, StoredEvent>> {
+  if (outbox.newestEvents) return outbox.newestEvents(credentials);
+  const newest = new Map<string, StoredEvent>();
+  for (const { credentialId, appKey } of credentials) {
+    const last = (await outbox.list({ app: appKey, credentialId, limit: 1 })).at(-1);
+    if (last) newest.set(credentialId, last);
+  }
+  return newest;
 }

@@ -134,6 +134,7 @@ export type {
   CredentialEventType,
   EventFilter,
   EventGateway,
+  EventOwner,
   EventSettlement,
   EventSettlementOf,
   EventStatus,
@@ -144,6 +145,7 @@ export {
   CREDENTIAL_EVENT_TYPES,
   credentialEvent,
   driftEvent,
+  newestEventsOf,
   secretFingerprint,
 } from "./events.js";
 /** The API key format credhook generates (prefix, base62 body, CRC32 checksum), for scanners and leak response (docs/leak-response.md). */

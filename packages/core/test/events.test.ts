@@ -4,7 +4,16 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryCredentialStore, ScriptedProvider } from "@credhook/provider-testkit";
-import { createRouter, Orchestrator, secretFingerprint } from "../src/index.js";
+import {
+  createRouter,
+  type EventFilter,
+  type EventOwner,
+  newestEventsOf,
+  Orchestrator,
+  secretFingerprint,
+  type StoredEvent,
+} from "../src/index.js";
+import type { EventOutbox } from "../src/events.js";
 import { UpstreamError } from "../src/errors.js";
 
 describe("credential events", () => {
@@ -70,6 +79,46 @@ describe("credential events", () => {
     expect(events[1]!.event.data.gateways.find((g) => g.gateway === "b")!.plans).toEqual(["gold", "silver"]);
     expect(new Set(events.map((e) => e.event.id)).size).toBe(3);
     expect(events.map((e) => e.seq)).toEqual([...events.map((e) => e.seq)].sort((x, y) => x - y));
+  });
+
+  it("newestEventsOf: each credential's newest event, in one outbox read when the store has newestEvents, else one list per credential", async () => {
+    setup();
+    const first = await orch.create({ ...app, apis: apis("a-1") });
+    const second = await orch.create({ ...app, appName: "Till", appSlug: "till", apis: apis("b-1") });
+    const apiKeyId = (first.response as { apiKeyId: string }).apiKeyId;
+    await orch.update({
+      credentialType: "API_KEY",
+      apiKeyId,
+      ...app,
+      apis: [{ id: "a-2", action: "ADDED", usagePlans: [{ id: "gold", action: "ADDED" }] }],
+    });
+    const owners: EventOwner[] = (await store.list()).map((r) => ({ credentialId: r.id, appKey: r.appKey }));
+    expect(owners.map((o) => o.credentialId).sort()).toEqual([first.credentialId, second.credentialId].sort());
+    owners.push({ credentialId: "no-such-credential", appKey: owners[0]!.appKey });
+    const typesOf = (found: Map<string, StoredEvent>) =>
+      Object.fromEntries([...found].map(([id, e]) => [id, e.event.type]));
+    const expected = { [first.credentialId!]: "credential.updated", [second.credentialId!]: "credential.created" };
+
+    // The memory store has no newestEvents: a list per credential.
+    const lists: EventFilter[] = [];
+    const outbox = store.outbox;
+    const listing = { ...outbox, list: (f?: EventFilter) => (lists.push(f ?? {}), outbox.list(f)) } as EventOutbox;
+    expect(typesOf(await newestEventsOf(listing, owners))).toEqual(expected);
+    expect(lists).toEqual(owners.map((o) => ({ app: o.appKey, credentialId: o.credentialId, limit: 1 })));
+
+    // A store's newestEvents answers for all of them in one call, and list is not read.
+    const batches: EventOwner[][] = [];
+    const batched: EventOutbox = {
+      ...listing,
+      newestEvents: async (credentials) => {
+        batches.push([...credentials]);
+        return newestEventsOf(outbox, credentials);
+      },
+    };
+    lists.length = 0;
+    expect(typesOf(await newestEventsOf(batched, owners))).toEqual(expected);
+    expect(batches).toEqual([owners]);
+    expect(lists).toEqual([]);
   });
 
   it("a failed create is abandoned, then cleaned up: two events, and no created event", async () => {

@@ -18,6 +18,8 @@ import {
   expiryState,
   findCredentialPage,
   findCredentials,
+  newestEventsOf,
+  type StoredEvent,
 } from "@credhook/core";
 
 /** One credential as `inspect` and `list` show it: never a secret, the key only as its fingerprint. */
@@ -135,8 +137,8 @@ export function credentialView(
 }
 
 /**
- * The views of `records` at `nowMs`, each with its newest event — one indexed read per record (the app's events from
- * the outbox's app indexes, `EventFilter.credentialId`, `limit: 1`) —, only those in the expiry state `query.state`
+ * The views of `records` at `nowMs`, each with its newest event — read for all of them at once
+ * (`newestEventsOf`: one store read, from the outbox's subject index) —, only those in the expiry state `query.state`
  * names when it names one.
  */
 async function viewsOf(
@@ -146,15 +148,16 @@ async function viewsOf(
   nowMs: number,
   policies: ExpiryPolicies | undefined,
 ): Promise<CredentialView[]> {
-  const views: CredentialView[] = [];
-  for (const rec of records) {
-    const last = store.outbox
-      ? (await store.outbox.list({ app: rec.appKey, credentialId: rec.id, limit: 1 })).at(-1)
-      : undefined;
-    views.push(
-      credentialView(rec, nowMs, last ? { type: last.event.type, time: last.event.time } : undefined, policies),
-    );
-  }
+  const newest = store.outbox
+    ? await newestEventsOf(
+        store.outbox,
+        records.map((rec) => ({ credentialId: rec.id, appKey: rec.appKey })),
+      )
+    : new Map<string, StoredEvent>();
+  const views = records.map((rec) => {
+    const last = newest.get(rec.id);
+    return credentialView(rec, nowMs, last ? { type: last.event.type, time: last.event.time } : undefined, policies);
+  });
   const expiryFilter = (EXPIRY_STATES as readonly string[]).includes(query.state ?? "") ? query.state : undefined;
   return expiryFilter ? views.filter((v) => v.expiry?.state === expiryFilter) : views;
 }

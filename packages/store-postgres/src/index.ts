@@ -64,6 +64,7 @@ import {
   COUNT_UNFINISHED_SQL,
   COUNTS_SQL,
   eventsListQuery,
+  NEWEST_EVENTS_SQL,
   LIST_ABANDONED_SQL,
   LIST_UNFINISHED_SQL,
   LIST_UNSETTLED_SQL,
@@ -611,6 +612,13 @@ export class PostgresCredentialStore implements CredentialStore {
         const { text, values } = eventsListQuery(filter);
         const { rows } = await q<EventRowRead>(text, values);
         return rows.reverse().map(storedEventOf);
+      },
+      async newestEvents(credentials) {
+        const { rows } = await q<EventRowRead & { credential_id: string }>(NEWEST_EVENTS_SQL, [
+          credentials.map((c) => c.appKey),
+          credentials.map((c) => c.credentialId),
+        ]);
+        return new Map(rows.map((row) => [row.credential_id, storedEventOf(row)]));
       },
       async counts() {
         const { rows } = await q<Record<string, number>>(COUNTS_SQL);

@@ -10,6 +10,7 @@
 import { sql, type Kysely } from "kysely";
 import {
   CREDENTIAL_STATUSES,
+  EVENT_READ_COLUMNS,
   EVENT_STATUSES,
   EVENTS_APP_INDEXES_SQL,
   STORE_COUNT_COLUMNS,
@@ -206,9 +207,6 @@ export function unsettledPageQuery(after: PagePosition | undefined, dueAt: strin
   };
 }
 
-/** The columns of a read `events` row (`EventRowRead`). */
-export const EVENT_COLUMNS = "seq, event, status, attempts, next_attempt_at, sinks_done, last_error, settled_at";
-
 /**
  * The claim: each app's oldest pending event from the partial index `events_pending (subject, seq) WHERE status =
  * 'pending'` (one group per app, as many entries as there are pending events: never a delivered one), of those the
@@ -220,7 +218,7 @@ export const CLAIM_SQL = `UPDATE events SET holder = $1, lease_until = $3 WHERE 
     WHERE e.seq IN (SELECT min(seq) FROM events WHERE status = 'pending' GROUP BY subject)
       AND e.status = 'pending' AND e.next_attempt_at <= $2 AND (e.lease_until IS NULL OR e.lease_until <= $2)
     ORDER BY e.seq LIMIT $4 FOR UPDATE OF e SKIP LOCKED)
-  RETURNING ${EVENT_COLUMNS}`;
+  RETURNING ${EVENT_READ_COLUMNS}`;
 
 /**
  * `settleAll`: a batch of attempts' ends in one statement (the rows of `unnest` over one array per column, matched by
@@ -256,11 +254,21 @@ export function eventsListQuery(filter: EventFilter): Query {
     ...(filter.credentialId !== undefined ? [`event->'data'->>'credentialId' = ${$(filter.credentialId)}`] : []),
   ];
   return {
-    text: `SELECT ${EVENT_COLUMNS} FROM events${where.length > 0 ? ` WHERE ${where.join(" AND ")}` : ""}
+    text: `SELECT ${EVENT_READ_COLUMNS} FROM events${where.length > 0 ? ` WHERE ${where.join(" AND ")}` : ""}
       ORDER BY seq DESC LIMIT ${$(filter.limit ?? 1000)}`,
     values,
   };
 }
+
+/**
+ * `EventOutbox.newestEvents`: each credential's newest event in one statement — per pair of the two arrays (`$1` the
+ * app keys, the events' subject; `$2` the credential ids), the subject's events newest first from `events_subject`
+ * (a backward range of the index), the first whose `data.credentialId` is the credential's. Rows: the event's columns
+ * and `credential_id`; a credential without events has no row.
+ */
+export const NEWEST_EVENTS_SQL = `SELECT t.credential_id, e.* FROM unnest($1::text[], $2::text[]) AS t(subject, credential_id)
+  CROSS JOIN LATERAL (SELECT ${EVENT_READ_COLUMNS} FROM events WHERE subject = t.subject
+    AND event->'data'->>'credentialId' = t.credential_id ORDER BY seq DESC LIMIT 1) AS e`;
 
 /** `requeueDead`: the dead events (of the app `app` names, when given), from the partial index `events_dead` or the app indexes. */
 export function requeueDeadQuery(now: string, app: string | undefined): Query {

@@ -254,6 +254,17 @@ describe("PostgreSQL hot reads", () => {
           queries.eventsListQuery({ app: "app-7", credentialId: "id-7", limit: 1 }),
           ["events_subject", "events_app_slug", "events_app_name"],
         ],
+        [
+          "a page's newest events, one per credential (newestEvents: list, inspect)",
+          {
+            text: queries.NEWEST_EVENTS_SQL,
+            values: [
+              ["slug:d/app-7", "slug:d/app-8"],
+              ["id-7", "id-8"],
+            ],
+          },
+          ["events_subject"],
+        ],
         ["pending events", queries.eventsListQuery({ status: "pending" }), ["events_pending"]],
         ["dead events", queries.eventsListQuery({ status: "dead" }), ["events_dead"]],
         ["events since a time", queries.eventsListQuery({ since: "00019990" }), ["events_time"]],

@@ -29,6 +29,7 @@ import {
   COUNT_UNFINISHED_SQL,
   COUNTS_SQL,
   eventsListSql,
+  NEWEST_EVENT_SQL,
   LIST_ABANDONED_SQL,
   LIST_UNFINISHED_SQL,
   LIST_UNSETTLED_SQL,
@@ -58,6 +59,7 @@ import {
   type CredentialEvent,
   type EventOutbox,
   type EventRowRead,
+  type StoredEvent,
   eventCountsOf,
   examinedMaxOf,
   pageOfExamined,
@@ -680,6 +682,15 @@ export class SqliteCredentialStore implements CredentialStore {
         limit: filter.limit ?? 1000,
       }) as EventRowRead[];
       return rows.reverse().map(storedEventOf);
+    },
+    newestEvents: async (credentials) => {
+      const newest = new Map<string, StoredEvent>();
+      const read = this.stmt(NEWEST_EVENT_SQL);
+      for (const { credentialId, appKey } of credentials) {
+        const row = read.get(appKey, credentialId) as EventRowRead | undefined;
+        if (row) newest.set(credentialId, storedEventOf(row));
+      }
+      return newest;
     },
     counts: async () => {
       const row = this.stmt(COUNTS_SQL).get() as Record<string, number>;

@@ -6,6 +6,7 @@
  */
 import {
   CREDENTIAL_STATUSES,
+  EVENT_READ_COLUMNS,
   EVENT_STATUSES,
   EVENTS_APP_INDEXES_SQL,
   STORE_COUNT_COLUMNS,
@@ -134,7 +135,7 @@ export const CLAIM_SQL = `UPDATE events SET holder = ?, lease_until = ? WHERE se
       JOIN events e ON e.seq = head.seq
     WHERE e.next_attempt_at <= ? AND (e.lease_until IS NULL OR e.lease_until <= ?)
     ORDER BY e.seq LIMIT ?)
-  RETURNING seq, event, status, attempts, next_attempt_at, sinks_done, last_error, settled_at`;
+  RETURNING ${EVENT_READ_COLUMNS}`;
 
 /**
  * `claimServer`'s release of the event claims a server before this one held: only a pending event is ever claimed
@@ -176,9 +177,17 @@ export function eventsListSql(filter: EventFilter): string {
     // A credential's events, of those its app's indexes read (`credhook list` and `inspect`: its newest event).
     ...(filter.credentialId !== undefined ? ["json_extract(event, '$.data.credentialId') = @credentialId"] : []),
   ];
-  return `SELECT seq, event, status, attempts, next_attempt_at, sinks_done, last_error, settled_at FROM events
+  return `SELECT ${EVENT_READ_COLUMNS} FROM events
     ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY seq DESC LIMIT @limit`;
 }
+
+/**
+ * `EventOutbox.newestEvents`, run once per credential within one call: the subject's events newest first from
+ * `events_subject` (a backward range of the index), the first whose `data.credentialId` is the credential's.
+ * Parameters: the app key (the events' subject), the credential id.
+ */
+export const NEWEST_EVENT_SQL = `SELECT ${EVENT_READ_COLUMNS}
+  FROM events WHERE subject = ? AND json_extract(event, '$.data.credentialId') = ? ORDER BY seq DESC LIMIT 1`;
 
 /** `requeueDead`: the dead events (of the app `@app` names, when `hasApp`), from the partial index `events_dead`. */
 export function requeueDeadSql(hasApp: boolean): string {

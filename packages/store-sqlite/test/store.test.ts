@@ -330,6 +330,11 @@ describe("SqliteCredentialStore", () => {
         ],
       ],
       [
+        "each credential's newest event (newestEvents: list, inspect)",
+        queries.NEWEST_EVENT_SQL,
+        [/^SEARCH events USING INDEX events_subject \(subject=\?\)$/],
+      ],
+      [
         "events by app since a time",
         queries.eventsListSql({ app: "a", since: "t" }),
         [/events_subject/, /events_app_slug/, /events_app_name/],

@@ -54,6 +54,7 @@ export type {
   CredentialEvent,
   EventFilter,
   EventOutbox,
+  EventOwner,
   EventRowRead,
   EventSettlement,
   EventSettlementOf,
@@ -62,6 +63,7 @@ export type {
 } from "../events.js";
 export {
   EVENT_INSERT_COLUMNS,
+  EVENT_READ_COLUMNS,
   EVENTS_APP_INDEXES_SQL,
   EVENTS_PARTIAL_INDEXES_SQL,
   EVENT_STATUSES,

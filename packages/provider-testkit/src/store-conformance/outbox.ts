@@ -72,7 +72,10 @@ async function listsEventsByFingerprint(s: StoreSuite, store: CredentialStore, o
   expectEqual(ids(await outbox.list({ fingerprint: `sha256:${"23".repeat(16)}` })), [], "an unknown key's");
 }
 
-/** Lists a credential's newest event from its app's events (`EventFilter.credentialId` with `app` and `limit: 1`). */
+/**
+ * Lists a credential's newest event from its app's events (`EventFilter.credentialId` with `app` and `limit: 1`), and
+ * with `newestEvents` (optional: skipped by a store without it) those of several credentials at once.
+ */
 async function listsNewestEventOfCredential(s: StoreSuite, store: CredentialStore, outbox: EventOutbox): Promise<void> {
   const { app, rec } = s;
   const appKey = `${app}-newest`;
@@ -88,6 +91,28 @@ async function listsNewestEventOfCredential(s: StoreSuite, store: CredentialStor
   expectEqual(ids(await newest(key.id)), [updated.id], "the key's newest event, though its app's is the client's");
   expectEqual(ids(await newest(client.id)), [clientUpdated.id], "the client's newest event");
   expectEqual(ids(await newest(randomUUID())), [], "an unknown credential's");
+  // `newestEvents` (optional: skipped by a store without it): the same answers for a page of credentials at once.
+  if (!outbox.newestEvents) return;
+  const other = rec({ appKey: `${app}-newest-other` });
+  const otherCreated = ev("credential.created", other, later(3));
+  await store.insert(other, [otherCreated]);
+  const unknown = randomUUID();
+  const page = await outbox.newestEvents([
+    { credentialId: key.id, appKey },
+    { credentialId: other.id, appKey: other.appKey },
+    { credentialId: unknown, appKey },
+    { credentialId: client.id, appKey },
+  ]);
+  expectEqual(
+    [...page.entries()].map(([id, e]) => [id, e.event.id]).sort(),
+    [
+      [key.id, updated.id],
+      [client.id, clientUpdated.id],
+      [other.id, otherCreated.id],
+    ].sort(),
+    "each credential's newest event, by its id; none for an unknown credential",
+  );
+  expectEqual((await outbox.newestEvents([])).size, 0, "an empty page");
 }
 
 /** Claims each app's oldest pending event, once, until it is settled. */
