@@ -220,7 +220,7 @@ export interface EventsConfig {
   /**
    * Most events one delivery pass claims (each of another app: an app's events go one at a time, in order) and sends
    * at once — up to this many POSTs in flight to a sink; passes follow one another while each claims a full batch.
-   * 1 to 1000. @default 200
+   * With no sink, the most a pass settles as delivered in one store write. 1 to 1000. @default 200
    */
   batchSize: number;
   /**

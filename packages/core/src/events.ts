@@ -271,6 +271,12 @@ export interface EventFilter {
   limit?: number;
 }
 
+/**
+ * How many old events `credhook serve` deletes per {@link EventOutbox.prune} call: a statement of about 10 ms on SQLite
+ * (secure_delete zeroes each freed page), then a turn of the event loop, then the next batch.
+ */
+export const PRUNE_BATCH_SIZE = 500;
+
 /** A credential as {@link EventOutbox.newestEvents} looks for its events: its id and its app key (their subject). */
 export interface EventOwner {
   credentialId: string;
@@ -324,16 +330,24 @@ export interface EventOutbox {
   counts(): Promise<Record<EventStatus, number>>;
   /**
    * Deletes delivered and dead events older than `before` (ISO 8601): `events.retentionDays`. Pending ones are kept whatever their age.
+   * @param limit at most this many in this call (absent: all of them): `credhook serve` prunes in batches of
+   *   {@link PRUNE_BATCH_SIZE} and calls again while a batch comes back full, so that one statement stays short on a
+   *   store whose driver is synchronous (SQLite), whatever the backlog. (A store written before `limit` existed deletes
+   *   all of them at once; the loop then ends after one more call.)
    * @returns how many were deleted
    */
-  prune(before: string): Promise<number>;
+  prune(before: string, limit?: number): Promise<number>;
   /**
-   * Settles, in one write, every pending event that no live claim holds as delivered at `now` (ISO
-   * 8601), its attempts unchanged: what `credhook serve` does with no sink configured, where events are
-   * kept for `credhook audit` only — one statement a pass instead of a claim and a settle per event.
+   * Settles every pending event that no live claim holds as delivered at `now` (ISO 8601), its attempts unchanged,
+   * in one write: what `credhook serve` does with no sink configured, where events are kept for `credhook audit`
+   * only — one statement a pass instead of a claim and a settle per event.
+   * @param limit at most this many in this call (absent: all of them), which ones first unspecified: the delivery
+   *   loop passes `events.batchSize` and follows a full batch with another pass (a backlog of 22,000 events, as one
+   *   `credhook expire` at a million credentials leaves, held SQLite's statement for about 200 ms at once). (A store
+   *   written before `limit` existed settles all of them at once; the loop then ends after one more pass.)
    * @returns how many were settled
    */
-  settleUnsent(now: string): Promise<number>;
+  settleUnsent(now: string, limit?: number): Promise<number>;
   /**
    * Makes dead events (of the app `app` names — its app key, slug or name — when given) pending again, due at
    * `now` (ISO 8601), with their attempts reset and the sinks that accepted them kept (they are not sent again):

@@ -146,6 +146,7 @@ export {
   credentialEvent,
   driftEvent,
   newestEventsOf,
+  PRUNE_BATCH_SIZE,
   secretFingerprint,
 } from "./events.js";
 /** The API key format credhook generates (prefix, base62 body, CRC32 checksum), for scanners and leak response (docs/leak-response.md). */

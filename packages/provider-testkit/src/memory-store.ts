@@ -123,22 +123,18 @@ export class MemoryOutbox implements EventOutbox {
   }
 
   /** {@inheritDoc EventOutbox.prune} */
-  async prune(before: string): Promise<number> {
-    let n = 0;
-    for (let i = this.events.length - 1; i >= 0; i--) {
-      const e = this.events[i]!;
-      if (e.status !== "pending" && e.event.time < before) {
-        this.events.splice(i, 1);
-        n += 1;
-      }
-    }
-    return n;
+  async prune(before: string, limit = Number.POSITIVE_INFINITY): Promise<number> {
+    const old = this.events.filter((e) => e.status !== "pending" && e.event.time < before);
+    const gone = new Set(old.sort((a, b) => a.event.time.localeCompare(b.event.time)).slice(0, limit));
+    for (let i = this.events.length - 1; i >= 0; i--) if (gone.has(this.events[i]!)) this.events.splice(i, 1);
+    return gone.size;
   }
 
   /** {@inheritDoc EventOutbox.settleUnsent} */
-  async settleUnsent(now: string): Promise<number> {
+  async settleUnsent(now: string, limit = Number.POSITIVE_INFINITY): Promise<number> {
     let n = 0;
     for (const e of this.events) {
+      if (n >= limit) break;
       if (e.status !== "pending" || (e.leaseUntil !== undefined && e.leaseUntil > now)) continue;
       e.status = "delivered";
       e.settledAt = now;

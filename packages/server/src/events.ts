@@ -15,13 +15,14 @@ import { hostname } from "node:os";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { CloudEvent, HTTP } from "cloudevents";
 import { Webhook } from "standardwebhooks";
-import type {
-  CredentialEvent,
-  EventSettlementOf,
-  EventSinkConfig,
-  EventsConfig,
-  Logger,
-  StoredEvent,
+import {
+  type CredentialEvent,
+  type EventSettlementOf,
+  type EventSinkConfig,
+  type EventsConfig,
+  type Logger,
+  PRUNE_BATCH_SIZE,
+  type StoredEvent,
 } from "@credhook/core";
 import { isStoreFailure } from "@credhook/core/errors";
 import type { EventOutbox } from "@credhook/core/store";
@@ -125,15 +126,16 @@ export class EventDeliverer {
    * One pass: claims up to `events.batchSize` due events (each of another app: an app's next event is claimed only
    * once the one before it is settled, so concurrency never reorders an app's events), sends them all at once, each
    * to the sinks that have not accepted it yet, one sink after the other, then settles the batch in one store write
-   * (`EventOutbox.settleAll`; one `settle` per event on a store without it). With no sink configured, settles every
-   * pending event as delivered in one write (`EventOutbox.settleUnsent`).
+   * (`EventOutbox.settleAll`; one `settle` per event on a store without it). With no sink configured, settles up to
+   * `events.batchSize` pending events as delivered in one write (`EventOutbox.settleUnsent`; {@link drain} follows a
+   * full batch with another pass).
    * @throws the store's failure (StoreUnavailable) when it cannot claim; a settle that fails is logged, and its events are claimed again once their leases run out
    */
   async pass(): Promise<DeliveryPass> {
     const now = this.now();
     if (this.config.sinks.length === 0) {
-      // No sink: the events are kept for `credhook audit` only, and settled all at once (one write a pass).
-      const settled = await this.outbox.settleUnsent(new Date(now).toISOString());
+      // No sink: the events are kept for `credhook audit` only, and settled a batch at a time (one write a pass).
+      const settled = await this.outbox.settleUnsent(new Date(now).toISOString(), this.config.batchSize);
       return { claimed: settled, delivered: settled, retried: 0, dead: 0 };
     }
     const claimed = await this.outbox.claim(
@@ -296,12 +298,21 @@ export class EventDeliverer {
   }
 
   /**
-   * Deletes delivered and dead events older than `events.retentionDays` (0: keeps them).
+   * Deletes delivered and dead events older than `events.retentionDays` (0: keeps them), {@link PRUNE_BATCH_SIZE} per
+   * store write with a turn of the event loop between two, until a batch comes back short or `stopped()` says so.
    * @returns how many were deleted
    */
-  prune(): Promise<number> {
-    if (this.config.retentionDays <= 0) return Promise.resolve(0);
-    return this.outbox.prune(new Date(this.now() - this.config.retentionDays * 86_400_000).toISOString());
+  async prune(stopped: () => boolean = () => false): Promise<number> {
+    if (this.config.retentionDays <= 0) return 0;
+    const before = new Date(this.now() - this.config.retentionDays * 86_400_000).toISOString();
+    let pruned = 0;
+    while (!stopped()) {
+      const n = await this.outbox.prune(before, PRUNE_BATCH_SIZE);
+      pruned += n;
+      if (n < PRUNE_BATCH_SIZE) break;
+      await yieldToEventLoop();
+    }
+    return pruned;
   }
 }
 
@@ -329,7 +340,7 @@ export function startEventDelivery(
     try {
       if (now() - lastPrune >= PRUNE_INTERVAL_MS) {
         lastPrune = now();
-        const pruned = await deliverer.prune();
+        const pruned = await deliverer.prune(() => stopped);
         if (pruned > 0) options.logger.info({ pruned }, "events older than events.retentionDays pruned");
       }
       await deliverer.drain(() => stopped);

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { HTTP } from "cloudevents";
 import { Webhook } from "standardwebhooks";
 import { MemoryOutbox } from "@credhook/provider-testkit";
-import { credentialEvent, silentLogger, type EventsConfig } from "@credhook/core";
+import { credentialEvent, PRUNE_BATCH_SIZE, silentLogger, type EventsConfig } from "@credhook/core";
 import type { CredentialRecord } from "@credhook/core/store";
 import { EventDeliverer, retryDelayMs, signedRequest } from "../src/events.js";
 import { formatAuditLines, parseSince } from "../src/operations-cli.js";
@@ -206,25 +206,48 @@ describe("event delivery", () => {
     expect(s.received).toHaveLength(0);
   });
 
-  it("with no sink, settles every pending event in one write, for audit only, and claims none", async () => {
+  it("with no sink, settles pending events a batch per write, for audit only, and claims none; drain settles the backlog", async () => {
     const outbox = new MemoryOutbox();
-    const apps = ["a", "b", "c"].map((x) => record(x));
+    const apps = ["a", "b", "c", "d", "e"].map((x) => record(x));
     outbox.add(apps.map((r) => credentialEvent("credential.created", r, new Date(T0).toISOString())));
     let claims = 0;
     const claim = outbox.claim.bind(outbox);
     outbox.claim = (...args) => ((claims += 1), claim(...args));
+    const limits: Array<number | undefined> = [];
+    const settleUnsent = outbox.settleUnsent.bind(outbox);
+    outbox.settleUnsent = (now, limit) => (limits.push(limit), settleUnsent(now, limit));
     const deliverer = new EventDeliverer(
       outbox,
-      { ...config("http://unused"), sinks: [] },
+      { ...config("http://unused"), sinks: [], batchSize: 2 },
       {
         logger: silentLogger,
         now: () => T0,
       },
     );
-    expect(await deliverer.pass()).toMatchObject({ delivered: 3, retried: 0, dead: 0 });
+    expect(await deliverer.pass()).toMatchObject({ delivered: 2, retried: 0, dead: 0 });
+    expect(await outbox.counts()).toMatchObject({ pending: 3, delivered: 2 });
+    expect(await deliverer.drain()).toMatchObject({ delivered: 3 });
+    expect(limits).toEqual([2, 2, 2]); // one write of at most events.batchSize a pass; the short one ends the drain
     expect(claims).toBe(0);
-    expect((await outbox.list({ status: "delivered" })).map((e) => e.attempts)).toEqual([0, 0, 0]);
-    expect(await outbox.counts()).toMatchObject({ pending: 0, delivered: 3 });
+    expect((await outbox.list({ status: "delivered" })).map((e) => e.attempts)).toEqual([0, 0, 0, 0, 0]);
+    expect(await outbox.counts()).toMatchObject({ pending: 0, delivered: 5 });
+  });
+
+  it("prunes events older than retentionDays a batch of PRUNE_BATCH_SIZE per write until a short one; stops when told", async () => {
+    const outbox = new MemoryOutbox();
+    const old = new Date(T0 - 91 * 86_400_000).toISOString();
+    const count = 2 * PRUNE_BATCH_SIZE + 7;
+    outbox.add(Array.from({ length: count }, (_, i) => credentialEvent("credential.created", record(`o${i}`), old)));
+    outbox.add([credentialEvent("credential.created", record("new"), new Date(T0).toISOString())]);
+    await new EventDeliverer(outbox, { ...config("http://unused"), sinks: [] }, { logger: silentLogger }).drain();
+    const limits: Array<number | undefined> = [];
+    const prune = outbox.prune.bind(outbox);
+    outbox.prune = (before, limit) => (limits.push(limit), prune(before, limit));
+    const deliverer = new EventDeliverer(outbox, config("http://unused"), { logger: silentLogger, now: () => T0 });
+    expect(await deliverer.prune(() => limits.length >= 1)).toBe(PRUNE_BATCH_SIZE); // told to stop after the first
+    expect(await deliverer.prune()).toBe(PRUNE_BATCH_SIZE + 7);
+    expect(limits).toEqual([PRUNE_BATCH_SIZE, PRUNE_BATCH_SIZE, PRUNE_BATCH_SIZE]);
+    expect((await outbox.list()).map((e) => e.event.subject)).toEqual([record("new").appKey]); // the new one kept
   });
 
   it("backs off exponentially up to the cap; signs with the secret with or without its whsec_ prefix", () => {

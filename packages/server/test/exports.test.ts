@@ -29,6 +29,7 @@ const EXPORTED_NAMES: Record<string, string[]> = {
     "EXPIRY_STATES",
     "MASKED_OPTION",
     "Orchestrator",
+    "PRUNE_BATCH_SIZE",
     "addPrecompiledValidators",
     "apiKeyScanPattern",
     "closestName",

@@ -65,6 +65,8 @@ import {
   COUNTS_SQL,
   eventsListQuery,
   NEWEST_EVENTS_SQL,
+  PRUNE_SQL,
+  SETTLE_UNSENT_SQL,
   LIST_ABANDONED_SQL,
   LIST_UNFINISHED_SQL,
   LIST_UNSETTLED_SQL,
@@ -624,19 +626,11 @@ export class PostgresCredentialStore implements CredentialStore {
         const { rows } = await q<Record<string, number>>(COUNTS_SQL);
         return eventCountsOf(rows[0]!);
       },
-      async prune(before) {
-        return (await q("DELETE FROM events WHERE status <> 'pending' AND time < $1", [before])).rowCount ?? 0;
+      async prune(before, limit) {
+        return (await q(PRUNE_SQL, [before, limit ?? null])).rowCount ?? 0;
       },
-      async settleUnsent(now) {
-        return (
-          (
-            await q(
-              `UPDATE events SET status = 'delivered', settled_at = $1, holder = NULL, lease_until = NULL
-               WHERE status = 'pending' AND (lease_until IS NULL OR lease_until <= $1)`,
-              [now],
-            )
-          ).rowCount ?? 0
-        );
+      async settleUnsent(now, limit) {
+        return (await q(SETTLE_UNSENT_SQL, [now, limit ?? null])).rowCount ?? 0;
       },
       async requeueDead(now, app) {
         const { text, values } = requeueDeadQuery(now, app);

@@ -270,6 +270,23 @@ export const NEWEST_EVENTS_SQL = `SELECT t.credential_id, e.* FROM unnest($1::te
   CROSS JOIN LATERAL (SELECT ${EVENT_READ_COLUMNS} FROM events WHERE subject = t.subject
     AND event->'data'->>'credentialId' = t.credential_id ORDER BY seq DESC LIMIT 1) AS e`;
 
+/**
+ * `settleUnsent`: at most `$2` (NULL: all) pending events that no live claim holds, settled as delivered at `$1`:
+ * the batch read from the partial index `events_pending` and locked with `SKIP LOCKED` (another instance settling
+ * at the same time takes other rows instead of waiting for these), so that one statement stays short whatever the
+ * backlog.
+ */
+export const SETTLE_UNSENT_SQL = `UPDATE events SET status = 'delivered', settled_at = $1, holder = NULL, lease_until = NULL
+  WHERE seq = ANY(ARRAY(SELECT seq FROM events WHERE status = 'pending' AND (lease_until IS NULL OR lease_until <= $1)
+    LIMIT $2 FOR UPDATE SKIP LOCKED))`;
+
+/**
+ * `prune`: at most `$2` (NULL: all) delivered or dead events older than `$1`, oldest first from `events_time`, then
+ * each by its primary key (`seq = ANY(ARRAY(…))`: with `IN (…)` the planner joined the batch to a scan of the table).
+ */
+export const PRUNE_SQL = `DELETE FROM events WHERE seq = ANY(ARRAY(
+  SELECT seq FROM events WHERE time < $1 AND status <> 'pending' ORDER BY time LIMIT $2 FOR UPDATE SKIP LOCKED))`;
+
 /** `requeueDead`: the dead events (of the app `app` names, when given), from the partial index `events_dead` or the app indexes. */
 export function requeueDeadQuery(now: string, app: string | undefined): Query {
   const { values, $ } = params();

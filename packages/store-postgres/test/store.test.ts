@@ -269,6 +269,8 @@ describe("PostgreSQL hot reads", () => {
         ["dead events", queries.eventsListQuery({ status: "dead" }), ["events_dead"]],
         ["events since a time", queries.eventsListQuery({ since: "00019990" }), ["events_time"]],
         ["requeueDead", queries.requeueDeadQuery("t", undefined), ["events_dead"]],
+        ["settleUnsent, a batch", { text: queries.SETTLE_UNSENT_SQL, values: ["00020001", 200] }, ["events_pending"]],
+        ["prune, a batch", { text: queries.PRUNE_SQL, values: ["00000500", 500] }, ["events_time"]],
         ["requeueDead of an app", queries.requeueDeadQuery("t", "app-7"), ["events_dead"]],
         ["counts", { text: queries.COUNTS_SQL, values: [] }, ["credentials_unsettled"]],
         [

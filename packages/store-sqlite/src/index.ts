@@ -30,6 +30,8 @@ import {
   COUNTS_SQL,
   eventsListSql,
   NEWEST_EVENT_SQL,
+  PRUNE_SQL,
+  SETTLE_UNSENT_SQL,
   LIST_ABANDONED_SQL,
   LIST_UNFINISHED_SQL,
   LIST_UNSETTLED_SQL,
@@ -696,24 +698,16 @@ export class SqliteCredentialStore implements CredentialStore {
       const row = this.stmt(COUNTS_SQL).get() as Record<string, number>;
       return eventCountsOf(row);
     },
-    prune: async (before) =>
-      (await this.write(() => this.stmt("DELETE FROM events WHERE status <> 'pending' AND time < ?").run(before)))
-        .changes,
+    prune: async (before, limit) =>
+      (await this.write(() => this.stmt(PRUNE_SQL).run({ before, limit: limit ?? -1 }))).changes,
     requeueDead: async (now, app) =>
       (
         await this.write(() =>
           this.stmt(requeueDeadSql(app !== undefined)).run({ now, ...(app !== undefined ? { app } : {}) }),
         )
       ).changes,
-    settleUnsent: async (now) =>
-      (
-        await this.write(() =>
-          this.stmt(
-            `UPDATE events SET status = 'delivered', settled_at = ?, holder = NULL, lease_until = NULL
-             WHERE status = 'pending' AND (lease_until IS NULL OR lease_until <= ?)`,
-          ).run(now, now),
-        )
-      ).changes,
+    settleUnsent: async (now, limit) =>
+      (await this.write(() => this.stmt(SETTLE_UNSENT_SQL).run({ now, limit: limit ?? -1 }))).changes,
   });
 
   async listUnfinished(before: string): Promise<CredentialRecord[]> {

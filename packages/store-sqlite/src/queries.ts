@@ -189,6 +189,21 @@ export function eventsListSql(filter: EventFilter): string {
 export const NEWEST_EVENT_SQL = `SELECT ${EVENT_READ_COLUMNS}
   FROM events WHERE subject = ? AND json_extract(event, '$.data.credentialId') = ? ORDER BY seq DESC LIMIT 1`;
 
+/**
+ * `settleUnsent`: at most `@limit` (-1: all) pending events that no live claim holds, settled as delivered at `@now`:
+ * the batch read from the partial index `events_pending`, in its order (which first does not matter: the delivery
+ * loop follows a full batch with another), so that one statement stays short whatever the backlog.
+ */
+export const SETTLE_UNSENT_SQL = `UPDATE events SET status = 'delivered', settled_at = @now, holder = NULL, lease_until = NULL
+  WHERE seq IN (SELECT seq FROM events WHERE status = 'pending' AND (lease_until IS NULL OR lease_until <= @now) LIMIT @limit)`;
+
+/**
+ * `prune`: at most `@limit` (-1: all) delivered or dead events older than `@before`, oldest first from `events_time`
+ * (`credhook serve` deletes them in batches, a turn of the event loop between two).
+ */
+export const PRUNE_SQL = `DELETE FROM events WHERE seq IN (
+  SELECT seq FROM events WHERE time < @before AND status <> 'pending' ORDER BY time LIMIT @limit)`;
+
 /** `requeueDead`: the dead events (of the app `@app` names, when `hasApp`), from the partial index `events_dead`. */
 export function requeueDeadSql(hasApp: boolean): string {
   return `UPDATE events SET status = 'pending', attempts = 0, next_attempt_at = @now, settled_at = NULL, holder = NULL, lease_until = NULL

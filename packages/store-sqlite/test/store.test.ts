@@ -347,6 +347,8 @@ describe("SqliteCredentialStore", () => {
         [/USING COVERING INDEX events_time \(time>\?\)/, /INTEGER PRIMARY KEY \(rowid>\?\)/],
       ],
       ["requeueDead", queries.requeueDeadSql(false), [/USING COVERING INDEX events_dead$/]],
+      ["settleUnsent, a batch", queries.SETTLE_UNSENT_SQL, [/^SCAN events USING INDEX events_pending$/]],
+      ["prune, a batch", queries.PRUNE_SQL, [/^SEARCH events USING INDEX events_time \(time<\?\)$/]],
       ["claimServer's release of the claims", queries.RELEASE_CLAIMS_SQL, [/USING INDEX events_pending$/]],
       ["requeueDead of an app", queries.requeueDeadSql(true), [/events_subject/, /events_app_slug/, /events_app_name/]],
       [

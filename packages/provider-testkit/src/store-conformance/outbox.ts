@@ -20,6 +20,10 @@ export const outboxTests: OutboxCase[] = [
   { name: "a dead event no longer holds back its app; pruning keeps pending events", check: deadEventReleasesItsApp },
   { name: "with no sink, one write settles every pending event no live claim holds", check: settlesUnsentAtOnce },
   {
+    name: "settles unsent and prunes old events a batch at a time: at most `limit` a call, prune oldest first",
+    check: settlesAndPrunesInBatches,
+  },
+  {
     name: "a dead event made pending again is due at once, its accepting sinks kept; only the app's named",
     check: requeuesDeadEvents,
   },
@@ -241,6 +245,26 @@ async function settlesUnsentAtOnce(s: StoreSuite, store: CredentialStore, outbox
   expectEqual(ids(await outbox.list({ status: "pending" })), [a1.id], "the claimed one left to its holder");
   expectEqual(await outbox.settleUnsent(later(200)), 1, "once its lease ran out");
   expectEqual((await outbox.counts()).pending ?? 0, 0, "nothing pending");
+}
+
+/** `settleUnsent` and `prune` with a `limit`: at most that many a call, the rest by the calls that follow; prune oldest first. */
+async function settlesAndPrunesInBatches(s: StoreSuite, store: CredentialStore, outbox: EventOutbox): Promise<void> {
+  const { app, rec } = s;
+  const created: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    const r = rec({ appKey: `${app}-batch-${i}` });
+    const e = ev("credential.created", r, later(i));
+    await store.insert(r, [e]);
+    created.push(e.id);
+  }
+  const settled: number[] = [];
+  for (let i = 0; i < 4; i++) settled.push(await outbox.settleUnsent(later(10), 2));
+  expectEqual(settled, [2, 2, 1, 0], "settled two a call, then the last one, then none");
+  expectEqual((await outbox.counts()).pending ?? 0, 0, "nothing pending");
+  const pruned: number[] = [];
+  for (let i = 0; i < 3; i++) pruned.push(await outbox.prune(later(3), 2));
+  expectEqual(pruned, [2, 1, 0], "pruned the three older than the cut, two a call");
+  expectEqual(ids(await outbox.list()), created.slice(3), "the oldest went, the newer two are kept");
 }
 
 /** A dead event made pending again is due at once, its accepting sinks kept; only the app's named. */
