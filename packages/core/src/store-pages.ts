@@ -14,6 +14,7 @@ import { EVENT_STATUSES, type EventStatus } from "./events.js";
 import {
   type CredentialListQuery,
   type CredentialPage,
+  type CredentialStore,
   PAGE_LIMIT_DEFAULT,
   PAGE_LIMIT_MAX,
   PAGE_SCAN_ROWS,
@@ -190,6 +191,31 @@ export async function* walkPages(
   read: (after: string | undefined) => Promise<CredentialPage>,
 ): AsyncGenerator<CredentialRecord> {
   for await (const page of pagesOf(read)) yield* page.records;
+}
+
+/**
+ * The records of `ids` in `store`, by id: {@link CredentialStore.getMany} when the store has it (one store read: one
+ * statement on PostgreSQL), else a {@link CredentialStore.get} per id, one after the other. Each id is read once,
+ * however often it is given; none given, nothing is read. What `credhook reconcile` reads for each page of a
+ * gateway's listing: the records its resources' marks name.
+ * @param ids credential ids, in any order; duplicates allowed; at most a page's ({@link PAGE_LIMIT_MAX}) from core:
+ *   they are read in one call, and their records held together
+ * @returns each id's record, keyed by id; an id without a record is absent
+ * @throws what the store's read throws (`StoreUnavailable` when the database cannot serve)
+ */
+export async function recordsById(
+  store: CredentialStore,
+  ids: readonly string[],
+): Promise<Map<string, CredentialRecord>> {
+  const distinct = [...new Set(ids)];
+  if (distinct.length === 0) return new Map();
+  if (store.getMany) return store.getMany(distinct);
+  const found = new Map<string, CredentialRecord>();
+  for (const id of distinct) {
+    const rec = await store.get(id);
+    if (rec) found.set(id, rec);
+  }
+  return found;
 }
 
 /**

@@ -8,7 +8,7 @@ import { MemoryCredentialStore, ScriptedProvider } from "@credhook/provider-test
 import { createRouter, Orchestrator } from "../src/index.js";
 import { InvalidReference, PolicyViolation, Unroutable } from "../src/entry/errors.js";
 import { planCreate, planUpdate } from "../src/orchestration/plan.js";
-import type { CredentialRecord } from "../src/entry/store.js";
+import { type CredentialRecord, type CredentialStore, PAGE_LIMIT_MAX } from "../src/entry/store.js";
 import type { GatewayTopology } from "../src/orchestration/context.js";
 import type { ProviderCapabilities } from "../src/entry/provider.js";
 
@@ -146,7 +146,8 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
   let orch: Orchestrator;
   /** The orchestrator's clock: real time plus what a test moved it forward by, ms. */
   let skewMs = 0;
-  const setup = (settleMs = 0) => {
+  /** @param storeOf the store the orchestrator is given, over {@link store} (default: the memory store itself) */
+  const setup = (settleMs = 0, storeOf: (inner: MemoryCredentialStore) => CredentialStore = (inner) => inner) => {
     skewMs = 0;
     store = new MemoryCredentialStore();
     a = new ScriptedProvider({ gateway: "a" });
@@ -160,7 +161,7 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
     orch = new Orchestrator({
       gateways,
       router: createRouter([{ apis: ["a-*"], gateway: "a" }, { default: "b" }]),
-      store,
+      store: storeOf(store),
       abandonSettleMs: settleMs,
       compensationAttempts: 1,
       now: () => Date.now() + skewMs,
@@ -350,6 +351,87 @@ describe("Orchestrator on an in-memory store and scripted gateways", () => {
       undefined,
       undefined,
     ]);
+  });
+
+  it("reconcile reads each listing page's records in one getMany where the store has it, never a get per resource, and reports what a get per resource does", async () => {
+    // The memory store has no getMany; this wrapper adds one while `batching`, and logs every get and every batch.
+    let batching = false;
+    const gets: string[] = [];
+    const batches: string[][] = [];
+    setup(
+      0,
+      (inner) =>
+        new Proxy(inner, {
+          get: (target, prop) => {
+            if (prop === "get") return (id: string) => (gets.push(id), target.get(id));
+            if (prop === "getMany")
+              return batching
+                ? async (ids: readonly string[]) => {
+                    batches.push([...ids]);
+                    const found = new Map<string, CredentialRecord>();
+                    for (const id of ids) {
+                      const rec = await target.get(id);
+                      if (rec) found.set(id, rec);
+                    }
+                    return found;
+                  }
+                : undefined;
+            const value = Reflect.get(target, prop, target) as unknown;
+            return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+          },
+        }),
+    );
+    for (const appName of ["One", "Two", "Three", "Four", "Five"]) await orch.create({ ...req("a-1"), appName });
+    const owner = (await store.list()).find((r) => r.app.appName === "Two")!;
+    const app = { appName: "Two", developer: "d@example.com" };
+    // On b, where no record binds them: two marked with one unknown credential, one with a live credential bound on a only.
+    const ghosts = [
+      await b.create({ credentialId: "ghost", credentialType: "API_KEY", app, apis: [] }),
+      await b.create({ credentialId: "ghost", credentialType: "API_KEY", app, apis: [] }),
+    ];
+    const late = await b.create({ credentialId: owner.id, credentialType: "API_KEY", app, apis: [] });
+    // Each gateway lists in pages of two: a's five resources in three pages, b's three in two.
+    const pages: string[][] = [];
+    for (const p of [a, b]) {
+      const all = await p.listOwned();
+      for (let i = 0; i < all.length; i += 2) pages.push([...new Set(all.slice(i, i + 2).map((r) => r.credentialId!))]);
+      Object.assign(p, {
+        listOwnedPages: async function* () {
+          for (let i = 0; i < all.length; i += 2) yield all.slice(i, i + 2);
+        },
+      });
+    }
+    expect(pages.map((ids) => ids.length)).toEqual([2, 2, 1, 1, 1]); // b's first page: the ghost's two resources
+
+    gets.length = 0;
+    const byGet = await orch.reconcile({ dryRun: true, olderThanMs: 0 });
+    expect(byGet.orphans.map((o) => [o.gateway, o.nativeId])).toEqual(ghosts.map((g) => ["b", g.nativeId]));
+    expect(byGet.garbage.map((g) => [g.gateway, g.nativeId])).toEqual([["b", late.nativeId]]);
+    expect(gets).toEqual(pages.flat()); // without getMany: a get per credential a page names, one after the other
+    expect(batches).toEqual([]);
+
+    batching = true;
+    gets.length = 0;
+    const byBatch = await orch.reconcile({ dryRun: true, olderThanMs: 0 });
+    expect(byBatch).toEqual(byGet);
+    expect(batches).toEqual(pages); // one getMany per page, each id once
+    expect(gets).toEqual([]);
+
+    // A page larger than a store page (a provider's listOwned, one page) is read PAGE_LIMIT_MAX ids at a time.
+    const many = Array.from({ length: PAGE_LIMIT_MAX + 1 }, (_, i) => ({
+      nativeId: `n-${i}`,
+      credentialId: `gone-${i}`,
+    }));
+    Object.assign(b, {
+      listOwnedPages: async function* () {
+        yield many;
+      },
+    });
+    batches.length = 0;
+    const big = await orch.reconcile({ dryRun: true, olderThanMs: 0 });
+    expect(batches.map((ids) => ids.length)).toEqual([2, 2, 1, PAGE_LIMIT_MAX, 1]);
+    expect(big.orphans.map((o) => o.nativeId)).toEqual(many.map((r) => r.nativeId));
+    expect(gets).toEqual([]);
   });
 
   it("reconcile with olderThanMs 0 includes a record written in the same millisecond", async () => {

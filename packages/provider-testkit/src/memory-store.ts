@@ -167,7 +167,10 @@ function copyOf(e: StoredEvent & { holder?: string; leaseUntil?: string }): Stor
   return structuredClone(rest);
 }
 
-/** See the module comment. Per-app locks are core's in-process ones (no `locks`). */
+/**
+ * See the module comment. Per-app locks are core's in-process ones (no `locks`). No `getMany` (optional): core reads
+ * its batches a `get` per id, so the orchestration tests keep that path tested.
+ */
 export class MemoryCredentialStore implements CredentialStore {
   private readonly records = new Map<string, CredentialRecord>();
   private readonly states = new Map<string, ProviderStateStore>();

@@ -35,6 +35,6 @@ export function storeConformance(
 ): void {
   const s = storeSuite(test, factory, options.name ?? "store conformance");
   for (const c of [...recordTests, ...pageTests, ...countTests, ...providerStateTests, ...lockTests])
-    s.test(c.name, (store) => c.check(s, store));
+    s.test(c.name, (store, ctx) => c.check(s, store, ctx));
   for (const c of outboxTests) s.outboxTest(c.name, (store, outbox) => c.check(s, store, outbox));
 }

@@ -175,6 +175,7 @@ const EXPORTED_NAMES: Record<string, string[]> = {
     "pageOfExamined",
     "pageStartOf",
     "recordCountsOf",
+    "recordsById",
     "runFenced",
     "statePageBounds",
     "statePageOf",

@@ -64,6 +64,7 @@ import {
   COUNT_UNFINISHED_SQL,
   COUNTS_SQL,
   eventsListQuery,
+  GET_MANY_SQL,
   NEWEST_EVENTS_SQL,
   PRUNE_SQL,
   SETTLE_UNSENT_SQL,
@@ -469,6 +470,16 @@ export class PostgresCredentialStore implements CredentialStore {
 
   get(id: string): Promise<CredentialRecord | undefined> {
     return this.one("SELECT record FROM credentials WHERE id = $1", [id]);
+  }
+
+  /**
+   * {@inheritDoc CredentialStore.getMany} One statement (`GET_MANY_SQL`, queries.ts) on the primary key, read and
+   * decoded as {@link get} reads a record: one round trip for a page of `credhook reconcile`'s listing.
+   */
+  async getMany(ids: readonly string[]): Promise<Map<string, CredentialRecord>> {
+    if (ids.length === 0) return new Map();
+    const { rows } = await this.q<Row & { id: string }>(GET_MANY_SQL, [ids]);
+    return new Map(rows.map((r) => [r.id, r.record]));
   }
 
   async findByPublicId(credentialType: CredentialType, publicId: string): Promise<CredentialRecord | undefined> {

@@ -128,6 +128,12 @@ export const LIST_UNFINISHED_SQL =
 /** Every record with unsettled gateways (`listUnsettled`), oldest write first, from the partial `credentials_unsettled` index. */
 export const LIST_UNSETTLED_SQL = `SELECT record FROM credentials WHERE ${UNSETTLED} ORDER BY updated_at`;
 
+/**
+ * `getMany`: the records of the ids in `$1` (a text array; duplicates and unknown ids allowed), in one statement
+ * from the primary key `credentials_pkey`. Rows: `id` and `record`, one per id that has a record.
+ */
+export const GET_MANY_SQL = "SELECT id, record FROM credentials WHERE id = ANY($1::text[])";
+
 /** A statement and its parameters. */
 export interface Query {
   text: string;

@@ -208,7 +208,7 @@ describe("PostgreSQL hot reads", () => {
   type PlanNode = { "Node Type": string; "Relation Name"?: string; "Index Name"?: string; Plans?: PlanNode[] };
   const nodesOf = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodesOf)];
 
-  it("every hot read takes its index (EXPLAIN over 20,000 analysed rows): the claim, events by app, state and time, counts, unsettled and list pages, the expiry walk", async () => {
+  it("every hot read takes its index (EXPLAIN over 20,000 analysed rows): records by id, the claim, events by app, state and time, counts, unsettled and list pages, the expiry walk", async () => {
     const s = schema();
     const store = await openPostgresStore({ url, schema: s });
     const client = await connect(s);
@@ -243,6 +243,11 @@ describe("PostgreSQL hot reads", () => {
       const cursor = { position: "00010000", id: "id-10000" };
       // Each read, and the indexes its plan must use (`a|b`: one of them).
       const cases: Array<[string, { text: string; values: unknown[] }, string[]]> = [
+        [
+          "records by id (getMany: reconcile's page of a listing)",
+          { text: queries.GET_MANY_SQL, values: [["id-7", "id-8", "id-7", "id-unknown"]] },
+          ["credentials_pkey"],
+        ],
         ["the claim", { text: queries.CLAIM_SQL, values: ["h", "00020001", "00020100", 64] }, ["events_pending"]],
         [
           "events by app",

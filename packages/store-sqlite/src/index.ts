@@ -32,6 +32,7 @@ import {
   NEWEST_EVENT_SQL,
   PRUNE_SQL,
   SETTLE_UNSENT_SQL,
+  GET_SQL,
   LIST_ABANDONED_SQL,
   LIST_UNFINISHED_SQL,
   LIST_UNSETTLED_SQL,
@@ -457,7 +458,23 @@ export class SqliteCredentialStore implements CredentialStore {
   }
 
   async get(id: string): Promise<CredentialRecord | undefined> {
-    return this.parse(this.stmt("SELECT record FROM credentials WHERE id = ?").get(id) as Row | undefined);
+    return this.parse(this.stmt(GET_SQL).get(id) as Row | undefined);
+  }
+
+  /**
+   * {@inheritDoc CredentialStore.getMany} `get`'s prepared statement (`GET_SQL`, queries.ts: the primary key) run
+   * once per distinct id within the one call: no round trip to save on an embedded database, and no await between
+   * the reads.
+   */
+  async getMany(ids: readonly string[]): Promise<Map<string, CredentialRecord>> {
+    const read = this.stmt(GET_SQL);
+    const found = new Map<string, CredentialRecord>();
+    for (const id of ids) {
+      if (found.has(id)) continue;
+      const rec = this.parse(read.get(id) as Row | undefined);
+      if (rec) found.set(id, rec);
+    }
+    return found;
   }
 
   /**

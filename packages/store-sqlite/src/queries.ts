@@ -108,6 +108,12 @@ export function listPageSql(query: CredentialListQuery, hasCursor: boolean): str
     FROM credentials${where.length > 0 ? ` WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at, id LIMIT @n`;
 }
 
+/**
+ * A record by its id (`get`, and `getMany` once per id within its call), from the primary key's index
+ * (`sqlite_autoindex_credentials_1`: `id TEXT PRIMARY KEY` on a rowid table).
+ */
+export const GET_SQL = "SELECT record FROM credentials WHERE id = ?";
+
 /** Every `abandoned` record (`listAbandoned()`, which `/metrics` reads), from an index led by the state; sorted by the caller. */
 export const LIST_ABANDONED_SQL = "SELECT record, updated_at FROM credentials WHERE status = 'abandoned'";
 

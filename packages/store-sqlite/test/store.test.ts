@@ -292,7 +292,7 @@ describe("SqliteCredentialStore", () => {
     await store.close();
   });
 
-  it("every hot read takes its index (EXPLAIN QUERY PLAN): the claim, the release of a server's claims at start, events by app, state and time, counts, unsettled and list pages, the expiry walk", async () => {
+  it("every hot read takes its index (EXPLAIN QUERY PLAN): a record by id, the claim, the release of a server's claims at start, events by app, state and time, counts, unsettled and list pages, the expiry walk", async () => {
     const store = await openSqliteStore({ path: path() });
     const db = (store as unknown as { db: Database.Database }).db;
     /** The plan's lines of `sql`, every parameter bound to a string. */
@@ -306,6 +306,11 @@ describe("SqliteCredentialStore", () => {
       return (rows as Array<{ detail: string }>).map((r) => r.detail);
     };
     const cases: Array<[string, string, RegExp[]]> = [
+      [
+        "a record by id (get; getMany once per id: reconcile's page of a listing)",
+        queries.GET_SQL,
+        [/^SEARCH credentials USING INDEX sqlite_autoindex_credentials_1 \(id=\?\)$/],
+      ],
       [
         "the claim",
         queries.CLAIM_SQL,

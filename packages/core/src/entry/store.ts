@@ -28,6 +28,7 @@ export {
   pageStartOf,
   recordCountsOf,
   STORE_COUNT_COLUMNS,
+  recordsById,
   STORE_COUNT_FIRST_COUNTS,
   walkPages,
 } from "../store-pages.js";

@@ -8,7 +8,8 @@
 import type { CredentialRecord } from "../credential-record.js";
 import { driftEvent } from "../events.js";
 import type { OwnedResource, Provider } from "../provider.js";
-import { walkPages } from "../store-pages.js";
+import { recordsById, walkPages } from "../store-pages.js";
+import { PAGE_LIMIT_MAX } from "../store.js";
 import { uniq } from "./api-sets.js";
 import { abandonedRecords, sweepOne } from "./abandoned.js";
 import { ownedPages, revokeOne } from "./revoke.js";
@@ -137,9 +138,11 @@ const heldKey = (gateway: string, nativeId: string) => `${gateway}\u0000${native
 
 /**
  * Of `listed` (what `gateway` holds under credhook's mark, a page at a time), the resources no record binds, each
- * with the record its mark names (read by id), if any. Bounded: a resource whose marked record binds it is settled by
- * that one point read as its page goes by; only the rest (drift and garbage: few, and what reconcile reports) are
- * kept, and looked for in every record by one paged walk after the listing (a page held).
+ * with the record its mark names, if any: a page's records are read by id at once ({@link recordsById}: one store
+ * read where the store has `getMany`, one statement on PostgreSQL, instead of a round trip per resource; a page of
+ * more than {@link PAGE_LIMIT_MAX} resources, a whole `listOwned`, in slices of that many). Bounded: a resource whose
+ * marked record binds it is settled by that read as its page goes by; only the rest (drift and garbage: few, and
+ * what reconcile reports) are kept, and looked for in every record by one paged walk after the listing (a page held).
  */
 async function unheldResources(
   ctx: OrchestrationContext,
@@ -147,11 +150,19 @@ async function unheldResources(
   listed: AsyncIterable<readonly OwnedResource[]>,
 ): Promise<Array<{ resource: OwnedResource; owner: CredentialRecord | undefined }>> {
   const candidates = new Map<string, { resource: OwnedResource; owner: CredentialRecord | undefined }>();
-  for await (const page of listed)
-    for (const r of page) {
-      const owner = r.credentialId ? await ctx.store.get(r.credentialId) : undefined;
-      if (owner?.bindings.some((b) => b.gateway === gateway && b.nativeId === r.nativeId)) continue;
-      candidates.set(heldKey(gateway, r.nativeId), { resource: r, owner });
+  for await (const listedPage of listed)
+    for (let start = 0; start < listedPage.length; start += PAGE_LIMIT_MAX) {
+      // A provider without pages lists everything as one: read in slices of a store page, a slice's records held.
+      const page = listedPage.slice(start, start + PAGE_LIMIT_MAX);
+      const owners = await recordsById(
+        ctx.store,
+        page.flatMap((r) => (r.credentialId ? [r.credentialId] : [])),
+      );
+      for (const r of page) {
+        const owner = r.credentialId ? owners.get(r.credentialId) : undefined;
+        if (owner?.bindings.some((b) => b.gateway === gateway && b.nativeId === r.nativeId)) continue;
+        candidates.set(heldKey(gateway, r.nativeId), { resource: r, owner });
+      }
     }
   if (candidates.size > 0)
     for await (const rec of walkPages((after) => ctx.store.listPage({ limit: 500, ...(after ? { after } : {}) })))
@@ -163,9 +174,10 @@ async function unheldResources(
  * Drift: what gateways hold under credhook's mark that no credential record explains (listed afresh) — reported
  * as an orphan with a `credential.drift_found` event, never deleted; a resource marked with a credential whose
  * record says it is not there ({@link isGarbageOf}) is garbage, revoked under its app's lock. Reads the records a
- * resource's mark names by id, and walks them in pages only for the resources no such read explains; a gateway's
- * listing is read a page at a time where its provider pages it ({@link Provider.listOwnedPages}, the embedded
- * provider's): memory stays a page of each and what the report lists, whatever the store and the gateway hold.
+ * listing page's marks name by id, a page's at once, and walks them in pages only for the resources no such read
+ * explains; a gateway's listing is read a page at a time where its provider pages it
+ * ({@link Provider.listOwnedPages}, the embedded provider's): memory stays a page of each and what the report lists,
+ * whatever the store and the gateway hold.
  */
 async function reportDrift(ctx: OrchestrationContext, report: ReconcileReport, before: string): Promise<void> {
   for (const gw of ctx.gateways.values()) {

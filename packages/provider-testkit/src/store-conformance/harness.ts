@@ -5,12 +5,18 @@
 import { randomUUID } from "node:crypto";
 import { credentialEvent, type CredentialEvent, type CredentialEventType } from "@credhook/core";
 import type { CredentialRecord, CredentialStore, EventOutbox } from "@credhook/core/store";
-import type { ConformanceTest } from "../conformance/options.js";
+import type { ConformanceTest, ConformanceTestContext } from "../conformance/options.js";
+
+/** Ends a test as skipped with its reason (the provider suite's): an optional method a store lacks is never a pass. */
+export { skip } from "../conformance/harness.js";
 
 /** The suite: what each topic file registers its tests with. */
 export interface StoreSuite {
-  /** Registers one test, `<prefix>: <name>`, that runs `fn` on a fresh store and closes the store after it. */
-  test(name: string, fn: (store: CredentialStore) => Promise<void>): void;
+  /**
+   * Registers one test, `<prefix>: <name>`, that runs `fn` on a fresh store and closes the store after it; `ctx` is
+   * the test's context, to skip a check of an optional method the store lacks ({@link skip}).
+   */
+  test(name: string, fn: (store: CredentialStore, ctx: ConformanceTestContext) => Promise<void>): void;
   /** Registers one test of the store's event outbox, `<prefix>: outbox: <name>`: it passes at once on a store without one. */
   outboxTest(name: string, fn: (store: CredentialStore, outbox: EventOutbox) => Promise<void>): void;
   /** The app key (`slug:<8 characters>`) of the suite's records, one per suite. */
@@ -22,7 +28,8 @@ export interface StoreSuite {
 /** One test of the store suite: its name (after `<prefix>: `) and the check it runs on a fresh store. */
 export interface StoreCase {
   name: string;
-  check(s: StoreSuite, store: CredentialStore): Promise<void>;
+  /** @param ctx the test's context: a check of an optional method the store lacks ends it as skipped ({@link skip}) */
+  check(s: StoreSuite, store: CredentialStore, ctx: ConformanceTestContext): Promise<void>;
 }
 
 /** One test of a store's event outbox, named `<prefix>: outbox: <name>`: it passes at once on a store without one. */
@@ -37,11 +44,11 @@ export interface OutboxCase {
  * @param prefix the start of every test name
  */
 export function storeSuite(test: ConformanceTest, factory: () => Promise<CredentialStore>, prefix: string): StoreSuite {
-  const run = (name: string, fn: (store: CredentialStore) => Promise<void>) =>
-    test(`${prefix}: ${name}`, async () => {
+  const run = (name: string, fn: (store: CredentialStore, ctx: ConformanceTestContext) => Promise<void>) =>
+    test(`${prefix}: ${name}`, async (ctx) => {
       const store = await factory();
       try {
-        await fn(store);
+        await fn(store, ctx);
       } finally {
         await store.close();
       }

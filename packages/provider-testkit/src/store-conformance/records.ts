@@ -6,11 +6,16 @@
 import { randomUUID } from "node:crypto";
 import { Conflict, NotFound } from "@credhook/core/errors";
 import type { CredentialStore } from "@credhook/core/store";
-import { expectEqual, expectRejects, fail, type StoreCase, type StoreSuite } from "./harness.js";
+import type { ConformanceTestContext } from "../conformance/options.js";
+import { expectEqual, expectRejects, fail, skip, type StoreCase, type StoreSuite } from "./harness.js";
 
 /** The record tests, in their order. */
 export const recordTests: StoreCase[] = [
   { name: "inserts and reads a record back unchanged, by id, public id and app key", check: insertAndReadBack },
+  {
+    name: "getMany (when implemented) reads several records by id in one call, each as get reads it: an unknown id absent, a duplicate once, none for an empty list",
+    check: getsManyById,
+  },
   {
     name: "one live credential per app and type: insert and save of a second are Conflicts",
     check: oneLiveCredentialPerApp,
@@ -54,6 +59,37 @@ async function insertAndReadBack(s: StoreSuite, store: CredentialStore): Promise
   expectEqual(await store.findByPublicId("API_KEY", ""), undefined, "findByPublicId of an empty id");
   expectEqual(await store.findByAppKey(app, "API_KEY"), r, "findByAppKey");
   expectEqual(await store.get(randomUUID()), undefined, "get of an unknown id");
+}
+
+/**
+ * `getMany` (optional: skipped by a store without it) reads several records by id in one call, each equal to what
+ * `get` reads: an unknown id is absent, a duplicate id answered once, an empty list an empty map, a record not asked
+ * for left out, a saved record read as saved.
+ */
+async function getsManyById(s: StoreSuite, store: CredentialStore, ctx: ConformanceTestContext): Promise<void> {
+  if (!store.getMany) skip(ctx, "the store has no getMany (optional): core reads a batch with one get per id");
+  const { app, rec } = s;
+  const one = rec({ appKey: `${app}-many-1` });
+  const two = rec({ appKey: `${app}-many-2` });
+  const notAsked = rec({ appKey: `${app}-many-3` });
+  const abandoned = rec({ appKey: one.appKey, status: "abandoned", publicId: "" });
+  for (const r of [one, two, notAsked, abandoned]) await store.insert(r);
+  const saved = { ...two, apis: [], updatedAt: "2026-01-02T00:00:00.000Z" };
+  await store.save(saved);
+  const unknown = randomUUID();
+  const found = await store.getMany([two.id, unknown, one.id, abandoned.id, two.id]);
+  if (!(found instanceof Map)) fail(`getMany returned ${String(found)}, not a Map`);
+  expectEqual(
+    [...found.keys()].sort(),
+    [one.id, two.id, abandoned.id].sort(),
+    "the ids asked for that have a record, each once: none for an unknown id, none not asked for",
+  );
+  for (const r of [one, saved, abandoned]) {
+    expectEqual(found.get(r.id), await store.get(r.id), `getMany's record ${r.id} against get's`);
+    expectEqual(found.get(r.id), r, `getMany's record ${r.id} as written`);
+  }
+  expectEqual([...(await store.getMany([unknown])).keys()], [], "an unknown id alone");
+  expectEqual([...(await store.getMany([])).keys()], [], "an empty list");
 }
 
 /** One live credential per app and type: insert and save of a second are Conflicts. */
