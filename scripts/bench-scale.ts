@@ -75,8 +75,12 @@ const SCRAPES = 20;
  * machine (737 and 1,077 µs per create at 1k), more than the 1.2× goal allows.
  */
 const CYCLE_ROUNDS = 3;
-/** Runs of each read command (the median counts). */
-const RUNS = 5;
+/**
+ * Runs of each read command (the median counts). A command's wall time varies by ±100 ms from run to run here (its
+ * start is about 1 s), the size of the 100 ms goal: 5 runs in turns gave PostgreSQL's `list --limit 100` 91 ms
+ * beyond the empty store at 1k, where 15 turns by hand on the same code gave 6 ms.
+ */
+const RUNS = 11;
 
 /**
  * `1k`, `100k`, `1M`, `2500` as a number of credentials.
@@ -273,7 +277,8 @@ interface EmptyStore {
 
 /**
  * A read command on the seeded store, on the empty store and `credhook --version`, in turns, {@link RUNS} times (so
- * that the machine's load of the moment hits all three alike). A failing run is reported, and still timed.
+ * that the machine's load of the moment hits all three alike; the seeded and the empty store alternate at going
+ * first). A failing run is reported, and still timed.
  */
 async function pairedReads(
   label: string,
@@ -287,12 +292,13 @@ async function pairedReads(
       console.log(`  ${label}: exit ${r.code}: ${r.stderr}`);
     return r.ms;
   };
-  for (let i = 0; i < RUNS; i++)
-    runs.push({
-      s: await timed(seeded.args, seeded.env),
-      e: await timed(empty.args, empty.env),
-      v: await timed(["--version"], seeded.env),
-    });
+  for (let i = 0; i < RUNS; i++) {
+    // The seeded and the empty store take turns at going first, so that neither always follows the same command.
+    const first = i % 2 === 0 ? await timed(seeded.args, seeded.env) : await timed(empty.args, empty.env);
+    const second = i % 2 === 0 ? await timed(empty.args, empty.env) : await timed(seeded.args, seeded.env);
+    const [s, e] = i % 2 === 0 ? [first, second] : [second, first];
+    runs.push({ s, e, v: await timed(["--version"], seeded.env) });
+  }
   return {
     ms: median(runs.map((r) => r.s)),
     emptyMs: median(runs.map((r) => r.e)),
