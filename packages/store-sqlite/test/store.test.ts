@@ -515,6 +515,28 @@ describe("SqliteCredentialStore", () => {
     }
   });
 
+  it("prune checkpoints after each batch it deletes: a backlog's batches are never left to one long checkpoint", async () => {
+    // Fake setInterval: the checkpoint timer never fires here, so only prune's own checkpoint can empty the WAL.
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    try {
+      const p = path();
+      const store = await openSqliteStore({ path: p, checkpointIntervalMs: 60_000 });
+      const old = "2026-01-01T00:00:00.000Z";
+      for (let i = 0; i < 3; i++) {
+        const r = rec({ id: `old-${i}`, appKey: `slug:d/old-${i}`, publicId: `k-old-${i}` });
+        await store.insert(r, [credentialEvent("credential.created", r, old)]);
+      }
+      expect(await store.outbox!.settleUnsent(old)).toBe(3);
+      expect(statSync(`${p}-wal`).size).toBeGreaterThan(0); // the writes wait in the WAL for the timer
+      expect(await store.outbox!.prune("2026-02-01T00:00:00.000Z", 2)).toBe(2);
+      expect(statSync(`${p}-wal`).size).toBe(0); // copied into the file and truncated by the prune itself
+      expect(await store.outbox!.prune("2026-02-01T00:00:00.000Z", 2)).toBe(1);
+      await store.close();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("migrateLegacyAppKey reads each version-1 form", () => {
     expect(migrateLegacyAppKey("slug:s/1", { developer: "d/x" })).toBe("slug:d%2Fx/s%2F1");
     expect(migrateLegacyAppKey("app:d%/n", { developer: "d%" })).toBe("app:d%25/n");
