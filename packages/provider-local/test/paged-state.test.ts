@@ -85,10 +85,13 @@ describe("the embedded provider's state a page at a time", () => {
       apis: [],
     });
     reads.pages.length = 0;
-    // Reconcile reads each listed credential's record by id: count them, to see when each page was read.
+    // Reconcile reads each listed credential's record by id (a page's at once: getMany): count them, to see when
+    // each page was read.
     let recordReads = 0;
     const get = store.get.bind(store);
     store.get = (id) => ((recordReads += 1), get(id));
+    const getMany = store.getMany.bind(store);
+    store.getMany = (ids) => ((recordReads += ids.length), getMany(ids));
     reads.before = () => recordReads;
     const report = await orch.reconcile({ dryRun: true, olderThanMs: 0 });
     expect(report.unlistable).toEqual([]); // a read of every key would have failed the listing
