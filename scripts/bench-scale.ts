@@ -294,9 +294,9 @@ async function pairedReads(
   };
   for (let i = 0; i < RUNS; i++) {
     // The seeded and the empty store take turns at going first, so that neither always follows the same command.
-    const first = i % 2 === 0 ? await timed(seeded.args, seeded.env) : await timed(empty.args, empty.env);
-    const second = i % 2 === 0 ? await timed(empty.args, empty.env) : await timed(seeded.args, seeded.env);
-    const [s, e] = i % 2 === 0 ? [first, second] : [second, first];
+    const emptyFirst = i % 2 === 1 ? await timed(empty.args, empty.env) : undefined;
+    const s = await timed(seeded.args, seeded.env);
+    const e = emptyFirst ?? (await timed(empty.args, empty.env));
     runs.push({ s, e, v: await timed(["--version"], seeded.env) });
   }
   return {
